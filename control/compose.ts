@@ -1,0 +1,76 @@
+import type Koa from 'koa';
+import type { Knex } from 'knex';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import { SecretBox } from './crypto/secret-box.js';
+import { createApp } from './http/app.js';
+import { bearerAuthenticator } from './http/authenticate.js';
+import { accessKeyRoutes } from './http/routes/access-keys.js';
+import { accountRoutes } from './http/routes/account.js';
+import { agentRoutes } from './http/routes/agents.js';
+import { apiKeyRoutes } from './http/routes/api-keys.js';
+import { authRoutes } from './http/routes/auth.js';
+import { openApiRoute } from './http/routes/openapi.js';
+import { AccessKeyService } from './services/access-key-service.js';
+import { AgentService } from './services/agent-service.js';
+import { ApiKeyService } from './services/api-key-service.js';
+import { AuthService } from './services/auth-service.js';
+import { FixedWindowLimiter } from './services/rate-limiter.js';
+import { UsageService } from './services/usage-service.js';
+
+export interface ControlDependencies {
+  config: Config;
+  db: Knex;
+  redis: Redis;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface Control {
+  app: Koa;
+  services: ReturnType<typeof buildServices>;
+}
+
+/** The composition root: every service gets its collaborators here, and only here. */
+export function buildServices({ config, db, redis, clock }: ControlDependencies) {
+  const box = new SecretBox(config.masterKey);
+  const limiter = new FixedWindowLimiter(redis, clock);
+  const accessKeys = new AccessKeyService(db, clock);
+  return {
+    limiter,
+    auth: new AuthService(db, clock, limiter, {
+      registrationMode: config.registrationMode,
+      sessionTtlMinutes: config.sessionTtlMinutes,
+      loginRateLimitPerMinute: config.loginRateLimitPerMinute,
+    }),
+    apiKeys: new ApiKeyService(db, clock),
+    accessKeys,
+    agents: new AgentService(db, clock, box, accessKeys, { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage }),
+    usage: new UsageService(db, clock),
+  };
+}
+
+export function buildControl(deps: ControlDependencies): Control {
+  const services = buildServices(deps);
+  const routes = [
+    ...authRoutes(services.auth),
+    ...apiKeyRoutes(services.apiKeys),
+    ...agentRoutes(services.agents),
+    ...accessKeyRoutes(services.accessKeys),
+    ...accountRoutes(services.usage),
+  ];
+  const serverUrl = `http://${deps.config.host}:${deps.config.port}/v1`;
+  const app = createApp({
+    routes: [...routes, openApiRoute(routes, serverUrl)],
+    authenticate: bearerAuthenticator(services.auth, services.limiter, deps.config.tokenRateLimitPerMinute, deps.logger),
+    checkHealth: async () => {
+      await deps.db.raw('select 1');
+      await deps.redis.ping();
+    },
+    logger: deps.logger,
+    trustProxy: deps.config.trustProxy,
+  });
+  return { app, services };
+}

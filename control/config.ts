@@ -1,0 +1,174 @@
+import { readFileSync } from 'node:fs';
+
+/**
+ * Every setting of the control API, read from the environment once at start.
+ * Nothing else reads process.env: the rest of the code receives this object.
+ */
+export interface Config {
+  readonly host: string;
+  readonly port: number;
+  readonly databaseUrl: string;
+  readonly redisUrl: string;
+  /** 32 bytes for AES-256-GCM; encrypts model keys and secret env values at rest. */
+  readonly masterKey: Buffer;
+  readonly registrationMode: RegistrationMode;
+  readonly agentUrl: AgentUrlSettings;
+  /** The image an agent runs when its deploy object names none. */
+  readonly runtimeImage: string;
+  readonly sessionTtlMinutes: number;
+  readonly tokenRateLimitPerMinute: number;
+  readonly loginRateLimitPerMinute: number;
+  /** Trust X-Forwarded-For for the client address (only behind a proxy you run). */
+  readonly trustProxy: boolean;
+  readonly logLevel: LogLevel;
+}
+
+export type RegistrationMode = 'open' | 'invite' | 'closed';
+export type LogLevel = 'debug' | 'info' | 'warn' | 'error' | 'silent';
+
+export interface AgentUrlSettings {
+  readonly scheme: 'http' | 'https';
+  readonly domain: string;
+  /** Omitted from the URL when null (the scheme's default port). */
+  readonly port: number | null;
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reads and checks every setting, reporting all bad values at once rather than the first. */
+export function loadConfig(env: Env): Config {
+  const problems: string[] = [];
+  const read = new SettingReader(env, problems);
+
+  const config: Config = {
+    host: read.string('CONTROL_HOST', '127.0.0.1'),
+    port: read.port('CONTROL_PORT', 7070),
+    databaseUrl: read.url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    redisUrl: read.url('REDIS_URL', ['redis:', 'rediss:']),
+    masterKey: readMasterKey(env, problems),
+    registrationMode: read.oneOf('REGISTRATION_MODE', ['open', 'invite', 'closed'] as const, 'open'),
+    agentUrl: {
+      scheme: read.oneOf('AGENT_URL_SCHEME', ['http', 'https'] as const, 'http'),
+      domain: read.hostname('AGENT_DOMAIN', 'agents.localhost'),
+      port: read.optionalPort('AGENT_URL_PORT', 7080),
+    },
+    runtimeImage: read.string('RUNTIME_IMAGE', 'localhost/agent-runtime:latest'),
+    sessionTtlMinutes: read.integer('SESSION_TTL_MINUTES', 60, 1, 24 * 60),
+    tokenRateLimitPerMinute: read.integer('TOKEN_RATE_LIMIT_PER_MINUTE', 600, 1, 1_000_000),
+    loginRateLimitPerMinute: read.integer('LOGIN_RATE_LIMIT_PER_MINUTE', 10, 1, 10_000),
+    trustProxy: read.boolean('TRUST_PROXY', false),
+    logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
+  };
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  return Object.freeze(config);
+}
+
+function readMasterKey(env: Env, problems: string[]): Buffer {
+  const inline = env.MASTER_KEY;
+  const file = env.MASTER_KEY_FILE;
+  let encoded: string;
+  if (inline) {
+    encoded = inline;
+  } else if (file) {
+    try {
+      encoded = readFileSync(file, 'utf8').trim();
+    } catch (error) {
+      problems.push(`MASTER_KEY_FILE: cannot read ${file} (${(error as Error).message})`);
+      return Buffer.alloc(0);
+    }
+  } else {
+    problems.push('MASTER_KEY or MASTER_KEY_FILE: one is required, 32 bytes in base64 (openssl rand -base64 32); it encrypts model keys and secrets at rest');
+    return Buffer.alloc(0);
+  }
+  const key = Buffer.from(encoded, 'base64');
+  if (key.length !== 32) {
+    problems.push(`MASTER_KEY: must decode from base64 to exactly 32 bytes, got ${key.length}`);
+  }
+  return key;
+}
+
+class SettingReader {
+  constructor(private readonly env: Env, private readonly problems: string[]) {}
+
+  private raw(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value === '' ? undefined : value;
+  }
+
+  string(name: string, fallback: string): string {
+    return this.raw(name) ?? fallback;
+  }
+
+  url(name: string, protocols: string[]): string {
+    const value = this.raw(name);
+    if (value === undefined) {
+      this.problems.push(`${name}: required (a ${protocols[0]}// URL)`);
+      return '';
+    }
+    try {
+      const parsed = new URL(value);
+      if (!protocols.includes(parsed.protocol)) {
+        this.problems.push(`${name}: expected a ${protocols.join(' or ')}// URL, got ${parsed.protocol}//`);
+      }
+    } catch {
+      this.problems.push(`${name}: not a valid URL`);
+    }
+    return value;
+  }
+
+  integer(name: string, fallback: number, min: number, max: number): number {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const parsed = Number(value);
+    if (!Number.isInteger(parsed) || parsed < min || parsed > max) {
+      this.problems.push(`${name}: expected an integer from ${min} to ${max}, got "${value}"`);
+      return fallback;
+    }
+    return parsed;
+  }
+
+  port(name: string, fallback: number): number {
+    return this.integer(name, fallback, 0, 65535);
+  }
+
+  optionalPort(name: string, fallback: number): number | null {
+    const value = this.env[name];
+    if (value === '' || value === 'none') return null;
+    return this.port(name, fallback);
+  }
+
+  boolean(name: string, fallback: boolean): boolean {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if (['1', 'true', 'yes'].includes(value)) return true;
+    if (['0', 'false', 'no'].includes(value)) return false;
+    this.problems.push(`${name}: expected true or false, got "${value}"`);
+    return fallback;
+  }
+
+  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(value)) {
+      this.problems.push(`${name}: expected one of ${allowed.join(', ')}, got "${value}"`);
+      return fallback;
+    }
+    return value as T;
+  }
+
+  hostname(name: string, fallback: string): string {
+    const value = this.raw(name) ?? fallback;
+    if (!/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/.test(value)) {
+      this.problems.push(`${name}: expected a lower-case DNS name such as agents.example.com, got "${value}"`);
+    }
+    return value;
+  }
+}

@@ -1,0 +1,33 @@
+import knex, { type Knex } from 'knex';
+import * as initial from './migrations/001-initial.js';
+
+export type Database = Knex;
+
+/**
+ * Migrations are imported, not discovered on disk, so they run the same under tsx,
+ * compiled JS and a bundled image, and a missing one fails at compile time.
+ */
+const migrations: Record<string, Knex.Migration> = {
+  '001-initial': initial,
+};
+
+const migrationSource: Knex.MigrationSource<string> = {
+  getMigrations: async () => Object.keys(migrations).sort(),
+  getMigrationName: (name) => name,
+  getMigration: async (name) => migrations[name]!,
+};
+
+export function connectDatabase(url: string, pool = { min: 0, max: 10 }): Database {
+  return knex({
+    client: 'pg',
+    connection: url,
+    pool,
+    // Timestamps come back as Date objects; counts (bigint) are parsed where read.
+    acquireConnectionTimeout: 10_000,
+  });
+}
+
+/** Runs pending migrations; knex holds its own lock table so concurrent starts take turns. */
+export async function migrate(db: Database): Promise<void> {
+  await db.migrate.latest({ migrationSource });
+}

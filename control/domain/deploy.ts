@@ -1,0 +1,70 @@
+import type { SecretBox } from '../crypto/secret-box.js';
+import { validationError, type ValidationIssue } from '../errors.js';
+import type { StoredDeploy, StoredEnvEntry } from '../repositories/agents.js';
+import { RESERVED_ENV_KEYS, type DeployInput } from '../schemas/agents.js';
+
+export const DEFAULT_DEPLOY: Readonly<StoredDeploy> = Object.freeze({
+  image: null,
+  port: 8080,
+  replicas: 1,
+  resources: { cpu: 1.0, memory_mb: 512, gpu: 0, disk_gb: 1, ephemeral_storage_gb: 1 },
+  env: [],
+  auto_scale: false,
+  min_replicas: 1,
+  max_replicas: 10,
+});
+
+/**
+ * The deploy object to store: `input` over `base` (the defaults on create, the current
+ * deploy on redeploy), so omitted fields keep their values. A given `env` replaces the
+ * whole list; its secret values are sealed here and never stored in the clear.
+ */
+export function resolveDeploy(input: DeployInput | undefined, base: StoredDeploy, box: SecretBox): StoredDeploy {
+  const given = input ?? {};
+  const resolved: StoredDeploy = {
+    image: given.image ?? base.image,
+    port: given.port ?? base.port,
+    replicas: given.replicas ?? base.replicas,
+    resources: { ...base.resources, ...given.resources },
+    env: given.env ? given.env.map((entry) => sealEntry(entry, box)) : base.env,
+    auto_scale: given.auto_scale ?? base.auto_scale,
+    min_replicas: given.min_replicas ?? base.min_replicas,
+    max_replicas: given.max_replicas ?? base.max_replicas,
+  };
+  assertConsistent(resolved, given);
+  return resolved;
+}
+
+function sealEntry(entry: NonNullable<DeployInput['env']>[number], box: SecretBox): StoredEnvEntry {
+  return entry.secret
+    ? { key: entry.key, secret: true, sealed: box.seal(entry.value) }
+    : { key: entry.key, secret: false, value: entry.value };
+}
+
+/** Rules across fields that a JSON Schema cannot say; reported as 422 at the field that breaks them. */
+function assertConsistent(deploy: StoredDeploy, given: DeployInput): void {
+  const issues: ValidationIssue[] = [];
+  const at = (...path: (string | number)[]) => ['body', 'deploy', ...path];
+  if (deploy.min_replicas > deploy.max_replicas) {
+    issues.push({ loc: at(given.min_replicas !== undefined ? 'min_replicas' : 'max_replicas'), msg: 'min_replicas must not exceed max_replicas', type: 'value_error' });
+  }
+  if (deploy.replicas > deploy.max_replicas) {
+    issues.push({ loc: at(given.replicas !== undefined ? 'replicas' : 'max_replicas'), msg: `replicas must not exceed max_replicas (${deploy.max_replicas})`, type: 'value_error' });
+  }
+  const seen = new Set<string>();
+  (given.env ?? []).forEach((entry, index) => {
+    if ((RESERVED_ENV_KEYS as readonly string[]).includes(entry.key)) {
+      issues.push({ loc: at('env', index, 'key'), msg: `${entry.key} is set by the platform and cannot be overridden`, type: 'value_error' });
+    }
+    if (seen.has(entry.key)) {
+      issues.push({ loc: at('env', index, 'key'), msg: `${entry.key} appears more than once`, type: 'value_error' });
+    }
+    seen.add(entry.key);
+  });
+  if (issues.length > 0) throw validationError(issues);
+}
+
+/** Agent labels: which runtime serves the agent and who made what runs in it. */
+export function runtimeLabels(deploy: StoredDeploy): { runtime: 'node' | 'container'; framework: 'platform' | 'custom' } {
+  return deploy.image === null ? { runtime: 'node', framework: 'platform' } : { runtime: 'container', framework: 'custom' };
+}

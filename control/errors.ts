@@ -1,0 +1,62 @@
+/**
+ * The one catalogue of error codes the control API answers with. Domain code throws
+ * `PlatformError` by code; the HTTP layer alone turns a code into a status and body.
+ */
+export const errorCatalogue = {
+  AUTHENTICATION_FAILED: { status: 401, message: 'Missing, invalid or expired token' },
+  AUTHORISATION_DENIED: { status: 403, message: 'Your role does not allow this operation' },
+  QUOTA_EXCEEDED: { status: 403, message: 'This would pass a limit of your plan' },
+  INVALID_INVITE: { status: 403, message: 'The invite code is not valid' },
+  REGISTRATION_CLOSED: { status: 403, message: 'Registration is closed on this platform' },
+  NOT_FOUND: { status: 404, message: 'Not found' },
+  METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed' },
+  EMAIL_ALREADY_REGISTERED: { status: 409, message: 'This email is already registered' },
+  ALREADY_SUBSCRIBED: { status: 409, message: 'The account is already on this plan' },
+  NO_BILLING_ACCOUNT: { status: 409, message: 'The billing provider has no customer for this account' },
+  PRECONDITION_FAILED: { status: 412, message: 'The resource changed since the version in If-Match' },
+  PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is larger than allowed' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The request body must be application/json' },
+  VALIDATION_ERROR: { status: 422, message: 'The request is not valid' },
+  RATE_LIMIT_EXCEEDED: { status: 429, message: 'Too many requests' },
+  INTERNAL_ERROR: { status: 500, message: 'Internal error' },
+  BUILD_NOT_SUPPORTED: { status: 501, message: 'Building from source (build_path) is not supported; give deploy.image' },
+  DEPLOYMENT_FAILED: { status: 502, message: 'The container could not be started' },
+  BILLING_NOT_CONFIGURED: { status: 503, message: 'No billing provider is configured' },
+} as const satisfies Record<string, { status: number; message: string }>;
+
+export type ErrorCode = keyof typeof errorCatalogue;
+
+export interface ValidationIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+export class PlatformError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string = errorCatalogue[code].message,
+    readonly details: Record<string, unknown> = {},
+  ) {
+    super(message);
+    this.name = 'PlatformError';
+  }
+}
+
+export const notFound = (what: string) => new PlatformError('NOT_FOUND', `${what} not found`);
+
+export const validationError = (errors: ValidationIssue[]) =>
+  new PlatformError('VALIDATION_ERROR', errors.map((e) => `${e.loc.join('.')}: ${e.msg}`).join('; '), { errors });
+
+/** A limit of the caller's plan would be passed; `details` names it, its value and what was asked. */
+export const quotaExceeded = (limit: string, value: number, requested: number) =>
+  new PlatformError('QUOTA_EXCEEDED', `Plan limit ${limit} is ${value}; this request needs ${requested}`, {
+    limit,
+    value,
+    requested,
+  });
+
+export const rateLimited = (retryAfterSeconds: number) =>
+  new PlatformError('RATE_LIMIT_EXCEEDED', `Too many requests; retry in ${retryAfterSeconds} s`, {
+    retry_after: retryAfterSeconds,
+  });

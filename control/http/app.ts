@@ -1,0 +1,79 @@
+import Router from '@koa/router';
+import Koa from 'koa';
+import type { Logger } from 'pino';
+import { canWrite } from '../domain/roles.js';
+import { PlatformError } from '../errors.js';
+import type { Authenticator } from './authenticate.js';
+import { errorMiddleware } from './error-middleware.js';
+import { parseIfMatch } from './if-match.js';
+import { readJsonBody } from './json-body.js';
+import { requestLog } from './request-log.js';
+import type { RouteSpec } from './route.js';
+import { compileValidator } from './validation.js';
+
+export interface AppDependencies {
+  routes: RouteSpec[];
+  authenticate: Authenticator;
+  /** Throws when a dependency (Postgres, Redis) cannot serve; backs GET /healthz. */
+  checkHealth: () => Promise<void>;
+  logger: Logger;
+  trustProxy: boolean;
+}
+
+export const API_PREFIX = '/v1';
+
+export function createApp(deps: AppDependencies): Koa {
+  const app = new Koa({ proxy: deps.trustProxy });
+  // Koa's own error printing would bypass our logger; every error is rendered by errorMiddleware.
+  app.silent = true;
+  app.use(requestLog(deps.logger));
+  app.use(errorMiddleware(deps.logger));
+
+  const router = new Router();
+  router.get('/healthz', async (ctx) => {
+    await deps.checkHealth();
+    ctx.body = { status: 'ok' };
+  });
+  for (const route of deps.routes) mount(router, route, deps.authenticate);
+
+  app.use(router.routes());
+  app.use(router.allowedMethods({ throw: true }));
+  app.use(async () => {
+    throw new PlatformError('NOT_FOUND', 'No such endpoint');
+  });
+  return app;
+}
+
+function mount(router: Router, route: RouteSpec, authenticate: Authenticator): void {
+  const validateBody = route.body ? compileValidator(route.body, 'body') : undefined;
+  const validateQuery = route.query ? compileValidator(route.query, 'query') : undefined;
+
+  router[route.method](API_PREFIX + route.path, async (ctx) => {
+    const principal = route.auth === 'none' ? undefined : await authenticate(ctx.get('Authorization'));
+    ctx.state.principal = principal;
+    if (route.writes && principal && !canWrite(principal.role)) {
+      throw new PlatformError('AUTHORISATION_DENIED', `The ${principal.role} role may read but not change anything`);
+    }
+
+    let body: unknown = undefined;
+    if (validateBody) {
+      // An absent body is checked as {} so each missing required field is reported by name.
+      body = (await readJsonBody(ctx.req)) ?? {};
+      validateBody(body);
+    }
+    const query = { ...ctx.query };
+    validateQuery?.(query);
+
+    const result = await route.handler({
+      body,
+      query,
+      params: ctx.params,
+      principal,
+      clientIp: ctx.ip,
+      expectedVersion: parseIfMatch(ctx.get('If-Match') || undefined),
+    });
+    ctx.status = result.status;
+    for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);
+    if (result.body !== undefined) ctx.body = result.body;
+  });
+}

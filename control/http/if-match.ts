@@ -1,0 +1,13 @@
+import { PlatformError } from '../errors.js';
+
+/** The agent version an If-Match header names (`"3"`, `W/"3"` or `3`); `*` names none. */
+export function parseIfMatch(header: string | undefined): number | undefined {
+  if (header === undefined || header.trim() === '*') return undefined;
+  const match = /^\s*(?:W\/)?"?(\d+)"?\s*$/.exec(header);
+  if (!match) {
+    throw new PlatformError('PRECONDITION_FAILED', 'If-Match must name an agent version, as the ETag gives it (e.g. "3")');
+  }
+  return Number(match[1]);
+}
+
+export const etagOf = (version: number) => `"${version}"`;

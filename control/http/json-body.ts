@@ -1,0 +1,29 @@
+import type { IncomingMessage } from 'node:http';
+import { PlatformError, validationError } from '../errors.js';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+
+/**
+ * Reads a JSON body of at most 1 MiB. Returns undefined for an empty body; malformed
+ * JSON is a 422 at `["body"]`, an oversized body a 413 before it is all read.
+ */
+export async function readJsonBody(request: IncomingMessage): Promise<unknown> {
+  const declared = Number(request.headers['content-length'] ?? 0);
+  if (declared > MAX_BODY_BYTES) throw tooLarge();
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY_BYTES) throw tooLarge();
+    chunks.push(chunk as Buffer);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return undefined;
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw validationError([{ loc: ['body'], msg: `malformed JSON: ${(error as Error).message}`, type: 'json_invalid' }]);
+  }
+}
+
+const tooLarge = () => new PlatformError('PAYLOAD_TOO_LARGE', `The request body is larger than ${MAX_BODY_BYTES} bytes`);

@@ -1,0 +1,32 @@
+import { randomUUID } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { Logger } from 'pino';
+
+/**
+ * One log line per request with what an operator needs to follow it: never headers or
+ * bodies, which carry tokens, passwords and model keys.
+ */
+export function requestLog(logger: Logger): Middleware {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    const incoming = ctx.get('X-Request-Id');
+    const requestId = /^[\w.-]{1,128}$/.test(incoming) ? incoming : randomUUID();
+    ctx.state.requestId = requestId;
+    ctx.set('X-Request-Id', requestId);
+    try {
+      await next();
+    } finally {
+      logger.info(
+        {
+          request_id: requestId,
+          method: ctx.method,
+          path: ctx.path,
+          status: ctx.status,
+          duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
+          account_id: ctx.state.principal?.accountId,
+        },
+        'request',
+      );
+    }
+  };
+}

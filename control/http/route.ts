@@ -1,0 +1,48 @@
+import type { Static, TSchema } from '@sinclair/typebox';
+import type { Principal } from '../services/principal.js';
+
+export type AuthMode = 'none' | 'any';
+
+export interface RouteInput<Body, Query, Caller> {
+  body: Body;
+  query: Query;
+  params: Record<string, string>;
+  principal: Caller;
+  clientIp: string;
+  /** The version named by If-Match, when the request sent one. */
+  expectedVersion: number | undefined;
+}
+
+export interface RouteResult {
+  status: number;
+  body?: unknown;
+  headers?: Record<string, string>;
+}
+
+export interface ResponseSpec {
+  description: string;
+  schema?: TSchema;
+}
+
+/**
+ * One endpoint: its schemas validate the request, type the handler's input and feed the
+ * OpenAPI document, so the three never drift apart.
+ */
+export interface RouteSpec<B extends TSchema = TSchema, Q extends TSchema = TSchema, A extends AuthMode = AuthMode> {
+  method: 'get' | 'post' | 'patch' | 'delete';
+  /** Koa-style path under /v1, e.g. `/agents/:id`. */
+  path: string;
+  summary: string;
+  tag: string;
+  auth: A;
+  /** Writes are refused to viewers. */
+  writes?: boolean;
+  body?: B;
+  query?: Q;
+  responses: Record<number, ResponseSpec>;
+  handler: (input: RouteInput<Static<B>, Static<Q>, A extends 'none' ? undefined : Principal>) => Promise<RouteResult>;
+}
+
+/** Keeps each route's generic types while collecting routes of different shapes in one list. */
+export const defineRoute = <B extends TSchema, Q extends TSchema, A extends AuthMode>(spec: RouteSpec<B, Q, A>) =>
+  spec as unknown as RouteSpec;

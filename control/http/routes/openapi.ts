@@ -1,0 +1,18 @@
+import { Agent, Deploy } from '../../schemas/agents.js';
+import { User } from '../../schemas/auth.js';
+import { AccessKey, ApiKey } from '../../schemas/keys.js';
+import { defineRoute, type RouteSpec } from '../route.js';
+import { buildOpenApi } from '../openapi.js';
+
+export const openApiRoute = (documented: RouteSpec[], serverUrl: string) => {
+  let document: unknown;
+  return defineRoute({
+    method: 'get',
+    path: '/openapi.json',
+    summary: 'This document',
+    tag: 'Meta',
+    auth: 'none',
+    responses: { 200: { description: 'The OpenAPI 3.1 document of the control API' } },
+    handler: async () => ({ status: 200, body: (document ??= buildOpenApi(documented, [User, Agent, Deploy, AccessKey, ApiKey], serverUrl)) }),
+  });
+};

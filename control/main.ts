@@ -1,0 +1,45 @@
+import { createServer } from 'node:http';
+import { systemClock } from './clock.js';
+import { ConfigError, loadConfig } from './config.js';
+import { buildControl } from './compose.js';
+import { connectDatabase, migrate } from './db/database.js';
+import { createLogger } from './logger.js';
+import { connectRedis } from './redis.js';
+
+async function main(): Promise<void> {
+  const config = loadConfig(process.env);
+  const logger = createLogger(config.logLevel);
+  const db = connectDatabase(config.databaseUrl);
+  await migrate(db);
+  const redis = connectRedis(config.redisUrl);
+  const { app } = buildControl({ config, db, redis, clock: systemClock, logger });
+
+  const server = createServer(app.callback());
+  server.listen(config.port, config.host, () => {
+    logger.info({ url: `http://${config.host}:${config.port}/v1` }, 'control API listening');
+  });
+
+  let stopping = false;
+  const stop = async (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'stopping: finishing in-flight requests');
+    const closed = new Promise((resolve) => server.close(resolve));
+    server.closeIdleConnections();
+    // In-flight requests get up to 10 s to finish; then the process goes anyway.
+    await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
+    await Promise.allSettled([db.destroy(), redis.quit()]);
+    process.exit(0);
+  };
+  process.on('SIGTERM', () => void stop('SIGTERM'));
+  process.on('SIGINT', () => void stop('SIGINT'));
+}
+
+main().catch((error: unknown) => {
+  if (error instanceof ConfigError) {
+    console.error(error.message);
+    process.exit(78);
+  }
+  console.error(error);
+  process.exit(1);
+});

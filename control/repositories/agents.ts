@@ -1,0 +1,122 @@
+import type { Knex } from 'knex';
+import type { AccessMode, AgentStatus } from '../schemas/agents.js';
+
+/** An env entry as stored: a secret keeps only its sealed (encrypted) value. */
+export type StoredEnvEntry = { key: string; secret: false; value: string } | { key: string; secret: true; sealed: string };
+
+export interface StoredDeploy {
+  /** null: the platform's runtime image, whichever it is at deploy time. */
+  image: string | null;
+  port: number;
+  replicas: number;
+  resources: { cpu: number; memory_mb: number; gpu: number; disk_gb: number; ephemeral_storage_gb: number };
+  env: StoredEnvEntry[];
+  auto_scale: boolean;
+  min_replicas: number;
+  max_replicas: number;
+}
+
+export interface AgentRow {
+  id: string;
+  account_id: string;
+  name: string;
+  slug: string;
+  runtime: string;
+  framework: string;
+  model: string;
+  provider: string;
+  status: AgentStatus;
+  access: AccessMode;
+  rate_limit_rpm: number | null;
+  replicas: number;
+  desired_replicas: number;
+  deploy: StoredDeploy;
+  api_key_sealed: string | null;
+  system_prompt: string | null;
+  tags: string[];
+  metadata: Record<string, string>;
+  error: string | null;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface AgentFilter {
+  status?: AgentStatus;
+  tag?: string;
+}
+
+/** What an account has asked to run, summed over its agents; quotas are checked on it. */
+export interface AccountFootprint {
+  agents: number;
+  replicas: number;
+  vcpu: number;
+  memory_mb: number;
+}
+
+export class AgentRepository {
+  constructor(private readonly db: Knex) {}
+
+  async insert(row: AgentRow): Promise<void> {
+    await this.db('agents').insert({ ...row, deploy: JSON.stringify(row.deploy), metadata: JSON.stringify(row.metadata) });
+  }
+
+  async find(accountId: string, id: string): Promise<AgentRow | undefined> {
+    return this.db<AgentRow>('agents').where({ account_id: accountId, id }).first();
+  }
+
+  /** Locks the agent's row until the transaction ends, for read-check-write changes. */
+  async findForUpdate(accountId: string, id: string): Promise<AgentRow | undefined> {
+    return this.db<AgentRow>('agents').where({ account_id: accountId, id }).forUpdate().first();
+  }
+
+  async list(accountId: string, filter: AgentFilter, offset: number, limit: number): Promise<{ rows: AgentRow[]; total: number }> {
+    const scoped = this.db<AgentRow>('agents').where({ account_id: accountId });
+    if (filter.status) scoped.andWhere({ status: filter.status });
+    if (filter.tag) scoped.andWhereRaw('tags @> ARRAY[?]::text[]', [filter.tag]);
+    const [rows, counted] = await Promise.all([
+      scoped.clone().orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).offset(offset).limit(limit),
+      scoped.clone().count<{ count: string }[]>({ count: '*' }),
+    ]);
+    return { rows, total: Number(counted[0]?.count ?? 0) };
+  }
+
+  /** Applies `changes` and bumps the version; returns the new row, or undefined if it is gone. */
+  async update(accountId: string, id: string, changes: Partial<AgentRow>, now: Date): Promise<AgentRow | undefined> {
+    const patch: Record<string, unknown> = { ...changes, updated_at: now, version: this.db.raw('version + 1') };
+    if (changes.deploy) patch.deploy = JSON.stringify(changes.deploy);
+    if (changes.metadata) patch.metadata = JSON.stringify(changes.metadata);
+    const [row] = await this.db<AgentRow>('agents').where({ account_id: accountId, id }).update(patch, '*');
+    return row as AgentRow | undefined;
+  }
+
+  async delete(accountId: string, id: string): Promise<boolean> {
+    return (await this.db('agents').where({ account_id: accountId, id }).delete()) > 0;
+  }
+
+  /** Requested figures (desired replicas) across the account's agents. */
+  async footprint(accountId: string): Promise<AccountFootprint> {
+    const row = await this.db('agents')
+      .where({ account_id: accountId })
+      .first(
+        this.db.raw('count(*)::int AS agents'),
+        this.db.raw('coalesce(sum(desired_replicas), 0)::int AS replicas'),
+        this.db.raw("coalesce(sum(desired_replicas * (deploy->'resources'->>'cpu')::numeric), 0)::float8 AS vcpu"),
+        this.db.raw("coalesce(sum(desired_replicas * (deploy->'resources'->>'memory_mb')::int), 0)::int AS memory_mb"),
+      );
+    return row as AccountFootprint;
+  }
+
+  /** What runs now (current replicas) across the account's agents. */
+  async running(accountId: string): Promise<AccountFootprint> {
+    const row = await this.db('agents')
+      .where({ account_id: accountId })
+      .first(
+        this.db.raw('count(*)::int AS agents'),
+        this.db.raw('coalesce(sum(replicas), 0)::int AS replicas'),
+        this.db.raw("coalesce(sum(replicas * (deploy->'resources'->>'cpu')::numeric), 0)::float8 AS vcpu"),
+        this.db.raw("coalesce(sum(replicas * (deploy->'resources'->>'memory_mb')::int), 0)::int AS memory_mb"),
+      );
+    return row as AccountFootprint;
+  }
+}

@@ -1,0 +1,35 @@
+import type { Knex } from 'knex';
+import { AccountRepository } from './accounts.js';
+import { AgentRepository } from './agents.js';
+import { InviteRepository } from './invites.js';
+import { AccessKeyRepository, ApiKeyRepository } from './keys.js';
+import { SessionRepository } from './sessions.js';
+import { UserRepository } from './users.js';
+
+/** Every repository bound to one executor: the pool, or a transaction. */
+export interface Repositories {
+  accounts: AccountRepository;
+  users: UserRepository;
+  sessions: SessionRepository;
+  apiKeys: ApiKeyRepository;
+  invites: InviteRepository;
+  agents: AgentRepository;
+  accessKeys: AccessKeyRepository;
+}
+
+export function repositoriesOn(db: Knex): Repositories {
+  return {
+    accounts: new AccountRepository(db),
+    users: new UserRepository(db),
+    sessions: new SessionRepository(db),
+    apiKeys: new ApiKeyRepository(db),
+    invites: new InviteRepository(db),
+    agents: new AgentRepository(db),
+    accessKeys: new AccessKeyRepository(db),
+  };
+}
+
+/** Runs `work` in one transaction with repositories bound to it. */
+export function inTransaction<T>(db: Knex, work: (repos: Repositories) => Promise<T>): Promise<T> {
+  return db.transaction((trx) => work(repositoriesOn(trx)));
+}

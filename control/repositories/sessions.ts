@@ -1,0 +1,30 @@
+import type { Knex } from 'knex';
+import type { UserRow } from './users.js';
+
+export interface SessionRow {
+  token_hash: string;
+  user_id: string;
+  created_at: Date;
+  expires_at: Date;
+}
+
+export class SessionRepository {
+  constructor(private readonly db: Knex) {}
+
+  async insert(row: SessionRow): Promise<void> {
+    await this.db('sessions').insert(row);
+  }
+
+  /** The user of a session that is still valid at `now`. */
+  async findLiveUser(tokenHash: string, now: Date): Promise<UserRow | undefined> {
+    return this.db<UserRow>('users')
+      .join('sessions', 'sessions.user_id', 'users.id')
+      .where('sessions.token_hash', tokenHash)
+      .andWhere('sessions.expires_at', '>', now)
+      .first('users.*');
+  }
+
+  async deleteExpired(now: Date): Promise<number> {
+    return this.db('sessions').where('expires_at', '<=', now).delete();
+  }
+}

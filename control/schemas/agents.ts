@@ -1,0 +1,153 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { NullableInteger, StringEnum, Timestamp } from './common.js';
+
+export const AGENT_STATUSES = ['pending', 'starting', 'running', 'scaling', 'stopped', 'failed', 'crashed'] as const;
+export type AgentStatus = (typeof AGENT_STATUSES)[number];
+
+export const ACCESS_MODES = ['public', 'private'] as const;
+export type AccessMode = (typeof ACCESS_MODES)[number];
+
+/** Variables the platform sets itself; deploy.env may not override them. */
+export const RESERVED_ENV_KEYS = ['AGENT_ID', 'AGENT_NAME', 'SYSTEM_PROMPT', 'LLM_MODEL', 'LLM_PROVIDER'] as const;
+
+// An OCI image reference: [registry[:port]/]path[:tag][@sha256:digest].
+const IMAGE_REFERENCE =
+  '^(?:[a-zA-Z0-9](?:[a-zA-Z0-9.-]*[a-zA-Z0-9])?(?::[0-9]+)?/)?[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?(?:@sha256:[a-f0-9]{64})?$';
+
+/** Accepted by the schema only so that the answer is the clear 501, not an unknown-field 422. */
+const BuildPath = Type.String({ description: 'Not supported: answered with 501 BUILD_NOT_SUPPORTED' });
+
+export const EnvEntryInput = Type.Object(
+  {
+    key: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 128 }),
+    value: Type.String({ maxLength: 32_768 }),
+    secret: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+export const ResourcesInput = Type.Object(
+  {
+    cpu: Type.Optional(Type.Number({ minimum: 0.1, maximum: 64, description: 'vCPUs per replica' })),
+    memory_mb: Type.Optional(Type.Integer({ minimum: 64, maximum: 262_144, description: 'MiB per replica' })),
+    gpu: Type.Optional(Type.Integer({ minimum: 0, maximum: 0, description: 'GPUs are not offered: only 0' })),
+    disk_gb: Type.Optional(Type.Integer({ minimum: 1, maximum: 1024 })),
+    ephemeral_storage_gb: Type.Optional(Type.Integer({ minimum: 1, maximum: 1024 })),
+  },
+  { additionalProperties: false },
+);
+
+export const DeployInput = Type.Object(
+  {
+    image: Type.Optional(Type.String({ maxLength: 512, pattern: IMAGE_REFERENCE, description: 'a public image; default: the platform runtime' })),
+    port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
+    replicas: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+    resources: Type.Optional(ResourcesInput),
+    env: Type.Optional(Type.Array(EnvEntryInput, { maxItems: 100 })),
+    auto_scale: Type.Optional(Type.Boolean()),
+    min_replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    max_replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    build_path: Type.Optional(BuildPath),
+  },
+  { additionalProperties: false },
+);
+export type DeployInput = Static<typeof DeployInput>;
+
+export const CreateAgentBody = Type.Object(
+  {
+    name: Type.String({ minLength: 1, maxLength: 128 }),
+    model: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+    api_key: Type.Optional(Type.String({ minLength: 1, maxLength: 4096, writeOnly: true })),
+    system_prompt: Type.Optional(Type.String({ maxLength: 32_000 })),
+    access: Type.Optional(StringEnum(ACCESS_MODES)),
+    rate_limit_rpm: Type.Optional(NullableInteger({ minimum: 1, maximum: 100_000 })),
+    deploy: Type.Optional(DeployInput),
+    tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 50, uniqueItems: true })),
+    metadata: Type.Optional(
+      Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 1024 }), { maxProperties: 50 }),
+    ),
+    build_path: Type.Optional(BuildPath),
+  },
+  { additionalProperties: false },
+);
+export type CreateAgentBody = Static<typeof CreateAgentBody>;
+
+export const PatchAgentBody = Type.Object(
+  {
+    access: Type.Optional(StringEnum(ACCESS_MODES)),
+    rate_limit_rpm: Type.Optional(NullableInteger({ minimum: 1, maximum: 100_000 })),
+  },
+  { additionalProperties: false },
+);
+export type PatchAgentBody = Static<typeof PatchAgentBody>;
+
+export const ListAgentsQuery = Type.Object({
+  status: Type.Optional(StringEnum(AGENT_STATUSES)),
+  tag: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+});
+export type ListAgentsQuery = Static<typeof ListAgentsQuery>;
+
+const EnvEntry = Type.Object({
+  key: Type.String(),
+  value: Type.String({ description: '*** for secret entries' }),
+  secret: Type.Boolean(),
+});
+
+export const Deploy = Type.Object(
+  {
+    image: Type.String(),
+    port: Type.Integer(),
+    replicas: Type.Integer(),
+    resources: Type.Object({
+      cpu: Type.Number(),
+      memory_mb: Type.Integer(),
+      gpu: Type.Integer(),
+      disk_gb: Type.Integer(),
+      ephemeral_storage_gb: Type.Integer(),
+    }),
+    env: Type.Array(EnvEntry),
+    auto_scale: Type.Boolean(),
+    min_replicas: Type.Integer(),
+    max_replicas: Type.Integer(),
+  },
+  { $id: 'Deploy' },
+);
+export type Deploy = Static<typeof Deploy>;
+
+export const Agent = Type.Object(
+  {
+    id: Type.String(),
+    name: Type.String(),
+    runtime: StringEnum(['node', 'container'] as const),
+    framework: StringEnum(['platform', 'custom'] as const),
+    model: Type.String(),
+    status: StringEnum(AGENT_STATUSES),
+    url: Type.String(),
+    access: StringEnum(ACCESS_MODES),
+    rate_limit_rpm: Type.Union([Type.Integer(), Type.Null()]),
+    access_key: Type.Union([Type.String(), Type.Null()], { description: 'the first key, only in the create response of a private agent' }),
+    replicas: Type.Integer(),
+    deploy: Type.Ref(Deploy),
+    tags: Type.Array(Type.String()),
+    metadata: Type.Record(Type.String(), Type.String()),
+    error: Type.Union([Type.String(), Type.Null()]),
+    version: Type.Integer(),
+    created_at: Timestamp,
+    updated_at: Timestamp,
+  },
+  { $id: 'Agent' },
+);
+export type Agent = Static<typeof Agent>;
+
+export const AgentList = Type.Object(
+  {
+    agents: Type.Array(Type.Ref(Agent)),
+    total: Type.Integer(),
+    page: Type.Integer(),
+    page_size: Type.Integer(),
+    has_next: Type.Boolean(),
+  },
+  { $id: 'AgentList' },
+);

@@ -1,0 +1,51 @@
+import type { AgentUrlSettings } from '../config.js';
+import type { AgentRow } from '../repositories/agents.js';
+import type { Agent } from '../schemas/agents.js';
+
+export const MASKED_SECRET = '***';
+
+export interface PresenterSettings {
+  agentUrl: AgentUrlSettings;
+  runtimeImage: string;
+}
+
+export function agentUrl(slug: string, settings: AgentUrlSettings): string {
+  const port = settings.port === null ? '' : `:${settings.port}`;
+  return `${settings.scheme}://${slug}.${settings.domain}${port}`;
+}
+
+/** The agent as the API shows it: secrets masked, the model key never included. */
+export function agentView(row: AgentRow, settings: PresenterSettings, accessKey: string | null = null): Agent {
+  const deploy = row.deploy;
+  return {
+    id: row.id,
+    name: row.name,
+    runtime: row.runtime as Agent['runtime'],
+    framework: row.framework as Agent['framework'],
+    model: row.model,
+    status: row.status,
+    url: agentUrl(row.slug, settings.agentUrl),
+    access: row.access,
+    rate_limit_rpm: row.rate_limit_rpm,
+    access_key: accessKey,
+    replicas: row.replicas,
+    deploy: {
+      image: deploy.image ?? settings.runtimeImage,
+      port: deploy.port,
+      replicas: deploy.replicas,
+      resources: { ...deploy.resources },
+      env: deploy.env.map((entry) =>
+        entry.secret ? { key: entry.key, value: MASKED_SECRET, secret: true } : { key: entry.key, value: entry.value, secret: false },
+      ),
+      auto_scale: deploy.auto_scale,
+      min_replicas: deploy.min_replicas,
+      max_replicas: deploy.max_replicas,
+    },
+    tags: row.tags,
+    metadata: row.metadata,
+    error: row.error,
+    version: row.version,
+    created_at: row.created_at.toISOString(),
+    updated_at: row.updated_at.toISOString(),
+  };
+}

@@ -1,0 +1,160 @@
+import type { Knex } from 'knex';
+import type { Clock } from '../clock.js';
+import type { SecretBox } from '../crypto/secret-box.js';
+import { ID_PREFIX, newId } from '../crypto/tokens.js';
+import { DEFAULT_DEPLOY, resolveDeploy, runtimeLabels } from '../domain/deploy.js';
+import { DEFAULT_MODEL, providerOf } from '../domain/models.js';
+import { limitsOf } from '../domain/plans.js';
+import { slugFor } from '../domain/slug.js';
+import { notFound, PlatformError, validationError } from '../errors.js';
+import type { AgentRow } from '../repositories/agents.js';
+import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
+import type { Agent, CreateAgentBody, ListAgentsQuery, PatchAgentBody } from '../schemas/agents.js';
+import type { AccessKeyService } from './access-key-service.js';
+import { agentView, type PresenterSettings } from './agent-presenter.js';
+import type { Principal } from './principal.js';
+import { assertWithinLimits } from './quota.js';
+
+export interface AgentPage {
+  agents: Agent[];
+  total: number;
+  page: number;
+  page_size: number;
+  has_next: boolean;
+}
+
+export class AgentService {
+  constructor(
+    private readonly db: Knex,
+    private readonly clock: Clock,
+    private readonly box: SecretBox,
+    private readonly accessKeys: AccessKeyService,
+    private readonly presenter: PresenterSettings,
+  ) {}
+
+  /**
+   * Creates the agent and, for a private one, its first access key, in one transaction
+   * under the account's lock, so parallel creates cannot pass the plan's limits.
+   */
+  async create(principal: Principal, input: CreateAgentBody): Promise<Agent> {
+    if (input.build_path !== undefined || input.deploy?.build_path !== undefined) {
+      throw new PlatformError('BUILD_NOT_SUPPORTED');
+    }
+    const model = input.model ?? DEFAULT_MODEL;
+    const provider = providerOf(model);
+    if (!provider) {
+      throw validationError([{ loc: ['body', 'model'], msg: `unknown model family "${model}": use gpt-*, o1*, o3*, o4*, chatgpt-*, claude-* or gemini-*`, type: 'value_error' }]);
+    }
+    const deploy = resolveDeploy(input.deploy, DEFAULT_DEPLOY, this.box);
+    const deploying = input.deploy !== undefined;
+    const now = this.clock.now();
+    const row: AgentRow = {
+      id: newId(ID_PREFIX.agent),
+      account_id: principal.accountId,
+      name: input.name,
+      slug: slugFor(input.name),
+      ...runtimeLabels(deploy),
+      model,
+      provider,
+      status: deploying ? 'pending' : 'stopped',
+      access: input.access ?? 'private',
+      rate_limit_rpm: input.rate_limit_rpm ?? null,
+      replicas: 0,
+      desired_replicas: deploying ? deploy.replicas : 0,
+      deploy,
+      api_key_sealed: input.api_key ? this.box.seal(input.api_key) : null,
+      system_prompt: input.system_prompt ?? null,
+      tags: input.tags ?? [],
+      metadata: input.metadata ?? {},
+      error: null,
+      version: 1,
+      created_at: now,
+      updated_at: now,
+    };
+
+    return inTransaction(this.db, async (repos) => {
+      await this.lockAccountAndCheck(repos, principal.accountId, {
+        agents: 1,
+        replicas: row.desired_replicas,
+        replicaCpu: deploy.resources.cpu,
+        replicaMemoryMb: deploy.resources.memory_mb,
+      });
+      await repos.agents.insert(row);
+      const firstKey = row.access === 'private' ? await this.accessKeys.issue(repos, row.id, 'default') : null;
+      return agentView(row, this.presenter, firstKey?.key ?? null);
+    });
+  }
+
+  async list(principal: Principal, query: ListAgentsQuery): Promise<AgentPage> {
+    const page = query.page ?? 1;
+    const pageSize = query.page_size ?? 20;
+    const { rows, total } = await repositoriesOn(this.db).agents.list(
+      principal.accountId,
+      { status: query.status, tag: query.tag },
+      (page - 1) * pageSize,
+      pageSize,
+    );
+    return {
+      agents: rows.map((row) => agentView(row, this.presenter)),
+      total,
+      page,
+      page_size: pageSize,
+      has_next: page * pageSize < total,
+    };
+  }
+
+  async get(principal: Principal, id: string): Promise<Agent> {
+    return agentView(await this.find(repositoriesOn(this.db), principal, id), this.presenter);
+  }
+
+  /** Changes access settings; a body that changes nothing leaves the version alone. */
+  async patch(principal: Principal, id: string, input: PatchAgentBody, expectedVersion?: number): Promise<Agent> {
+    return inTransaction(this.db, async (repos) => {
+      const current = await this.findForUpdate(repos, principal, id, expectedVersion);
+      const changes: Partial<AgentRow> = {};
+      if (input.access !== undefined && input.access !== current.access) changes.access = input.access;
+      if (input.rate_limit_rpm !== undefined && input.rate_limit_rpm !== current.rate_limit_rpm) {
+        changes.rate_limit_rpm = input.rate_limit_rpm;
+      }
+      if (Object.keys(changes).length === 0) return agentView(current, this.presenter);
+      const updated = await repos.agents.update(principal.accountId, id, changes, this.clock.now());
+      return agentView(updated!, this.presenter);
+    });
+  }
+
+  async delete(principal: Principal, id: string, expectedVersion?: number): Promise<void> {
+    await inTransaction(this.db, async (repos) => {
+      await this.findForUpdate(repos, principal, id, expectedVersion);
+      await repos.agents.delete(principal.accountId, id);
+    });
+  }
+
+  /** Another account's agent is answered exactly like a missing one. */
+  async find(repos: Repositories, principal: Principal, id: string): Promise<AgentRow> {
+    const row = await repos.agents.find(principal.accountId, id);
+    if (!row) throw notFound('Agent');
+    return row;
+  }
+
+  private async findForUpdate(repos: Repositories, principal: Principal, id: string, expectedVersion?: number): Promise<AgentRow> {
+    const row = await repos.agents.findForUpdate(principal.accountId, id);
+    if (!row) throw notFound('Agent');
+    if (expectedVersion !== undefined && row.version !== expectedVersion) {
+      throw new PlatformError('PRECONDITION_FAILED', `Agent is at version ${row.version}, not ${expectedVersion}`, {
+        current_version: row.version,
+      });
+    }
+    return row;
+  }
+
+  private async lockAccountAndCheck(
+    repos: Repositories,
+    accountId: string,
+    change: Parameters<typeof assertWithinLimits>[2],
+  ): Promise<void> {
+    const account = await repos.accounts.lock(accountId);
+    if (!account) throw notFound('Account');
+    if (account.exempt) return;
+    assertWithinLimits(limitsOf(account.plan), await repos.agents.footprint(accountId), change);
+  }
+}

@@ -1,0 +1,133 @@
+import type { Knex } from 'knex';
+import type { Clock } from '../clock.js';
+import type { RegistrationMode } from '../config.js';
+import { PlatformError, rateLimited } from '../errors.js';
+import { hashPassword, verifyAgainstDecoy, verifyPassword } from '../crypto/passwords.js';
+import { ID_PREFIX, newId, newSecret, SECRET_PREFIX, sha256Hex } from '../crypto/tokens.js';
+import { inTransaction, repositoriesOn } from '../repositories/index.js';
+import type { UserRow } from '../repositories/users.js';
+import type { LoginBody, RegisterBody, User } from '../schemas/auth.js';
+import type { Principal } from './principal.js';
+import type { FixedWindowLimiter } from './rate-limiter.js';
+
+export interface SessionGrant {
+  token: string;
+  expires_at: string;
+  user: User;
+}
+
+export interface AuthSettings {
+  registrationMode: RegistrationMode;
+  sessionTtlMinutes: number;
+  loginRateLimitPerMinute: number;
+}
+
+export class AuthService {
+  constructor(
+    private readonly db: Knex,
+    private readonly clock: Clock,
+    private readonly limiter: FixedWindowLimiter,
+    private readonly settings: AuthSettings,
+  ) {}
+
+  registrationMode(): RegistrationMode {
+    return this.settings.registrationMode;
+  }
+
+  /** Creates a user: the owner of a new free account, or a member of the account an invite names. */
+  async register(input: RegisterBody): Promise<SessionGrant> {
+    const mode = this.settings.registrationMode;
+    if (mode === 'closed') throw new PlatformError('REGISTRATION_CLOSED');
+    if (mode === 'invite' && !input.invite_code) {
+      throw new PlatformError('INVALID_INVITE', 'An invite code is required to register');
+    }
+    // Hash before the transaction: argon2 takes tens of milliseconds and needs no lock.
+    const passwordHash = await hashPassword(input.password);
+    const now = this.clock.now();
+
+    const user = await inTransaction(this.db, async (repos) => {
+      if (await repos.users.findByEmail(input.email)) throw new PlatformError('EMAIL_ALREADY_REGISTERED');
+      const userId = newId(ID_PREFIX.user);
+      const invite = input.invite_code ? await repos.invites.claim(sha256Hex(input.invite_code), userId, now) : undefined;
+      if (input.invite_code && !invite) throw new PlatformError('INVALID_INVITE');
+
+      let accountId = invite?.account_id ?? null;
+      if (!accountId) {
+        accountId = newId(ID_PREFIX.account);
+        await repos.accounts.insert({ id: accountId, plan: 'free', exempt: false, created_at: now });
+      }
+      const row: UserRow = {
+        id: userId,
+        account_id: accountId,
+        email: input.email,
+        name: input.name,
+        password_hash: passwordHash,
+        role: invite?.account_id ? (invite.role ?? 'member') : 'owner',
+        created_at: now,
+      };
+      await repos.users.insert(row);
+      return row;
+    }).catch(rethrowUniqueEmail);
+
+    return this.openSession(user);
+  }
+
+  /** The same 401 for an unknown email and a wrong password, in about the same time. */
+  async login(input: LoginBody, clientIp: string): Promise<SessionGrant> {
+    const decision = await this.limiter.hit(`login:${clientIp}:${input.email.toLowerCase()}`, this.settings.loginRateLimitPerMinute);
+    if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
+
+    const user = await repositoriesOn(this.db).users.findByEmail(input.email);
+    const valid = user ? await verifyPassword(user.password_hash, input.password) : await verifyAgainstDecoy(input.password);
+    if (!user || !valid) throw new PlatformError('AUTHENTICATION_FAILED', 'Email or password is wrong');
+    return this.openSession(user);
+  }
+
+  /** Resolves a bearer token (a personal API key or a session token) to its principal. */
+  async authenticate(token: string): Promise<Principal> {
+    const repos = repositoriesOn(this.db);
+    const hash = sha256Hex(token);
+    if (token.startsWith(SECRET_PREFIX.apiKey)) {
+      const user = await repos.apiKeys.findUser(hash);
+      if (user) return { userId: user.id, accountId: user.account_id, role: user.role, via: 'api_key' };
+    } else if (token.startsWith(SECRET_PREFIX.session)) {
+      const user = await repos.sessions.findLiveUser(hash, this.clock.now());
+      if (user) return { userId: user.id, accountId: user.account_id, role: user.role, via: 'session' };
+    }
+    throw new PlatformError('AUTHENTICATION_FAILED');
+  }
+
+  async me(principal: Principal): Promise<User> {
+    const user = await repositoriesOn(this.db).users.find(principal.userId);
+    if (!user) throw new PlatformError('AUTHENTICATION_FAILED');
+    return userView(user);
+  }
+
+  private async openSession(user: UserRow): Promise<SessionGrant> {
+    const token = newSecret(SECRET_PREFIX.session);
+    const now = this.clock.now();
+    const expiresAt = new Date(now.getTime() + this.settings.sessionTtlMinutes * 60_000);
+    const sessions = repositoriesOn(this.db).sessions;
+    await sessions.insert({ token_hash: sha256Hex(token), user_id: user.id, created_at: now, expires_at: expiresAt });
+    return { token, expires_at: expiresAt.toISOString(), user: userView(user) };
+  }
+}
+
+export function userView(user: UserRow): User {
+  return {
+    id: user.id,
+    email: user.email,
+    name: user.name,
+    role: user.role,
+    account_id: user.account_id,
+    created_at: user.created_at.toISOString(),
+  };
+}
+
+/** Two registrations of one email racing past the check: the unique index decides. */
+function rethrowUniqueEmail(error: unknown): never {
+  if ((error as { code?: string; constraint?: string }).constraint === 'users_email_unique') {
+    throw new PlatformError('EMAIL_ALREADY_REGISTERED');
+  }
+  throw error;
+}

@@ -1,0 +1,10 @@
+import type { Role } from '../domain/roles.js';
+
+/** Who is calling, as established from the bearer token. */
+export interface Principal {
+  userId: string;
+  accountId: string;
+  role: Role;
+  /** Personal API keys may not manage personal API keys: only a console session may. */
+  via: 'session' | 'api_key';
+}

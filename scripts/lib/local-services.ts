@@ -1,0 +1,164 @@
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+/**
+ * Postgres and Redis as plain child processes in a folder of ours: `.data/` for
+ * `npm run up`, a temp dir for `npm test`. Shared so both start them the same way.
+ */
+
+export interface RunningService {
+  url: string;
+  stop(): Promise<void>;
+}
+
+const isRoot = () => process.getuid?.() === 0;
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.unref();
+    server.on('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as { port: number };
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** The newest Debian PostgreSQL server binaries, or the ones on PATH. */
+export function postgresBinDir(): string {
+  const root = '/usr/lib/postgresql';
+  if (existsSync(root)) {
+    const versions = readdirSync(root).filter((v) => existsSync(join(root, v, 'bin', 'pg_ctl'))).sort((a, b) => Number(b) - Number(a));
+    if (versions[0]) return join(root, versions[0], 'bin');
+  }
+  try {
+    return execFileSync('sh', ['-c', 'dirname "$(command -v pg_ctl)"'], { encoding: 'utf8' }).trim();
+  } catch {
+    throw new Error('PostgreSQL server binaries not found: apt-get install -y postgresql (scripts/ensure-system-deps.sh does it)');
+  }
+}
+
+/** Postgres refuses to run as root, so as root it runs as the `postgres` system user. */
+function runAsOwner(command: string, args: string[]): void {
+  if (isRoot()) {
+    execFileSync('runuser', ['-u', 'postgres', '--', command, ...args], { stdio: 'pipe' });
+  } else {
+    execFileSync(command, args, { stdio: 'pipe' });
+  }
+}
+
+function ownedByPostgres(path: string): void {
+  if (!isRoot()) return;
+  const uid = Number(execFileSync('id', ['-u', 'postgres'], { encoding: 'utf8' }).trim());
+  const gid = Number(execFileSync('id', ['-g', 'postgres'], { encoding: 'utf8' }).trim());
+  chownSync(path, uid, gid);
+}
+
+export interface PostgresOptions {
+  dataDir: string;
+  port: number;
+  database: string;
+}
+
+/**
+ * Starts (initialising on first use) a cluster in `dataDir`, listening on 127.0.0.1
+ * only, with password authentication; the password is kept in `dataDir/../postgres.password`.
+ */
+export async function startPostgres({ dataDir, port, database }: PostgresOptions): Promise<RunningService> {
+  const bin = postgresBinDir();
+  const parent = join(dataDir, '..');
+  mkdirSync(parent, { recursive: true });
+  const passwordFile = join(parent, 'postgres.password');
+  if (!existsSync(join(dataDir, 'PG_VERSION'))) {
+    const password = randomBytes(18).toString('base64url');
+    mkdirSync(dataDir, { recursive: true, mode: 0o700 });
+    ownedByPostgres(dataDir);
+    // initdb wants an empty data dir, so the one-time password file sits beside it.
+    const pwfile = join(parent, '.postgres-init-password');
+    writeFileSync(pwfile, password, { mode: 0o600 });
+    ownedByPostgres(pwfile);
+    try {
+      runAsOwner(join(bin, 'initdb'), ['-D', dataDir, '-U', 'platform', `--pwfile=${pwfile}`, '--auth-host=scram-sha-256', '--auth-local=scram-sha-256', '-E', 'UTF8', '--no-locale']);
+    } finally {
+      rmSync(pwfile, { force: true });
+    }
+    writeFileSync(passwordFile, password, { mode: 0o600 });
+    chmodSync(passwordFile, 0o600);
+  }
+  const password = readFileSync(passwordFile, 'utf8').trim();
+  const socketDir = dataDir;
+  runAsOwner(join(bin, 'pg_ctl'), [
+    '-D', dataDir, '-l', join(dataDir, 'server.log'), '-w', '-t', '60',
+    '-o', `-p ${port} -c listen_addresses=127.0.0.1 -k ${socketDir} -c max_connections=200 -c fsync=${process.env.PG_FSYNC ?? 'on'}`,
+    'start',
+  ]);
+  const adminUrl = `postgres://platform:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;
+  await ensureDatabase(adminUrl, database);
+  return {
+    url: `postgres://platform:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`,
+    stop: async () => {
+      runAsOwner(join(bin, 'pg_ctl'), ['-D', dataDir, '-m', 'fast', '-w', 'stop']);
+    },
+  };
+}
+
+async function ensureDatabase(adminUrl: string, database: string): Promise<void> {
+  const { default: pg } = await import('pg');
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    const found = await client.query('SELECT 1 FROM pg_database WHERE datname = $1', [database]);
+    if (found.rowCount === 0) await client.query(`CREATE DATABASE "${database.replace(/"/g, '')}"`);
+  } finally {
+    await client.end();
+  }
+}
+
+export interface RedisOptions {
+  dataDir: string;
+  port: number;
+  /** Append-only persistence for `npm run up`; tests need none. */
+  persistent: boolean;
+}
+
+export async function startRedis({ dataDir, port, persistent }: RedisOptions): Promise<RunningService> {
+  mkdirSync(dataDir, { recursive: true });
+  const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dataDir, '--protected-mode', 'yes', '--save', ''];
+  if (persistent) args.push('--appendonly', 'yes');
+  const child: ChildProcess = spawn(redisServerBinary(), args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  await waitForPort(port, child, 'redis-server');
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise((resolve) => {
+        if (child.exitCode !== null) return resolve();
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+function redisServerBinary(): string {
+  for (const candidate of ['/usr/bin/redis-server', '/usr/local/bin/redis-server']) if (existsSync(candidate)) return candidate;
+  throw new Error('redis-server not found: apt-get install -y redis-server (scripts/ensure-system-deps.sh does it)');
+}
+
+async function waitForPort(port: number, child: ChildProcess, name: string): Promise<void> {
+  const { connect } = await import('node:net');
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode}`);
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => { socket.destroy(); resolve(true); });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+  throw new Error(`${name} did not listen on port ${port} within 20 s`);
+}

@@ -1,0 +1,111 @@
+import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { Knex } from 'knex';
+import type { Redis } from 'ioredis';
+import { ManualClock } from '../../control/clock.js';
+import { loadConfig, type Config } from '../../control/config.js';
+import { buildControl, type Control } from '../../control/compose.js';
+import { connectDatabase } from '../../control/db/database.js';
+import { createLogger } from '../../control/logger.js';
+import { connectRedis } from '../../control/redis.js';
+import { TEMPLATE_DATABASE } from './global.js';
+
+export interface ApiResponse<T = any> {
+  status: number;
+  body: T;
+  headers: Headers;
+}
+
+export interface RequestOptions {
+  token?: string;
+  body?: unknown;
+  /** Sent as-is, for malformed or oversized bodies. */
+  rawBody?: string;
+  headers?: Record<string, string>;
+}
+
+export interface TestControl {
+  baseUrl: string;
+  clock: ManualClock;
+  config: Config;
+  db: Knex;
+  redis: Redis;
+  control: Control;
+  request<T = any>(method: string, path: string, options?: RequestOptions): Promise<ApiResponse<T>>;
+  /** Registers a new user (and account) and returns its session token and user. */
+  signUp(overrides?: Partial<{ email: string; password: string; name: string; invite_code: string }>): Promise<{ token: string; user: any; password: string }>;
+  close(): Promise<void>;
+}
+
+/**
+ * The control API in-process on port 0, on a fresh database copied from the migrated
+ * template and its own Redis key prefix, with a clock the test moves by hand.
+ */
+export async function startControl(env: Record<string, string> = {}): Promise<TestControl> {
+  const templateUrl = process.env.TEST_TEMPLATE_DATABASE_URL;
+  const redisUrl = process.env.TEST_REDIS_URL;
+  if (!templateUrl || !redisUrl) throw new Error('Run tests with `npm test`: the global setup starts Postgres and Redis');
+
+  const database = `t_${randomBytes(6).toString('hex')}`;
+  const admin = connectDatabase(templateUrl.replace(/\/[^/]+$/, '/postgres'), { min: 0, max: 1 });
+  await admin.raw(`CREATE DATABASE ${database} TEMPLATE ${TEMPLATE_DATABASE}`);
+  await admin.destroy();
+  const databaseUrl = templateUrl.replace(/\/[^/]+$/, `/${database}`);
+
+  const config = loadConfig({
+    DATABASE_URL: databaseUrl,
+    REDIS_URL: redisUrl,
+    MASTER_KEY: randomBytes(32).toString('base64'),
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...env,
+  });
+  const clock = new ManualClock(new Date());
+  const db = connectDatabase(databaseUrl);
+  const redis = connectRedis(redisUrl, `t:${database}:`);
+  const control = buildControl({ config, db, redis, clock, logger: createLogger(config.logLevel) });
+  const server: Server = createServer(control.app.callback());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+
+  const request = async <T>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> => {
+    const headers: Record<string, string> = { ...options.headers };
+    if (options.token) headers.authorization = `Bearer ${options.token}`;
+    let body: string | undefined = options.rawBody;
+    if (options.body !== undefined) {
+      body = JSON.stringify(options.body);
+      headers['content-type'] = 'application/json';
+    }
+    const response = await fetch(baseUrl + path, { method, headers, body });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+  };
+
+  let counter = 0;
+  const signUp: TestControl['signUp'] = async (overrides = {}) => {
+    counter += 1;
+    const password = overrides.password ?? 'correct horse battery';
+    const response = await request('POST', '/auth/register', {
+      body: { email: `user${counter}-${randomBytes(3).toString('hex')}@example.com`, password, name: `User ${counter}`, ...overrides },
+    });
+    if (response.status !== 201) throw new Error(`sign-up failed: ${response.status} ${JSON.stringify(response.body)}`);
+    return { token: response.body.token, user: response.body.user, password };
+  };
+
+  return {
+    baseUrl,
+    clock,
+    config,
+    db,
+    redis,
+    control,
+    request,
+    signUp,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+      await db.destroy();
+      redis.disconnect();
+    },
+  };
+}
