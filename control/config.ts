@@ -172,3 +172,18 @@ class SettingReader {
     return value;
   }
 }
+
+/**
+ * DATABASE_URL for operator commands, falling back to the Postgres that `npm run up`
+ * runs under .data/ (its password file and port), so `npm run admin` needs no setup.
+ */
+export function loadDatabaseUrl(env: Env): string {
+  if (env.DATABASE_URL) return env.DATABASE_URL;
+  const dataDir = env.PLATFORM_DATA_DIR ?? '.data';
+  try {
+    const password = readFileSync(`${dataDir}/postgres.password`, 'utf8').trim();
+    return `postgres://platform:${encodeURIComponent(password)}@127.0.0.1:${env.UP_POSTGRES_PORT ?? 7432}/platform`;
+  } catch {
+    throw new ConfigError(['DATABASE_URL: required (or run `npm run up` first, which keeps its database under .data/)']);
+  }
+}

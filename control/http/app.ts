@@ -36,11 +36,14 @@ export function createApp(deps: AppDependencies): Koa {
   });
   for (const route of deps.routes) mount(router, route, deps.authenticate);
 
+  // Runs after the router has had its turn: 405 for a known path with another method
+  // comes from allowedMethods, anything still unanswered is an unknown endpoint.
+  app.use(async (ctx, next) => {
+    await next();
+    if (ctx.status === 404 && ctx.body === undefined) throw new PlatformError('NOT_FOUND', 'No such endpoint');
+  });
   app.use(router.routes());
   app.use(router.allowedMethods({ throw: true }));
-  app.use(async () => {
-    throw new PlatformError('NOT_FOUND', 'No such endpoint');
-  });
   return app;
 }
 

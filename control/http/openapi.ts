@@ -1,12 +1,11 @@
 import type { TSchema } from '@sinclair/typebox';
 import { ErrorBody } from '../schemas/common.js';
-import { API_PREFIX } from './app.js';
 import type { RouteSpec } from './route.js';
 
 type JsonObject = Record<string, unknown>;
 
 /**
- * The OpenAPI 3.1 document, made from the same route list and JSON Schemas that
+ * The OpenAPI 3.1 document (paths relative to the server URL, which ends in /v1), made from the same route list and JSON Schemas that
  * validate requests. Schemas with an `$id` become components and are referenced.
  */
 export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], serverUrl: string): JsonObject {
@@ -43,7 +42,7 @@ export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], serverU
     if (route.body || route.query) {
       (operation.responses as JsonObject)['422'] ??= { description: 'VALIDATION_ERROR: details.errors lists {loc, msg, type}', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
     }
-    (paths[API_PREFIX + path] ??= {})[route.method] = operation;
+    (paths[path] ??= {})[route.method] = operation;
   }
 
   return {

@@ -85,7 +85,7 @@ export async function startControl(env: Record<string, string> = {}): Promise<Te
   const signUp: TestControl['signUp'] = async (overrides = {}) => {
     counter += 1;
     const password = overrides.password ?? 'correct horse battery';
-    const response = await request('POST', '/auth/register', {
+    const response = await request<any>('POST', '/auth/register', {
       body: { email: `user${counter}-${randomBytes(3).toString('hex')}@example.com`, password, name: `User ${counter}`, ...overrides },
     });
     if (response.status !== 201) throw new Error(`sign-up failed: ${response.status} ${JSON.stringify(response.body)}`);

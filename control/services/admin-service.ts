@@ -1,0 +1,54 @@
+import type { Knex } from 'knex';
+import type { Clock } from '../clock.js';
+import { ID_PREFIX, newId, newSecret, SECRET_PREFIX, sha256Hex } from '../crypto/tokens.js';
+import { isPlanName, type PlanName } from '../domain/plans.js';
+import { isRole, type Role } from '../domain/roles.js';
+import { notFound, PlatformError } from '../errors.js';
+import { inTransaction, repositoriesOn } from '../repositories/index.js';
+
+/** What operators do that no endpoint does: invites, plans, exemptions and roles. */
+export class AdminService {
+  constructor(private readonly db: Knex, private readonly clock: Clock) {}
+
+  /** An invite code, shown once; only its hash is kept. With an account, it joins that account. */
+  async createInvite(accountId?: string, role: Role = 'member'): Promise<string> {
+    const code = newSecret(SECRET_PREFIX.invite);
+    await inTransaction(this.db, async (repos) => {
+      if (accountId && !(await repos.accounts.find(accountId))) throw notFound(`Account ${accountId}`);
+      await repos.invites.insert({
+        id: newId(ID_PREFIX.invite),
+        code_hash: sha256Hex(code),
+        account_id: accountId ?? null,
+        role: accountId ? role : null,
+        created_at: this.clock.now(),
+        used_at: null,
+        used_by: null,
+      });
+    });
+    return code;
+  }
+
+  async setPlan(accountRef: string, plan: string): Promise<void> {
+    if (!isPlanName(plan)) throw new PlatformError('VALIDATION_ERROR', `plan must be free or pro, not "${plan}"`);
+    await this.updateAccount(accountRef, { plan: plan as PlanName });
+  }
+
+  async setExempt(accountRef: string, exempt: boolean): Promise<void> {
+    await this.updateAccount(accountRef, { exempt });
+  }
+
+  async setRole(email: string, role: string): Promise<void> {
+    if (!isRole(role)) throw new PlatformError('VALIDATION_ERROR', `role must be owner, admin, member or viewer, not "${role}"`);
+    const repos = repositoriesOn(this.db);
+    const user = await repos.users.findByEmail(email);
+    if (!user) throw notFound(`User ${email}`);
+    await repos.users.setRole(user.id, role);
+  }
+
+  /** An account by its id (acc_…) or by the email of one of its users. */
+  private async updateAccount(accountRef: string, changes: { plan?: PlanName; exempt?: boolean }): Promise<void> {
+    const repos = repositoriesOn(this.db);
+    const accountId = accountRef.includes('@') ? (await repos.users.findByEmail(accountRef))?.account_id : accountRef;
+    if (!accountId || !(await repos.accounts.update(accountId, changes))) throw notFound(`Account ${accountRef}`);
+  }
+}

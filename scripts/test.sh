@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# `npm test`: installs what is missing, type-checks, then runs every suite against
+# throwaway Postgres and Redis (started by test/support/global.ts).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+bash scripts/ensure-deps.sh
+echo "Type-checking"
+npx tsc --noEmit -p tsconfig.json
+
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+npx mocha --color "$@" 2>&1 | tee "$log" || status=$?
+
+passed=$(grep -Eo '[0-9]+ passing' "$log" | awk '{s+=$1} END {print s+0}')
+failed=$(grep -Eo '[0-9]+ failing' "$log" | awk '{s+=$1} END {print s+0}')
+echo "tests: ${passed} passed, ${failed} failed"
+exit $status
