@@ -12,7 +12,13 @@ import { accountRoutes } from './http/routes/account.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { authRoutes } from './http/routes/auth.js';
+import { lifecycleRoutes } from './http/routes/lifecycle.js';
+import { observabilityRoutes } from './http/routes/observability.js';
 import { openApiRoute } from './http/routes/openapi.js';
+import type { Orchestrator } from './orchestrator/types.js';
+import { AgentRunner } from './services/agent-runner.js';
+import { DeploymentService } from './services/deployment-service.js';
+import { ObservabilityService } from './services/observability-service.js';
 import { AccessKeyService } from './services/access-key-service.js';
 import { AgentService } from './services/agent-service.js';
 import { ApiKeyService } from './services/api-key-service.js';
@@ -26,6 +32,8 @@ export interface ControlDependencies {
   redis: Redis;
   clock: Clock;
   logger: Logger;
+  /** What runs the agents; without one, agents are recorded but nothing starts them. */
+  orchestrator?: Orchestrator;
 }
 
 export interface Control {
@@ -34,11 +42,16 @@ export interface Control {
 }
 
 /** The composition root: every service gets its collaborators here, and only here. */
-export function buildServices({ config, db, redis, clock }: ControlDependencies) {
+export function buildServices({ config, db, redis, clock, logger, orchestrator }: ControlDependencies) {
   const box = new SecretBox(config.masterKey);
   const limiter = new FixedWindowLimiter(redis, clock);
   const accessKeys = new AccessKeyService(db, clock);
+  const presenter = { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage };
+  const runner = orchestrator ? new AgentRunner(db, orchestrator, box, config.runtimeImage, clock, logger) : undefined;
   return {
+    runner,
+    deployments: new DeploymentService(db, clock, box, runner, presenter),
+    observability: new ObservabilityService(db, orchestrator, clock),
     limiter,
     auth: new AuthService(db, clock, limiter, {
       registrationMode: config.registrationMode,
@@ -47,7 +60,7 @@ export function buildServices({ config, db, redis, clock }: ControlDependencies)
     }),
     apiKeys: new ApiKeyService(db, clock),
     accessKeys,
-    agents: new AgentService(db, clock, box, accessKeys, { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage }),
+    agents: new AgentService(db, clock, box, accessKeys, presenter, runner),
     usage: new UsageService(db, clock),
   };
 }
@@ -58,6 +71,8 @@ export function buildControl(deps: ControlDependencies): Control {
     ...authRoutes(services.auth),
     ...apiKeyRoutes(services.apiKeys),
     ...agentRoutes(services.agents),
+    ...lifecycleRoutes(services.deployments),
+    ...observabilityRoutes(services.observability),
     ...accessKeyRoutes(services.accessKeys),
     ...accountRoutes(services.usage),
   ];

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { detectPodmanSettings, type PodmanSettings } from './orchestrator/podman/settings.js';
 
 /**
  * Every setting of the control API, read from the environment once at start.
@@ -21,6 +22,11 @@ export interface Config {
   /** Trust X-Forwarded-For for the client address (only behind a proxy you run). */
   readonly trustProxy: boolean;
   readonly logLevel: LogLevel;
+  /** Which driver runs the agents' containers. */
+  readonly orchestrator: 'podman';
+  readonly podman: PodmanSettings;
+  /** How often the reconciler compares Postgres with what runs. */
+  readonly reconcileIntervalMs: number;
 }
 
 export type RegistrationMode = 'open' | 'invite' | 'closed';
@@ -65,10 +71,22 @@ export function loadConfig(env: Env): Config {
     loginRateLimitPerMinute: read.integer('LOGIN_RATE_LIMIT_PER_MINUTE', 10, 1, 10_000),
     trustProxy: read.boolean('TRUST_PROXY', false),
     logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
+    orchestrator: read.oneOf('ORCHESTRATOR', ['podman'] as const, 'podman'),
+    podman: readPodman(env, problems),
+    reconcileIntervalMs: read.integer('RECONCILE_INTERVAL_SECONDS', 30, 1, 3600) * 1000,
   };
 
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
+}
+
+function readPodman(env: Env, problems: string[]): PodmanSettings {
+  try {
+    return Object.freeze(detectPodmanSettings(env));
+  } catch (error) {
+    problems.push((error as Error).message);
+    return detectPodmanSettings({});
+  }
 }
 
 function readMasterKey(env: Env, problems: string[]): Buffer {

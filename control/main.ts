@@ -4,6 +4,8 @@ import { ConfigError, loadConfig } from './config.js';
 import { buildControl } from './compose.js';
 import { connectDatabase, migrate } from './db/database.js';
 import { createLogger } from './logger.js';
+import { createOrchestrator } from './orchestrator/create.js';
+import { Reconciler } from './services/reconciler.js';
 import { connectRedis } from './redis.js';
 
 async function main(): Promise<void> {
@@ -12,7 +14,11 @@ async function main(): Promise<void> {
   const db = connectDatabase(config.databaseUrl);
   await migrate(db);
   const redis = connectRedis(config.redisUrl);
-  const { app } = buildControl({ config, db, redis, clock: systemClock, logger });
+  const orchestrator = createOrchestrator(config, systemClock, logger);
+  const { app, services } = buildControl({ config, db, redis, clock: systemClock, logger, orchestrator });
+  const reconciler = new Reconciler(services.runner!, config.reconcileIntervalMs, logger.child({ component: 'reconciler' }));
+  // Adopt what runs and restart what is missing before taking requests.
+  await reconciler.start();
 
   const server = createServer(app.callback());
   server.listen(config.port, config.host, () => {
@@ -28,6 +34,9 @@ async function main(): Promise<void> {
     server.closeIdleConnections();
     // In-flight requests get up to 10 s to finish; then the process goes anyway.
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
+    // Containers keep running: agents outlive a restart of the control API, which adopts them again.
+    await reconciler.stop();
+    await orchestrator.close();
     await Promise.allSettled([db.destroy(), redis.quit()]);
     process.exit(0);
   };

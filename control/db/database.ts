@@ -1,5 +1,6 @@
 import knex, { type Knex } from 'knex';
 import * as initial from './migrations/001-initial.js';
+import * as deployments from './migrations/002-deployments.js';
 
 export type Database = Knex;
 
@@ -9,6 +10,7 @@ export type Database = Knex;
  */
 const migrations: Record<string, Knex.Migration> = {
   '001-initial': initial,
+  '002-deployments': deployments,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

@@ -74,6 +74,7 @@ function mount(router: Router, route: RouteSpec, authenticate: Authenticator): v
       principal,
       clientIp: ctx.ip,
       expectedVersion: parseIfMatch(ctx.get('If-Match') || undefined),
+      lastEventId: ctx.get('Last-Event-ID') || undefined,
     });
     ctx.status = result.status;
     for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);

@@ -11,6 +11,8 @@ export interface RouteInput<Body, Query, Caller> {
   clientIp: string;
   /** The version named by If-Match, when the request sent one. */
   expectedVersion: number | undefined;
+  /** Where a server-sent event stream resumes. */
+  lastEventId: string | undefined;
 }
 
 export interface RouteResult {

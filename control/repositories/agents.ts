@@ -30,6 +30,7 @@ export interface AgentRow {
   rate_limit_rpm: number | null;
   replicas: number;
   desired_replicas: number;
+  deployed_version: number | null;
   deploy: StoredDeploy;
   api_key_sealed: string | null;
   system_prompt: string | null;
@@ -94,17 +95,35 @@ export class AgentRepository {
     return (await this.db('agents').where({ account_id: accountId, id }).delete()) > 0;
   }
 
-  /** Requested figures (desired replicas) across the account's agents. */
-  async footprint(accountId: string): Promise<AccountFootprint> {
-    const row = await this.db('agents')
-      .where({ account_id: accountId })
-      .first(
+  /** Requested figures (desired replicas) across the account's agents, leaving out one being changed. */
+  async footprint(accountId: string, excludingAgentId?: string): Promise<AccountFootprint> {
+    const scoped = this.db('agents').where({ account_id: accountId });
+    if (excludingAgentId) scoped.andWhereNot({ id: excludingAgentId });
+    const row = await scoped.first(
         this.db.raw('count(*)::int AS agents'),
         this.db.raw('coalesce(sum(desired_replicas), 0)::int AS replicas'),
         this.db.raw("coalesce(sum(desired_replicas * (deploy->'resources'->>'cpu')::numeric), 0)::float8 AS vcpu"),
         this.db.raw("coalesce(sum(desired_replicas * (deploy->'resources'->>'memory_mb')::int), 0)::int AS memory_mb"),
       );
     return row as AccountFootprint;
+  }
+
+  /** Any account's agent, for the orchestration loops that act on behalf of the platform. */
+  async findAny(id: string): Promise<AgentRow | undefined> {
+    return this.db<AgentRow>('agents').where({ id }).first();
+  }
+
+  /** Every agent that has been deployed: what the orchestrator should be running. */
+  async deployed(): Promise<AgentRow[]> {
+    return this.db<AgentRow>('agents').whereNotNull('deployed_version');
+  }
+
+  /**
+   * Records what the orchestrator reports; not a configuration change, so the version
+   * stays. Only if the agent is still at `version`: a change made meanwhile wins.
+   */
+  async setObserved(id: string, version: number, observed: Pick<AgentRow, 'status' | 'replicas' | 'error'>, now: Date): Promise<void> {
+    await this.db('agents').where({ id, version }).update({ ...observed, updated_at: now });
   }
 
   /** What runs now (current replicas) across the account's agents. */

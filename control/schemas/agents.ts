@@ -151,3 +151,65 @@ export const AgentList = Type.Object(
   },
   { $id: 'AgentList' },
 );
+
+export const ScaleBody = Type.Object(
+  {
+    direction: StringEnum(['up', 'down'] as const),
+    count: Type.Integer({ minimum: 1, maximum: 100, description: 'replicas to add or remove' }),
+  },
+  { additionalProperties: false },
+);
+export type ScaleBody = Static<typeof ScaleBody>;
+
+export const ScaleResult = Type.Object(
+  {
+    agent_id: Type.String(),
+    previous_replicas: Type.Integer(),
+    current_replicas: Type.Integer(),
+    direction: StringEnum(['up', 'down'] as const),
+    status: StringEnum(AGENT_STATUSES),
+  },
+  { $id: 'ScaleResult' },
+);
+export type ScaleResult = Static<typeof ScaleResult>;
+
+export const LogsQuery = Type.Object({
+  limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
+  level: Type.Optional(StringEnum(['debug', 'info', 'warn', 'error'] as const, { description: 'the lowest level shown' })),
+  replica_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+});
+export type LogsQuery = Static<typeof LogsQuery>;
+
+export const LogEntry = Type.Object(
+  {
+    agent_id: Type.String(),
+    replica_id: Type.String(),
+    timestamp: Timestamp,
+    level: StringEnum(['debug', 'info', 'warn', 'error'] as const),
+    message: Type.String(),
+    source: StringEnum(['stdout', 'stderr'] as const),
+  },
+  { $id: 'LogEntry' },
+);
+
+export const LogList = Type.Object({ logs: Type.Array(Type.Ref(LogEntry)), total: Type.Integer() }, { $id: 'LogList' });
+
+export const MetricsStreamQuery = Type.Object({
+  interval: Type.Optional(Type.Integer({ minimum: 1, maximum: 60, description: 'seconds between samples (default 5)' })),
+});
+export type MetricsStreamQuery = Static<typeof MetricsStreamQuery>;
+
+export const MetricsSample = Type.Object(
+  {
+    agent_id: Type.String(),
+    timestamp: Timestamp,
+    cpu_percent: Type.Number({ description: 'average across replicas, percent of one core' }),
+    memory_mb: Type.Number({ description: 'average across replicas' }),
+    memory_percent: Type.Number({ description: 'average across replicas, of the memory limit' }),
+    replicas: Type.Integer(),
+    request_count: Type.Integer({ description: '0: request counts are in account usage' }),
+    avg_latency_ms: Type.Number({ description: '0 until measured at the edge' }),
+  },
+  { $id: 'MetricsSample' },
+);
+export type MetricsSample = Static<typeof MetricsSample>;

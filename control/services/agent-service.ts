@@ -11,6 +11,7 @@ import type { AgentRow } from '../repositories/agents.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { Agent, CreateAgentBody, ListAgentsQuery, PatchAgentBody } from '../schemas/agents.js';
 import type { AccessKeyService } from './access-key-service.js';
+import type { AgentRunner } from './agent-runner.js';
 import { agentView, type PresenterSettings } from './agent-presenter.js';
 import type { Principal } from './principal.js';
 import { assertWithinLimits } from './quota.js';
@@ -30,6 +31,7 @@ export class AgentService {
     private readonly box: SecretBox,
     private readonly accessKeys: AccessKeyService,
     private readonly presenter: PresenterSettings,
+    private readonly runner: AgentRunner | undefined,
   ) {}
 
   /**
@@ -61,6 +63,7 @@ export class AgentService {
       rate_limit_rpm: input.rate_limit_rpm ?? null,
       replicas: 0,
       desired_replicas: deploying ? deploy.replicas : 0,
+      deployed_version: deploying ? 1 : null,
       deploy,
       api_key_sealed: input.api_key ? this.box.seal(input.api_key) : null,
       system_prompt: input.system_prompt ?? null,
@@ -72,7 +75,7 @@ export class AgentService {
       updated_at: now,
     };
 
-    return inTransaction(this.db, async (repos) => {
+    const created = await inTransaction(this.db, async (repos) => {
       await this.lockAccountAndCheck(repos, principal.accountId, {
         agents: 1,
         replicas: row.desired_replicas,
@@ -83,6 +86,8 @@ export class AgentService {
       const firstKey = row.access === 'private' ? await this.accessKeys.issue(repos, row.id, 'default') : null;
       return agentView(row, this.presenter, firstKey?.key ?? null);
     });
+    if (deploying) await this.runner?.run(row.id);
+    return created;
   }
 
   async list(principal: Principal, query: ListAgentsQuery): Promise<AgentPage> {
@@ -122,7 +127,13 @@ export class AgentService {
     });
   }
 
+  /** Containers and network go first: if the control API dies in between, the reconciler removes them anyway. */
   async delete(principal: Principal, id: string, expectedVersion?: number): Promise<void> {
+    const agent = await this.find(repositoriesOn(this.db), principal, id);
+    if (expectedVersion !== undefined && agent.version !== expectedVersion) {
+      throw new PlatformError('PRECONDITION_FAILED', `Agent is at version ${agent.version}, not ${expectedVersion}`, { current_version: agent.version });
+    }
+    await this.runner?.remove(id);
     await inTransaction(this.db, async (repos) => {
       await this.findForUpdate(repos, principal, id, expectedVersion);
       await repos.agents.delete(principal.accountId, id);

@@ -3,7 +3,11 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
-import { ManualClock } from '../../control/clock.js';
+import { ManualClock, systemClock } from '../../control/clock.js';
+import { PodmanCli } from '../../control/orchestrator/podman/cli.js';
+import { PodmanDriver } from '../../control/orchestrator/podman/driver.js';
+import { podmanGlobalArgs } from '../../control/orchestrator/podman/settings.js';
+import { ensureTestImage, TEST_IMAGE } from './test-image.js';
 import { loadConfig, type Config } from '../../control/config.js';
 import { buildControl, type Control } from '../../control/compose.js';
 import { connectDatabase } from '../../control/db/database.js';
@@ -27,6 +31,8 @@ export interface RequestOptions {
 
 export interface TestControl {
   baseUrl: string;
+  /** The real podman driver, when started with `{ orchestrate: true }`. */
+  driver: PodmanDriver | undefined;
   clock: ManualClock;
   config: Config;
   db: Knex;
@@ -42,7 +48,23 @@ export interface TestControl {
  * The control API in-process on port 0, on a fresh database copied from the migrated
  * template and its own Redis key prefix, with a clock the test moves by hand.
  */
-export async function startControl(env: Record<string, string> = {}): Promise<TestControl> {
+export interface ControlOptions {
+  /** Run agents for real with podman (a driver of its own, on a podman instance label of its own). */
+  orchestrate?: boolean;
+}
+
+/** Settings that make the podman driver react in test time; a test may override any. */
+const FAST_ORCHESTRATION = {
+  PODMAN_POLL_INTERVAL_MS: '250',
+  START_GRACE_SECONDS: '4',
+  RESTART_BUDGET: '2',
+  RESTART_BACKOFF_BASE_MS: '200',
+  RESTART_BACKOFF_MAX_MS: '500',
+  STOP_TIMEOUT_SECONDS: '2',
+  DRAIN_SECONDS: '0.5',
+};
+
+export async function startControl(env: Record<string, string> = {}, options: ControlOptions = {}): Promise<TestControl> {
   const templateUrl = process.env.TEST_TEMPLATE_DATABASE_URL;
   const redisUrl = process.env.TEST_REDIS_URL;
   if (!templateUrl || !redisUrl) throw new Error('Run tests with `npm test`: the global setup starts Postgres and Redis');
@@ -58,12 +80,21 @@ export async function startControl(env: Record<string, string> = {}): Promise<Te
     REDIS_URL: redisUrl,
     MASTER_KEY: randomBytes(32).toString('base64'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    ...(options.orchestrate ? { ...FAST_ORCHESTRATION, PODMAN_INSTANCE: `test-${database}`, RUNTIME_IMAGE: TEST_IMAGE } : {}),
     ...env,
   });
   const clock = new ManualClock(new Date());
   const db = connectDatabase(databaseUrl);
   const redis = connectRedis(redisUrl, `t:${database}:`);
-  const control = buildControl({ config, db, redis, clock, logger: createLogger(config.logLevel) });
+  const logger = createLogger(config.logLevel);
+  let driver: PodmanDriver | undefined;
+  if (options.orchestrate) {
+    ensureTestImage(config.podman.runtime);
+    // The driver lives in real time (backoff, grace periods); the manual clock is for tokens and windows.
+    driver = new PodmanDriver(new PodmanCli(config.podman.binary, podmanGlobalArgs(config.podman)), config.podman, systemClock, logger);
+    driver.start();
+  }
+  const control = buildControl({ config, db, redis, clock, logger, orchestrator: driver });
   const server: Server = createServer(control.app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
@@ -101,7 +132,12 @@ export async function startControl(env: Record<string, string> = {}): Promise<Te
     control,
     request,
     signUp,
+    driver,
     close: async () => {
+      if (driver) {
+        await driver.reconcile([]); // removes this suite's containers and networks
+        await driver.close();
+      }
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
       await db.destroy();

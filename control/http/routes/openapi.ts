@@ -1,4 +1,4 @@
-import { Agent, Deploy } from '../../schemas/agents.js';
+import { Agent, Deploy, LogEntry } from '../../schemas/agents.js';
 import { User } from '../../schemas/auth.js';
 import { AccessKey, ApiKey } from '../../schemas/keys.js';
 import { defineRoute, type RouteSpec } from '../route.js';
@@ -13,6 +13,6 @@ export const openApiRoute = (documented: RouteSpec[], serverUrl: string) => {
     tag: 'Meta',
     auth: 'none',
     responses: { 200: { description: 'The OpenAPI 3.1 document of the control API' } },
-    handler: async () => ({ status: 200, body: (document ??= buildOpenApi(documented, [User, Agent, Deploy, AccessKey, ApiKey], serverUrl)) }),
+    handler: async () => ({ status: 200, body: (document ??= buildOpenApi(documented, [User, Agent, Deploy, LogEntry, AccessKey, ApiKey], serverUrl)) }),
   });
 };

@@ -1,0 +1,42 @@
+import type { SecretBox } from '../crypto/secret-box.js';
+import type { JobSpec } from '../orchestrator/types.js';
+import type { AgentRow } from '../repositories/agents.js';
+import { PROVIDER_KEY_VARIABLE, type Provider } from './models.js';
+
+/**
+ * The job the orchestrator runs for an agent: exactly SPEC.md's environment (the
+ * platform's variables, the model key under its provider's variable unless deploy.env
+ * sets that variable, then deploy.env) and nothing else. Secrets are decrypted here,
+ * only to be handed to the orchestrator, which keeps them out of job listings.
+ */
+export function jobSpecFor(agent: AgentRow, box: SecretBox, runtimeImage: string): JobSpec {
+  const env: Record<string, string> = {
+    AGENT_ID: agent.id,
+    AGENT_NAME: agent.name,
+    SYSTEM_PROMPT: agent.system_prompt ?? '',
+    LLM_MODEL: agent.model,
+    LLM_PROVIDER: agent.provider,
+  };
+  const secretEnv: Record<string, string> = {};
+  const keyVariable = PROVIDER_KEY_VARIABLE[agent.provider as Provider];
+  const envSetsKey = agent.deploy.env.some((entry) => entry.key === keyVariable);
+  if (agent.api_key_sealed && !envSetsKey) secretEnv[keyVariable] = box.open(agent.api_key_sealed);
+  for (const entry of agent.deploy.env) {
+    if (entry.secret) secretEnv[entry.key] = box.open(entry.sealed);
+    else env[entry.key] = entry.value;
+  }
+  const deploy = agent.deploy;
+  return {
+    agentId: agent.id,
+    version: agent.deployed_version ?? agent.version,
+    image: deploy.image ?? runtimeImage,
+    port: deploy.port,
+    count: agent.desired_replicas,
+    cpu: deploy.resources.cpu,
+    memoryMb: deploy.resources.memory_mb,
+    env,
+    secretEnv,
+    check: deploy.image === null ? 'http' : 'tcp',
+    scaling: { enabled: deploy.auto_scale, min: deploy.min_replicas, max: deploy.max_replicas },
+  };
+}

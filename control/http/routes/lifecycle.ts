@@ -1,0 +1,40 @@
+import type { DeploymentService } from '../../services/deployment-service.js';
+import { Agent, DeployInput, ScaleBody, ScaleResult } from '../../schemas/agents.js';
+import { ErrorBody } from '../../schemas/common.js';
+import { etagOf } from '../if-match.js';
+import { defineRoute } from '../route.js';
+
+const notFound = { description: 'NOT_FOUND: no such agent in your account', schema: ErrorBody };
+const quota = { description: 'QUOTA_EXCEEDED (details name the limit) or AUTHORISATION_DENIED', schema: ErrorBody };
+const stale = { description: 'PRECONDITION_FAILED: If-Match names an older version', schema: ErrorBody };
+
+export const lifecycleRoutes = (deployments: DeploymentService) => [
+  defineRoute({
+    method: 'post',
+    path: '/agents/:id/deploy',
+    summary: 'Redeploy: new replicas start, and old ones stop once the new ones are up. Omitted fields keep their values',
+    tag: 'Agents',
+    auth: 'any',
+    writes: true,
+    body: DeployInput,
+    responses: { 202: { description: 'Accepted; version + 1', schema: Agent }, 403: quota, 404: notFound, 412: stale },
+    handler: async ({ principal, params, body, expectedVersion }) => {
+      const agent = await deployments.deploy(principal, params.id!, body, expectedVersion);
+      return { status: 202, body: agent, headers: { ETag: etagOf(agent.version) } };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/agents/:id/scale',
+    summary: 'Add (`up`) or remove (`down`) `count` replicas, between 0 and deploy.max_replicas',
+    tag: 'Agents',
+    auth: 'any',
+    writes: true,
+    body: ScaleBody,
+    responses: { 200: { description: 'The new replica count', schema: ScaleResult }, 403: quota, 404: notFound, 412: stale },
+    handler: async ({ principal, params, body, expectedVersion }) => ({
+      status: 200,
+      body: await deployments.scale(principal, params.id!, body, expectedVersion),
+    }),
+  }),
+];

@@ -1,0 +1,73 @@
+import type { JobSpec } from '../types.js';
+import type { PodmanSettings } from './settings.js';
+
+/** podman's default capability set, named so no host's containers.conf can widen it. */
+export const DEFAULT_CAPABILITIES = [
+  'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'NET_BIND_SERVICE',
+  'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT',
+] as const;
+
+export const LABEL = {
+  /** Which platform installation owns the container; one host may run several (tests, `npm run up`). */
+  instance: 'platform.instance',
+  agentId: 'platform.agent-id',
+  version: 'platform.version',
+  replicaId: 'platform.replica-id',
+} as const;
+
+export const networkName = (agentId: string) => `agent-${agentId}`;
+
+export interface ReplicaLaunch {
+  replicaId: string;
+  spec: JobSpec;
+  /** A 0600 file with the single-line variables, so no value shows in `ps` or in podman's arguments. */
+  envFile: string;
+}
+
+/**
+ * How the environment reaches podman without a value on its command line: single-line
+ * values through an env file; multi-line ones (a system prompt) by name only (`--env KEY`),
+ * which podman fills from its own process environment.
+ */
+export function splitEnvironment(spec: JobSpec): { fileContent: string; inherited: Record<string, string> } {
+  const lines: string[] = [];
+  const inherited: Record<string, string> = {};
+  for (const [key, value] of Object.entries({ ...spec.env, ...spec.secretEnv })) {
+    if (/[\r\n]/.test(value)) inherited[key] = value;
+    else lines.push(`${key}=${value}`);
+  }
+  return { fileContent: lines.join('\n'), inherited };
+}
+
+/**
+ * The `podman run` arguments of one replica, with SPEC.md's container requirements:
+ * the default capability set only, no new privileges, 512 processes, the cpu and
+ * memory limits, its agent's own network, and the port published on 127.0.0.1 only.
+ */
+export function runArguments({ replicaId, spec, envFile }: ReplicaLaunch, settings: PodmanSettings): string[] {
+  return [
+    'run', '--detach',
+    '--name', replicaId,
+    '--label', `${LABEL.instance}=${settings.instance}`,
+    '--label', `${LABEL.agentId}=${spec.agentId}`,
+    '--label', `${LABEL.version}=${spec.version}`,
+    '--label', `${LABEL.replicaId}=${replicaId}`,
+    '--network', networkName(spec.agentId),
+    '--cap-drop', 'all',
+    ...DEFAULT_CAPABILITIES.flatMap((capability) => ['--cap-add', capability]),
+    '--security-opt', 'no-new-privileges',
+    '--pids-limit', String(settings.pidsLimit),
+    '--ulimit', `nproc=${settings.pidsLimit}:${settings.pidsLimit}`,
+    '--ulimit', `nofile=${settings.nofileLimit}:${settings.nofileLimit}`,
+    '--cpus', String(spec.cpu),
+    '--memory', `${spec.memoryMb}m`,
+    '--memory-swap', `${spec.memoryMb}m`,
+    '--publish', `127.0.0.1::${spec.port}`,
+    '--env-file', envFile,
+    ...Object.keys(splitEnvironment(spec).inherited).flatMap((key) => ['--env', key]),
+    '--stop-timeout', String(settings.stopTimeoutSeconds),
+    '--log-driver', 'k8s-file',
+    '--pull', 'missing',
+    spec.image,
+  ];
+}

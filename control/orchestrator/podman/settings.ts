@@ -1,0 +1,79 @@
+import { execFileSync } from 'node:child_process';
+
+/** How containers are run on this host; detected once at start, each overridable. */
+export interface PodmanSettings {
+  binary: string;
+  /** Labels this installation's containers and networks; others on the host are never touched. */
+  instance: string;
+  /** OCI runtime: crun fails on cgroup v1 hybrid hosts, so runc is preferred when present. */
+  runtime: string | null;
+  /** Open files per container: podman's default can exceed the host's hard limit and fail the start. */
+  nofileLimit: number;
+  pidsLimit: number;
+  /** A replica that never accepts connections joins the routing set after this (so the edge answers 502, not 503). */
+  startGraceMs: number;
+  /** Restarts allowed before a replica is `crashed`. */
+  restartBudget: number;
+  restartBackoffBaseMs: number;
+  restartBackoffMaxMs: number;
+  /** How often containers are inspected. */
+  pollIntervalMs: number;
+  /** Drop traffic from agent networks to the cloud metadata address (needs root and iptables). */
+  blockMetadata: boolean;
+  /** How long a replica leaves the routing set before it is stopped, so requests in flight finish. */
+  drainMs: number;
+  /** Seconds a replica gets to stop after SIGTERM. */
+  stopTimeoutSeconds: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+const has = (command: string) => {
+  try {
+    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+function hostHardLimit(flag: '-Hn'): number {
+  try {
+    const value = execFileSync('sh', ['-c', `ulimit ${flag}`], { encoding: 'utf8' }).trim();
+    return value === 'unlimited' ? Number.MAX_SAFE_INTEGER : Number(value);
+  } catch {
+    return 1024;
+  }
+}
+
+const numberFrom = (env: Env, name: string, fallback: number) => {
+  const value = env[name];
+  if (value === undefined || value === '') return fallback;
+  const parsed = Number(value);
+  if (!Number.isFinite(parsed) || parsed < 0) throw new Error(`${name}: expected a non-negative number, got "${value}"`);
+  return parsed;
+};
+
+export function detectPodmanSettings(env: Env): PodmanSettings {
+  const binary = env.PODMAN_BINARY || 'podman';
+  const runtime = env.PODMAN_RUNTIME || (has('runc') ? 'runc' : null);
+  const instance = env.PODMAN_INSTANCE || 'default';
+  if (!/^[a-zA-Z0-9_.-]{1,64}$/.test(instance)) throw new Error(`PODMAN_INSTANCE: letters, digits, ".", "_" or "-" only, got "${instance}"`);
+  return {
+    binary,
+    instance,
+    runtime,
+    nofileLimit: numberFrom(env, 'PODMAN_NOFILE_LIMIT', Math.min(hostHardLimit('-Hn'), 65_536)),
+    pidsLimit: 512,
+    startGraceMs: numberFrom(env, 'START_GRACE_SECONDS', 30) * 1000,
+    restartBudget: numberFrom(env, 'RESTART_BUDGET', 5),
+    restartBackoffBaseMs: numberFrom(env, 'RESTART_BACKOFF_BASE_MS', 1000),
+    restartBackoffMaxMs: numberFrom(env, 'RESTART_BACKOFF_MAX_MS', 30_000),
+    pollIntervalMs: numberFrom(env, 'PODMAN_POLL_INTERVAL_MS', 1000),
+    blockMetadata: (env.BLOCK_METADATA ?? 'true') !== 'false' && process.getuid?.() === 0 && has('iptables'),
+    drainMs: numberFrom(env, 'DRAIN_SECONDS', 2) * 1000,
+    stopTimeoutSeconds: numberFrom(env, 'STOP_TIMEOUT_SECONDS', 10),
+  };
+}
+
+export const podmanGlobalArgs = (settings: PodmanSettings) => (settings.runtime ? ['--runtime', settings.runtime] : []);

@@ -1,0 +1,64 @@
+import type { Knex } from 'knex';
+import type { Clock } from '../clock.js';
+import { notFound } from '../errors.js';
+import type { LogEntry, Orchestrator } from '../orchestrator/types.js';
+import { repositoriesOn } from '../repositories/index.js';
+import type { LogsQuery, MetricsSample } from '../schemas/agents.js';
+import type { Principal } from './principal.js';
+
+export type PublicLogEntry = Omit<LogEntry, 'id'>;
+
+const round = (value: number) => Math.round(value * 100) / 100;
+const average = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
+
+/** Logs and metrics of an agent's replicas, read from the orchestrator. */
+export class ObservabilityService {
+  constructor(
+    private readonly db: Knex,
+    private readonly orchestrator: Orchestrator | undefined,
+    private readonly clock: Clock,
+  ) {}
+
+  /** `total` counts the matching entries the orchestrator keeps (the last 1000 lines per replica); `logs` is the newest `limit` of them, oldest first. */
+  async logs(principal: Principal, agentId: string, query: LogsQuery): Promise<{ logs: PublicLogEntry[]; total: number }> {
+    await this.assertAgentOf(principal, agentId);
+    const entries = await this.entries(agentId, query);
+    const limit = query.limit ?? 100;
+    return { logs: entries.slice(-limit).map(withoutId), total: entries.length };
+  }
+
+  /** Entries with their ids, for the stream, which resumes after an id. */
+  async entries(agentId: string, query: Omit<LogsQuery, 'limit'>): Promise<LogEntry[]> {
+    if (!this.orchestrator) return [];
+    return this.orchestrator.logs(agentId, { limit: 1000, level: query.level, replicaId: query.replica_id });
+  }
+
+  async metrics(principal: Principal, agentId: string): Promise<MetricsSample> {
+    await this.assertAgentOf(principal, agentId);
+    return this.sample(agentId);
+  }
+
+  async sample(agentId: string): Promise<MetricsSample> {
+    const replicas = this.orchestrator ? await this.orchestrator.metrics(agentId) : [];
+    return {
+      agent_id: agentId,
+      timestamp: this.clock.now().toISOString(),
+      cpu_percent: round(average(replicas.map((r) => r.cpuPercent))),
+      memory_mb: round(average(replicas.map((r) => r.memoryMb))),
+      memory_percent: round(average(replicas.map((r) => (r.memoryLimitMb ? (100 * r.memoryMb) / r.memoryLimitMb : 0)))),
+      replicas: replicas.length,
+      request_count: 0,
+      avg_latency_ms: 0,
+    };
+  }
+
+  async exists(principal: Principal, agentId: string): Promise<boolean> {
+    return (await repositoriesOn(this.db).agents.find(principal.accountId, agentId)) !== undefined;
+  }
+
+  async assertAgentOf(principal: Principal, agentId: string): Promise<void> {
+    if (!(await this.exists(principal, agentId))) throw notFound('Agent');
+  }
+}
+
+const withoutId = ({ id: _id, ...entry }: LogEntry): PublicLogEntry => entry;

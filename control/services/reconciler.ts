@@ -1,0 +1,36 @@
+import type { Logger } from 'pino';
+import type { AgentRunner } from './agent-runner.js';
+
+/**
+ * Brings the orchestrator in line with Postgres at start and then periodically, so a
+ * crash of the control API, a container removed by hand or a lost notification heals
+ * without anyone calling the API.
+ */
+export class Reconciler {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(private readonly runner: AgentRunner, private readonly intervalMs: number, private readonly logger: Logger) {}
+
+  async start(): Promise<void> {
+    await this.runOnce();
+    this.timer = setInterval(() => void this.runOnce(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** One pass at a time: a slow pass is not stacked on by the next tick. */
+  runOnce(): Promise<void> {
+    this.running ??= this.runner
+      .reconcileAll()
+      .catch((error) => this.logger.error({ err: error }, 'reconcile failed'))
+      .finally(() => {
+        this.running = undefined;
+      });
+    return this.running;
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+}
