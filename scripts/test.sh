@@ -11,7 +11,7 @@ npx tsc --noEmit -p tsconfig.json
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
-npx mocha --color "$@" 2>&1 | tee "$log" || status=$?
+npx mocha --color "${@:-test/**/*.test.ts}" 2>&1 | tee "$log" || status=$?
 
 passed=$(grep -Eo '[0-9]+ passing' "$log" | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failing' "$log" | awk '{s+=$1} END {print s+0}')

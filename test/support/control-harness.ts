@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
@@ -31,6 +31,9 @@ export interface RequestOptions {
 
 export interface TestControl {
   baseUrl: string;
+  database: string;
+  /** Stops serving at once, leaving containers running, as a crash of the control API would. */
+  crash(): Promise<void>;
   /** The real podman driver, when started with `{ orchestrate: true }`. */
   driver: PodmanDriver | undefined;
   clock: ManualClock;
@@ -51,6 +54,8 @@ export interface TestControl {
 export interface ControlOptions {
   /** Run agents for real with podman (a driver of its own, on a podman instance label of its own). */
   orchestrate?: boolean;
+  /** Start on the database (and podman instance) of an earlier control, as a restart would. */
+  resume?: { database: string };
 }
 
 /** Settings that make the podman driver react in test time; a test may override any. */
@@ -69,16 +74,19 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   const redisUrl = process.env.TEST_REDIS_URL;
   if (!templateUrl || !redisUrl) throw new Error('Run tests with `npm test`: the global setup starts Postgres and Redis');
 
-  const database = `t_${randomBytes(6).toString('hex')}`;
-  const admin = connectDatabase(templateUrl.replace(/\/[^/]+$/, '/postgres'), { min: 0, max: 1 });
-  await admin.raw(`CREATE DATABASE ${database} TEMPLATE ${TEMPLATE_DATABASE}`);
-  await admin.destroy();
+  const database = options.resume?.database ?? `t_${randomBytes(6).toString('hex')}`;
+  if (!options.resume) {
+    const admin = connectDatabase(templateUrl.replace(/\/[^/]+$/, '/postgres'), { min: 0, max: 1 });
+    await admin.raw(`CREATE DATABASE ${database} TEMPLATE ${TEMPLATE_DATABASE}`);
+    await admin.destroy();
+  }
   const databaseUrl = templateUrl.replace(/\/[^/]+$/, `/${database}`);
 
   const config = loadConfig({
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
-    MASTER_KEY: randomBytes(32).toString('base64'),
+    // Derived from the database, so a resumed control can read what the first one sealed.
+    MASTER_KEY: createHash('sha256').update(database).digest('base64'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...(options.orchestrate ? { ...FAST_ORCHESTRATION, PODMAN_INSTANCE: `test-${database}`, RUNTIME_IMAGE: TEST_IMAGE } : {}),
     ...env,
@@ -95,6 +103,8 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     driver.start();
   }
   const control = buildControl({ config, db, redis, clock, logger, orchestrator: driver });
+  // As at the start of the real control API: adopt what runs, start what is missing.
+  if (control.services.runner) await control.services.runner.reconcileAll();
   const server: Server = createServer(control.app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
@@ -123,8 +133,20 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     return { token: response.body.token, user: response.body.user, password };
   };
 
+  const stopServing = async () => {
+    server.closeAllConnections();
+    await new Promise((resolve) => server.close(resolve));
+    await db.destroy();
+    redis.disconnect();
+  };
+
   return {
     baseUrl,
+    database,
+    crash: async () => {
+      await driver?.close();
+      await stopServing();
+    },
     clock,
     config,
     db,
@@ -138,10 +160,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
         await driver.reconcile([]); // removes this suite's containers and networks
         await driver.close();
       }
-      server.closeAllConnections();
-      await new Promise((resolve) => server.close(resolve));
-      await db.destroy();
-      redis.disconnect();
+      await stopServing();
     },
   };
 }

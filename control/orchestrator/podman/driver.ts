@@ -236,10 +236,13 @@ export class PodmanDriver implements Orchestrator {
 
     const current = [...job.replicas.values()].filter((r) => r.spec.version === job.spec.version && r.state !== 'stopping');
     const live = current.filter((r) => r.state !== 'failed' && r.state !== 'crashed');
-    const failed = current.filter((r) => r.state === 'failed');
-    // A version whose replicas cannot start (bad image) is not retried until the next deploy.
-    if (live.length < job.spec.count && failed.length === 0) {
-      await Promise.all(Array.from({ length: job.spec.count - live.length }, () => this.launch(job)));
+    // A version whose replicas cannot start (bad image) or keep crashing is not relaunched
+    // until the next deploy: replacing them would only repeat the failure forever.
+    const dead = current.length - live.length;
+    if (live.length < job.spec.count && dead === 0) {
+      // Image and network once per job, before the replicas start side by side.
+      const prepared = await this.prepare(job.spec).then(() => null, (error: unknown) => describe(error));
+      await Promise.all(Array.from({ length: job.spec.count - live.length }, () => this.launch(job, prepared)));
     } else if (live.length > job.spec.count) {
       const surplus = [...live].sort((a, b) => stateRank(a.state) - stateRank(b.state)).slice(0, live.length - job.spec.count);
       await this.stop(job, surplus, 'scaled down');
@@ -306,7 +309,13 @@ export class PodmanDriver implements Orchestrator {
     }
   }
 
-  private async launch(job: Job): Promise<void> {
+  private async prepare(spec: JobSpec): Promise<void> {
+    await this.ensureImage(spec.image);
+    await this.ensureNetwork(spec.agentId);
+  }
+
+  /** Starts one replica; `preparationError` (image or network) fails it without trying. */
+  private async launch(job: Job, preparationError: string | null): Promise<void> {
     const spec = job.spec;
     const record: ReplicaRecord = {
       id: `${spec.agentId}-${randomBase62(6).toLowerCase()}`,
@@ -321,8 +330,7 @@ export class PodmanDriver implements Orchestrator {
     };
     job.replicas.set(record.id, record);
     try {
-      await this.ensureImage(spec.image);
-      await this.ensureNetwork(spec.agentId);
+      if (preparationError) throw new Error(preparationError);
       await this.runContainer(record);
       record.state = 'starting';
       record.startedAt = this.clock.now();

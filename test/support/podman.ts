@@ -1,0 +1,20 @@
+import { execFileSync } from 'node:child_process';
+
+/** Runs podman as the platform does (same OCI runtime), returning its stdout. */
+export function podman(args: string[], runtime: string | null = 'runc'): string {
+  return execFileSync('podman', [...(runtime ? ['--runtime', runtime] : []), ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+/** Names of the containers of one agent, whatever their state. */
+export function containersOf(agentId: string): string[] {
+  return podman(['ps', '--all', '--filter', `label=platform.agent-id=${agentId}`, '--format', '{{.Names}}']).split('\n').filter(Boolean);
+}
+
+export function networkExists(name: string): boolean {
+  try {
+    podman(['network', 'exists', name]);
+    return true;
+  } catch {
+    return false;
+  }
+}
