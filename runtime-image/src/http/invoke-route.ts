@@ -1,0 +1,74 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { invalidRequest } from '../errors.js';
+import type { InvokeRequest, InvokeService } from '../invoke-service.js';
+import { readJsonBody } from './body.js';
+import { toErrorResponse } from './error-response.js';
+import { EventStream } from './event-stream.js';
+import { sendJson, type RequestContext } from './respond.js';
+
+export const MAX_BODY_BYTES = 1024 * 1024;
+export const MAX_INPUT_CHARS = 100_000;
+// Caller-chosen ids are allowed (an unknown id starts a conversation under it),
+// so they are kept to characters that are safe in logs and headers.
+const SESSION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+export function createInvokeRoute(service: InvokeService, agentId: string) {
+  return async (request: IncomingMessage, response: ServerResponse, context: RequestContext): Promise<void> => {
+    const invoke = parseInvokeBody(await readJsonBody(request, MAX_BODY_BYTES));
+    context.sessionId = invoke.sessionId;
+    if (wantsEventStream(request)) {
+      await streamInvoke(service, invoke, agentId, response, context);
+      return;
+    }
+    const result = await service.invoke(invoke);
+    context.sessionId = result.sessionId;
+    sendJson(response, 200, { output: result.output, session_id: result.sessionId, agent_id: agentId });
+  };
+}
+
+/**
+ * Beyond v1: deltas of the answer as `delta` events, then `done` with the
+ * v1 body. An error before the first event is a normal JSON error response;
+ * after it, an `error` event carrying the same body.
+ */
+async function streamInvoke(
+  service: InvokeService,
+  invoke: InvokeRequest,
+  agentId: string,
+  response: ServerResponse,
+  context: RequestContext,
+): Promise<void> {
+  const stream = new EventStream(response);
+  try {
+    const result = await service.invoke({ ...invoke, onTextDelta: (text) => stream.send('delta', { text }) });
+    context.sessionId = result.sessionId;
+    stream.send('done', { output: result.output, session_id: result.sessionId, agent_id: agentId });
+  } catch (error) {
+    if (!stream.hasStarted) throw error;
+    context.failure = error;
+    stream.send('error', toErrorResponse(error).body);
+  }
+  stream.end();
+}
+
+function wantsEventStream(request: IncomingMessage): boolean {
+  return (request.headers.accept ?? '').includes('text/event-stream');
+}
+
+export function parseInvokeBody(body: unknown): InvokeRequest {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) {
+    throw invalidRequest('request body must be a JSON object with an "input" string');
+  }
+  const { input, session_id: sessionId } = body as Record<string, unknown>;
+  if (input === undefined) throw invalidRequest('"input" is required');
+  if (typeof input !== 'string') throw invalidRequest('"input" must be a string');
+  if (input.trim() === '') throw invalidRequest('"input" must not be empty');
+  if (input.length > MAX_INPUT_CHARS) throw invalidRequest(`"input" must be at most ${MAX_INPUT_CHARS} characters`);
+  if (sessionId !== undefined && sessionId !== null) {
+    if (typeof sessionId !== 'string') throw invalidRequest('"session_id" must be a string');
+    if (!SESSION_ID.test(sessionId)) {
+      throw invalidRequest('"session_id" must be 1-128 letters, digits, ".", "_", ":" or "-"');
+    }
+  }
+  return { input, sessionId: sessionId ?? undefined };
+}

@@ -1,0 +1,76 @@
+import { ConfigError } from './config-error.js';
+import { LOG_LEVELS, type LogLevel } from './logger.js';
+
+/** How the runtime itself behaves: port, bounds, deadlines. Read from the environment, each with a default. */
+export interface RuntimeSettings {
+  port: number;
+  sessionTtlMs: number;
+  maxSessions: number;
+  maxTurnsPerSession: number;
+  /** Characters of history kept across all sessions; the memory bound of the session store. */
+  sessionHistoryBudgetChars: number;
+  maxToolSteps: number;
+  providerTimeoutMs: number;
+  providerMaxRetries: number;
+  logLevel: LogLevel;
+  shutdownGraceMs: number;
+}
+
+type Environment = Readonly<Record<string, string | undefined>>;
+
+interface IntegerSetting {
+  variable: string;
+  fallback: number;
+  min: number;
+  max: number;
+  why: string;
+}
+
+const INTEGER_SETTINGS = {
+  port: { variable: 'PORT', fallback: 8080, min: 0, max: 65535, why: 'the TCP port to listen on' },
+  sessionTtlSeconds: { variable: 'RUNTIME_SESSION_TTL_SECONDS', fallback: 3600, min: 1, max: 7 * 24 * 3600, why: 'idle seconds before a conversation is forgotten' },
+  maxSessions: { variable: 'RUNTIME_MAX_SESSIONS', fallback: 10_000, min: 1, max: 10_000_000, why: 'conversations kept before the least recently used is dropped' },
+  maxTurnsPerSession: { variable: 'RUNTIME_MAX_TURNS_PER_SESSION', fallback: 50, min: 1, max: 10_000, why: 'exchanges kept per conversation before the oldest is trimmed' },
+  sessionHistoryBudgetChars: { variable: 'RUNTIME_SESSION_HISTORY_BUDGET_CHARS', fallback: 50_000_000, min: 100_000, max: 2_000_000_000, why: 'characters of history kept across all conversations' },
+  maxToolSteps: { variable: 'RUNTIME_MAX_TOOL_STEPS', fallback: 8, min: 1, max: 100, why: 'model calls per invoke, tool rounds included' },
+  providerTimeoutMs: { variable: 'RUNTIME_PROVIDER_TIMEOUT_MS', fallback: 60_000, min: 100, max: 600_000, why: 'deadline of one request to the model provider' },
+  providerMaxRetries: { variable: 'RUNTIME_PROVIDER_MAX_RETRIES', fallback: 2, min: 0, max: 10, why: 'retries of a provider request answered 408, 409, 429 or 5xx' },
+  shutdownGraceMs: { variable: 'RUNTIME_SHUTDOWN_GRACE_MS', fallback: 10_000, min: 0, max: 120_000, why: 'time given to in-flight requests after SIGTERM' },
+} satisfies Record<string, IntegerSetting>;
+
+export function loadSettings(env: Environment): RuntimeSettings {
+  const integer = (name: keyof typeof INTEGER_SETTINGS) => readInteger(env, INTEGER_SETTINGS[name]);
+  return {
+    port: integer('port'),
+    sessionTtlMs: integer('sessionTtlSeconds') * 1000,
+    maxSessions: integer('maxSessions'),
+    maxTurnsPerSession: integer('maxTurnsPerSession'),
+    sessionHistoryBudgetChars: integer('sessionHistoryBudgetChars'),
+    maxToolSteps: integer('maxToolSteps'),
+    providerTimeoutMs: integer('providerTimeoutMs'),
+    providerMaxRetries: integer('providerMaxRetries'),
+    logLevel: readLogLevel(env),
+    shutdownGraceMs: integer('shutdownGraceMs'),
+  };
+}
+
+function readInteger(env: Environment, setting: IntegerSetting): number {
+  const raw = env[setting.variable];
+  if (raw === undefined || raw.trim() === '') return setting.fallback;
+  const value = Number(raw);
+  if (!Number.isInteger(value) || value < setting.min || value > setting.max) {
+    throw new ConfigError(
+      `${setting.variable}="${raw}" is invalid: it sets ${setting.why} and must be a whole number from ${setting.min} to ${setting.max}`,
+    );
+  }
+  return value;
+}
+
+function readLogLevel(env: Environment): LogLevel {
+  const raw = env['RUNTIME_LOG_LEVEL'];
+  if (raw === undefined || raw.trim() === '') return 'info';
+  if (!(LOG_LEVELS as readonly string[]).includes(raw)) {
+    throw new ConfigError(`RUNTIME_LOG_LEVEL="${raw}" is invalid: it must be one of ${LOG_LEVELS.join(', ')}`);
+  }
+  return raw as LogLevel;
+}
