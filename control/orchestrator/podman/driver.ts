@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -60,7 +61,7 @@ export class PodmanDriver implements Orchestrator {
   /** Until the first reconcile, containers without a job may belong to agents not yet loaded: keep them. */
   private adopting = true;
   private closed = false;
-  private metadataBlocked = false;
+  private firewallInPlace = false;
 
   constructor(
     private readonly cli: PodmanCli,
@@ -374,30 +375,33 @@ export class PodmanDriver implements Orchestrator {
     if (!exists) {
       await this.cli.run(['network', 'create', '--opt', 'isolate=true', '--label', `${LABEL.instance}=${this.settings.instance}`, '--label', `${LABEL.agentId}=${agentId}`, name]);
     }
-    await this.blockMetadata(!exists);
+    await this.enforceFirewall(!exists);
   }
 
   /**
-   * Agent networks may reach the internet but not the cloud metadata service. The rule
-   * goes first in FORWARD, and again after each new network, whose own rules netavark
-   * inserts at the top.
+   * Agent networks may reach the internet, but not each other nor the cloud metadata
+   * service. netavark's own isolation is not enough: removing one isolated network drops
+   * the FORWARD jump that isolates all the others. So two rules of ours go first in
+   * FORWARD, and again after each new network, whose rules netavark puts at the top.
    */
-  private async blockMetadata(networkCreated: boolean): Promise<void> {
-    if (!this.settings.blockMetadata || (this.metadataBlocked && !networkCreated)) return;
-    const rule = ['FORWARD', '-i', 'podman+', '-d', '169.254.0.0/16', '-j', 'REJECT'];
-    const { execFile } = await import('node:child_process');
+  private async enforceFirewall(networkCreated: boolean): Promise<void> {
+    if (!this.settings.firewall || (this.firewallInPlace && !networkCreated)) return;
+    const rules = [
+      ['-i', 'podman+', '-o', 'podman+', '-j', 'REJECT'],
+      ['-i', 'podman+', '-d', '169.254.0.0/16', '-j', 'REJECT'],
+    ];
     const iptables = (args: string[]) => new Promise<boolean>((resolve) => execFile('iptables', args, { timeout: 10_000 }, (error) => resolve(!error)));
-    while (await iptables(['-D', ...rule])) {
-      // remove every earlier copy so exactly one sits at the top
+    let inPlace = true;
+    for (const rule of rules.reverse()) {
+      while (await iptables(['-D', 'FORWARD', ...rule])) {
+        // remove every earlier copy so exactly one sits at the top
+      }
+      inPlace = (await iptables(['-I', 'FORWARD', '1', ...rule])) && inPlace;
     }
-    this.metadataBlocked = await iptables(['-I', ...rule.slice(0, 1), '1', ...rule.slice(1)]);
-    if (!this.metadataBlocked) this.logger.warn('could not add the iptables rule that keeps agents from 169.254.169.254');
+    this.firewallInPlace = inPlace;
+    if (!inPlace) this.logger.warn('could not add the iptables rules that keep agents apart and away from 169.254.169.254');
   }
 
-  /**
-   * Takes replicas out of the routing set first, lets requests already sent to them
-   * finish (the drain delay, like Nomad's shutdown_delay), then stops them.
-   */
   private async stop(job: Job, records: ReplicaRecord[], why: string): Promise<void> {
     const routed = records.some((r) => r.state === 'running');
     for (const record of records) {

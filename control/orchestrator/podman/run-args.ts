@@ -73,7 +73,7 @@ export function runArguments({ replicaId, spec, envFile }: ReplicaLaunch, settin
     '--cap-drop', DROPPED_CAPABILITIES.join(','),
     '--security-opt', 'no-new-privileges',
     '--pids-limit', String(settings.pidsLimit),
-    '--ulimit', `nproc=${settings.pidsLimit}:${settings.pidsLimit}`,
+    '--ulimit', `nproc=${settings.nprocLimit}:${settings.nprocLimit}`,
     '--ulimit', `nofile=${settings.nofileLimit}:${settings.nofileLimit}`,
     '--cpus', String(spec.cpu),
     '--memory', `${spec.memoryMb}m`,

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 
 /** How containers are run on this host; detected once at start, each overridable. */
 export interface PodmanSettings {
@@ -9,6 +10,11 @@ export interface PodmanSettings {
   runtime: string | null;
   /** Open files per container: podman's default can exceed the host's hard limit and fail the start. */
   nofileLimit: number;
+  /**
+   * RLIMIT_NPROC counts every process of a uid on the host, across containers, so it is
+   * set high (within the host's hard limit) and the per-container cap is the pids cgroup.
+   */
+  nprocLimit: number;
   pidsLimit: number;
   /** A replica that never accepts connections joins the routing set after this (so the edge answers 502, not 503). */
   startGraceMs: number;
@@ -18,8 +24,8 @@ export interface PodmanSettings {
   restartBackoffMaxMs: number;
   /** How often containers are inspected. */
   pollIntervalMs: number;
-  /** Drop traffic from agent networks to the cloud metadata address (needs root and iptables). */
-  blockMetadata: boolean;
+  /** Firewall rules that keep agent networks apart and away from 169.254.0.0/16 (needs root and iptables). */
+  firewall: boolean;
   /** How long a replica leaves the routing set before it is stopped, so requests in flight finish. */
   drainMs: number;
   /** Seconds a replica gets to stop after SIGTERM. */
@@ -37,12 +43,24 @@ const has = (command: string) => {
   }
 };
 
-function hostHardLimit(flag: '-Hn'): number {
+/** The host's hard limit from /proc/self/limits ("Max open files", "Max processes"). */
+function hostHardLimit(name: 'Max open files' | 'Max processes'): number {
   try {
-    const value = execFileSync('sh', ['-c', `ulimit ${flag}`], { encoding: 'utf8' }).trim();
-    return value === 'unlimited' ? Number.MAX_SAFE_INTEGER : Number(value);
+    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith(name));
+    const hard = line?.slice(name.length).trim().split(/\s+/)[1];
+    if (hard === 'unlimited') return Number.MAX_SAFE_INTEGER;
+    return hard ? Number(hard) : 1024;
   } catch {
     return 1024;
+  }
+}
+
+/** runc refuses an RLIMIT_NPROC above the kernel's pid_max (seen: 40000 fails where pid_max is 32768). */
+function kernelPidMax(): number {
+  try {
+    return Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim()) || 32_768;
+  } catch {
+    return 32_768;
   }
 }
 
@@ -63,14 +81,15 @@ export function detectPodmanSettings(env: Env): PodmanSettings {
     binary,
     instance,
     runtime,
-    nofileLimit: numberFrom(env, 'PODMAN_NOFILE_LIMIT', Math.min(hostHardLimit('-Hn'), 65_536)),
+    nofileLimit: numberFrom(env, 'PODMAN_NOFILE_LIMIT', Math.min(hostHardLimit('Max open files'), 65_536)),
+    nprocLimit: numberFrom(env, 'PODMAN_NPROC_LIMIT', Math.min(hostHardLimit('Max processes'), kernelPidMax())),
     pidsLimit: 512,
     startGraceMs: numberFrom(env, 'START_GRACE_SECONDS', 30) * 1000,
     restartBudget: numberFrom(env, 'RESTART_BUDGET', 5),
     restartBackoffBaseMs: numberFrom(env, 'RESTART_BACKOFF_BASE_MS', 1000),
     restartBackoffMaxMs: numberFrom(env, 'RESTART_BACKOFF_MAX_MS', 30_000),
     pollIntervalMs: numberFrom(env, 'PODMAN_POLL_INTERVAL_MS', 1000),
-    blockMetadata: (env.BLOCK_METADATA ?? 'true') !== 'false' && process.getuid?.() === 0 && has('iptables'),
+    firewall: (env.PODMAN_FIREWALL ?? 'true') !== 'false' && process.getuid?.() === 0 && has('iptables'),
     drainMs: numberFrom(env, 'DRAIN_SECONDS', 2) * 1000,
     stopTimeoutSeconds: numberFrom(env, 'STOP_TIMEOUT_SECONDS', 10),
   };
