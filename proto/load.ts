@@ -1,0 +1,115 @@
+import { accessSync, constants } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, isAbsolute, join } from 'node:path';
+import { loadPackageDefinition, type ServiceClientConstructor, type ServiceDefinition } from '@grpc/grpc-js';
+import { loadSync, type Options, type PackageDefinition } from '@grpc/proto-loader';
+import protobuf from 'protobufjs';
+
+/**
+ * Envoy's own API protos, loaded from the copies that ship inside @grpc/grpc-js-xds
+ * (never copied into this repository). Importing @grpc/proto-loader above also registers
+ * google/protobuf/descriptor.proto with protobufjs, which validate.proto imports.
+ */
+
+const require = createRequire(import.meta.url);
+const XDS_PACKAGE_DIR = dirname(require.resolve('@grpc/grpc-js-xds/package.json'));
+
+/** Include paths, in lookup order, for every Envoy proto and its imports. */
+export const ENVOY_PROTO_INCLUDE_DIRS: readonly string[] = Object.freeze(
+  ['envoy-api', 'xds', 'googleapis', 'protoc-gen-validate'].map((dir) => join(XDS_PACKAGE_DIR, 'deps', dir)),
+);
+
+/** The ext_authz service authz implements. */
+export const EXTERNAL_AUTH_PROTO = 'envoy/service/auth/v3/external_auth.proto';
+export const AUTHORIZATION_SERVICE = 'envoy.service.auth.v3.Authorization';
+
+/**
+ * The Bootstrap message and every extension envoy/envoy.yaml names in a `typed_config`
+ * (an Any resolved by its `@type`; Bootstrap's imports alone do not reach them).
+ */
+export const ENVOY_CONFIG_PROTO_FILES: readonly string[] = Object.freeze([
+  'envoy/config/bootstrap/v3/bootstrap.proto',
+  'envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto',
+  'envoy/extensions/filters/http/ext_authz/v3/ext_authz.proto',
+  'envoy/extensions/filters/http/router/v3/router.proto',
+  'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
+  'envoy/extensions/access_loggers/stream/v3/stream.proto',
+  'envoy/extensions/access_loggers/file/v3/file.proto',
+  'envoy/extensions/resource_monitors/downstream_connections/v3/downstream_connections.proto',
+]);
+
+/**
+ * The same options grpc-js servers usually load with: proto field names as written
+ * (snake_case), 64-bit integers and enums as strings, defaults filled in, and the name
+ * of the set member on each oneof.
+ */
+export const GRPC_LOADER_OPTIONS: Readonly<Options> = Object.freeze({
+  keepCase: true,
+  longs: String,
+  enums: String,
+  defaults: true,
+  oneofs: true,
+  includeDirs: [...ENVOY_PROTO_INCLUDE_DIRS],
+});
+
+function resolveFromIncludeDirs(root: protobuf.Root, includeDirs: readonly string[]): void {
+  const fallback = root.resolvePath.bind(root);
+  root.resolvePath = (origin: string, target: string): string | null => {
+    if (isAbsolute(target)) return target;
+    for (const dir of includeDirs) {
+      const candidate = join(dir, target);
+      try {
+        accessSync(candidate, constants.R_OK);
+        return candidate;
+      } catch {
+        // not in this include dir; try the next one
+      }
+    }
+    return fallback(origin, target);
+  };
+}
+
+/**
+ * A protobufjs Root holding `files` (paths relative to the include dirs) and everything
+ * they import, with every type resolved. Field names stay snake_case, as in the .proto
+ * files and in Envoy's YAML.
+ */
+export function loadEnvoyRoot(files: readonly string[] = ENVOY_CONFIG_PROTO_FILES): protobuf.Root {
+  const root = new protobuf.Root();
+  resolveFromIncludeDirs(root, ENVOY_PROTO_INCLUDE_DIRS);
+  root.loadSync([...files], { keepCase: true });
+  root.resolveAll();
+  return root;
+}
+
+export interface AuthorizationServiceDefinition {
+  /** proto-loader's package definition of external_auth.proto (and its imports). */
+  packageDefinition: PackageDefinition;
+  /** For `server.addService(service, { Check })`. */
+  service: ServiceDefinition;
+  /** A generic client constructor, for tests that call Check as Envoy does. */
+  Client: ServiceClientConstructor;
+}
+
+let authorization: AuthorizationServiceDefinition | undefined;
+
+/** `envoy.service.auth.v3.Authorization`, loaded once per process (loading takes a while). */
+export function loadAuthorizationService(): AuthorizationServiceDefinition {
+  if (authorization) return authorization;
+  const packageDefinition = loadSync(EXTERNAL_AUTH_PROTO, { ...GRPC_LOADER_OPTIONS });
+  const Client = lookupService(loadPackageDefinition(packageDefinition), AUTHORIZATION_SERVICE);
+  authorization = { packageDefinition, service: Client.service, Client };
+  return authorization;
+}
+
+function lookupService(grpcObject: object, fullName: string): ServiceClientConstructor {
+  let node: unknown = grpcObject;
+  for (const part of fullName.split('.')) {
+    const container = (typeof node === 'object' && node !== null) || typeof node === 'function';
+    node = container ? (node as Record<string, unknown>)[part] : undefined;
+  }
+  if (typeof node !== 'function' || !('service' in node)) {
+    throw new Error(`${fullName} is not a service in ${EXTERNAL_AUTH_PROTO}`);
+  }
+  return node as ServiceClientConstructor;
+}

@@ -1,0 +1,230 @@
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import type protobuf from 'protobufjs';
+import { parse } from 'yaml';
+import { loadEnvoyRoot } from '../proto/load.js';
+import { EnvoySchema, type SchemaIssue } from './support/envoy-schema.js';
+
+/**
+ * envoy/envoy.yaml against Envoy's own v3 protos (from @grpc/grpc-js-xds), with no Envoy
+ * binary: every field must exist, every `@type` must resolve, protoc-gen-validate rules
+ * must hold; then the deliberate choices of DESIGN.md §4 are asserted one by one.
+ */
+
+const BOOTSTRAP = 'envoy.config.bootstrap.v3.Bootstrap';
+const CONFIG_PATH = new URL('../envoy/envoy.yaml', import.meta.url);
+
+type Node = Record<string, any>;
+
+function readConfig(): Node {
+  return parse(readFileSync(CONFIG_PATH, 'utf8')) as Node;
+}
+
+function describeIssues(issues: SchemaIssue[]): string {
+  return issues.map((issue) => `  ${issue.path || '(root)'}: ${issue.message}`).join('\n');
+}
+
+function edge(config: Node): { listener: Node; hcm: Node; extAuthz: Node; filters: Node[] } {
+  const listener = (config.static_resources.listeners as Node[]).find((l) => l.name === 'agent_edge');
+  assert.ok(listener, 'listener agent_edge');
+  const network = listener.filter_chains[0].filters as Node[];
+  const hcm = network.find((f) => f.name === 'envoy.filters.network.http_connection_manager')?.typed_config;
+  assert.ok(hcm, 'http_connection_manager on the listener');
+  const filters = hcm.http_filters as Node[];
+  const extAuthz = filters.find((f) => f.name === 'envoy.filters.http.ext_authz')?.typed_config;
+  assert.ok(extAuthz, 'ext_authz filter');
+  return { listener, hcm, extAuthz, filters };
+}
+
+function cluster(config: Node, name: string): Node {
+  const found = (config.static_resources.clusters as Node[]).find((c) => c.name === name);
+  assert.ok(found, `cluster ${name}`);
+  return found;
+}
+
+describe('envoy/envoy.yaml', function () {
+  let root: protobuf.Root;
+  let schema: EnvoySchema;
+  let config: Node;
+
+  before(function () {
+    root = loadEnvoyRoot();
+    schema = new EnvoySchema(root);
+    config = readConfig();
+  });
+
+  describe('against Envoy v3 Bootstrap', function () {
+    it('has no unknown field, unresolvable @type, deprecated field or validation-rule violation', function () {
+      const issues = schema.check(BOOTSTRAP, config);
+      assert.deepEqual(issues, [], `envoy.yaml does not match Envoy's protos:\n${describeIssues(issues)}`);
+    });
+
+    it('resolves every typed_config by its @type', function () {
+      const urls = schema.typeUrls(config);
+      assert.ok(urls.length >= 6, `expected the HCM, filters, access log and protocol options, found ${urls.join(', ')}`);
+      for (const url of new Set(urls)) {
+        assert.match(url, /^type\.googleapis\.com\//);
+        assert.doesNotThrow(() => root.lookupType(url.replace('type.googleapis.com/', '')), `${url} resolves`);
+      }
+      assert.ok(urls.includes('type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz'));
+      assert.ok(urls.includes('type.googleapis.com/envoy.extensions.filters.http.router.v3.Router'));
+    });
+  });
+
+  describe('the validator can fail', function () {
+    function expectRejected(mutate: (copy: Node) => void, pattern: RegExp): void {
+      const copy = structuredClone(config);
+      mutate(copy);
+      const issues = schema.check(BOOTSTRAP, copy);
+      assert.ok(issues.some((issue) => pattern.test(`${issue.path}: ${issue.message}`)), `expected ${pattern}, got:\n${describeIssues(issues)}`);
+    }
+
+    it('rejects a misspelled field inside a typed_config', function () {
+      expectRejected((copy) => {
+        const { extAuthz } = edge(copy);
+        extAuthz.failure_mode_alow = extAuthz.failure_mode_allow;
+        delete extAuthz.failure_mode_allow;
+      }, /unknown field "failure_mode_alow".*did you mean failure_mode_allow/);
+    });
+
+    it('rejects an unknown @type', function () {
+      expectRejected((copy) => {
+        const router = edge(copy).filters.find((f) => f.name === 'envoy.filters.http.router')!;
+        router.typed_config['@type'] = 'type.googleapis.com/envoy.extensions.filters.http.router.v3.Routerr';
+      }, /@type: cannot resolve @type envoy\.extensions\.filters\.http\.router\.v3\.Routerr/);
+    });
+
+    it('rejects a misspelled field in the bootstrap itself and in a map of Any', function () {
+      expectRejected((copy) => {
+        copy.static_resources.clusters[0].conect_timeout = '1s';
+      }, /unknown field "conect_timeout"/);
+      expectRejected((copy) => {
+        const options = cluster(copy, 'authz').typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'];
+        options.explicit_http_config.http2_protocol_option = {};
+      }, /unknown field "http2_protocol_option"/);
+    });
+
+    it('rejects wrong value shapes: a bare-number Duration, an unknown enum value, two members of a oneof', function () {
+      expectRejected((copy) => {
+        edge(copy).extAuthz.grpc_service.timeout = 0.25;
+      }, /grpc_service\.timeout: a Duration is a string/);
+      expectRejected((copy) => {
+        cluster(copy, 'agents').lb_policy = 'ORIGINAL_DST_LB_POLICY';
+      }, /not a value of envoy\.config\.cluster\.v3\.Cluster\.LbPolicy/);
+      expectRejected((copy) => {
+        edge(copy).extAuthz.grpc_service.google_grpc = { target_uri: '127.0.0.1:7091', stat_prefix: 'authz' };
+      }, /oneof target_specifier .* has envoy_grpc and google_grpc set/);
+    });
+
+    it('rejects deprecated fields and broken protoc-gen-validate rules', function () {
+      expectRejected((copy) => {
+        cluster(copy, 'authz').http2_protocol_options = {};
+      }, /http2_protocol_options is deprecated/);
+      expectRejected((copy) => {
+        delete cluster(copy, 'authz').health_checks[0].interval;
+      }, /health_checks\[0\]\.interval: interval is required/);
+      expectRejected((copy) => {
+        edge(copy).hcm.local_reply_config.mappers[0].filter.response_flag_filter.flags.push('XX');
+      }, /"XX" is not one of/);
+    });
+  });
+
+  describe('the edge path of DESIGN.md §4', function () {
+    it('binds admin to 127.0.0.1 and the agent edge to 0.0.0.0:7080', function () {
+      assert.deepEqual(config.admin.address.socket_address, { address: '127.0.0.1', port_value: 9901 });
+      assert.deepEqual(edge(config).listener.address.socket_address, { address: '0.0.0.0', port_value: 7080 });
+    });
+
+    it('takes the client address from the TCP peer by default', function () {
+      const { hcm } = edge(config);
+      assert.equal(hcm.use_remote_address, true);
+      assert.equal(hcm.xff_num_trusted_hops, 0);
+    });
+
+    it('has one catch-all virtual host routing everything to the agents cluster', function () {
+      const hosts = edge(config).hcm.route_config.virtual_hosts as Node[];
+      assert.equal(hosts.length, 1);
+      assert.deepEqual(hosts[0]!.domains, ['*']);
+      assert.equal(hosts[0]!.routes.length, 1);
+      assert.deepEqual(hosts[0]!.routes[0].match, { prefix: '/' });
+      assert.equal(hosts[0]!.routes[0].route.cluster, 'agents');
+    });
+
+    it('runs ext_authz over gRPC, fail closed with 503, before the router, sending only the headers authz reads', function () {
+      const { extAuthz, filters } = edge(config);
+      assert.deepEqual(filters.map((f) => f.name), ['envoy.filters.http.ext_authz', 'envoy.filters.http.router']);
+      assert.equal(extAuthz.grpc_service.envoy_grpc.cluster_name, 'authz');
+      assert.match(extAuthz.grpc_service.timeout, /^0?\.\d+s$/, 'a deliberate sub-second timeout');
+      assert.equal(extAuthz.transport_api_version, 'V3');
+      assert.equal(extAuthz.failure_mode_allow, false);
+      assert.deepEqual(extAuthz.status_on_error, { code: 'ServiceUnavailable' });
+      assert.equal(extAuthz.include_peer_certificate, false);
+      assert.equal(extAuthz.clear_route_cache, false);
+      assert.equal(extAuthz.with_request_body, undefined, 'bodies stream; authz never sees them');
+      const allowed = (extAuthz.allowed_headers.patterns as Node[]).map((p) => p.exact).sort();
+      assert.deepEqual(allowed, ['authorization', 'x-envoy-external-address']);
+    });
+
+    it('ServiceUnavailable is the HttpStatus enum value 503', function () {
+      const codes = root.lookupEnum('envoy.type.v3.StatusCode');
+      assert.equal(codes.values[edge(config).extAuthz.status_on_error.code], 503);
+    });
+
+    it('routes through ORIGINAL_DST on the ext_authz metadata key upstream, never on a header', function () {
+      const agents = cluster(config, 'agents');
+      assert.equal(agents.type, 'ORIGINAL_DST');
+      assert.equal(agents.lb_policy, 'CLUSTER_PROVIDED');
+      assert.equal(agents.load_assignment, undefined);
+      assert.deepEqual(agents.original_dst_lb_config, {
+        use_http_header: false,
+        metadata_key: { key: 'envoy.filters.http.ext_authz', path: [{ key: 'upstream' }] },
+      });
+      assert.ok(agents.connect_timeout, 'a connect timeout');
+      assert.ok(agents.cleanup_interval, 'a cleanup interval');
+    });
+
+    it('raises the agents circuit breakers well past the 1024 defaults', function () {
+      const thresholds = cluster(config, 'agents').circuit_breakers.thresholds as Node[];
+      const byDefault = thresholds.find((t) => (t.priority ?? 'DEFAULT') === 'DEFAULT');
+      assert.ok(byDefault, 'DEFAULT priority thresholds');
+      for (const limit of ['max_connections', 'max_pending_requests', 'max_requests', 'max_retries']) {
+        assert.ok(Number(byDefault[limit]) > 1024, `${limit} = ${byDefault[limit]}`);
+      }
+    });
+
+    it('reaches authz on 127.0.0.1:7091 over HTTP/2', function () {
+      const authz = cluster(config, 'authz');
+      const endpoint = authz.load_assignment.endpoints[0].lb_endpoints[0].endpoint;
+      assert.deepEqual(endpoint.address.socket_address, { address: '127.0.0.1', port_value: 7091 });
+      const options = authz.typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'];
+      assert.equal(options['@type'], 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions');
+      assert.ok(options.explicit_http_config.http2_protocol_options, 'HTTP/2 to authz');
+      assert.ok(Number(authz.circuit_breakers.thresholds[0].max_requests) > 1024, 'one Check per edge request');
+    });
+
+    it('maps UF/URX to 502 and UH to 503 by response flag, never by status code', function () {
+      const mappers = edge(config).hcm.local_reply_config.mappers as Node[];
+      for (const mapper of mappers) {
+        assert.deepEqual(Object.keys(mapper.filter), ['response_flag_filter'], 'mappers match on flags only');
+        assert.match(mapper.body.inline_string, /\S/, 'a plain-text body');
+      }
+      const statusFor = (flag: string): number | undefined =>
+        mappers.find((m) => (m.filter.response_flag_filter.flags as string[]).includes(flag))?.status_code;
+      assert.equal(statusFor('UF'), 502);
+      assert.equal(statusFor('URX'), 502);
+      assert.equal(statusFor('UH'), 503);
+      assert.equal(statusFor('UAEX'), undefined, 'authz denials pass untouched');
+      assert.equal(edge(config).hcm.local_reply_config.body_format, undefined, 'no global format over authz bodies');
+    });
+
+    it('writes a JSON access log to stdout', function () {
+      const [log] = edge(config).hcm.access_log as Node[];
+      assert.equal(log!.typed_config['@type'], 'type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog');
+      const fields = log!.typed_config.log_format.json_format as Record<string, string>;
+      for (const operator of ['%REQ(X-REQUEST-ID)%', '%REQ(:AUTHORITY)%', '%RESPONSE_CODE%', '%RESPONSE_FLAGS%', '%DURATION%', '%UPSTREAM_HOST%']) {
+        assert.ok(Object.values(fields).includes(operator), `logs ${operator}`);
+      }
+      assert.ok(!JSON.stringify(fields).toLowerCase().includes('authorization'), 'never logs the access key');
+    });
+  });
+});
