@@ -25,6 +25,8 @@ import { ApiKeyService } from './services/api-key-service.js';
 import { AuthService } from './services/auth-service.js';
 import { FixedWindowLimiter } from './services/rate-limiter.js';
 import { UsageService } from './services/usage-service.js';
+import { EdgeSync } from './services/edge-sync.js';
+import { EdgeProjection } from './edge/projection.js';
 
 export interface ControlDependencies {
   config: Config;
@@ -45,10 +47,12 @@ export interface Control {
 export function buildServices({ config, db, redis, clock, logger, orchestrator }: ControlDependencies) {
   const box = new SecretBox(config.masterKey);
   const limiter = new FixedWindowLimiter(redis, clock);
-  const accessKeys = new AccessKeyService(db, clock);
+  const edge = new EdgeSync(db, new EdgeProjection(redis), orchestrator, logger.child({ component: 'edge-sync' }));
+  const accessKeys = new AccessKeyService(db, clock, edge);
   const presenter = { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage };
-  const runner = orchestrator ? new AgentRunner(db, orchestrator, box, config.runtimeImage, clock, logger) : undefined;
+  const runner = orchestrator ? new AgentRunner(db, orchestrator, box, config.runtimeImage, clock, logger, edge) : undefined;
   return {
+    edge,
     runner,
     deployments: new DeploymentService(db, clock, box, runner, presenter),
     observability: new ObservabilityService(db, orchestrator, clock),
@@ -60,7 +64,7 @@ export function buildServices({ config, db, redis, clock, logger, orchestrator }
     }),
     apiKeys: new ApiKeyService(db, clock),
     accessKeys,
-    agents: new AgentService(db, clock, box, accessKeys, presenter, runner),
+    agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge),
     usage: new UsageService(db, clock),
   };
 }

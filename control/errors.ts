@@ -22,6 +22,7 @@ export const errorCatalogue = {
   BUILD_NOT_SUPPORTED: { status: 501, message: 'Building from source (build_path) is not supported; give deploy.image' },
   DEPLOYMENT_FAILED: { status: 502, message: 'The container could not be started' },
   BILLING_NOT_CONFIGURED: { status: 503, message: 'No billing provider is configured' },
+  EDGE_UNAVAILABLE: { status: 503, message: "The edge's store (Redis) cannot be reached; nothing was changed" },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

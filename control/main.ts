@@ -16,7 +16,7 @@ async function main(): Promise<void> {
   const redis = connectRedis(config.redisUrl);
   const orchestrator = createOrchestrator(config, systemClock, logger);
   const { app, services } = buildControl({ config, db, redis, clock: systemClock, logger, orchestrator });
-  const reconciler = new Reconciler(services.runner!, config.reconcileIntervalMs, logger.child({ component: 'reconciler' }));
+  const reconciler = new Reconciler(services.runner!, services.edge, config.reconcileIntervalMs, logger.child({ component: 'reconciler' }));
   // Adopt what runs and restart what is missing before taking requests.
   await reconciler.start();
 

@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
 # Installs what the platform needs and is missing: Debian packages (PostgreSQL,
-# Redis, and with --containers podman + runc) and the npm dependencies.
+# Redis; with --containers podman, runc and iptables; with --test-tools the static
+# busybox the orchestration tests build their tiny image from) and npm dependencies.
 # Used by `npm run up` and `npm test`, so a fresh machine needs nothing by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 want_containers=false
+want_test_tools=false
 for arg in "$@"; do
   [ "$arg" = "--containers" ] && want_containers=true
+  [ "$arg" = "--test-tools" ] && want_test_tools=true
 done
 
 missing=()
@@ -16,6 +19,10 @@ command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missi
 if $want_containers; then
   command -v podman >/dev/null 2>&1 || missing+=(podman)
   command -v runc >/dev/null 2>&1 || missing+=(runc)
+  command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
+fi
+if $want_test_tools; then
+  [ -x /bin/busybox ] || missing+=(busybox-static)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-bash scripts/ensure-deps.sh
+bash scripts/ensure-deps.sh --containers --test-tools
 echo "Type-checking"
 npx tsc --noEmit -p tsconfig.json
 
@@ -12,6 +12,12 @@ log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0
 npx mocha --color "${@:-test/**/*.test.ts}" 2>&1 | tee "$log" || status=$?
+
+# The default runtime is its own package with its own suites (and its image build).
+if [ $# -eq 0 ]; then
+  echo "Runtime image suites (runtime-image/)"
+  npm test --prefix runtime-image 2>&1 | tee -a "$log" || status=$?
+fi
 
 passed=$(grep -Eo '[0-9]+ passing' "$log" | awk '{s+=$1} END {print s+0}')
 failed=$(grep -Eo '[0-9]+ failing' "$log" | awk '{s+=$1} END {print s+0}')

@@ -2,5 +2,7 @@
 # `npm run up`: installs what is missing, then runs the whole platform on this host.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/ensure-deps.sh
+bash scripts/ensure-deps.sh --containers
+# The image agents run when they name none; rebuilt only when its sources changed.
+bash runtime-image/scripts/build-image.sh >/dev/null
 exec node --import tsx scripts/up.ts

@@ -36,14 +36,17 @@ export function createApp(deps: AppDependencies): Koa {
   });
   for (const route of deps.routes) mount(router, route, deps.authenticate);
 
-  // Runs after the router has had its turn: 405 for a known path with another method
-  // comes from allowedMethods, anything still unanswered is an unknown endpoint.
+  // Runs after the router has had its turn: a known path with another method is 405
+  // (allowedMethods marks it), anything still unanswered is an unknown endpoint.
   app.use(async (ctx, next) => {
     await next();
-    if (ctx.status === 404 && ctx.body === undefined) throw new PlatformError('NOT_FOUND', 'No such endpoint');
+    if (ctx.body !== undefined) return;
+    if (ctx.status === 404) throw new PlatformError('NOT_FOUND', 'No such endpoint');
+    // allowedMethods has set the Allow header; only the body is ours to give.
+    if (ctx.status === 405 || ctx.status === 501) throw new PlatformError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed here; see the Allow header`);
   });
   app.use(router.routes());
-  app.use(router.allowedMethods({ throw: true }));
+  app.use(router.allowedMethods());
   return app;
 }
 

@@ -15,16 +15,13 @@ export function errorMiddleware(logger: Logger): Middleware {
       ctx.status = errorCatalogue[error.code].status;
       const retryAfter = error.details.retry_after;
       if (typeof retryAfter === 'number') ctx.set('Retry-After', String(retryAfter));
+      if (error.code === 'AUTHENTICATION_FAILED') ctx.set('WWW-Authenticate', 'Bearer');
       ctx.body = { code: error.code, message: error.message, details: error.details };
     }
   };
 }
 
 function fromUnexpected(caught: unknown, logger: Logger, requestId: string): PlatformError {
-  // @koa/router's allowedMethods throws http-errors with a status; map the ones it uses.
-  const status = (caught as { status?: number }).status;
-  if (status === 405) return new PlatformError('METHOD_NOT_ALLOWED');
-  if (status === 501) return new PlatformError('METHOD_NOT_ALLOWED');
   logger.error({ err: caught, request_id: requestId }, 'unhandled error');
   return new PlatformError('INTERNAL_ERROR', 'Internal error; the request id is in X-Request-Id', { request_id: requestId });
 }

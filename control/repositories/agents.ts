@@ -108,6 +108,11 @@ export class AgentRepository {
     return row as AccountFootprint;
   }
 
+  /** Share-locks any account's agent: changes wait, readers do not. */
+  async lockShared(id: string): Promise<AgentRow | undefined> {
+    return this.db<AgentRow>('agents').where({ id }).forShare().first();
+  }
+
   /** Any account's agent, for the orchestration loops that act on behalf of the platform. */
   async findAny(id: string): Promise<AgentRow | undefined> {
     return this.db<AgentRow>('agents').where({ id }).first();

@@ -6,6 +6,7 @@ import { observedState } from '../domain/agent-status.js';
 import { jobSpecFor } from '../domain/job-spec.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import { repositoriesOn } from '../repositories/index.js';
+import type { EdgeSync } from './edge-sync.js';
 
 /**
  * Keeps the orchestrator running what Postgres says, and Postgres showing what the
@@ -23,6 +24,7 @@ export class AgentRunner {
     private readonly runtimeImage: string,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    private readonly edge: EdgeSync,
   ) {
     orchestrator.onChange((agentId) => void this.refresh(agentId));
   }
@@ -64,6 +66,7 @@ export class AgentRunner {
   }
 
   private async writeObserved(agentId: string): Promise<void> {
+    await this.edge.refreshUpstreams(agentId);
     const agents = repositoriesOn(this.db).agents;
     const agent = await agents.findAny(agentId);
     if (!agent) return;

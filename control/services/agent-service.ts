@@ -12,6 +12,7 @@ import { inTransaction, repositoriesOn, type Repositories } from '../repositorie
 import type { Agent, CreateAgentBody, ListAgentsQuery, PatchAgentBody } from '../schemas/agents.js';
 import type { AccessKeyService } from './access-key-service.js';
 import type { AgentRunner } from './agent-runner.js';
+import type { EdgeSync } from './edge-sync.js';
 import { agentView, type PresenterSettings } from './agent-presenter.js';
 import type { Principal } from './principal.js';
 import { assertWithinLimits } from './quota.js';
@@ -32,6 +33,7 @@ export class AgentService {
     private readonly accessKeys: AccessKeyService,
     private readonly presenter: PresenterSettings,
     private readonly runner: AgentRunner | undefined,
+    private readonly edge: EdgeSync,
   ) {}
 
   /**
@@ -84,6 +86,7 @@ export class AgentService {
       });
       await repos.agents.insert(row);
       const firstKey = row.access === 'private' ? await this.accessKeys.issue(repos, row.id, 'default') : null;
+      await this.edge.putAgent(repos, row);
       return agentView(row, this.presenter, firstKey?.key ?? null);
     });
     if (deploying) await this.runner?.run(row.id);
@@ -122,8 +125,9 @@ export class AgentService {
         changes.rate_limit_rpm = input.rate_limit_rpm;
       }
       if (Object.keys(changes).length === 0) return agentView(current, this.presenter);
-      const updated = await repos.agents.update(principal.accountId, id, changes, this.clock.now());
-      return agentView(updated!, this.presenter);
+      const updated = (await repos.agents.update(principal.accountId, id, changes, this.clock.now()))!;
+      await this.edge.putAgent(repos, updated);
+      return agentView(updated, this.presenter);
     });
   }
 
@@ -137,6 +141,7 @@ export class AgentService {
     await inTransaction(this.db, async (repos) => {
       await this.findForUpdate(repos, principal, id, expectedVersion);
       await repos.agents.delete(principal.accountId, id);
+      await this.edge.write((projection) => projection.removeAgent(agent.slug));
     });
   }
 

@@ -1,5 +1,6 @@
 import type { Logger } from 'pino';
 import type { AgentRunner } from './agent-runner.js';
+import type { EdgeSync } from './edge-sync.js';
 
 /**
  * Brings the orchestrator in line with Postgres at start and then periodically, so a
@@ -10,7 +11,12 @@ export class Reconciler {
   private timer: NodeJS.Timeout | undefined;
   private running: Promise<void> | undefined;
 
-  constructor(private readonly runner: AgentRunner, private readonly intervalMs: number, private readonly logger: Logger) {}
+  constructor(
+    private readonly runner: AgentRunner,
+    private readonly edge: EdgeSync,
+    private readonly intervalMs: number,
+    private readonly logger: Logger,
+  ) {}
 
   async start(): Promise<void> {
     await this.runOnce();
@@ -22,6 +28,8 @@ export class Reconciler {
   runOnce(): Promise<void> {
     this.running ??= this.runner
       .reconcileAll()
+      // Then the edge: a flushed or lost Redis heals here without any API call.
+      .then(() => this.edge.rebuild())
       .catch((error) => this.logger.error({ err: error }, 'reconcile failed'))
       .finally(() => {
         this.running = undefined;

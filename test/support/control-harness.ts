@@ -49,7 +49,7 @@ export interface TestControl {
 
 /**
  * The control API in-process on port 0, on a fresh database copied from the migrated
- * template and its own Redis key prefix, with a clock the test moves by hand.
+ * template, with a clock the test moves by hand.
  */
 export interface ControlOptions {
   /** Run agents for real with podman (a driver of its own, on a podman instance label of its own). */
@@ -93,7 +93,8 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   });
   const clock = new ManualClock(new Date());
   const db = connectDatabase(databaseUrl);
-  const redis = connectRedis(redisUrl, `t:${database}:`);
+  // No key prefix: the edge's keys are named exactly as authz reads them (slugs are unique per test anyway).
+  const redis = connectRedis(redisUrl);
   const logger = createLogger(config.logLevel);
   let driver: PodmanDriver | undefined;
   if (options.orchestrate) {
@@ -105,6 +106,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   const control = buildControl({ config, db, redis, clock, logger, orchestrator: driver });
   // As at the start of the real control API: adopt what runs, start what is missing.
   if (control.services.runner) await control.services.runner.reconcileAll();
+  await control.services.edge.rebuild();
   const server: Server = createServer(control.app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
