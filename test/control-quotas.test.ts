@@ -1,0 +1,246 @@
+import assert from 'node:assert/strict';
+import { startControl, type TestControl } from './support/control-harness.js';
+import { createAgent, expectError, expectStatus, signUpMember } from './support/control-api.js';
+
+const FREE_LIMITS = {
+  max_agents: 10,
+  max_replicas: 3,
+  max_vcpu: 3,
+  max_memory_mb: 3072,
+  max_replica_cpu: 1,
+  max_replica_memory_mb: 1024,
+  max_agent_rpm: 300,
+};
+
+const PRO_LIMITS = {
+  max_agents: 100,
+  max_replicas: 50,
+  max_vcpu: 50,
+  max_memory_mb: 102_400,
+  max_replica_cpu: 4,
+  max_replica_memory_mb: 8192,
+  max_agent_rpm: 3000,
+};
+
+describe('control API: plan quotas and account usage', () => {
+  let control: TestControl;
+
+  before(async () => {
+    control = await startControl();
+  });
+  after(async () => control?.close());
+
+  const post = (token: string, body: Record<string, unknown>) => control.request('POST', '/agents', { token, body: { name: 'quota', ...body } });
+  const countAgents = async (accountId: string) => Number((await control.db('agents').where({ account_id: accountId }).count({ n: '*' }))[0]!.n);
+
+  function expectQuota(response: Awaited<ReturnType<typeof post>>, limit: string, value: number, requested: number) {
+    expectError(response, 403, 'QUOTA_EXCEEDED');
+    assert.deepEqual(response.body.details, { limit, value, requested });
+  }
+
+  async function signUpOn(plan: 'free' | 'pro', exempt = false) {
+    const user = await control.signUp();
+    await control.db('accounts').where({ id: user.user.account_id }).update({ plan, exempt });
+    return user;
+  }
+
+  describe('free plan', () => {
+    it('allows exactly 10 agents; the 11th is 403 QUOTA_EXCEEDED naming max_agents', async () => {
+      const { token, user } = await control.signUp();
+      for (let i = 1; i <= 10; i += 1) expectStatus(await post(token, { name: `agent ${i}` }), 201);
+      expectQuota(await post(token, { name: 'eleventh' }), 'max_agents', 10, 11);
+      assert.equal(await countAgents(user.account_id), 10);
+    });
+
+    it('makes room again when an agent is deleted', async () => {
+      const { token } = await control.signUp();
+      const agents = [];
+      for (let i = 1; i <= 10; i += 1) agents.push(await createAgent(control, token, { name: `agent ${i}` }));
+      expectQuota(await post(token, {}), 'max_agents', 10, 11);
+      assert.equal((await control.request('DELETE', `/agents/${agents[0].id}`, { token })).status, 204);
+      expectStatus(await post(token, {}), 201);
+    });
+
+    it('creates exactly 3 of 20 parallel creates when 3 agents are left, and refuses 17', async () => {
+      const { token, user } = await control.signUp();
+      for (let i = 1; i <= 7; i += 1) await createAgent(control, token, { name: `existing ${i}` });
+      const responses = await Promise.all(Array.from({ length: 20 }, (_, i) => post(token, { name: `racer ${i}` })));
+      const created = responses.filter((r) => r.status === 201);
+      const refused = responses.filter((r) => r.status === 403);
+      assert.equal(created.length, 3, responses.map((r) => r.status).join(','));
+      assert.equal(refused.length, 17, responses.map((r) => r.status).join(','));
+      for (const response of refused) {
+        assert.equal(response.body.code, 'QUOTA_EXCEEDED');
+        assert.equal(response.body.details.limit, 'max_agents');
+      }
+      assert.equal(await countAgents(user.account_id), 10);
+    });
+
+    it('holds max_replicas under parallel creates: 6 agents of 1 replica, exactly 3 created', async () => {
+      const { token, user } = await control.signUp();
+      const responses = await Promise.all(Array.from({ length: 6 }, (_, i) => post(token, { name: `replica ${i}`, deploy: { replicas: 1 } })));
+      assert.deepEqual(responses.map((r) => r.status).sort(), [201, 201, 201, 403, 403, 403]);
+      for (const response of responses.filter((r) => r.status === 403)) assert.equal(response.body.details.limit, 'max_replicas');
+      const rows = await control.db('agents').where({ account_id: user.account_id }).sum({ replicas: 'desired_replicas' });
+      assert.equal(Number(rows[0]!.replicas), 3);
+    });
+
+    it('allows 3 replicas in total; a 4th is 403 naming max_replicas', async () => {
+      const { token } = await control.signUp();
+      expectQuota(await post(token, { deploy: { replicas: 4 } }), 'max_replicas', 3, 4);
+      expectStatus(await post(token, { deploy: { replicas: 3 } }), 201);
+      expectQuota(await post(token, { deploy: { replicas: 1 } }), 'max_replicas', 3, 4);
+      // An agent that asks for no replicas still fits.
+      expectStatus(await post(token, {}), 201);
+      expectStatus(await post(token, { deploy: { replicas: 0 } }), 201);
+    });
+
+    it('counts replicas across agents', async () => {
+      const { token } = await control.signUp();
+      expectStatus(await post(token, { deploy: { replicas: 2 } }), 201);
+      expectStatus(await post(token, { deploy: { replicas: 1 } }), 201);
+      expectQuota(await post(token, { deploy: { replicas: 1 } }), 'max_replicas', 3, 4);
+    });
+
+    it('allows 1 vCPU per replica; 2 is 403 naming max_replica_cpu', async () => {
+      const { token } = await control.signUp();
+      expectQuota(await post(token, { deploy: { resources: { cpu: 2 } } }), 'max_replica_cpu', 1, 2);
+      expectQuota(await post(token, { deploy: { resources: { cpu: 1.5 } } }), 'max_replica_cpu', 1, 1.5);
+      expectStatus(await post(token, { deploy: { resources: { cpu: 1 } } }), 201);
+    });
+
+    it('allows 1024 MB per replica; 2048 is 403 naming max_replica_memory_mb', async () => {
+      const { token } = await control.signUp();
+      expectQuota(await post(token, { deploy: { resources: { memory_mb: 2048 } } }), 'max_replica_memory_mb', 1024, 2048);
+      expectQuota(await post(token, { deploy: { resources: { memory_mb: 1025 } } }), 'max_replica_memory_mb', 1024, 1025);
+      expectStatus(await post(token, { deploy: { resources: { memory_mb: 1024 } } }), 201);
+    });
+
+    it('passes exactly at every replica limit at once: 3 replicas of 1 vCPU and 1024 MB', async () => {
+      const { token } = await control.signUp();
+      expectStatus(await post(token, { deploy: { replicas: 3, resources: { cpu: 1, memory_mb: 1024 } } }), 201);
+    });
+
+    it('leaves no agent behind when a create is refused', async () => {
+      const { token, user } = await control.signUp();
+      expectQuota(await post(token, { deploy: { replicas: 4 } }), 'max_replicas', 3, 4);
+      assert.equal(await countAgents(user.account_id), 0);
+      assert.equal((await control.request('GET', '/agents', { token })).body.total, 0);
+    });
+
+    it('counts the agents of every user of the account together', async () => {
+      const owner = await control.signUp();
+      const member = await signUpMember(control, owner.user.account_id, 'member');
+      for (let i = 1; i <= 5; i += 1) await createAgent(control, owner.token, { name: `owner ${i}` });
+      for (let i = 1; i <= 5; i += 1) await createAgent(control, member.token, { name: `member ${i}` });
+      expectQuota(await post(member.token, {}), 'max_agents', 10, 11);
+    });
+
+    it('holds replica quotas on redeploy and scale too', async () => {
+      const { token } = await control.signUp();
+      const agent = await createAgent(control, token, { deploy: { replicas: 3 } });
+      const scaled = await control.request('POST', `/agents/${agent.id}/scale`, { token, body: { direction: 'up', count: 1 } });
+      expectQuota(scaled, 'max_replicas', 3, 4);
+      const redeployed = await control.request('POST', `/agents/${agent.id}/deploy`, { token, body: { replicas: 4 } });
+      expectQuota(redeployed, 'max_replicas', 3, 4);
+      const bigger = await control.request('POST', `/agents/${agent.id}/deploy`, { token, body: { resources: { cpu: 2 } } });
+      expectQuota(bigger, 'max_replica_cpu', 1, 2);
+      const fetched = await control.request('GET', `/agents/${agent.id}`, { token });
+      assert.equal(fetched.body.deploy.replicas, 3);
+      assert.equal(fetched.body.version, agent.version);
+    });
+  });
+
+  describe('pro plan and exempt accounts', () => {
+    it('gives the pro plan its own limits: more than 10 agents, 4 vCPU and 8192 MB per replica', async () => {
+      const { token } = await signUpOn('pro');
+      for (let i = 1; i <= 11; i += 1) expectStatus(await post(token, { name: `pro ${i}` }), 201);
+      expectStatus(await post(token, { deploy: { replicas: 1, resources: { cpu: 4, memory_mb: 8192 } } }), 201);
+      expectQuota(await post(token, { deploy: { replicas: 1, resources: { cpu: 5 } } }), 'max_replica_cpu', 4, 5);
+      expectQuota(await post(token, { deploy: { replicas: 1, resources: { memory_mb: 8193 } } }), 'max_replica_memory_mb', 8192, 8193);
+    });
+
+    it('counts vCPU and memory over the pro plan\'s replicas, exactly at the limit passing', async () => {
+      const { token } = await signUpOn('pro');
+      // 20 × 2.5 vCPU = 50 = max_vcpu.
+      expectStatus(await post(token, { deploy: { replicas: 20, max_replicas: 20, resources: { cpu: 2.5, memory_mb: 1024 } } }), 201);
+      expectQuota(await post(token, { deploy: { replicas: 1, resources: { cpu: 0.5, memory_mb: 64 } } }), 'max_vcpu', 50, 50.5);
+
+      const other = await signUpOn('pro');
+      // 25 × 4096 MB = 102,400 = max_memory_mb.
+      expectStatus(await post(other.token, { deploy: { replicas: 25, max_replicas: 25, resources: { cpu: 1, memory_mb: 4096 } } }), 201);
+      expectQuota(await post(other.token, { deploy: { replicas: 1, resources: { cpu: 1, memory_mb: 64 } } }), 'max_memory_mb', 102_400, 102_464);
+    });
+
+    it('lets an exempt account pass every quota', async () => {
+      const { token } = await signUpOn('free', true);
+      for (let i = 1; i <= 11; i += 1) expectStatus(await post(token, { name: `exempt ${i}` }), 201);
+      expectStatus(await post(token, { deploy: { replicas: 4, resources: { cpu: 2, memory_mb: 2048 } } }), 201);
+    });
+  });
+
+  describe('GET /account/usage', () => {
+    it('reports plan, exemption, the seven limits, what runs and the period', async () => {
+      const { token } = await control.signUp();
+      const response = await control.request('GET', '/account/usage', { token });
+      expectStatus(response, 200);
+      const usage = response.body;
+      assert.deepEqual(Object.keys(usage).sort(), ['exempt', 'limits', 'period', 'plan', 'usage']);
+      assert.equal(usage.plan, 'free');
+      assert.equal(usage.exempt, false);
+      assert.deepEqual(usage.limits, FREE_LIMITS);
+      assert.deepEqual(usage.usage, { agents: 0, replicas: 0, vcpu: 0, memory_mb: 0 });
+      assert.deepEqual(Object.keys(usage.period).sort(), ['memory_gb_hours', 'replica_hours', 'requests', 'start', 'vcpu_hours']);
+      const now = control.clock.now();
+      assert.equal(usage.period.start, new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString());
+      for (const figure of ['replica_hours', 'vcpu_hours', 'memory_gb_hours', 'requests']) {
+        assert.equal(typeof usage.period[figure], 'number', figure);
+        assert.ok(usage.period[figure] >= 0, figure);
+      }
+    });
+
+    it('counts agents and the replicas that run now', async () => {
+      const { token } = await control.signUp();
+      await createAgent(control, token, { name: 'idle' });
+      const running = await createAgent(control, token, { name: 'busy', deploy: { replicas: 2, resources: { cpu: 0.5, memory_mb: 256 } } });
+      // Nothing runs containers in this suite: record two replicas as up, as the orchestrator would.
+      await control.db('agents').where({ id: running.id }).update({ replicas: 2, status: 'running' });
+      const response = await control.request('GET', '/account/usage', { token });
+      expectStatus(response, 200);
+      assert.deepEqual(response.body.usage, { agents: 2, replicas: 2, vcpu: 1, memory_mb: 512 });
+    });
+
+    it('shows the pro plan and an exempt account as such', async () => {
+      const pro = await signUpOn('pro');
+      const proUsage = await control.request('GET', '/account/usage', { token: pro.token });
+      assert.equal(proUsage.body.plan, 'pro');
+      assert.deepEqual(proUsage.body.limits, PRO_LIMITS);
+      const exempt = await signUpOn('free', true);
+      const exemptUsage = await control.request('GET', '/account/usage', { token: exempt.token });
+      assert.equal(exemptUsage.body.exempt, true);
+    });
+
+    it('starts the period on the first day of the month (UTC), whatever the day', async () => {
+      const { token } = await control.signUp();
+      const before = control.clock.now();
+      control.clock.set(new Date(Date.UTC(2031, 2, 31, 23, 59, 0)));
+      try {
+        const response = await control.request('GET', '/account/usage', { token: (await control.signUp()).token });
+        expectStatus(response, 200);
+        assert.equal(response.body.period.start, '2031-03-01T00:00:00.000Z');
+      } finally {
+        control.clock.set(before);
+      }
+      expectStatus(await control.request('GET', '/account/usage', { token }), 200);
+    });
+
+    it('is readable by a viewer', async () => {
+      const owner = await control.signUp();
+      const viewer = await signUpMember(control, owner.user.account_id, 'viewer');
+      await createAgent(control, owner.token);
+      const response = await control.request('GET', '/account/usage', { token: viewer.token });
+      expectStatus(response, 200);
+      assert.equal(response.body.usage.agents, 1);
+    });
+  });
+});
