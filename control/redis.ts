@@ -5,7 +5,7 @@ import { Redis } from 'ioredis';
  * away: callers decide what an outage means for them (the edge fails closed).
  */
 export function connectRedis(url: string, keyPrefix = ''): Redis {
-  return new Redis(url, {
+  const client = new Redis(url, {
     keyPrefix,
     connectTimeout: 2_000,
     commandTimeout: 2_000,
@@ -13,4 +13,8 @@ export function connectRedis(url: string, keyPrefix = ''): Redis {
     enableOfflineQueue: true,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
   });
+  // Connection errors also fail the commands that needed the connection, and each caller
+  // handles those; without a listener ioredis would print every reconnect attempt.
+  client.on('error', () => undefined);
+  return client;
 }

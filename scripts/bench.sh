@@ -6,3 +6,4 @@ bash scripts/ensure-deps.sh --containers --test-tools
 node --import tsx bench/control.bench.ts
 node --import tsx bench/orchestration.bench.ts
 npm run bench --prefix runtime-image
+node --import tsx bench/authz.bench.ts

@@ -43,9 +43,17 @@ async function main(): Promise<void> {
   const base = `http://${host}:${port}/v1`;
   await waitForHealth(`http://${host}:${port}/healthz`, control);
 
+  start('authz', join(root, 'authz/main.ts'), env);
+  const edgePort = env.EDGE_PORT ?? '7080';
+  const edge = hasEnvoy()
+    ? startCommand('envoy', 'envoy', ['-c', join(root, 'envoy/envoy.yaml'), '--log-level', 'warn'], env)
+    : start('edge', join(root, 'envoy/local-edge/main.ts'), { ...env, EDGE_PORT: edgePort, AUTHZ_ADDRESS: `127.0.0.1:${env.AUTHZ_GRPC_PORT ?? '7091'}` });
+  await waitForPort(Number(edgePort), edge);
+
   console.log(`
 Platform is up.
   Control API  ${base}          (OpenAPI: ${base}/openapi.json)
+  Edge         http://127.0.0.1:${edgePort}  (${hasEnvoy() ? 'Envoy' : 'the local edge: no envoy binary on PATH'}); agents at http://<slug>.${env.AGENT_DOMAIN ?? 'agents.localhost'}:${edgePort}
   Data         ${dataDir}
 
 Sign in (registration mode: ${env.REGISTRATION_MODE ?? 'open'}):
@@ -59,7 +67,30 @@ Ctrl-C stops everything.`);
 
 /** Node runs the TypeScript entry point itself (no npx in between), so signals reach it. */
 function start(name: string, entryPoint: string, env: Record<string, string>): ChildProcess {
-  const child = spawn(process.execPath, ['--import', 'tsx', entryPoint], { cwd: root, env, stdio: 'inherit' });
+  return startCommand(name, process.execPath, ['--import', 'tsx', entryPoint], env);
+}
+
+function hasEnvoy(): boolean {
+  return (process.env.PATH ?? '').split(':').some((dir) => existsSync(join(dir, 'envoy')));
+}
+
+async function waitForPort(port: number, child: ChildProcess): Promise<void> {
+  const { connect } = await import('node:net');
+  const deadline = Date.now() + 60_000;
+  while (Date.now() < deadline && child.exitCode === null) {
+    const open = await new Promise<boolean>((done) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => { socket.destroy(); done(true); });
+      socket.once('error', () => done(false));
+    });
+    if (open) return;
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`nothing listens on port ${port} after 60 s`);
+}
+
+function startCommand(name: string, command: string, args: string[], env: Record<string, string>): ChildProcess {
+  const child = spawn(command, args, { cwd: root, env, stdio: 'inherit' });
   child.on('exit', (code, signal) => {
     if (!shuttingDown) {
       console.error(`${name} exited (${signal ?? code}); stopping the platform`);

@@ -1,0 +1,88 @@
+import { status as GrpcStatus } from '@grpc/grpc-js';
+import type { Decision } from './decision.js';
+
+/**
+ * Envoy's CheckResponse for a decision, as a plain object for proto-loader to encode.
+ * Pure: no I/O, no clock.
+ *
+ * A denial is always a CheckResponse (never a gRPC error), so Envoy sends the caller
+ * exactly this status, these headers and this plain-text body; a gRPC error would become
+ * envoy.yaml's status_on_error 503 with no body.
+ */
+
+interface HeaderValueOption {
+  header: { key: string; value: string };
+  append_action?: 'OVERWRITE_IF_EXISTS_OR_ADD';
+}
+
+export interface CheckResponseMessage {
+  status: { code: number; message: string };
+  denied_response?: { status: { code: number }; headers: HeaderValueOption[]; body: string };
+  ok_response?: { headers: HeaderValueOption[]; headers_to_remove: string[] };
+  /**
+   * google.protobuf.Struct. protobufjs defines the well-known Struct types itself, with
+   * camelCase field names (`stringValue`) whatever keepCase says; the wire format is the same.
+   */
+  dynamic_metadata?: { fields: Record<string, { stringValue: string }> };
+}
+
+interface Denial {
+  grpcCode: GrpcStatus;
+  httpStatus: number;
+  body: string;
+  headers?: Record<string, string>;
+}
+
+/** Edge bodies, plain text (SPEC.md "Edge responses on the agent URL"). */
+function denialOf(decision: Exclude<Decision, { outcome: 'allowed' }>): Denial {
+  switch (decision.outcome) {
+    case 'unknown_agent':
+      return { grpcCode: GrpcStatus.NOT_FOUND, httpStatus: 404, body: 'no agent at this address\n' };
+    case 'caller_rate_limited':
+    case 'agent_rate_limited':
+      return {
+        grpcCode: GrpcStatus.RESOURCE_EXHAUSTED,
+        httpStatus: 429,
+        body: 'rate limit exceeded\n',
+        headers: { 'retry-after': String(decision.retryAfterSeconds) },
+      };
+    case 'invalid_key':
+      return {
+        grpcCode: GrpcStatus.UNAUTHENTICATED,
+        httpStatus: 401,
+        body: 'missing or invalid access key\n',
+        headers: { 'www-authenticate': 'Bearer' },
+      };
+    case 'no_replica':
+      return { grpcCode: GrpcStatus.UNAVAILABLE, httpStatus: 503, body: 'no running replica\n' };
+    case 'unavailable':
+      return { grpcCode: GrpcStatus.UNAVAILABLE, httpStatus: 503, body: 'service unavailable: the edge cannot check requests right now\n' };
+  }
+}
+
+export function buildCheckResponse(decision: Decision): CheckResponseMessage {
+  if (decision.outcome === 'allowed') {
+    return {
+      status: { code: GrpcStatus.OK, message: '' },
+      ok_response: {
+        // Overwrite, never append: a client-sent x-agent-id must not survive next to ours.
+        headers: [{ header: { key: 'x-agent-id', value: decision.agentId }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' }],
+        // An agent never sees its access key.
+        headers_to_remove: ['authorization'],
+      },
+      // Read by the ORIGINAL_DST cluster (metadata_key envoy.filters.http.ext_authz / upstream).
+      dynamic_metadata: { fields: { upstream: { stringValue: decision.upstream } } },
+    };
+  }
+  const denial = denialOf(decision);
+  const headers = { 'content-type': 'text/plain', ...denial.headers };
+  return {
+    status: { code: denial.grpcCode, message: decision.outcome },
+    denied_response: {
+      status: { code: denial.httpStatus },
+      // No `append`: Envoy would otherwise add to, rather than set, these headers.
+      headers: Object.entries(headers).map(([key, value]) => ({ header: { key, value } })),
+      body: denial.body,
+    },
+  };
+}

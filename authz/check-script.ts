@@ -1,0 +1,95 @@
+import { createHash } from 'node:crypto';
+import type { Redis } from 'ioredis';
+
+/**
+ * DESIGN.md §4's steps 1–6 as one Lua script, so a Check is one Redis round trip and
+ * the steps see one consistent projection. Every key arrives in KEYS (all hash-tagged
+ * with the slug), so the script runs unchanged on Redis Cluster.
+ *
+ * KEYS: 1 agent hash, 2 key-hash set, 3 upstream set, 4 caller counter, 5 agent counter,
+ *       6 usage counter.
+ * ARGV: 1 SHA-256 hex of the access key ('' when none), 2 counter TTL in seconds.
+ * Returns { outcome [, agent id, upstream] }.
+ */
+export const CHECK_SCRIPT = `
+local agent = redis.call('HMGET', KEYS[1], 'id', 'access', 'caller_rpm', 'agent_rpm')
+if not agent[1] then return {'unknown_agent'} end
+local caller_rpm = tonumber(agent[3])
+local agent_rpm = tonumber(agent[4])
+if not caller_rpm or not agent_rpm then
+  return redis.error_reply('edge projection of ' .. KEYS[1] .. ' lacks caller_rpm or agent_rpm')
+end
+
+-- Counted before the key check (SPEC: the per-caller limit comes first), so a caller
+-- guessing keys is throttled like any other.
+local caller_count = redis.call('INCR', KEYS[4])
+if caller_count == 1 then redis.call('EXPIRE', KEYS[4], ARGV[2]) end
+if caller_count > caller_rpm then return {'caller_rate_limited'} end
+
+-- Anything but 'public' needs a key: an unexpected value fails closed.
+if agent[2] ~= 'public' then
+  if ARGV[1] == '' or redis.call('SISMEMBER', KEYS[2], ARGV[1]) == 0 then return {'invalid_key'} end
+end
+
+-- Only requests that passed the steps above use the agent's allowance.
+local agent_count = redis.call('INCR', KEYS[5])
+if agent_count == 1 then redis.call('EXPIRE', KEYS[5], ARGV[2]) end
+if agent_count > agent_rpm then return {'agent_rate_limited'} end
+
+local upstream = redis.call('SRANDMEMBER', KEYS[3])
+if not upstream then return {'no_replica'} end
+
+redis.call('INCR', KEYS[6])
+return {'allowed', agent[1], upstream}
+`;
+
+/** SHA-1 of the script, as EVALSHA and SCRIPT LOAD name it. */
+export const CHECK_SCRIPT_SHA = createHash('sha1').update(CHECK_SCRIPT).digest('hex');
+
+export interface CheckScriptKeys {
+  agent: string;
+  keys: string;
+  upstreams: string;
+  callerCounter: string;
+  agentCounter: string;
+  usage: string;
+}
+
+export interface CheckScriptArgs {
+  keyHash: string;
+  counterTtlSeconds: number;
+}
+
+export type CheckScriptReply = [outcome: string, agentId?: string, upstream?: string];
+
+/** Runs the check script with one EVALSHA (ioredis resends it with the script on NOSCRIPT). */
+export type RunCheckScript = (keys: CheckScriptKeys, args: CheckScriptArgs) => Promise<CheckScriptReply>;
+
+const COMMAND_NAME = 'edgeCheck';
+
+interface RedisWithCheckScript {
+  [COMMAND_NAME](...keysThenArgs: (string | number)[]): Promise<unknown>;
+}
+
+/**
+ * Registers the script on `redis` (ioredis defineCommand: EVALSHA, falling back to EVAL
+ * when Redis answers NOSCRIPT after a restart or SCRIPT FLUSH) and returns its runner.
+ */
+export function defineCheckScript(redis: Redis): RunCheckScript {
+  if (!(COMMAND_NAME in redis)) redis.defineCommand(COMMAND_NAME, { numberOfKeys: 6, lua: CHECK_SCRIPT });
+  const client = redis as unknown as RedisWithCheckScript;
+  return async (keys, args) => {
+    const reply = await client[COMMAND_NAME](
+      keys.agent, keys.keys, keys.upstreams, keys.callerCounter, keys.agentCounter, keys.usage,
+      args.keyHash, args.counterTtlSeconds,
+    );
+    return parseReply(reply);
+  };
+}
+
+function parseReply(reply: unknown): CheckScriptReply {
+  if (!Array.isArray(reply) || typeof reply[0] !== 'string') {
+    throw new Error(`check script returned an unexpected reply: ${JSON.stringify(reply)}`);
+  }
+  return reply as CheckScriptReply;
+}

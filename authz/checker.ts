@@ -1,0 +1,74 @@
+import { createHash } from 'node:crypto';
+import type { Clock } from '../control/clock.js';
+import { slugFromHost } from './agent-host.js';
+import { factsOf, type CheckRequest } from './check-request.js';
+import type { CheckScriptReply, RunCheckScript } from './check-script.js';
+import { withDeadline } from './deadline.js';
+import type { Decision } from './decision.js';
+import { COUNTER_TTL_SECONDS, edgeKeyNames, secondsToWindowEnd, usageMonthOf, windowOf } from './edge-keys.js';
+
+export interface CheckerSettings {
+  agentDomain: string;
+  trustExternalAddress: boolean;
+  redisTimeoutMs: number;
+}
+
+export interface CheckerDeps {
+  runCheckScript: RunCheckScript;
+  clock: Clock;
+  /** Told about every Redis failure (metrics, logs); the Check itself still answers. */
+  onRedisError: (error: Error) => void;
+}
+
+export type Checker = (request: CheckRequest) => Promise<Decision>;
+
+/** Decides one Check: the hostname here, everything else in one Redis round trip. */
+export function createChecker(settings: CheckerSettings, deps: CheckerDeps): Checker {
+  return async (request) => {
+    const facts = factsOf(request, settings.trustExternalAddress);
+    const slug = slugFromHost(facts.host, settings.agentDomain);
+    if (slug === null) return { outcome: 'unknown_agent' };
+
+    const now = deps.clock.now();
+    const window = windowOf(now);
+    try {
+      const reply = await withDeadline(
+        deps.runCheckScript(
+          {
+            agent: edgeKeyNames.agent(slug),
+            keys: edgeKeyNames.keys(slug),
+            upstreams: edgeKeyNames.upstreams(slug),
+            callerCounter: edgeKeyNames.callerCounter(slug, facts.caller, window),
+            agentCounter: edgeKeyNames.agentCounter(slug, window),
+            usage: edgeKeyNames.usage(slug, usageMonthOf(now)),
+          },
+          { keyHash: facts.accessKey ? sha256Hex(facts.accessKey) : '', counterTtlSeconds: COUNTER_TTL_SECONDS },
+        ),
+        settings.redisTimeoutMs,
+      );
+      return decisionOf(reply, secondsToWindowEnd(now));
+    } catch (error) {
+      // The one place a failed Check becomes a decision: never allow without an answer from Redis.
+      deps.onRedisError(error as Error);
+      return { outcome: 'unavailable' };
+    }
+  };
+}
+
+function decisionOf([outcome, agentId, upstream]: CheckScriptReply, retryAfterSeconds: number): Decision {
+  switch (outcome) {
+    case 'allowed':
+      return { outcome, agentId: agentId ?? '', upstream: upstream ?? '' };
+    case 'caller_rate_limited':
+    case 'agent_rate_limited':
+      return { outcome, retryAfterSeconds };
+    case 'unknown_agent':
+    case 'invalid_key':
+    case 'no_replica':
+      return { outcome };
+    default:
+      throw new Error(`check script returned an unknown outcome "${outcome}"`);
+  }
+}
+
+const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');

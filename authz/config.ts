@@ -1,0 +1,69 @@
+/**
+ * Every setting of authz, read from the environment once at start into a frozen object.
+ * Nothing else in authz/ reads process.env.
+ */
+export interface AuthzConfig {
+  readonly redisUrl: string;
+  /** Agent hostnames are `<slug>.<agentDomain>`; any other hostname is a 404. */
+  readonly agentDomain: string;
+  readonly host: string;
+  readonly grpcPort: number;
+  readonly metricsPort: number;
+  /**
+   * Read the caller from `x-envoy-external-address` instead of the Check's source address.
+   * Only behind trusted proxies (envoy.yaml `xff_num_trusted_hops` > 0, see envoy/README.md
+   * "Client address"); otherwise every caller would share the proxy's address.
+   */
+  readonly trustExternalAddress: boolean;
+  /** Deadline of the one Redis round trip of a Check; past it the Check is a 503. */
+  readonly redisTimeoutMs: number;
+}
+
+export class AuthzConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid authz configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'AuthzConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** Reports every bad value at once rather than the first. */
+export function loadAuthzConfig(env: Env): AuthzConfig {
+  const problems: string[] = [];
+  const read = (name: string) => (env[name] === '' ? undefined : env[name]);
+
+  const integer = (name: string, fallback: number, min: number, max: number, why = ''): number => {
+    const value = read(name);
+    if (value === undefined) return fallback;
+    const parsed = Number(value);
+    if (Number.isInteger(parsed) && parsed >= min && parsed <= max) return parsed;
+    problems.push(`${name}: expected an integer from ${min} to ${max}${why}, got "${value}"`);
+    return fallback;
+  };
+
+  const redisUrl = read('REDIS_URL');
+  if (redisUrl === undefined) problems.push('REDIS_URL: required (a redis:// URL); authz answers every Check from Redis');
+  else if (!/^rediss?:\/\//.test(redisUrl)) problems.push(`REDIS_URL: expected a redis:// or rediss:// URL, got "${redisUrl}"`);
+
+  const agentDomain = (read('AGENT_DOMAIN') ?? 'agents.localhost').toLowerCase();
+  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(agentDomain)) {
+    problems.push(`AGENT_DOMAIN: expected a DNS name such as agents.example.com, got "${agentDomain}"`);
+  }
+
+  const trust = read('AUTHZ_TRUST_EXTERNAL_ADDRESS') ?? 'false';
+  if (!['true', 'false', '1', '0'].includes(trust)) problems.push(`AUTHZ_TRUST_EXTERNAL_ADDRESS: expected true or false, got "${trust}"`);
+
+  const config: AuthzConfig = {
+    redisUrl: redisUrl ?? '',
+    agentDomain,
+    host: read('AUTHZ_HOST') ?? '127.0.0.1',
+    grpcPort: integer('AUTHZ_GRPC_PORT', 7091, 0, 65535),
+    metricsPort: integer('AUTHZ_METRICS_PORT', 7092, 0, 65535),
+    trustExternalAddress: trust === 'true' || trust === '1',
+    // Below Envoy's 250 ms ext_authz timeout, so authz answers its own 503 before Envoy gives up.
+    redisTimeoutMs: integer('AUTHZ_REDIS_TIMEOUT_MS', 100, 1, 5_000, ' (keep it under envoy.yaml\'s 250 ms ext_authz timeout)'),
+  };
+  if (problems.length > 0) throw new AuthzConfigError(problems);
+  return Object.freeze(config);
+}

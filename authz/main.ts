@@ -1,0 +1,33 @@
+import { pino } from 'pino';
+import { Redis } from 'ioredis';
+import { systemClock } from '../control/clock.js';
+import { loadAuthzConfig } from './config.js';
+import { startAuthz } from './server.js';
+
+/**
+ * authz as a process: Envoy's ext_authz service on AUTHZ_HOST:AUTHZ_GRPC_PORT (gRPC,
+ * insecure HTTP/2: Envoy reaches it on the same host) and Prometheus metrics on
+ * AUTHZ_METRICS_PORT/metrics.
+ */
+const config = loadAuthzConfig(process.env);
+const logger = pino({ name: 'authz', redact: { paths: ['*.authorization', 'headers.authorization'], censor: '[redacted]' } });
+
+const redis = new Redis(config.redisUrl, {
+  connectTimeout: 2_000,
+  // Each Check has its own deadline (AUTHZ_REDIS_TIMEOUT_MS); this only bounds commands
+  // nobody waits for any more.
+  commandTimeout: 2_000,
+  maxRetriesPerRequest: 1,
+  retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
+});
+redis.on('error', (error) => logger.debug({ err: error }, 'Redis connection error'));
+
+const authz = await startAuthz(config, { redis, clock: systemClock, logger });
+logger.info({ grpc: authz.grpcAddress, metrics: `${config.host}:${authz.metricsPort}`, agentDomain: config.agentDomain }, 'authz listening');
+
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.once(signal, () => {
+    logger.info({ signal }, 'authz stopping');
+    void authz.close().finally(() => redis.quit().finally(() => process.exit(0)));
+  });
+}

@@ -1,0 +1,68 @@
+import { createServer, type Server } from 'node:http';
+import { Counter, Histogram, Registry } from 'prom-client';
+import type { Outcome } from './decision.js';
+
+/** The metric label of each outcome. `error` is Redis failing, which the caller sees as a 503. */
+const OUTCOME_LABELS: Record<Outcome, string> = {
+  allowed: 'allowed',
+  unknown_agent: 'denied_404',
+  invalid_key: 'denied_401',
+  caller_rate_limited: 'denied_429_caller',
+  agent_rate_limited: 'denied_429_agent',
+  no_replica: 'denied_503',
+  unavailable: 'error',
+};
+
+export interface AuthzMetrics {
+  readonly registry: Registry;
+  recordCheck(outcome: Outcome, seconds: number): void;
+  recordRedisError(): void;
+}
+
+/** authz's Prometheus metrics, in a registry of its own (several authz can share a process in tests). */
+export function createAuthzMetrics(): AuthzMetrics {
+  const registry = new Registry();
+  const checks = new Counter({
+    name: 'authz_checks_total',
+    help: 'Checks answered, by outcome.',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+  });
+  const latency = new Histogram({
+    name: 'authz_check_duration_seconds',
+    help: 'Time from receiving a Check to answering it.',
+    // A Check is one Redis round trip (~1 ms); the last buckets show the deadline being hit.
+    buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25],
+    registers: [registry],
+  });
+  const redisErrors = new Counter({
+    name: 'authz_redis_errors_total',
+    help: 'Checks whose Redis round trip failed or missed its deadline.',
+    registers: [registry],
+  });
+  for (const label of Object.values(OUTCOME_LABELS)) checks.labels(label).inc(0);
+  return {
+    registry,
+    recordCheck(outcome, seconds) {
+      checks.labels(OUTCOME_LABELS[outcome]).inc();
+      latency.observe(seconds);
+    },
+    recordRedisError() {
+      redisErrors.inc();
+    },
+  };
+}
+
+/** GET /metrics in Prometheus text format; nothing else. */
+export function createMetricsServer(registry: Registry): Server {
+  return createServer((request, response) => {
+    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
+      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
+      return;
+    }
+    registry.metrics().then(
+      (text) => response.writeHead(200, { 'content-type': registry.contentType }).end(text),
+      () => response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n'),
+    );
+  });
+}

@@ -1,0 +1,103 @@
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { AUTHORIZATION_SERVICE, loadAuthorizationService } from '../proto/load.js';
+import type { Clock } from '../control/clock.js';
+import type { AuthzConfig } from './config.js';
+import type { CheckRequest } from './check-request.js';
+import { buildCheckResponse, type CheckResponseMessage } from './check-response.js';
+import { defineCheckScript } from './check-script.js';
+import { createChecker } from './checker.js';
+import { withDeadline } from './deadline.js';
+import { healthService, healthServiceDefinition } from './health.js';
+import { createAuthzMetrics, createMetricsServer, type AuthzMetrics } from './metrics.js';
+
+export interface AuthzDeps {
+  redis: Redis;
+  clock: Clock;
+  logger: Logger;
+}
+
+export interface RunningAuthz {
+  /** `host:port` of the gRPC server (Authorization and Health). */
+  grpcAddress: string;
+  grpcPort: number;
+  metricsPort: number;
+  metrics: AuthzMetrics;
+  /** Stops both servers; the Redis client belongs to the caller. */
+  close(): Promise<void>;
+}
+
+const REDIS_ERROR_LOG_INTERVAL_MS = 5_000;
+
+/** The composition root of authz: builds the checker from its deps and serves it. Port 0 picks free ports. */
+export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<RunningAuthz> {
+  const metrics = createAuthzMetrics();
+  const logRedisError = throttled(REDIS_ERROR_LOG_INTERVAL_MS, (error: Error) =>
+    deps.logger.warn({ err: error }, 'Redis failed a Check; answering 503 until it recovers'),
+  );
+  const check = createChecker(config, {
+    runCheckScript: defineCheckScript(deps.redis),
+    clock: deps.clock,
+    onRedisError: (error) => {
+      metrics.recordRedisError();
+      logRedisError(error);
+    },
+  });
+
+  const grpcServer = new Server();
+  grpcServer.addService(loadAuthorizationService().service, {
+    Check(call: ServerUnaryCall<CheckRequest, CheckResponseMessage>, callback: sendUnaryData<CheckResponseMessage>) {
+      const started = process.hrtime.bigint();
+      // The checker never rejects: every failure is already a decision (fail closed).
+      void check(call.request).then((decision) => {
+        metrics.recordCheck(decision.outcome, Number(process.hrtime.bigint() - started) / 1e9);
+        callback(null, buildCheckResponse(decision));
+      });
+    },
+  });
+  grpcServer.addService(
+    healthServiceDefinition,
+    healthService([AUTHORIZATION_SERVICE], async () => (await withDeadline(deps.redis.ping(), config.redisTimeoutMs)) === 'PONG'),
+  );
+  const grpcPort = await new Promise<number>((resolve, reject) =>
+    grpcServer.bindAsync(`${config.host}:${config.grpcPort}`, ServerCredentials.createInsecure(), (error, port) =>
+      error ? reject(error) : resolve(port),
+    ),
+  );
+
+  const metricsServer = createMetricsServer(metrics.registry);
+  metricsServer.listen(config.metricsPort, config.host);
+  try {
+    await once(metricsServer, 'listening');
+  } catch (error) {
+    grpcServer.forceShutdown();
+    throw error;
+  }
+
+  return {
+    grpcAddress: `${config.host}:${grpcPort}`,
+    grpcPort,
+    metricsPort: (metricsServer.address() as AddressInfo).port,
+    metrics,
+    async close() {
+      metricsServer.closeAllConnections();
+      await Promise.all([
+        new Promise<void>((resolve) => metricsServer.close(() => resolve())),
+        new Promise<void>((resolve) => grpcServer.tryShutdown(() => resolve())),
+      ]);
+    },
+  };
+}
+
+function throttled<T>(intervalMs: number, action: (value: T) => void): (value: T) => void {
+  let last = -Infinity;
+  return (value) => {
+    const now = Date.now();
+    if (now - last < intervalMs) return;
+    last = now;
+    action(value);
+  };
+}

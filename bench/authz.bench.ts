@@ -1,0 +1,172 @@
+import { execFile } from 'node:child_process';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { Agent, createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { credentials } from '@grpc/grpc-js';
+import { Redis } from 'ioredis';
+import { pino } from 'pino';
+import { systemClock } from '../control/clock.js';
+import { loadAuthorizationService } from '../proto/load.js';
+import { loadAuthzConfig } from '../authz/config.js';
+import { startAuthz } from '../authz/server.js';
+import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../authz/check-script.js';
+import { COUNTER_TTL_SECONDS, edgeKeyNames, usageMonthOf, windowOf } from '../authz/edge-keys.js';
+import { startLocalEdge } from '../envoy/local-edge/server.js';
+import { freePort, startRedis } from '../scripts/lib/local-services.js';
+import { runConcurrently, summarise, writeResult, type LatencySummary } from './stats.js';
+
+/**
+ * The edge's hot path on a Redis of its own: Check through gRPC at 1, 16 and 64 calls in
+ * flight; the same Lua script straight from redis-benchmark (the ceiling authz can
+ * approach, since a Check is one EVALSHA); and what the local edge adds over calling a
+ * replica directly. authz, the local edge, the replica and this client share one process
+ * (and the machine's cores with Redis), so the figures are conservative.
+ */
+const CHECKS = Number(process.env.BENCH_CHECKS ?? 10_000);
+const HTTP_REQUESTS = Number(process.env.BENCH_EDGE_REQUESTS ?? 3_000);
+const REDIS_BENCHMARK_REQUESTS = 200_000;
+const SLUG = 'bench';
+const DOMAIN = 'agents.localhost';
+
+interface Throughput extends LatencySummary {
+  in_flight: number;
+  per_second: number;
+  /** Calls that did not succeed (for Check: denials, i.e. authz's Redis deadline was missed). */
+  failed: number;
+}
+
+/** `task` resolves true on success; a failure is counted, not thrown, so one slow moment does not void the run. */
+async function measure(count: number, inFlight: number, task: (i: number) => Promise<boolean>): Promise<Throughput> {
+  await runConcurrently(Math.min(500, count), inFlight, task); // warm-up: connections, JIT
+  let failed = 0;
+  const started = process.hrtime.bigint();
+  const samples = await runConcurrently(count, inFlight, async (i) => {
+    if (!(await task(i))) failed += 1;
+  });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  return { in_flight: inFlight, per_second: Math.round(count / seconds), failed, ...summarise(samples) };
+}
+
+async function main(): Promise<void> {
+  const workDir = mkdtempSync(join(tmpdir(), 'authz-bench-'));
+  chmodSync(workDir, 0o755);
+  const redisService = await startRedis({ dataDir: join(workDir, 'redis'), port: await freePort(), persistent: false });
+  const redis = new Redis(redisService.url);
+  const replica = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n'));
+  replica.keepAliveTimeout = 10_000;
+  replica.listen(0, '127.0.0.1');
+  await new Promise((resolve) => replica.once('listening', resolve));
+  const replicaPort = (replica.address() as AddressInfo).port;
+
+  // A public agent whose limits never bite, so every Check runs all six steps and allows.
+  await redis.hset(edgeKeyNames.agent(SLUG), { id: 'agt_bench', account: 'acc_bench', access: 'public', caller_rpm: '1000000000', agent_rpm: '1000000000' });
+  await redis.sadd(edgeKeyNames.upstreams(SLUG), `127.0.0.1:${replicaPort}`);
+
+  const config = loadAuthzConfig({ REDIS_URL: redisService.url, AGENT_DOMAIN: DOMAIN, AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0' });
+  const authz = await startAuthz(config, { redis, clock: systemClock, logger: pino({ level: 'silent' }) });
+  const edge = await startLocalEdge({ port: 0, authzAddress: authz.grpcAddress });
+
+  try {
+    const { Client } = loadAuthorizationService();
+    const client = new Client(authz.grpcAddress, credentials.createInsecure()) as unknown as {
+      Check(request: unknown, options: object, callback: (error: Error | null, response?: { status: { code: number } }) => void): void;
+      close(): void;
+    };
+    const checkRequest = (i: number) => ({
+      attributes: {
+        source: { address: { socket_address: { address: `198.51.100.${i % 200}`, port_value: 40000 } } },
+        request: { http: { id: String(i), method: 'GET', host: `${SLUG}.${DOMAIN}:7080`, path: '/', scheme: 'http', protocol: 'HTTP/1.1', headers: {} } },
+      },
+    });
+    const check = (i: number) =>
+      new Promise<boolean>((resolve, reject) =>
+        client.Check(checkRequest(i), { deadline: new Date(Date.now() + 5_000) }, (error, response) =>
+          error ? reject(error) : resolve(response?.status.code === 0),
+        ),
+      );
+
+    console.log(`Check through gRPC, ${CHECKS} calls at 1, 16 and 64 in flight`);
+    const checks: Throughput[] = [];
+    for (const inFlight of [1, 16, 64]) {
+      const result = await measure(inFlight === 1 ? CHECKS / 4 : CHECKS, inFlight, check);
+      console.log(`  ${inFlight} in flight: ${result.per_second}/s, p50 ${result.p50_ms} ms, p99 ${result.p99_ms} ms, ${result.failed} denied`);
+      checks.push(result);
+    }
+    client.close();
+
+    const ceiling = await redisBenchmarkCeiling(redis, redisService.url);
+    console.log(`redis-benchmark EVALSHA of the same script (64 clients): ${ceiling}/s`);
+
+    const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
+    const get = (port: number, host: string) => () =>
+      new Promise<boolean>((resolve, reject) => {
+        httpRequest({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: keepAlive }, (response) => {
+          response.resume();
+          response.on('end', () => resolve(response.statusCode === 200));
+        }).on('error', reject).end();
+      });
+    const overhead: Record<string, { direct: Throughput; through_edge: Throughput; added_p50_ms: number; added_p99_ms: number }> = {};
+    for (const inFlight of [1, 16]) {
+      const direct = await measure(HTTP_REQUESTS, inFlight, get(replicaPort, 'replica'));
+      const throughEdge = await measure(HTTP_REQUESTS, inFlight, get(edge.port, `${SLUG}.${DOMAIN}:7080`));
+      overhead[`in_flight_${inFlight}`] = {
+        direct,
+        through_edge: throughEdge,
+        added_p50_ms: round(throughEdge.p50_ms - direct.p50_ms),
+        added_p99_ms: round(throughEdge.p99_ms - direct.p99_ms),
+      };
+      console.log(`  edge overhead at ${inFlight} in flight: p50 +${round(throughEdge.p50_ms - direct.p50_ms)} ms (${direct.p50_ms} → ${throughEdge.p50_ms}), ${direct.per_second}/s → ${throughEdge.per_second}/s`);
+    }
+    keepAlive.destroy();
+
+    // Denied Checks (authz's deadline missed) are not throughput.
+    const best = Math.max(...checks.map((result) => Math.round(result.per_second * (1 - result.failed / result.count))));
+    const fraction = round(best / ceiling);
+    const path = writeResult('edge', {
+      measured_at: new Date().toISOString(),
+      machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', node: process.version },
+      check: checks,
+      redis_ceiling: { tool: 'redis-benchmark', command: 'EVALSHA <check script> 6 keys', clients: 64, requests: REDIS_BENCHMARK_REQUESTS, per_second: ceiling },
+      check_fraction_of_redis_ceiling: fraction,
+      edge_overhead: overhead,
+    });
+    console.log(`Check throughput: ${best}/s = ${Math.round(fraction * 100)}% of the Redis ceiling (${ceiling}/s). Written to ${path}`);
+  } finally {
+    await edge.close();
+    await authz.close();
+    await new Promise<void>((resolve) => replica.close(() => resolve()));
+    redis.disconnect();
+    await redisService.stop();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+/** requests per second redis-benchmark gets for one EVALSHA of the check script, the Check's whole Redis work. */
+async function redisBenchmarkCeiling(redis: Redis, url: string): Promise<number> {
+  await redis.script('LOAD', CHECK_SCRIPT);
+  const { port } = new URL(url);
+  const window = windowOf(new Date());
+  const keys = [
+    edgeKeyNames.agent(SLUG),
+    edgeKeyNames.keys(SLUG),
+    edgeKeyNames.upstreams(SLUG),
+    edgeKeyNames.callerCounter(SLUG, '198.51.100.1', window),
+    edgeKeyNames.agentCounter(SLUG, window),
+    edgeKeyNames.usage(SLUG, usageMonthOf(new Date())),
+  ];
+  const { stdout } = await promisify(execFile)('redis-benchmark', [
+    '-h', '127.0.0.1', '-p', port, '-n', String(REDIS_BENCHMARK_REQUESTS), '-c', '64', '--csv',
+    'EVALSHA', CHECK_SCRIPT_SHA, '6', ...keys, '', String(COUNTER_TTL_SECONDS),
+  ]);
+  const line = stdout.trim().split('\n').at(-1) ?? '';
+  const perSecond = Number(line.split(',')[1]?.replace(/"/g, ''));
+  if (!Number.isFinite(perSecond) || perSecond <= 0) throw new Error(`cannot read redis-benchmark's output: ${stdout}`);
+  return Math.round(perSecond);
+}
+
+const round = (n: number) => Math.round(n * 1000) / 1000;
+
+await main();

@@ -1,0 +1,31 @@
+/**
+ * The envoy.yaml settings the local edge copies, so it behaves as the production edge
+ * does. test/local-edge-parity.test.ts reads envoy.yaml and fails when they drift apart.
+ */
+
+/** ext_authz `grpc_service.timeout` (0.25s). */
+export const EXT_AUTHZ_TIMEOUT_MS = 250;
+
+/** ext_authz `allowed_headers`: the only request headers authz is shown. */
+export const AUTHZ_ALLOWED_HEADERS: readonly string[] = Object.freeze(['authorization', 'x-envoy-external-address']);
+
+/** `local_reply_config` bodies for Envoy's own failures, by the status they map to. */
+export const EDGE_REPLIES = Object.freeze({
+  /** UF/URX/UC/UR: the replica refused, reset or crashed. */
+  badGateway: 'bad gateway: the agent is not reachable\n',
+  /** UH: authz allowed without naming a replica. */
+  noHost: 'service unavailable: the agent has no running replica\n',
+  /**
+   * status_on_error: authz unreachable, erroring or past its deadline. Envoy sends this
+   * 503 with an empty body; the local edge says why in plain text, as every edge reply does.
+   */
+  authzUnavailable: 'service unavailable: the edge cannot check requests right now\n',
+});
+
+/**
+ * Hop-by-hop headers Envoy's HTTP/1 codec never forwards (RFC 9110 §7.6.1 plus the
+ * legacy ones); the upgrade family goes too, as envoy.yaml has no upgrade_configs.
+ */
+export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
+  'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade',
+]);

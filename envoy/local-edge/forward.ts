@@ -1,0 +1,79 @@
+import { request as httpRequest, type Agent, type IncomingMessage, type ServerResponse } from 'node:http';
+import { upstreamResponseHeaders, type HeaderMap } from './downstream-headers.js';
+
+export interface UpstreamTarget {
+  host: string;
+  port: number;
+}
+
+/** `ip:port` or `[v6]:port` from authz's `upstream` metadata; null when malformed. */
+export function parseUpstream(upstream: string): UpstreamTarget | null {
+  const match = /^\[?([^\]]+?)\]?:(\d{1,5})$/.exec(upstream);
+  const port = Number(match?.[2]);
+  if (!match?.[1] || !Number.isInteger(port) || port < 1 || port > 65535) return null;
+  return { host: match[1], port };
+}
+
+export interface ForwardOptions {
+  agent: Agent;
+  /** envoy.yaml `agents.connect_timeout`: a replica that does not accept in time is a 502. */
+  connectTimeoutMs: number;
+  /** Answers the caller when the replica fails before sending a response head. */
+  onUpstreamFailure: (error: Error) => void;
+}
+
+/**
+ * Sends the request to the replica and streams both bodies. The response head is
+ * flushed at once and every chunk is written as it arrives, so server-sent events reach
+ * the caller unbuffered. A failure after the head has gone out can only cut the
+ * response, as Envoy does.
+ */
+export function forwardRequest(
+  downstream: IncomingMessage,
+  response: ServerResponse,
+  target: UpstreamTarget,
+  headers: HeaderMap,
+  options: ForwardOptions,
+): void {
+  const upstream = httpRequest({
+    host: target.host,
+    port: target.port,
+    method: downstream.method,
+    path: downstream.url,
+    headers: withoutUndefined(headers),
+    agent: options.agent,
+  });
+
+  upstream.on('socket', (socket) => {
+    if (!socket.connecting) return; // a reused keep-alive connection
+    const timer = setTimeout(() => upstream.destroy(new Error(`connect to ${target.host}:${target.port} timed out`)), options.connectTimeoutMs);
+    socket.once('connect', () => clearTimeout(timer));
+    socket.once('close', () => clearTimeout(timer));
+  });
+
+  upstream.on('response', (upstreamResponse) => {
+    response.writeHead(upstreamResponse.statusCode ?? 502, upstreamResponseHeaders(upstreamResponse.headers));
+    response.flushHeaders();
+    upstreamResponse.pipe(response);
+    upstreamResponse.on('aborted', () => response.destroy());
+    upstreamResponse.on('error', () => response.destroy());
+  });
+
+  upstream.on('error', (error) => {
+    if (response.headersSent) response.destroy();
+    else options.onUpstreamFailure(error);
+  });
+
+  // The caller went away: stop the replica's work too.
+  response.on('close', () => {
+    if (!response.writableFinished) upstream.destroy();
+  });
+
+  downstream.pipe(upstream);
+}
+
+function withoutUndefined(headers: HeaderMap): Record<string, string | string[]> {
+  const result: Record<string, string | string[]> = {};
+  for (const [name, value] of Object.entries(headers)) if (value !== undefined) result[name] = value;
+  return result;
+}

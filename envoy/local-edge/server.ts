@@ -1,0 +1,113 @@
+import { randomUUID } from 'node:crypto';
+import { once } from 'node:events';
+import { Agent, createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { applyAllowedMutations, verdictOf, type AuthzVerdict } from './authz-answer.js';
+import { createAuthzClient } from './authz-client.js';
+import { buildCheckRequest } from './check-request.js';
+import { plainAddress, sanitiseDownstreamHeaders } from './downstream-headers.js';
+import { EDGE_REPLIES, EXT_AUTHZ_TIMEOUT_MS } from './envoy-parity.js';
+import { forwardRequest, parseUpstream } from './forward.js';
+
+export interface LocalEdgeOptions {
+  /** Default 7080, as envoy.yaml's listener; 0 picks a free port. */
+  port?: number;
+  /** Default 127.0.0.1: the local edge is for one machine. */
+  host?: string;
+  /** authz's gRPC address, host:port. */
+  authzAddress: string;
+  /** Default: envoy.yaml's ext_authz timeout. */
+  authzTimeoutMs?: number;
+  /** Default: envoy.yaml's agents.connect_timeout (2 s). */
+  upstreamConnectTimeoutMs?: number;
+}
+
+export interface RunningLocalEdge {
+  host: string;
+  port: number;
+  close(): Promise<void>;
+}
+
+/**
+ * A small Node stand-in for envoy.yaml where no Envoy binary is installed: each request
+ * is checked by authz exactly as ext_authz would, and the answer is obeyed as Envoy
+ * obeys it. The destination is only ever the `upstream` authz returned.
+ */
+export async function startLocalEdge(options: LocalEdgeOptions): Promise<RunningLocalEdge> {
+  const authz = createAuthzClient(options.authzAddress);
+  const authzTimeoutMs = options.authzTimeoutMs ?? EXT_AUTHZ_TIMEOUT_MS;
+  // Keep-alive to replicas, closing idle connections after 4 s like envoy.yaml's
+  // upstream idle_timeout, before a replica's own server would close them under us.
+  const upstreamAgent = new Agent({ keepAlive: true, timeout: 4_000 });
+  const connectTimeoutMs = options.upstreamConnectTimeoutMs ?? 2_000;
+
+  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const requestId = randomUUID();
+    const peer = { address: plainAddress(request.socket.remoteAddress), port: request.socket.remotePort ?? 0 };
+    const local = { address: plainAddress(request.socket.localAddress), port: request.socket.localPort ?? 0 };
+    const headers = sanitiseDownstreamHeaders(request.headers, peer.address, requestId);
+
+    let verdict: AuthzVerdict;
+    try {
+      const checkRequest = buildCheckRequest({
+        requestId,
+        method: request.method ?? 'GET',
+        host: request.headers.host ?? '',
+        path: request.url ?? '/',
+        headers,
+        peer,
+        local,
+      });
+      verdict = verdictOf(await authz.check(checkRequest, authzTimeoutMs));
+    } catch {
+      // failure_mode_allow: false, status_on_error 503: never forward unchecked.
+      replyPlain(response, 503, EDGE_REPLIES.authzUnavailable);
+      return;
+    }
+
+    if (verdict.kind === 'deny') {
+      for (const [name, value] of verdict.headers) response.appendHeader(name, value);
+      response.setHeader('content-length', Buffer.byteLength(verdict.body));
+      response.writeHead(verdict.status).end(verdict.body);
+      return;
+    }
+    const target = verdict.upstream === null ? null : parseUpstream(verdict.upstream);
+    if (target === null) {
+      replyPlain(response, 503, EDGE_REPLIES.noHost);
+      return;
+    }
+    forwardRequest(request, response, target, applyAllowedMutations(headers, verdict), {
+      agent: upstreamAgent,
+      connectTimeoutMs,
+      onUpstreamFailure: () => replyPlain(response, 502, EDGE_REPLIES.badGateway),
+    });
+  }
+
+  const server = createServer((request, response) => {
+    handle(request, response).catch(() => {
+      if (!response.headersSent) replyPlain(response, 502, EDGE_REPLIES.badGateway);
+      else response.destroy();
+    });
+  });
+  // Matches envoy.yaml's request_headers_timeout; slow-header clients are cut.
+  server.headersTimeout = 10_000;
+  server.listen(options.port ?? 7080, options.host ?? '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address() as AddressInfo;
+
+  return {
+    host: address.address,
+    port: address.port,
+    async close() {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeAllConnections();
+      await closed;
+      upstreamAgent.destroy();
+      authz.close();
+    },
+  };
+}
+
+function replyPlain(response: ServerResponse, status: number, body: string): void {
+  response.writeHead(status, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(body) }).end(body);
+}
