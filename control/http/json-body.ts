@@ -5,7 +5,8 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 /**
  * Reads a JSON body of at most 1 MiB. Returns undefined for an empty body; malformed
- * JSON is a 422 at `["body"]`, an oversized body a 413 before it is all read.
+ * JSON is a 422 at `["body"]`, an oversized body a 413 before it is all read, a body
+ * declared as something other than JSON a 415 (no Content-Type is read as JSON, as curl -d sends).
  */
 export async function readJsonBody(request: IncomingMessage): Promise<unknown> {
   const declared = Number(request.headers['content-length'] ?? 0);
@@ -19,6 +20,10 @@ export async function readJsonBody(request: IncomingMessage): Promise<unknown> {
   }
   const text = Buffer.concat(chunks).toString('utf8');
   if (text.trim() === '') return undefined;
+  const type = request.headers['content-type'];
+  if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {
+    throw new PlatformError('UNSUPPORTED_MEDIA_TYPE', `The body must be JSON (Content-Type: application/json), not ${type.split(';')[0]}`);
+  }
   try {
     return JSON.parse(text);
   } catch (error) {

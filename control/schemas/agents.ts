@@ -64,7 +64,8 @@ export const CreateAgentBody = Type.Object(
     deploy: Type.Optional(DeployInput),
     tags: Type.Optional(Type.Array(Type.String({ minLength: 1, maxLength: 64 }), { maxItems: 50, uniqueItems: true })),
     metadata: Type.Optional(
-      Type.Record(Type.String({ maxLength: 64 }), Type.String({ maxLength: 1024 }), { maxProperties: 50 }),
+      // propertyNames: TypeBox's Record keeps no limit given on its key schema.
+      Type.Record(Type.String(), Type.String({ maxLength: 1024 }), { maxProperties: 50, propertyNames: { maxLength: 64, minLength: 1 } }),
     ),
     build_path: Type.Optional(BuildPath),
   },

@@ -6,13 +6,14 @@ import { buildOpenApi } from '../openapi.js';
 
 export const openApiRoute = (documented: RouteSpec[], serverUrl: string) => {
   let document: unknown;
-  return defineRoute({
+  const route: RouteSpec = defineRoute({
     method: 'get',
     path: '/openapi.json',
     summary: 'This document',
     tag: 'Meta',
     auth: 'none',
     responses: { 200: { description: 'The OpenAPI 3.1 document of the control API' } },
-    handler: async () => ({ status: 200, body: (document ??= buildOpenApi(documented, [User, Agent, Deploy, LogEntry, AccessKey, ApiKey], serverUrl)) }),
+    handler: async () => ({ status: 200, body: (document ??= buildOpenApi([...documented, route], [User, Agent, Deploy, LogEntry, AccessKey, ApiKey], serverUrl)) }),
   });
+  return route;
 };
