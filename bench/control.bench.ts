@@ -11,6 +11,7 @@ import { connectDatabase, migrate } from '../control/db/database.js';
 import { createLogger } from '../control/logger.js';
 import { connectRedis } from '../control/redis.js';
 import { freePort, startPostgres, startRedis } from '../scripts/lib/local-services.js';
+import { controlApiClient } from './api-client.js';
 import { runConcurrently, summarise, timed, writeResult } from './stats.js';
 
 /**
@@ -43,16 +44,7 @@ async function main(): Promise<void> {
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
 
   try {
-    const call = async (method: string, path: string, token?: string, body?: unknown) => {
-      const response = await fetch(base + path, {
-        method,
-        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-        body: body === undefined ? undefined : JSON.stringify(body),
-      });
-      const text = await response.text();
-      if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-      return text ? JSON.parse(text) : undefined;
-    };
+    const call = controlApiClient(base);
     const { token, user } = await call('POST', '/auth/register', undefined, { email: 'bench@example.com', password: 'bench password', name: 'Bench' });
     await db('accounts').where({ id: user.account_id }).update({ exempt: true });
 

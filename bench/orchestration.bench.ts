@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import pg from 'pg';
 import { freePort, startPostgres, startRedis } from '../scripts/lib/local-services.js';
 import { ensureTestImage, TEST_IMAGE } from '../test/support/test-image.js';
+import { controlApiClient } from './api-client.js';
 import { summarise, writeResult } from './stats.js';
 
 /**
@@ -41,16 +42,7 @@ async function main(): Promise<void> {
     },
   });
   const base = `http://127.0.0.1:${port}/v1`;
-  const call = async (method: string, path: string, token?: string, body?: unknown) => {
-    const response = await fetch(base + path, {
-      method,
-      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await response.text();
-    if (!response.ok) throw new Error(`${method} ${path}: ${response.status} ${text}`);
-    return text ? JSON.parse(text) : undefined;
-  };
+  const call = controlApiClient(base);
   const until = async (what: string, check: () => Promise<boolean>, timeoutMs = 120_000) => {
     const deadline = Date.now() + timeoutMs;
     while (Date.now() < deadline) {
