@@ -118,6 +118,8 @@ async function main(): Promise<void> {
     const { execFileSync } = await import('node:child_process');
     const leftovers = execFileSync('podman', ['ps', '-aq', '--filter', `label=platform.instance=${instance}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
     if (leftovers.length) execFileSync('podman', ['rm', '-f', '-t', '0', ...leftovers]);
+    const networks = execFileSync('podman', ['network', 'ls', '-q', '--filter', `label=platform.instance=${instance}`], { encoding: 'utf8' }).split('\n').filter(Boolean);
+    if (networks.length) execFileSync('podman', ['network', 'rm', '-f', ...networks]);
     await redis.stop();
     await postgres.stop();
     rmSync(workDir, { recursive: true, force: true });
