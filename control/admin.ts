@@ -1,8 +1,12 @@
 import { systemClock } from './clock.js';
-import { ConfigError, loadDatabaseUrl } from './config.js';
+import { ConfigError, loadAdminRedisUrl, loadDatabaseUrl } from './config.js';
 import { connectDatabase, migrate } from './db/database.js';
+import { EdgeProjection } from './edge/projection.js';
 import { PlatformError } from './errors.js';
+import { createLogger } from './logger.js';
+import { connectRedis } from './redis.js';
 import { AdminService } from './services/admin-service.js';
+import { EdgeSync } from './services/edge-sync.js';
 
 const USAGE = `npm run admin -- <command>
 
@@ -13,7 +17,9 @@ const USAGE = `npm run admin -- <command>
   account exempt <acc_id|email> <true|false>     exempt accounts skip plan quotas
   user role <email> <owner|admin|member|viewer>
 
-Reads DATABASE_URL, or the Postgres that \`npm run up\` keeps in .data/.`;
+Reads DATABASE_URL, or the Postgres that \`npm run up\` keeps in .data/. A plan
+change reaches the edge at once through REDIS_URL (or \`npm run up\`'s Redis); without
+REDIS_URL next to a DATABASE_URL, at the control API's next reconcile pass.`;
 
 async function run(args: string[], admin: AdminService): Promise<string> {
   const [noun, verb, ...rest] = args;
@@ -55,10 +61,14 @@ async function main(): Promise<void> {
     return;
   }
   const db = connectDatabase(loadDatabaseUrl(process.env), { min: 0, max: 2 });
+  const redisUrl = loadAdminRedisUrl(process.env);
+  const redis = redisUrl ? connectRedis(redisUrl) : undefined;
+  const edge = redis ? new EdgeSync(db, new EdgeProjection(redis), undefined, createLogger('warn', 'admin')) : undefined;
   try {
     await migrate(db);
-    console.log(await run(args, new AdminService(db, systemClock)));
+    console.log(await run(args, new AdminService(db, systemClock, edge)));
   } finally {
+    redis?.disconnect();
     await db.destroy();
   }
 }

@@ -27,6 +27,8 @@ import { FixedWindowLimiter } from './services/rate-limiter.js';
 import { UsageService } from './services/usage-service.js';
 import { EdgeSync } from './services/edge-sync.js';
 import { EdgeProjection } from './edge/projection.js';
+import type { BillingProvider } from './billing/provider.js';
+import { SubscriptionService } from './services/subscription-service.js';
 
 export interface ControlDependencies {
   config: Config;
@@ -36,6 +38,8 @@ export interface ControlDependencies {
   logger: Logger;
   /** What runs the agents; without one, agents are recorded but nothing starts them. */
   orchestrator?: Orchestrator;
+  /** Takes plan changes (POST /account/subscription); none by default, which answers 503. */
+  billing?: BillingProvider;
 }
 
 export interface Control {
@@ -44,7 +48,7 @@ export interface Control {
 }
 
 /** The composition root: every service gets its collaborators here, and only here. */
-export function buildServices({ config, db, redis, clock, logger, orchestrator }: ControlDependencies) {
+export function buildServices({ config, db, redis, clock, logger, orchestrator, billing }: ControlDependencies) {
   const box = new SecretBox(config.masterKey);
   const limiter = new FixedWindowLimiter(redis, clock);
   const edge = new EdgeSync(db, new EdgeProjection(redis), orchestrator, logger.child({ component: 'edge-sync' }));
@@ -66,6 +70,7 @@ export function buildServices({ config, db, redis, clock, logger, orchestrator }
     accessKeys,
     agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge),
     usage: new UsageService(db, clock),
+    subscriptions: new SubscriptionService(db, edge, billing, logger.child({ component: 'subscriptions' })),
   };
 }
 
@@ -78,7 +83,7 @@ export function buildControl(deps: ControlDependencies): Control {
     ...lifecycleRoutes(services.deployments),
     ...observabilityRoutes(services.observability),
     ...accessKeyRoutes(services.accessKeys),
-    ...accountRoutes(services.usage),
+    ...accountRoutes(services.usage, services.subscriptions),
   ];
   const serverUrl = `http://${deps.config.host}:${deps.config.port}/v1`;
   const app = createApp({

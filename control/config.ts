@@ -205,3 +205,12 @@ export function loadDatabaseUrl(env: Env): string {
     throw new ConfigError(['DATABASE_URL: required (or run `npm run up` first, which keeps its database under .data/)']);
   }
 }
+
+/**
+ * Redis for operator commands, so that a plan change reaches the edge at once: REDIS_URL,
+ * or the Redis that `npm run up` runs when the database is its too.
+ */
+export function loadAdminRedisUrl(env: Env): string | undefined {
+  if (env.REDIS_URL) return env.REDIS_URL;
+  return env.DATABASE_URL ? undefined : `redis://127.0.0.1:${env.UP_REDIS_PORT ?? 7379}`;
+}

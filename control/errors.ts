@@ -21,6 +21,7 @@ export const errorCatalogue = {
   INTERNAL_ERROR: { status: 500, message: 'Internal error' },
   BUILD_NOT_SUPPORTED: { status: 501, message: 'Building from source (build_path) is not supported; give deploy.image' },
   DEPLOYMENT_FAILED: { status: 502, message: 'The container could not be started' },
+  BILLING_PROVIDER_FAILED: { status: 502, message: 'The billing provider did not accept the change; the plan is unchanged' },
   BILLING_NOT_CONFIGURED: { status: 503, message: 'No billing provider is configured' },
   EDGE_UNAVAILABLE: { status: 503, message: "The edge's store (Redis) cannot be reached; nothing was changed" },
 } as const satisfies Record<string, { status: number; message: string }>;
@@ -56,6 +57,9 @@ export const quotaExceeded = (limit: string, value: number, requested: number) =
     value,
     requested,
   });
+
+export const isQuotaExceeded = (error: unknown): error is PlatformError =>
+  error instanceof PlatformError && error.code === 'QUOTA_EXCEEDED';
 
 export const rateLimited = (retryAfterSeconds: number) =>
   new PlatformError('RATE_LIMIT_EXCEEDED', `Too many requests; retry in ${retryAfterSeconds} s`, {

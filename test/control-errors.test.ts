@@ -30,6 +30,7 @@ const SERVED = [
   'GET /agents/{}/access-keys',
   'DELETE /agents/{}/access-keys/{}',
   'GET /account/usage',
+  'POST /account/subscription',
 ];
 
 const HTTP_METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];

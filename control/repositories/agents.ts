@@ -108,6 +108,11 @@ export class AgentRepository {
     return row as AccountFootprint;
   }
 
+  /** Every agent of one account, oldest first (for re-projecting them when the plan changes). */
+  async ofAccount(accountId: string): Promise<AgentRow[]> {
+    return this.db<AgentRow>('agents').where({ account_id: accountId }).orderBy('created_at');
+  }
+
   /** Share-locks any account's agent: changes wait, readers do not. */
   async lockShared(id: string): Promise<AgentRow | undefined> {
     return this.db<AgentRow>('agents').where({ id }).forShare().first();

@@ -1,5 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { Timestamp } from './common.js';
+import { PLAN_NAMES } from '../domain/plans.js';
+import { StringEnum, Timestamp } from './common.js';
 
 const Limits = Type.Object({
   max_agents: Type.Integer(),
@@ -33,3 +34,12 @@ export const AccountUsage = Type.Object(
   { $id: 'AccountUsage' },
 );
 export type AccountUsage = Static<typeof AccountUsage>;
+
+export const SubscriptionBody = Type.Object(
+  { plan: StringEnum(PLAN_NAMES, { description: 'The plan to move the account to' }) },
+  { additionalProperties: false },
+);
+export type SubscriptionBody = Static<typeof SubscriptionBody>;
+
+export const Subscription = Type.Object({ plan: Type.String(), limits: Limits }, { $id: 'Subscription' });
+export type Subscription = Static<typeof Subscription>;

@@ -4,11 +4,16 @@ import { ID_PREFIX, newId, newSecret, SECRET_PREFIX, sha256Hex } from '../crypto
 import { isPlanName, type PlanName } from '../domain/plans.js';
 import { isRole, type Role } from '../domain/roles.js';
 import { notFound, PlatformError } from '../errors.js';
-import { inTransaction, repositoriesOn } from '../repositories/index.js';
+import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
+import type { EdgeSync } from './edge-sync.js';
 
 /** What operators do that no endpoint does: invites, plans, exemptions and roles. */
 export class AdminService {
-  constructor(private readonly db: Knex, private readonly clock: Clock) {}
+  /**
+   * Without `edge` (no Redis at hand), a plan change reaches the edge's per-agent limit at
+   * the control API's next reconcile pass instead of at once.
+   */
+  constructor(private readonly db: Knex, private readonly clock: Clock, private readonly edge?: EdgeSync) {}
 
   /** An invite code, shown once; only its hash is kept. With an account, it joins that account. */
   async createInvite(accountId?: string, role: Role = 'member'): Promise<string> {
@@ -30,11 +35,15 @@ export class AdminService {
 
   async setPlan(accountRef: string, plan: string): Promise<void> {
     if (!isPlanName(plan)) throw new PlatformError('VALIDATION_ERROR', `plan must be free or pro, not "${plan}"`);
-    await this.updateAccount(accountRef, { plan: plan as PlanName });
+    await inTransaction(this.db, async (repos) => {
+      const accountId = await this.updateAccount(repos, accountRef, { plan });
+      // The plan carries max_agent_rpm, the edge's per-agent limit: project it with the change.
+      await this.edge?.putAccountAgents(repos, accountId);
+    });
   }
 
   async setExempt(accountRef: string, exempt: boolean): Promise<void> {
-    await this.updateAccount(accountRef, { exempt });
+    await inTransaction(this.db, (repos) => this.updateAccount(repos, accountRef, { exempt }));
   }
 
   async setRole(email: string, role: string): Promise<void> {
@@ -46,9 +55,11 @@ export class AdminService {
   }
 
   /** An account by its id (acc_…) or by the email of one of its users. */
-  private async updateAccount(accountRef: string, changes: { plan?: PlanName; exempt?: boolean }): Promise<void> {
-    const repos = repositoriesOn(this.db);
+  private async updateAccount(repos: Repositories, accountRef: string, changes: { plan?: PlanName; exempt?: boolean }): Promise<string> {
     const accountId = accountRef.includes('@') ? (await repos.users.findByEmail(accountRef))?.account_id : accountRef;
-    if (!accountId || !(await repos.accounts.update(accountId, changes))) throw notFound(`Account ${accountRef}`);
+    // Under the account's lock, as every change that counts against its quotas.
+    if (!accountId || !(await repos.accounts.lock(accountId))) throw notFound(`Account ${accountRef}`);
+    await repos.accounts.update(accountId, changes);
+    return accountId;
   }
 }

@@ -3,14 +3,25 @@ import type { Clock } from '../clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { resolveDeploy, runtimeLabels } from '../domain/deploy.js';
 import { limitsOf } from '../domain/plans.js';
-import { notFound, PlatformError, validationError } from '../errors.js';
+import { isQuotaExceeded, notFound, PlatformError, validationError } from '../errors.js';
 import type { AgentRow } from '../repositories/agents.js';
-import { inTransaction, type Repositories } from '../repositories/index.js';
+import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { Agent, DeployInput, ScaleBody, ScaleResult } from '../schemas/agents.js';
 import { agentView, type PresenterSettings } from './agent-presenter.js';
 import type { AgentRunner } from './agent-runner.js';
 import type { Principal } from './principal.js';
 import { assertWithinLimits, type FootprintChange } from './quota.js';
+
+/** What the plan's quota reported when it held a scale-out below what was asked. */
+export interface QuotaDetails {
+  limit: string;
+  value: number;
+  requested: number;
+}
+
+export type AutoscaleOutcome =
+  | { changed: false }
+  | { changed: true; previous: number; current: number; limitedBy?: QuotaDetails };
 
 /**
  * Redeploy and scale: each changes the agent in one transaction under the account's and
@@ -30,7 +41,7 @@ export class DeploymentService {
   async deploy(principal: Principal, agentId: string, input: DeployInput, expectedVersion?: number): Promise<Agent> {
     if (input.build_path !== undefined) throw new PlatformError('BUILD_NOT_SUPPORTED');
     const updated = await inTransaction(this.db, async (repos) => {
-      const agent = await this.lockForChange(repos, principal, agentId, expectedVersion);
+      const agent = await this.lockForChange(repos, principal.accountId, agentId, expectedVersion);
       const deploy = resolveDeploy(input, agent.deploy, this.box);
       await this.checkQuota(repos, agent, { agents: 0, replicas: deploy.replicas, replicaCpu: deploy.resources.cpu, replicaMemoryMb: deploy.resources.memory_mb });
       return (await repos.agents.update(principal.accountId, agentId, {
@@ -48,29 +59,23 @@ export class DeploymentService {
 
   async scale(principal: Principal, agentId: string, input: ScaleBody, expectedVersion?: number): Promise<ScaleResult> {
     const { previous, updated } = await inTransaction(this.db, async (repos) => {
-      const agent = await this.lockForChange(repos, principal, agentId, expectedVersion);
+      const agent = await this.lockForChange(repos, principal.accountId, agentId, expectedVersion);
       const previous = agent.desired_replicas;
       const target = input.direction === 'up' ? previous + input.count : previous - input.count;
-      if (target < 0 || target > agent.deploy.max_replicas) {
+      // An auto-scaled agent may be moved by hand only within the bounds the scaler keeps.
+      const lowest = agent.deploy.auto_scale ? agent.deploy.min_replicas : 0;
+      if (target < lowest || target > agent.deploy.max_replicas) {
+        const bounds = agent.deploy.auto_scale ? 'deploy.min_replicas to deploy.max_replicas, as it is auto-scaled' : 'deploy.max_replicas';
         throw validationError([{
           loc: ['body', 'count'],
-          msg: `would make ${target} replicas; the agent allows 0 to ${agent.deploy.max_replicas} (deploy.max_replicas) and has ${previous}`,
+          msg: `would make ${target} replicas; the agent allows ${lowest} to ${agent.deploy.max_replicas} (${bounds}) and has ${previous}`,
           type: 'value_error.range',
         }]);
       }
-      if (target > previous) {
-        await this.checkQuota(repos, agent, { agents: 0, replicas: target, replicaCpu: agent.deploy.resources.cpu, replicaMemoryMb: agent.deploy.resources.memory_mb });
-      }
-      const updated = (await repos.agents.update(principal.accountId, agentId, {
-        deploy: { ...agent.deploy, replicas: target },
-        desired_replicas: target,
-        deployed_version: agent.deployed_version ?? agent.version + 1,
-        status: target === 0 && agent.replicas === 0 ? 'stopped' : 'scaling',
-      }, this.clock.now()))!;
-      return { previous, updated };
+      if (target > previous) await this.checkQuota(repos, agent, this.replicaChange(agent, target));
+      return { previous, updated: await this.setReplicas(repos, agent, target) };
     });
-    if (updated.deployed_version === updated.version) await this.runner?.run(agentId);
-    else await this.runner?.scale(agentId, updated.desired_replicas);
+    await this.applyReplicas(updated);
     return {
       agent_id: agentId,
       previous_replicas: previous,
@@ -80,10 +85,61 @@ export class DeploymentService {
     };
   }
 
-  private async lockForChange(repos: Repositories, principal: Principal, agentId: string, expectedVersion?: number): Promise<AgentRow> {
+  /**
+   * The scaler's way to the same change as `scale`, on behalf of the platform: only while
+   * the agent is still auto-scaled and still at `expected` replicas (a manual scale or a
+   * redeploy meanwhile wins; the next pass decides again). A scale-out goes as far towards
+   * `desired` as the plan allows; when not one more replica fits, QUOTA_EXCEEDED is thrown.
+   */
+  async autoscale(agentId: string, expected: number, desired: number): Promise<AutoscaleOutcome> {
+    const accountId = (await repositoriesOn(this.db).agents.findAny(agentId))?.account_id;
+    if (!accountId) return { changed: false };
+    const outcome = await inTransaction(this.db, async (repos): Promise<AutoscaleOutcome & { updated?: AgentRow }> => {
+      const agent = await this.lockForChange(repos, accountId, agentId);
+      if (!agent.deploy.auto_scale || agent.desired_replicas !== expected || desired === expected) return { changed: false };
+      let target = desired;
+      let limitedBy: QuotaDetails | undefined;
+      while (target > expected) {
+        try {
+          await this.checkQuota(repos, agent, this.replicaChange(agent, target));
+          break;
+        } catch (error) {
+          // Not even one more replica fits: the caller decides how to report it.
+          if (!isQuotaExceeded(error) || target === expected + 1) throw error;
+          limitedBy ??= error.details as unknown as QuotaDetails;
+          target -= 1;
+        }
+      }
+      return { changed: true, previous: expected, current: target, limitedBy, updated: await this.setReplicas(repos, agent, target) };
+    });
+    if (outcome.updated) await this.applyReplicas(outcome.updated);
+    const { updated: _updated, ...result } = outcome;
+    return result;
+  }
+
+  private replicaChange(agent: AgentRow, replicas: number): FootprintChange {
+    return { agents: 0, replicas, replicaCpu: agent.deploy.resources.cpu, replicaMemoryMb: agent.deploy.resources.memory_mb };
+  }
+
+  private async setReplicas(repos: Repositories, agent: AgentRow, target: number): Promise<AgentRow> {
+    return (await repos.agents.update(agent.account_id, agent.id, {
+      deploy: { ...agent.deploy, replicas: target },
+      desired_replicas: target,
+      deployed_version: agent.deployed_version ?? agent.version + 1,
+      status: target === 0 && agent.replicas === 0 ? 'stopped' : 'scaling',
+    }, this.clock.now()))!;
+  }
+
+  /** After the commit: a never-deployed agent gets its first job; a deployed one a new count. */
+  private async applyReplicas(updated: AgentRow): Promise<void> {
+    if (updated.deployed_version === updated.version) await this.runner?.run(updated.id);
+    else await this.runner?.scale(updated.id, updated.desired_replicas);
+  }
+
+  private async lockForChange(repos: Repositories, accountId: string, agentId: string, expectedVersion?: number): Promise<AgentRow> {
     // The account first, then the agent: every path takes them in this order, so none deadlocks.
-    await repos.accounts.lock(principal.accountId);
-    const agent = await repos.agents.findForUpdate(principal.accountId, agentId);
+    await repos.accounts.lock(accountId);
+    const agent = await repos.agents.findForUpdate(accountId, agentId);
     if (!agent) throw notFound('Agent');
     if (expectedVersion !== undefined && agent.version !== expectedVersion) {
       throw new PlatformError('PRECONDITION_FAILED', `Agent is at version ${agent.version}, not ${expectedVersion}`, { current_version: agent.version });

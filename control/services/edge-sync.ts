@@ -40,6 +40,14 @@ export class EdgeSync {
     await this.write((projection) => projection.putAgent(edgeAgent));
   }
 
+  /**
+   * Re-projects every agent of the account, for a change that reaches them all (the plan's
+   * max_agent_rpm). Run inside the transaction that changed the account, after the change.
+   */
+  async putAccountAgents(repos: Repositories, accountId: string): Promise<void> {
+    for (const agent of await repos.agents.ofAccount(accountId)) await this.putAgent(repos, agent);
+  }
+
   async edgeAgent(repos: Repositories, agent: AgentRow): Promise<EdgeAgent> {
     const account = await repos.accounts.find(agent.account_id);
     return {

@@ -14,6 +14,7 @@ import { connectDatabase } from '../../control/db/database.js';
 import { createLogger } from '../../control/logger.js';
 import { connectRedis } from '../../control/redis.js';
 import { TEMPLATE_DATABASE } from './global.js';
+import type { BillingProvider } from '../../control/billing/provider.js';
 
 export interface ApiResponse<T = any> {
   status: number;
@@ -56,6 +57,8 @@ export interface ControlOptions {
   orchestrate?: boolean;
   /** Start on the database (and podman instance) of an earlier control, as a restart would. */
   resume?: { database: string };
+  /** A billing provider for POST /account/subscription (tests pass a fake: no real one exists). */
+  billing?: BillingProvider;
 }
 
 /** Settings that make the podman driver react in test time; a test may override any. */
@@ -103,7 +106,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     driver = new PodmanDriver(new PodmanCli(config.podman.binary, podmanGlobalArgs(config.podman)), config.podman, systemClock, logger);
     driver.start();
   }
-  const control = buildControl({ config, db, redis, clock, logger, orchestrator: driver });
+  const control = buildControl({ config, db, redis, clock, logger, orchestrator: driver, billing: options.billing });
   // As at the start of the real control API: adopt what runs, start what is missing.
   if (control.services.runner) await control.services.runner.reconcileAll();
   await control.services.edge.rebuild();

@@ -1,8 +1,10 @@
+import type { SubscriptionService } from '../../services/subscription-service.js';
 import type { UsageService } from '../../services/usage-service.js';
-import { AccountUsage } from '../../schemas/account.js';
+import { AccountUsage, Subscription, SubscriptionBody } from '../../schemas/account.js';
+import { ErrorBody } from '../../schemas/common.js';
 import { defineRoute } from '../route.js';
 
-export const accountRoutes = (usage: UsageService) => [
+export const accountRoutes = (usage: UsageService, subscriptions: SubscriptionService) => [
   defineRoute({
     method: 'get',
     path: '/account/usage',
@@ -11,5 +13,22 @@ export const accountRoutes = (usage: UsageService) => [
     auth: 'any',
     responses: { 200: { description: 'The account usage', schema: AccountUsage } },
     handler: async ({ principal }) => ({ status: 200, body: await usage.usage(principal) }),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/account/subscription',
+    summary: "Move the account to another plan through the billing provider (the owner only); the plan's limits apply at once",
+    tag: 'Account',
+    auth: 'any',
+    writes: true,
+    body: SubscriptionBody,
+    responses: {
+      200: { description: 'The account is on the plan', schema: Subscription },
+      403: { description: 'AUTHORISATION_DENIED: only the owner changes the plan', schema: ErrorBody },
+      409: { description: 'ALREADY_SUBSCRIBED (the current plan) or NO_BILLING_ACCOUNT (the provider has no customer)', schema: ErrorBody },
+      502: { description: 'BILLING_PROVIDER_FAILED: the provider refused or did not answer; nothing changed', schema: ErrorBody },
+      503: { description: 'BILLING_NOT_CONFIGURED: this platform has no billing provider', schema: ErrorBody },
+    },
+    handler: async ({ principal, body }) => ({ status: 200, body: await subscriptions.subscribe(principal, body.plan) }),
   }),
 ];
