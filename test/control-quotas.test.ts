@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
+import { AdminService } from '../control/services/admin-service.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, expectError, expectStatus, signUpMember } from './support/control-api.js';
+import { denialOf, startTestAuthz, type TestAuthz } from './support/edge-authz.js';
 
 const FREE_LIMITS = {
   max_agents: 10,
@@ -176,6 +178,119 @@ describe('control API: plan quotas and account usage', () => {
       const { token } = await signUpOn('free', true);
       for (let i = 1; i <= 11; i += 1) expectStatus(await post(token, { name: `exempt ${i}` }), 201);
       expectStatus(await post(token, { deploy: { replicas: 4, resources: { cpu: 2, memory_mb: 2048 } } }), 201);
+    });
+  });
+
+  describe('scale and redeploy at the edge of each limit', () => {
+    const scale = (token: string, id: string, direction: 'up' | 'down', count: number) =>
+      control.request('POST', `/agents/${id}/scale`, { token, body: { direction, count } });
+    const redeploy = (token: string, id: string, body: Record<string, unknown>) =>
+      control.request('POST', `/agents/${id}/deploy`, { token, body });
+    const desiredOf = async (accountId: string) =>
+      Number((await control.db('agents').where({ account_id: accountId }).sum({ n: 'desired_replicas' }))[0]!.n);
+
+    it('scales up exactly to max_replicas and refuses one more', async () => {
+      const { token } = await control.signUp();
+      const agent = await createAgent(control, token, { deploy: { replicas: 1 } });
+      expectStatus(await scale(token, agent.id, 'up', 2), 200);
+      expectQuota(await scale(token, agent.id, 'up', 1), 'max_replicas', 3, 4);
+      // Down is never held by a quota.
+      expectStatus(await scale(token, agent.id, 'down', 3), 200);
+    });
+
+    it('grants exactly 2 of 6 parallel scale-ups by one when 2 replicas are left', async () => {
+      const { token, user } = await control.signUp();
+      const agent = await createAgent(control, token, { deploy: { replicas: 1 } });
+      const responses = await Promise.all(Array.from({ length: 6 }, () => scale(token, agent.id, 'up', 1)));
+      assert.deepEqual(responses.map((r) => r.status).sort(), [200, 200, 403, 403, 403, 403]);
+      for (const response of responses.filter((r) => r.status === 403)) {
+        assert.deepEqual(response.body.details, { limit: 'max_replicas', value: 3, requested: 4 });
+      }
+      assert.equal(await desiredOf(user.account_id), 3);
+    });
+
+    it('grants exactly one of two parallel redeploys that together pass max_replicas', async () => {
+      const { token, user } = await control.signUp();
+      const first = await createAgent(control, token, { name: 'first', deploy: { replicas: 1 } });
+      const second = await createAgent(control, token, { name: 'second', deploy: { replicas: 1 } });
+      const responses = await Promise.all([redeploy(token, first.id, { replicas: 2 }), redeploy(token, second.id, { replicas: 2 })]);
+      assert.deepEqual(responses.map((r) => r.status).sort(), [202, 403]);
+      assert.equal(responses.find((r) => r.status === 403)!.body.details.limit, 'max_replicas');
+      assert.equal(await desiredOf(user.account_id), 3);
+    });
+
+    it('holds max_vcpu on scale: exactly 50 vCPU passes, 52 fails (pro)', async () => {
+      const { token } = await signUpOn('pro');
+      const agent = await createAgent(control, token, { deploy: { replicas: 24, max_replicas: 30, resources: { cpu: 2, memory_mb: 256 } } });
+      expectStatus(await scale(token, agent.id, 'up', 1), 200);
+      expectQuota(await scale(token, agent.id, 'up', 1), 'max_vcpu', 50, 52);
+    });
+
+    it('holds max_memory_mb on redeploy: exactly 102,400 MB passes, one more replica fails (pro)', async () => {
+      const { token } = await signUpOn('pro');
+      const agent = await createAgent(control, token, { deploy: { replicas: 1, max_replicas: 30, resources: { cpu: 1, memory_mb: 4096 } } });
+      expectStatus(await redeploy(token, agent.id, { replicas: 25 }), 202);
+      expectQuota(await redeploy(token, agent.id, { replicas: 26 }), 'max_memory_mb', 102_400, 106_496);
+      expectQuota(await scale(token, agent.id, 'up', 1), 'max_memory_mb', 102_400, 106_496);
+    });
+
+    it('holds max_replica_memory_mb on redeploy: 1024 MB passes, 1025 fails', async () => {
+      const { token } = await control.signUp();
+      const agent = await createAgent(control, token, { deploy: { replicas: 1 } });
+      expectStatus(await redeploy(token, agent.id, { resources: { memory_mb: 1024 } }), 202);
+      expectQuota(await redeploy(token, agent.id, { resources: { memory_mb: 1025 } }), 'max_replica_memory_mb', 1024, 1025);
+    });
+
+    it('lets an exempt account scale past every quota', async () => {
+      const { token } = await signUpOn('free', true);
+      const agent = await createAgent(control, token, { deploy: { replicas: 3 } });
+      expectStatus(await scale(token, agent.id, 'up', 2), 200);
+    });
+
+    it('scales an auto-scaled agent by hand only within min_replicas..max_replicas', async () => {
+      const { token } = await control.signUp();
+      const agent = await createAgent(control, token, { deploy: { replicas: 2, auto_scale: true, min_replicas: 1, max_replicas: 3 } });
+      expectError(await scale(token, agent.id, 'down', 2), 422, 'VALIDATION_ERROR', ['body', 'count']);
+      expectError(await scale(token, agent.id, 'up', 2), 422, 'VALIDATION_ERROR', ['body', 'count']);
+      const up = await scale(token, agent.id, 'up', 1);
+      expectStatus(up, 200);
+      assert.equal(up.body.current_replicas, 3);
+      expectStatus(await scale(token, agent.id, 'down', 2), 200);
+    });
+  });
+
+  describe('max_agent_rpm at the edge (real authz)', () => {
+    let edge: TestAuthz;
+    before(async () => {
+      edge = await startTestAuthz({ redis: control.redis, clock: control.clock, agentDomain: control.config.agentUrl.domain });
+    });
+    after(async () => edge?.close());
+
+    it('limits a free agent at 300 requests a minute; moving the account to pro lifts it to 3,000 at once', async () => {
+      // The start of a minute, so that every Check below falls in one window.
+      control.clock.set(new Date(Math.ceil((Date.now() + 60_000) / 60_000) * 60_000));
+      const { token, user } = await control.signUp();
+      // No caller limit in the way: the per-caller limit is the agent's rate_limit_rpm.
+      const agent = await createAgent(control, token, { access: 'public', rate_limit_rpm: 100_000 });
+      const host = new URL(agent.url).host;
+      const slug = host.split('.')[0]!;
+      // As the runner does once a replica runs; the Check never connects to it.
+      await control.redis.sadd(`edge:upstreams:{${slug}}`, '127.0.0.1:9');
+
+      const outcomes = [];
+      for (let i = 0; i < 300; i += 1) outcomes.push((await edge.client.check({ host })).http_response);
+      assert.ok(outcomes.every((outcome) => outcome === 'ok_response'), 'the first 300 of the minute pass');
+      const limited = denialOf(await edge.client.check({ host }));
+      assert.equal(limited.httpStatus, 'TooManyRequests');
+      assert.ok(Number(limited.headers['retry-after']) >= 1);
+
+      await new AdminService(control.db, control.clock, control.control.services.edge).setPlan(user.account_id, 'pro');
+      assert.equal(await control.redis.hget(`edge:agent:{${slug}}`, 'agent_rpm'), '3000');
+      // Same window, its counter past 300: pro's limit lets it through.
+      assert.equal((await edge.client.check({ host })).http_response, 'ok_response');
+
+      await new AdminService(control.db, control.clock, control.control.services.edge).setPlan(user.account_id, 'free');
+      assert.equal(denialOf(await edge.client.check({ host })).httpStatus, 'TooManyRequests');
     });
   });
 
