@@ -27,6 +27,19 @@ export interface Config {
   readonly podman: PodmanSettings;
   /** How often the reconciler compares Postgres with what runs. */
   readonly reconcileIntervalMs: number;
+  /** The podman driver's scaler of agents with deploy.auto_scale (docs/autoscaling.md). */
+  readonly autoscale: AutoscaleSettings;
+}
+
+export interface AutoscaleSettings {
+  /** How often the scaler looks at every auto-scaled agent. */
+  readonly intervalMs: number;
+  /** Requests per minute one replica is meant to take. */
+  readonly targetRpmPerReplica: number;
+  /** Mean CPU percent per replica the scaler aims at. */
+  readonly targetCpuPercent: number;
+  /** How long after a change of the replica count the scaler leaves the agent alone. */
+  readonly cooldownMs: number;
 }
 
 export type RegistrationMode = 'open' | 'invite' | 'closed';
@@ -74,6 +87,12 @@ export function loadConfig(env: Env): Config {
     orchestrator: read.oneOf('ORCHESTRATOR', ['podman'] as const, 'podman'),
     podman: readPodman(env, problems),
     reconcileIntervalMs: read.integer('RECONCILE_INTERVAL_SECONDS', 30, 1, 3600) * 1000,
+    autoscale: Object.freeze({
+      intervalMs: read.integer('AUTOSCALE_INTERVAL_MS', 15_000, 100, 3_600_000),
+      targetRpmPerReplica: read.integer('AUTOSCALE_TARGET_RPM_PER_REPLICA', 60, 1, 1_000_000),
+      targetCpuPercent: read.integer('AUTOSCALE_TARGET_CPU_PERCENT', 70, 1, 1000),
+      cooldownMs: read.integer('AUTOSCALE_COOLDOWN_MS', 60_000, 0, 86_400_000),
+    }),
   };
 
   if (problems.length > 0) throw new ConfigError(problems);

@@ -6,6 +6,8 @@ import { connectDatabase, migrate } from './db/database.js';
 import { createLogger } from './logger.js';
 import { createOrchestrator } from './orchestrator/create.js';
 import { Reconciler } from './services/reconciler.js';
+import { Autoscaler } from './services/autoscaler.js';
+import { exclusivePass, LOOP_LOCKS } from './services/exclusive-pass.js';
 import { connectRedis } from './redis.js';
 
 async function main(): Promise<void> {
@@ -16,9 +18,17 @@ async function main(): Promise<void> {
   const redis = connectRedis(config.redisUrl);
   const orchestrator = createOrchestrator(config, systemClock, logger);
   const { app, services } = buildControl({ config, db, redis, clock: systemClock, logger, orchestrator });
-  const reconciler = new Reconciler(services.runner!, services.edge, config.reconcileIntervalMs, logger.child({ component: 'reconciler' }));
+  const reconciler = new Reconciler(
+    services.runner!, services.edge, config.reconcileIntervalMs, logger.child({ component: 'reconciler' }),
+    exclusivePass(db, LOOP_LOCKS.reconciler),
+  );
   // Adopt what runs and restart what is missing before taking requests.
   await reconciler.start();
+  // The podman driver scales auto-scaled agents here; Nomad's job carries a scaling block for the Nomad Autoscaler instead.
+  const autoscaler = config.orchestrator === 'podman'
+    ? new Autoscaler(db, redis, orchestrator, services.deployments, systemClock, config.autoscale, logger.child({ component: 'autoscaler' }), exclusivePass(db, LOOP_LOCKS.autoscaler))
+    : undefined;
+  autoscaler?.start();
 
   const server = createServer(app.callback());
   server.listen(config.port, config.host, () => {
@@ -35,6 +45,7 @@ async function main(): Promise<void> {
     // In-flight requests get up to 10 s to finish; then the process goes anyway.
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
     // Containers keep running: agents outlive a restart of the control API, which adopts them again.
+    await autoscaler?.stop();
     await reconciler.stop();
     await orchestrator.close();
     await Promise.allSettled([db.destroy(), redis.quit()]);

@@ -108,6 +108,11 @@ export class AgentRepository {
     return row as AccountFootprint;
   }
 
+  /** Deployed agents with deploy.auto_scale on: what the scaler looks after. */
+  async autoScaled(): Promise<AgentRow[]> {
+    return this.db<AgentRow>('agents').whereNotNull('deployed_version').whereRaw("(deploy->>'auto_scale')::boolean");
+  }
+
   /** Every agent of one account, oldest first (for re-projecting them when the plan changes). */
   async ofAccount(accountId: string): Promise<AgentRow[]> {
     return this.db<AgentRow>('agents').where({ account_id: accountId }).orderBy('created_at');

@@ -1,0 +1,146 @@
+import type { Knex } from 'knex';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { edgeKeyNames, windowOf } from '../../authz/edge-keys.js';
+import type { Clock } from '../clock.js';
+import type { AutoscaleSettings } from '../config.js';
+import { decideReplicas } from '../domain/autoscale.js';
+import { isQuotaExceeded } from '../errors.js';
+import type { Orchestrator } from '../orchestrator/types.js';
+import type { AgentRow } from '../repositories/agents.js';
+import { repositoriesOn } from '../repositories/index.js';
+import type { DeploymentService, QuotaDetails } from './deployment-service.js';
+import type { ExclusivePass } from './exclusive-pass.js';
+
+/** What the scaler remembers of one agent between passes. */
+interface AgentMemory {
+  /** desired_replicas as last seen: a different count means someone scaled by hand or redeployed. */
+  seenReplicas: number;
+  lastScaleAt: Date | null;
+  /** The last quota state warned about, so a held scale-out is logged once, not every pass. */
+  warned: string | null;
+}
+
+/**
+ * Keeps each auto-scaled agent (podman driver) between its min and max replicas by the
+ * edge's request count of the last complete minute and the replicas' CPU. It changes the
+ * count through DeploymentService, the path of the manual scale endpoint, so the plan's
+ * quota is checked in the same transaction under the account's lock. With Nomad, the
+ * job's scaling block hands this to the Nomad Autoscaler instead.
+ */
+export class Autoscaler {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+  private readonly memory = new Map<string, AgentMemory>();
+  /** Passes finished (run or skipped for another copy); tests wait on it instead of on time. */
+  completedPasses = 0;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly redis: Redis,
+    private readonly orchestrator: Orchestrator,
+    private readonly deployments: DeploymentService,
+    private readonly clock: Clock,
+    private readonly settings: AutoscaleSettings,
+    private readonly logger: Logger,
+    private readonly exclusive: ExclusivePass = async (pass) => (await pass(), true),
+  ) {}
+
+  start(): void {
+    this.timer = setInterval(() => void this.runOnce(), this.settings.intervalMs);
+    this.timer.unref();
+  }
+
+  /** One pass at a time, and in one copy of the control API at a time. */
+  runOnce(): Promise<void> {
+    this.running ??= this.exclusive(() => this.scaleAll())
+      .then(() => undefined)
+      .catch((error) => this.logger.error({ err: error }, 'autoscale pass failed'))
+      .finally(() => {
+        this.completedPasses += 1;
+        this.running = undefined;
+      });
+    return this.running;
+  }
+
+  async stop(): Promise<void> {
+    if (this.timer) clearInterval(this.timer);
+    await this.running;
+  }
+
+  private async scaleAll(): Promise<void> {
+    const agents = await repositoriesOn(this.db).agents.autoScaled();
+    const present = new Set(agents.map((agent) => agent.id));
+    for (const id of this.memory.keys()) if (!present.has(id)) this.memory.delete(id);
+    for (const agent of agents) {
+      // One agent's trouble (podman stats, a lock wait) must not stop the others'.
+      await this.scaleOne(agent).catch((error) => this.logger.warn({ err: error, agent_id: agent.id }, 'could not auto-scale agent'));
+    }
+  }
+
+  private async scaleOne(agent: AgentRow): Promise<void> {
+    const now = this.clock.now();
+    const memory = this.remember(agent, now);
+    const requests = await this.requestsLastMinute(agent, now);
+    const cpuPercent = await this.meanCpu(agent.id);
+    const current = agent.desired_replicas;
+    const decision = decideReplicas(
+      { current, min: agent.deploy.min_replicas, max: agent.deploy.max_replicas, requestsLastMinute: requests, cpuPercent, lastScaleAt: memory.lastScaleAt, now },
+      { rpmPerReplica: this.settings.targetRpmPerReplica, cpuPercent: this.settings.targetCpuPercent, cooldownMs: this.settings.cooldownMs },
+    );
+    const signals = { agent_id: agent.id, requests_last_minute: requests, cpu_percent: cpuPercent, reason: decision.reason };
+    if (decision.desired === current) {
+      this.logger.debug({ ...signals, replicas: current }, 'auto-scale: no change');
+      return;
+    }
+    try {
+      const outcome = await this.deployments.autoscale(agent.id, current, decision.desired);
+      if (!outcome.changed) return;
+      this.memory.set(agent.id, { seenReplicas: outcome.current, lastScaleAt: now, warned: memory.warned });
+      this.logger.info({ ...signals, from: outcome.previous, to: outcome.current }, 'auto-scaled agent');
+      if (outcome.limitedBy) this.warnOnce(agent.id, outcome.limitedBy, outcome.current, decision.desired, signals);
+      else this.memory.get(agent.id)!.warned = null;
+    } catch (error) {
+      if (!isQuotaExceeded(error)) throw error;
+      this.warnOnce(agent.id, error.details as unknown as QuotaDetails, current, decision.desired, signals);
+    }
+  }
+
+  /** Notices changes made by others (manual scale, redeploy): the cool-down then starts from them. */
+  private remember(agent: AgentRow, now: Date): AgentMemory {
+    const known = this.memory.get(agent.id);
+    if (!known) {
+      const fresh = { seenReplicas: agent.desired_replicas, lastScaleAt: null, warned: null };
+      this.memory.set(agent.id, fresh);
+      return fresh;
+    }
+    if (known.seenReplicas !== agent.desired_replicas) {
+      Object.assign(known, { seenReplicas: agent.desired_replicas, lastScaleAt: now, warned: null });
+    }
+    return known;
+  }
+
+  /** The edge's per-agent counter of the last complete one-minute window (authz writes it). */
+  private async requestsLastMinute(agent: AgentRow, now: Date): Promise<number> {
+    const counted = await this.redis.get(edgeKeyNames.agentCounter(agent.slug, windowOf(now) - 1));
+    return counted === null ? 0 : Number(counted);
+  }
+
+  private async meanCpu(agentId: string): Promise<number | null> {
+    const samples = await this.orchestrator.metrics(agentId);
+    if (samples.length === 0) return null;
+    return samples.reduce((sum, sample) => sum + sample.cpuPercent, 0) / samples.length;
+  }
+
+  /** A scale-out the plan holds back is logged once per agent and state, never on every pass. */
+  private warnOnce(agentId: string, quota: QuotaDetails, replicas: number, wanted: number, signals: object): void {
+    const state = `${quota.limit}:${replicas}`;
+    const memory = this.memory.get(agentId);
+    if (memory?.warned === state) return;
+    if (memory) memory.warned = state;
+    this.logger.warn(
+      { ...signals, replicas, wanted, limit: quota.limit, limit_value: quota.value, requested: quota.requested },
+      'auto-scale: scale-out held back by the plan quota',
+    );
+  }
+}

@@ -1,0 +1,155 @@
+import assert from 'node:assert/strict';
+import { pino } from 'pino';
+import { Autoscaler } from '../control/services/autoscaler.js';
+import { startControl, type TestControl } from './support/control-harness.js';
+import { expectStatus } from './support/control-api.js';
+import { startTestAuthz, type TestAuthz } from './support/edge-authz.js';
+import { createRunningAgent } from './support/orch-helpers.js';
+import { waitFor } from './support/wait.js';
+
+/**
+ * The scaler with real Postgres, Redis, podman and authz. Requests go through authz's
+ * Check (which counts them per agent per minute, as in production) and then to the
+ * replica it names. Time: the control clock (windows, cool-down) is moved by the load
+ * generator's ticker, 5 s per tick, so a minute of load takes about a second; podman
+ * runs in real time. Nothing asserts how long anything takes: the test waits for states.
+ */
+describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
+  this.timeout(240_000);
+
+  const TICK_MS = 5_000;
+  const REQUESTS_PER_TICK = 5; // 60 requests a minute: 6 replicas at 10 per replica
+  let control: TestControl;
+  let edge: TestAuthz;
+  let autoscaler: Autoscaler;
+  const logs: Record<string, any>[] = [];
+
+  before(async () => {
+    control = await startControl({
+      AUTOSCALE_INTERVAL_MS: '300',
+      AUTOSCALE_TARGET_RPM_PER_REPLICA: '10',
+      AUTOSCALE_TARGET_CPU_PERCENT: '70',
+      AUTOSCALE_COOLDOWN_MS: String(4 * TICK_MS),
+    }, { orchestrate: true });
+    edge = await startTestAuthz({ redis: control.redis, clock: control.clock, agentDomain: control.config.agentUrl.domain });
+    const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
+    autoscaler = new Autoscaler(
+      control.db, control.redis, control.driver!, control.control.services.deployments, control.clock, control.config.autoscale, logger,
+    );
+    // The start of a minute, so every window of load holds the same number of ticks.
+    control.clock.set(new Date(Math.ceil((Date.now() + 60_000) / 60_000) * 60_000 + 1_000));
+    autoscaler.start();
+  });
+
+  after(async () => {
+    await autoscaler?.stop();
+    await edge?.close();
+    await control?.close();
+  });
+
+  /** Sends `REQUESTS_PER_TICK` requests per tick through authz to the agent while `loading`; moves time until stopped. */
+  function startTraffic(host: string) {
+    const state = { loading: true, ticking: true, served: 0, refused: 0 };
+    const done = (async () => {
+      while (state.ticking) {
+        if (state.loading) {
+          for (let i = 0; i < REQUESTS_PER_TICK; i += 1) {
+            const check = await edge.client.check({ host, path: '/health' });
+            const upstream = check.dynamic_metadata?.fields.upstream?.stringValue;
+            if (check.http_response !== 'ok_response' || !upstream) {
+              state.refused += 1;
+              continue;
+            }
+            const response = await fetch(`http://${upstream}/health`).catch(() => undefined);
+            if (response?.ok) state.served += 1;
+            else state.refused += 1;
+          }
+        }
+        control.clock.advance(TICK_MS);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+    })();
+    return { state, stop: async () => { state.ticking = false; await done; } };
+  }
+
+  const desiredOf = async (id: string) => Number((await control.db('agents').where({ id }).first('desired_replicas')).desired_replicas);
+  const runningOf = async (id: string) => ((await control.driver!.status(id))?.replicas ?? []).filter((r) => r.state === 'running').length;
+  const scaleLogs = (id: string) => logs.filter((line) => line.agent_id === id && line.msg === 'auto-scaled agent');
+  const quotaWarnings = (id: string) => logs.filter((line) => line.agent_id === id && line.level === 40 && line.limit === 'max_replicas');
+
+  /** Waits until `passes` more passes of the scaler have finished. */
+  /** The scaler logs a change once the orchestrator has it, after the count is in Postgres. */
+  const loggedDownTo = (id: string, count: number) => scaleLogs(id).some((line) => line.to === count && line.from > count);
+
+  async function passesGo(passes: number) {
+    const target = autoscaler.completedPasses + passes;
+    await waitFor(`${passes} autoscale passes`, async () => (autoscaler.completedPasses >= target ? true : undefined), 60_000, 50);
+  }
+
+  it('scales out under steady load up to the plan quota, logs the held scale-up once, and scales back in to min_replicas', async () => {
+    const { token } = await control.signUp();
+    const { id, agent } = await createRunningAgent(control, token, {
+      access: 'public',
+      rate_limit_rpm: 100_000,
+      deploy: { replicas: 1, auto_scale: true, min_replicas: 1, max_replicas: 5, resources: { cpu: 0.5, memory_mb: 128 } },
+    });
+    const host = new URL(agent.url).host;
+    let highest = 1;
+    const watch = setInterval(() => void desiredOf(id).then((n) => (highest = Math.max(highest, n)), () => undefined), 100);
+    const traffic = startTraffic(host);
+    try {
+      // 60 requests a minute want 6 replicas (5 by max_replicas); the free plan allows 3.
+      await waitFor('3 running replicas', async () => ((await runningOf(id)) === 3 && (await desiredOf(id)) === 3 ? true : undefined), 120_000);
+      await waitFor('the held scale-out to be logged', async () => (quotaWarnings(id).length > 0 ? true : undefined));
+      // Load goes on; the scaler keeps wanting more and keeps being held, without an error loop.
+      await passesGo(8);
+      assert.equal(await desiredOf(id), 3);
+      assert.equal(quotaWarnings(id).length, 1, JSON.stringify(quotaWarnings(id)));
+      const warning = quotaWarnings(id)[0]!;
+      assert.equal(warning.limit_value, 3);
+      assert.ok(warning.wanted > 3);
+      assert.ok(!logs.some((line) => line.agent_id === id && line.level >= 50), 'no error logged');
+      assert.ok(traffic.state.served > 0, 'requests reached the agent');
+
+      traffic.state.loading = false;
+      await waitFor('back to min_replicas', async () => (loggedDownTo(id, 1) && (await runningOf(id)) === 1 ? true : undefined), 120_000);
+      assert.equal(await desiredOf(id), 1);
+    } finally {
+      clearInterval(watch);
+      await traffic.stop();
+    }
+    assert.ok(highest <= 3, `never past the quota, saw ${highest}`);
+    const ins = scaleLogs(id).filter((line) => line.to < line.from);
+    assert.deepEqual(ins.map((line) => [line.from, line.to]), [[3, 2], [2, 1]], 'scale-in one replica at a time');
+    assert.ok(ins.every((line) => line.reason === 'idle'));
+    const outs = scaleLogs(id).filter((line) => line.to > line.from);
+    assert.ok(outs.length >= 1 && outs.every((line) => line.to <= 3 && line.reason === 'load'), JSON.stringify(outs));
+  });
+
+  it('lets an auto-scaled agent be scaled by hand within its bounds; the scaler resumes from there', async () => {
+    const { token } = await control.signUp();
+    const { id } = await createRunningAgent(control, token, {
+      access: 'public',
+      deploy: { replicas: 1, auto_scale: true, min_replicas: 1, max_replicas: 3, resources: { cpu: 0.5, memory_mb: 128 } },
+    });
+    await passesGo(2);
+    assert.equal(await desiredOf(id), 1, 'no load: stays at min_replicas');
+
+    const manual = await control.request('POST', `/agents/${id}/scale`, { token, body: { direction: 'up', count: 2 } });
+    expectStatus(manual, 200);
+    assert.equal(manual.body.current_replicas, 3);
+    // The scaler waits a cool-down from the manual change before it moves the agent.
+    await passesGo(3);
+    assert.equal(await desiredOf(id), 3, 'held for the cool-down after the manual scale');
+
+    const traffic = startTraffic(new URL((await control.request('GET', `/agents/${id}`, { token })).body.url).host);
+    traffic.state.loading = false; // only time moves
+    try {
+      await waitFor('scaled back in to 1', async () => (loggedDownTo(id, 1) ? true : undefined), 120_000);
+      assert.equal(await desiredOf(id), 1);
+    } finally {
+      await traffic.stop();
+    }
+    assert.deepEqual(scaleLogs(id).map((line) => [line.from, line.to]), [[3, 2], [2, 1]]);
+  });
+});
