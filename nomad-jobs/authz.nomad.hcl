@@ -1,0 +1,146 @@
+# authz (authz/main.ts), Envoy's ext_authz gRPC service, as a Nomad service job with
+# several stateless copies. Envoy (envoy.nomad.hcl) finds them through the Consul
+# service "authz". See docs/nomad.md.
+#
+#   nomad job run -var 'image=registry.example.com/agent-platform:1.0.0' nomad-jobs/authz.nomad.hcl
+#
+# Before the first run, write the Variable nomad/jobs/platform-authz (namespace
+# "platform") with REDIS_URL: the template below blocks until it exists.
+
+variable "image" {
+  type        = string
+  description = "An image with this repository and its node_modules (npm ci), running Node >= 20.19."
+}
+
+variable "datacenters" {
+  type    = list(string)
+  default = ["dc1"]
+}
+
+variable "agent_domain" {
+  type    = string
+  default = "agents.example.com"
+}
+
+job "platform-authz" {
+  namespace   = "platform"
+  type        = "service"
+  datacenters = var.datacenters
+
+  group "authz" {
+    # Every edge request is one Check; authz keeps no state (Redis holds it all), so any
+    # copy answers any Check. Three survive losing a node during a rolling update.
+    count = 3
+
+    # Copies on different nodes, so one node going away takes one copy.
+    constraint {
+      operator = "distinct_hosts"
+      value    = "true"
+    }
+
+    network {
+      port "grpc" {
+        to = 7091
+      }
+      port "metrics" {
+        to = 7092
+      }
+    }
+
+    update {
+      max_parallel      = 1
+      health_check      = "checks"
+      min_healthy_time  = "10s"
+      healthy_deadline  = "2m"
+      progress_deadline = "10m"
+      auto_revert       = true
+    }
+
+    restart {
+      attempts = 3
+      interval = "5m"
+      delay    = "5s"
+      mode     = "delay"
+    }
+
+    # Consul marks the copy gone and Envoy's template drops it before SIGTERM.
+    shutdown_delay = "5s"
+
+    service {
+      name     = "authz"
+      provider = "consul"
+      port     = "grpc"
+      tags     = ["platform", "grpc"]
+
+      # grpc.health.v1.Health/Check for the Authorization service (authz/health.ts
+      # registers exactly this name): SERVING only while Redis answers within
+      # AUTHZ_REDIS_TIMEOUT_MS, so a copy cut off from Redis leaves the Consul catalog.
+      check {
+        name         = "authz gRPC health"
+        type         = "grpc"
+        grpc_service = "envoy.service.auth.v3.Authorization"
+        grpc_use_tls = false
+        interval     = "5s"
+        timeout      = "1s"
+      }
+    }
+
+    # Prometheus scrapes GET /metrics here (authz/metrics.ts).
+    service {
+      name     = "authz-metrics"
+      provider = "consul"
+      port     = "metrics"
+      tags     = ["platform", "prometheus"]
+
+      check {
+        name     = "authz metrics"
+        type     = "http"
+        path     = "/metrics"
+        interval = "30s"
+        timeout  = "2s"
+      }
+    }
+
+    task "authz" {
+      driver = "docker"
+
+      config {
+        image        = var.image
+        ports        = ["grpc", "metrics"]
+        command      = "node"
+        args         = ["--import", "tsx", "authz/main.ts"]
+        init         = true
+        pids_limit   = 512
+        cap_drop     = ["ALL"]
+        security_opt = ["no-new-privileges"]
+      }
+
+      env {
+        # Inside the container: the published ports reach it through Docker's bridge.
+        AUTHZ_HOST             = "0.0.0.0"
+        AUTHZ_GRPC_PORT        = "7091"
+        AUTHZ_METRICS_PORT     = "7092"
+        AGENT_DOMAIN           = var.agent_domain
+        AUTHZ_REDIS_TIMEOUT_MS = "100"
+      }
+
+      template {
+        data        = <<-EOT
+          {{ with nomadVar "nomad/jobs/platform-authz" -}}
+          REDIS_URL={{ .REDIS_URL | toJSON }}
+          {{- end }}
+        EOT
+        destination = "secrets/authz.env"
+        env         = true
+        change_mode = "restart"
+      }
+
+      resources {
+        cpu    = 1000
+        memory = 256
+      }
+
+      kill_timeout = "10s"
+    }
+  }
+}

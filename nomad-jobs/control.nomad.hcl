@@ -1,0 +1,150 @@
+# The control API (control/main.ts) as a Nomad service job. See docs/nomad.md.
+#
+#   nomad job run -var 'image=registry.example.com/agent-platform:1.0.0' nomad-jobs/control.nomad.hcl
+#
+# Before the first run, write the Variable nomad/jobs/platform-control (namespace
+# "platform") with DATABASE_URL, REDIS_URL, MASTER_KEY, NOMAD_TOKEN and CONSUL_HTTP_TOKEN:
+# the template below blocks until it exists. Secrets never sit in the job's env, where
+# anyone who can read the job would see them.
+
+variable "image" {
+  type        = string
+  description = "An image with this repository and its node_modules (npm ci), running Node >= 20.19."
+}
+
+variable "datacenters" {
+  type    = list(string)
+  default = ["dc1"]
+}
+
+variable "agents_namespace" {
+  type        = string
+  default     = "agents"
+  description = "The Nomad namespace the control API submits agent jobs to (the ACL policy in control-acl-policy.hcl names it)."
+}
+
+variable "agent_domain" {
+  type    = string
+  default = "agents.example.com"
+}
+
+job "platform-control" {
+  # The platform's own jobs live apart from the agents' jobs: the control API's token has
+  # no capability here, and agents' workload identities see nothing of this namespace.
+  namespace   = "platform"
+  type        = "service"
+  datacenters = var.datacenters
+
+  group "control" {
+    # One copy only. The reconciler (control/services/reconciler.ts) has no cross-instance
+    # lock yet (DESIGN.md §9 plans a Postgres advisory lock): two copies would both adopt,
+    # restart and rebuild the edge projection, racing each other. Raise this once the
+    # loops take the lock; the HTTP API itself is stateless.
+    count = 1
+
+    network {
+      port "http" {
+        to = 7070
+      }
+    }
+
+    # Without canaries, a rolling update stops the old allocation before it starts the
+    # new one, so two reconcilers never overlap; the API is down for one start.
+    update {
+      max_parallel      = 1
+      health_check      = "checks"
+      min_healthy_time  = "10s"
+      healthy_deadline  = "3m"
+      progress_deadline = "10m"
+      auto_revert       = true
+    }
+
+    restart {
+      attempts = 3
+      interval = "5m"
+      delay    = "15s"
+      mode     = "delay"
+    }
+
+    # Consul drops the instance from service discovery before the task gets SIGTERM, and
+    # control/main.ts finishes in-flight requests within 10 s of it.
+    shutdown_delay = "5s"
+
+    service {
+      name     = "platform-control"
+      provider = "consul"
+      port     = "http"
+      tags     = ["platform", "control-api"]
+
+      # GET /healthz answers 200 only when Postgres and Redis both answer.
+      check {
+        name     = "control API healthz"
+        type     = "http"
+        path     = "/healthz"
+        interval = "10s"
+        timeout  = "2s"
+
+        check_restart {
+          limit = 3
+          grace = "60s"
+        }
+      }
+    }
+
+    task "control" {
+      driver = "docker"
+
+      config {
+        image      = var.image
+        ports      = ["http"]
+        command    = "node"
+        args       = ["--import", "tsx", "control/main.ts"]
+        init       = true
+        pids_limit = 512
+        cap_drop   = ["ALL"]
+        security_opt = ["no-new-privileges"]
+      }
+
+      # Only settings that are not secret. Nomad sets NOMAD_NAMESPACE and NOMAD_REGION
+      # in every task to the task's own job (here "platform"), so the agents' namespace
+      # is set explicitly.
+      env {
+        ORCHESTRATOR     = "nomad"
+        CONTROL_HOST     = "0.0.0.0"
+        CONTROL_PORT     = "7070"
+        NOMAD_ADDR       = "http://${attr.unique.network.ip-address}:4646"
+        NOMAD_NAMESPACE  = var.agents_namespace
+        CONSUL_HTTP_ADDR = "http://${attr.unique.network.ip-address}:8500"
+        AGENT_DOMAIN     = var.agent_domain
+        AGENT_URL_SCHEME = "https"
+        AGENT_URL_PORT   = "none"
+        LOG_LEVEL        = "info"
+      }
+
+      # Secrets from the Variable this job's workload identity may read (its own path),
+      # written to secrets/ (never in the image, never in the job) and read as env.
+      template {
+        data        = <<-EOT
+          {{ with nomadVar "nomad/jobs/platform-control" -}}
+          DATABASE_URL={{ .DATABASE_URL | toJSON }}
+          REDIS_URL={{ .REDIS_URL | toJSON }}
+          MASTER_KEY={{ .MASTER_KEY | toJSON }}
+          NOMAD_TOKEN={{ .NOMAD_TOKEN | toJSON }}
+          CONSUL_HTTP_TOKEN={{ .CONSUL_HTTP_TOKEN | toJSON }}
+          {{- end }}
+        EOT
+        destination = "secrets/control.env"
+        env         = true
+        # A rotated token or password takes effect by restarting the task.
+        change_mode = "restart"
+      }
+
+      resources {
+        cpu    = 500
+        memory = 512
+      }
+
+      kill_timeout = "15s"
+    }
+  }
+}

@@ -1,0 +1,366 @@
+# Envoy, the agent edge, as a Nomad system job: one copy on every edge node. See
+# docs/nomad.md ("Envoy placement") and envoy/README.md.
+#
+#   nomad job run nomad-jobs/envoy.nomad.hcl
+#
+# The template below IS envoy/envoy.yaml, except the endpoints of cluster "authz", which
+# come from Consul. test/nomad-jobs-hcl.test.ts renders it and compares it with
+# envoy/envoy.yaml, so a change to one that is not made to the other fails the tests.
+
+variable "datacenters" {
+  type    = list(string)
+  default = ["dc1"]
+}
+
+variable "envoy_image" {
+  type        = string
+  default     = "envoyproxy/envoy:v1.31-latest"
+  description = "Envoy 1.27 or later (original_dst_lb_config.metadata_key); pin a digest in production."
+}
+
+job "platform-edge" {
+  namespace   = "platform"
+  type        = "system"
+  datacenters = var.datacenters
+
+  # Edge nodes are the Nomad clients whose agent configuration says node_class = "edge"
+  # (client { node_class = "edge" }): the ones a load balancer or public address sends
+  # agent URLs to. Nothing else runs Envoy, and agents never land there by this job.
+  constraint {
+    attribute = "${node.class}"
+    value     = "edge"
+  }
+
+  group "edge" {
+    network {
+      # Envoy listens on the host's 0.0.0.0:7080 (network_mode "host" below); reserving the
+      # port keeps Nomad from placing anything else on it.
+      port "edge" {
+        static = 7080
+      }
+    }
+
+    update {
+      max_parallel     = 1
+      min_healthy_time = "10s"
+      healthy_deadline = "2m"
+      auto_revert      = true
+    }
+
+    restart {
+      attempts = 5
+      interval = "5m"
+      delay    = "5s"
+      mode     = "delay"
+    }
+
+    # The load balancer's health check (TCP 7080) sees the node go before Envoy stops.
+    shutdown_delay = "10s"
+
+    service {
+      name     = "platform-edge"
+      provider = "consul"
+      port     = "edge"
+      tags     = ["platform", "edge"]
+
+      check {
+        name     = "edge listener"
+        type     = "tcp"
+        interval = "10s"
+        timeout  = "2s"
+      }
+    }
+
+    task "envoy" {
+      driver = "docker"
+
+      config {
+        image = var.envoy_image
+        # Host networking: callers' addresses reach Envoy unchanged (authz rate-limits per
+        # client address), and the admin port stays on the host's 127.0.0.1.
+        network_mode = "host"
+        args         = ["-c", "/local/envoy.yaml", "--log-level", "warn"]
+        pids_limit   = 2048
+        cap_drop     = ["ALL"]
+        # The image's entrypoint drops from root to the envoy user with su-exec.
+        cap_add      = ["SETUID", "SETGID"]
+        security_opt = ["no-new-privileges"]
+      }
+
+      template {
+        destination = "local/envoy.yaml"
+        # Envoy reads its bootstrap once: a changed authz instance set restarts it. The
+        # splay keeps edge nodes from restarting together, so the load balancer always
+        # has live nodes; wait batches a rolling update of authz into one restart.
+        change_mode = "restart"
+        splay       = "30s"
+        wait {
+          min = "5s"
+          max = "30s"
+        }
+        data = <<EOT
+# The production edge of the agent platform: every request to an agent URL
+# (http://<slug>.<agent domain>:7080) passes here. See envoy/README.md and DESIGN.md §4.
+#
+#   caller ──► listener 0.0.0.0:7080 ──► ext_authz (gRPC) ──► cluster authz 127.0.0.1:7091
+#                                      └► router ──► cluster agents (ORIGINAL_DST: the replica
+#                                                    authz chose, from dynamic metadata)
+#
+# Static bootstrap: nothing here changes per agent. Which hostnames exist, who may call,
+# the rate limits and the replica to use are all answered by authz, per request, from Redis.
+# test/envoy-config.test.ts checks this file against Envoy's v3 protos (unknown fields,
+# every @type, protoc-gen-validate rules) and the choices below.
+
+admin:
+  # Admin can drain listeners and dump config: never reachable from outside the host.
+  address:
+    socket_address: { address: 127.0.0.1, port_value: 9901 }
+
+# Envoy's edge best practice: cap downstream connections across all listeners, so a
+# connection flood hits a limit instead of memory.
+overload_manager:
+  resource_monitors:
+    - name: envoy.resource_monitors.global_downstream_max_connections
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig
+        max_active_downstream_connections: 50000
+
+static_resources:
+  listeners:
+    # The agent edge port. Agent URLs are http://<slug>.<agent domain>:7080 unless a load
+    # balancer in front maps 80/443 onto it.
+    - name: agent_edge
+      address:
+        socket_address: { address: 0.0.0.0, port_value: 7080 }
+      # Edge best practice: bound what one slow connection can make Envoy buffer.
+      per_connection_buffer_limit_bytes: 32768
+      filter_chains:
+        - filters:
+            - name: envoy.filters.network.http_connection_manager
+              typed_config:
+                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+                stat_prefix: agent_edge
+                codec_type: AUTO
+
+                # Client address. authz counts the per-caller limit against the Check's
+                # source.address, which Envoy fills with the TCP peer of the downstream
+                # connection (never from X-Forwarded-For). With use_remote_address and 0
+                # trusted hops, Envoy also ignores any X-Forwarded-For the client sent when
+                # deciding the client address, and writes that peer into
+                # x-envoy-external-address for external (non-RFC 1918) callers.
+                #
+                # Behind a trusted load balancer (one that appends the real client to
+                # X-Forwarded-For), set xff_num_trusted_hops to the number of such proxies
+                # (usually 1) and switch authz to read x-envoy-external-address (see
+                # README "Client address"); source.address would otherwise be the load
+                # balancer for every caller. Never raise it when clients connect directly:
+                # they could then choose their own address with an X-Forwarded-For header.
+                use_remote_address: true
+                xff_num_trusted_hops: 0
+
+                # Edge best practices (Envoy docs, "Configuring Envoy as an edge proxy").
+                normalize_path: true
+                merge_slashes: true
+                request_headers_timeout: 10s
+                # Long enough for an agent that thinks before its next token; a stream with
+                # no bytes in either direction for this long is dead.
+                stream_idle_timeout: 300s
+                common_http_protocol_options:
+                  idle_timeout: 3600s
+                  headers_with_underscores_action: REJECT_REQUEST
+                http2_protocol_options:
+                  max_concurrent_streams: 100
+                  initial_stream_window_size: 65536
+                  initial_connection_window_size: 1048576
+
+                access_log:
+                  - name: envoy.access_loggers.stdout
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.access_loggers.stream.v3.StdoutAccessLog
+                      log_format:
+                        # One JSON object per request. Never log authorization (authz
+                        # removes it before the router anyway).
+                        json_format:
+                          time: "%START_TIME%"
+                          request_id: "%REQ(X-REQUEST-ID)%"
+                          client: "%DOWNSTREAM_REMOTE_ADDRESS_WITHOUT_PORT%"
+                          authority: "%REQ(:AUTHORITY)%"
+                          method: "%REQ(:METHOD)%"
+                          path: "%REQ(X-ENVOY-ORIGINAL-PATH?:PATH)%"
+                          status: "%RESPONSE_CODE%"
+                          response_flags: "%RESPONSE_FLAGS%"
+                          duration_ms: "%DURATION%"
+                          bytes_received: "%BYTES_RECEIVED%"
+                          bytes_sent: "%BYTES_SENT%"
+                          upstream_host: "%UPSTREAM_HOST%"
+                          agent_id: "%REQ(X-AGENT-ID)%"
+
+                # Envoy's own failures on the way to a replica become SPEC.md's plain-text
+                # edge responses. Mappers match on response flags, never on status codes:
+                # authz's denials (401/404/429/503 with their own bodies) are local replies
+                # too, but carry none of these flags, so they pass untouched. For the same
+                # reason there is no global body_format.
+                local_reply_config:
+                  mappers:
+                    # UF: connect failed (nothing listens on deploy.port); URX: retries or
+                    # connect attempts exhausted; UC/UR: the replica closed or reset the
+                    # stream before answering (it crashed). SPEC: 502.
+                    - filter:
+                        response_flag_filter: { flags: [UF, URX, UC, UR] }
+                      status_code: 502
+                      body: { inline_string: "bad gateway: the agent is not reachable\n" }
+                    # UH: no host to send to. authz always names a replica when it allows,
+                    # so this means no destination reached the ORIGINAL_DST cluster. SPEC: 503.
+                    - filter:
+                        response_flag_filter: { flags: [UH] }
+                      status_code: 503
+                      body: { inline_string: "service unavailable: the agent has no running replica\n" }
+                    # UO: a circuit breaker below overflowed; say so in plain text.
+                    - filter:
+                        response_flag_filter: { flags: [UO] }
+                      status_code: 503
+                      body: { inline_string: "service unavailable: the edge is overloaded, retry later\n" }
+
+                route_config:
+                  name: agent_routes
+                  virtual_hosts:
+                    # One catch-all virtual host: every hostname, known or not, reaches
+                    # authz, which answers 404 for a hostname no agent has. Routing by
+                    # hostname here would need a config change per agent.
+                    - name: agents
+                      domains: ["*"]
+                      routes:
+                        - match: { prefix: "/" }
+                          route:
+                            cluster: agents
+                            # An LLM call with tool use can run for minutes. The timeout
+                            # counts from the end of the request to the end of the
+                            # response; bodies stream both ways (no buffering filter).
+                            timeout: 300s
+                            # A response that stops producing bytes for 2 minutes is cut.
+                            idle_timeout: 120s
+
+                http_filters:
+                  - name: envoy.filters.http.ext_authz
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz
+                      grpc_service:
+                        envoy_grpc: { cluster_name: authz }
+                        # authz answers with one Redis round trip (~1 ms). 250 ms leaves room
+                        # for a GC pause and still fails fast when Redis hangs: the caller
+                        # gets 503 in a quarter second instead of waiting.
+                        timeout: 0.25s
+                      transport_api_version: V3
+                      # Fail closed: authz unreachable, slow or erroring → 503, never allow.
+                      failure_mode_allow: false
+                      status_on_error: { code: ServiceUnavailable }
+                      # Only what authz reads. The hostname, method, path and client address
+                      # are attributes of every CheckRequest whatever this list says, so no
+                      # host/:authority here. authorization carries the access key;
+                      # x-envoy-external-address carries the client address when Envoy is
+                      # behind trusted proxies (xff_num_trusted_hops > 0). Nothing else a
+                      # client sends (cookies, bodies, other headers) goes to authz.
+                      allowed_headers:
+                        patterns:
+                          - exact: authorization
+                          - exact: x-envoy-external-address
+                      include_peer_certificate: false
+                      # The route is the same for every request (one cluster); the
+                      # destination travels as dynamic metadata, not through routing.
+                      clear_route_cache: false
+                  - name: envoy.filters.http.router
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+
+  clusters:
+    # Every agent replica, whatever agent it belongs to. ORIGINAL_DST makes the host per
+    # request from ext_authz's dynamic metadata: namespace envoy.filters.http.ext_authz,
+    # key upstream, value "ip:port" (Envoy ≥ 1.27). Clients cannot write dynamic metadata,
+    # and use_http_header is off, so x-envoy-original-dst-host is ignored: no client can
+    # pick a destination. Without the metadata there is no host (the listener does not
+    # restore original destinations), which is UH → 503 above.
+    - name: agents
+      type: ORIGINAL_DST
+      lb_policy: CLUSTER_PROVIDED
+      original_dst_lb_config:
+        use_http_header: false
+        metadata_key:
+          key: envoy.filters.http.ext_authz
+          path:
+            - key: upstream
+      # Replicas are on the same network; a refused connection fails at once, and a dead
+      # address gives up after 2 s → UF → 502.
+      connect_timeout: 2s
+      # Hosts unused for this long are dropped, so stopped replicas do not linger.
+      cleanup_interval: 10s
+      per_connection_buffer_limit_bytes: 32768
+      # One cluster serves every agent, so the defaults (1024 connections, pending and
+      # active requests; 3 retries) would cap the whole platform. Per-agent fairness is
+      # authz's rate limits, not this.
+      circuit_breakers:
+        thresholds:
+          - priority: DEFAULT
+            max_connections: 100000
+            max_pending_requests: 100000
+            max_requests: 100000
+            max_retries: 10000
+      typed_extension_protocol_options:
+        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+          # Runtime contract v1 serves HTTP/1.1. Close idle keep-alive connections before a
+          # replica's own server would, to avoid racing its close.
+          common_http_protocol_options:
+            idle_timeout: 4s
+          explicit_http_config:
+            http_protocol_options: {}
+
+    # authz, the gRPC ext_authz service: every passing instance of the Consul service
+    # "authz" (nomad-jobs/authz.nomad.hcl), rendered by Nomad's template. None passing
+    # renders no endpoint, so every Check fails and Envoy answers 503 (fail closed).
+    - name: authz
+      type: STATIC
+      connect_timeout: 0.25s
+      load_assignment:
+        cluster_name: authz
+        endpoints:
+          - lb_endpoints:{{ range service "authz" }}
+              - endpoint:
+                  address:
+                    socket_address: { address: "{{ .Address }}", port_value: {{ .Port }} }{{ else }} []{{ end }}
+      # gRPC needs HTTP/2.
+      typed_extension_protocol_options:
+        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+          explicit_http_config:
+            http2_protocol_options:
+              connection_keepalive: { interval: 30s, timeout: 5s }
+      # Every edge request is one Check: the default 1024 concurrent requests would turn a
+      # busy minute into status_on_error 503s.
+      circuit_breakers:
+        thresholds:
+          - priority: DEFAULT
+            max_connections: 1024
+            max_pending_requests: 100000
+            max_requests: 100000
+      # The standard gRPC health service authz serves. With a single host Envoy keeps
+      # sending Checks even while it is unhealthy (panic mode), so this is for visibility
+      # (/clusters on the admin port), never a way to fail open.
+      health_checks:
+        - timeout: 1s
+          interval: 5s
+          unhealthy_threshold: 2
+          healthy_threshold: 1
+          grpc_health_check: {}
+EOT
+      }
+
+      resources {
+        cpu    = 2000
+        memory = 512
+      }
+
+      # Time for in-flight requests to finish before SIGKILL.
+      kill_timeout = "30s"
+    }
+  }
+}

@@ -1,0 +1,357 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { parse as parseHcl } from '@cdktf/hcl2json';
+import { pino } from 'pino';
+import { parse as parseYaml } from 'yaml';
+import { loadAuthzConfig } from '../authz/config.js';
+import { systemClock } from '../control/clock.js';
+import { ConfigError, loadConfig } from '../control/config.js';
+import { createApp } from '../control/http/app.js';
+import { loadEnvoyRoot } from '../proto/load.js';
+import { connectTestRedis, startTestAuthz } from './support/edge-authz.js';
+import { EnvoySchema } from './support/envoy-schema.js';
+import {
+  CONSUL_ACL_RULES_FILE,
+  NOMAD_ACL_POLICY_FILE,
+  NOMAD_JOB_FILE,
+  checkHcl,
+  type BlockSpec,
+  type SpecIssue,
+} from './support/nomad-spec.js';
+
+/**
+ * nomad-jobs/ as Nomad would read it, without Nomad: every file parses as HCL, names only
+ * what Nomad's job specification (or ACL policy syntax) has, passes the settings its
+ * program actually reads, and the Envoy template is envoy/envoy.yaml but for the authz
+ * endpoints.
+ */
+
+const JOBS_DIR = new URL('../nomad-jobs/', import.meta.url);
+const ENVOY_YAML = new URL('../envoy/envoy.yaml', import.meta.url);
+
+/**
+ * The Nomad driver's settings (names fixed across the team), which control/config.ts reads
+ * only once the driver lands (ORCHESTRATOR=nomad accepted). Until then the control job may
+ * name them without loadConfig reading them; from the moment loadConfig accepts
+ * ORCHESTRATOR=nomad this exemption ends by itself, and every one of them must be read.
+ */
+const PENDING_DRIVER_SETTINGS = [
+  'NOMAD_ADDR', 'NOMAD_TOKEN', 'NOMAD_NAMESPACE', 'NOMAD_REGION', 'NOMAD_DATACENTERS', 'NOMAD_CACERT',
+  'NOMAD_CLIENT_CERT', 'NOMAD_CLIENT_KEY', 'NOMAD_SKIP_VERIFY', 'CONSUL_HTTP_ADDR', 'CONSUL_HTTP_TOKEN',
+  'CONSUL_CACERT', 'CONSUL_CLIENT_CERT', 'CONSUL_CLIENT_KEY', 'NOMAD_MHZ_PER_VCPU', 'NOMAD_POLL_INTERVAL_MS',
+];
+
+/** Settings that must never be plain job env: anyone who can read the job would read them. */
+const SECRET_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'MASTER_KEY', 'NOMAD_TOKEN', 'CONSUL_HTTP_TOKEN'];
+
+type Body = Record<string, any>;
+
+const hclFiles = () => readdirSync(JOBS_DIR).filter((name) => name.endsWith('.hcl')).sort();
+const readText = (name: string) => readFileSync(new URL(name, JOBS_DIR), 'utf8');
+const parseFile = (name: string, text = readText(name)) => parseHcl(name, text) as Promise<Body>;
+
+function specFor(name: string): BlockSpec {
+  if (name.endsWith('.nomad.hcl')) return NOMAD_JOB_FILE;
+  if (name.endsWith('-acl-policy.hcl')) return NOMAD_ACL_POLICY_FILE;
+  if (name.endsWith('-consul-policy.hcl')) return CONSUL_ACL_RULES_FILE;
+  throw new Error(`${name}: unknown kind of HCL file (expected *.nomad.hcl, *-acl-policy.hcl or *-consul-policy.hcl)`);
+}
+
+const describeIssues = (issues: SpecIssue[]) => issues.map((issue) => `  ${issue.path}: ${issue.message}`).join('\n');
+
+/** The only labelled block `name` in `body`, with its label. */
+function only(body: Body, name: string): { label: string; body: Body } {
+  const labelled = body[name] as Record<string, Body[]> | undefined;
+  assert.ok(labelled, `no ${name} block`);
+  const labels = Object.keys(labelled);
+  assert.equal(labels.length, 1, `expected one ${name} block, got ${labels.join(', ')}`);
+  const label = labels[0]!;
+  return { label, body: labelled[label]![0]! };
+}
+
+interface ParsedJob {
+  id: string;
+  job: Body;
+  group: Body;
+  task: Body;
+}
+
+async function readJob(file: string): Promise<ParsedJob> {
+  const { label: id, body: job } = only(await parseFile(file), 'job');
+  const group = only(job, 'group').body;
+  return { id, job, group, task: only(group, 'task').body };
+}
+
+/** The container port (`to`) of the group's port labelled `label`. */
+function portTo(group: Body, label: string): number {
+  const port = (group.network[0].port as Record<string, Body[] | undefined>)[label]?.[0];
+  assert.ok(port, `no port "${label}" in the group's network`);
+  return port.to;
+}
+
+/** Names a task gets as environment variables: its env block and every template with env = true. */
+function envNames(task: Body): { plain: string[]; templated: string[] } {
+  const plain = Object.keys(task.env?.[0] ?? {});
+  const templated = ((task.template ?? []) as Body[])
+    .filter((template) => template.env === true)
+    .flatMap((template) => [...String(template.data).matchAll(/^\s*([A-Za-z_][A-Za-z0-9_]*)=/gm)].map((match) => match[1]!));
+  return { plain, templated };
+}
+
+/** Every environment variable name `load` reads, found by handing it an env that records reads. */
+function settingsReadBy(load: (env: Record<string, string | undefined>) => unknown, base: Record<string, string>) {
+  const read = new Set<string>();
+  const env = new Proxy({ ...base } as Record<string, string | undefined>, {
+    get(target, name) {
+      if (typeof name === 'string') read.add(name);
+      return typeof name === 'string' ? target[name] : undefined;
+    },
+  });
+  let problems: string[] = [];
+  try {
+    load(env);
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    problems = error.problems;
+  }
+  return { read, problems };
+}
+
+interface ConsulInstance {
+  Address: string;
+  Port: number;
+}
+
+/**
+ * Renders the one consul-template construct the Envoy template uses,
+ * `{{ range service "authz" }}…{{ .Address }}…{{ .Port }}…{{ else }}…{{ end }}`, with the
+ * given passing instances. Any other action throws, so the template cannot grow one this
+ * test would not render.
+ */
+function renderEnvoyTemplate(template: string, instances: ConsulInstance[]): string {
+  const range = /\{\{ range service "authz" \}\}([\s\S]*?)\{\{ else \}\}([\s\S]*?)\{\{ end \}\}/;
+  const match = range.exec(template);
+  assert.ok(match, 'the template ranges over service "authz" with an else branch');
+  const [, body = '', empty = ''] = match;
+  const each = (instance: ConsulInstance) =>
+    body.replace(/\{\{ \.(Address|Port) \}\}/g, (_, field: 'Address' | 'Port') => String(instance[field]));
+  const rendered = template.replace(range, instances.length > 0 ? instances.map(each).join('') : empty);
+  assert.ok(!rendered.includes('{{'), `the template has an action this test does not render: ${rendered.slice(rendered.indexOf('{{'), rendered.indexOf('{{') + 60)}`);
+  return rendered;
+}
+
+/** envoy/envoy.yaml as parsed, with cluster authz's endpoints set to `instances`. */
+function envoyYamlWithAuthz(instances: ConsulInstance[]): Body {
+  const config = parseYaml(readFileSync(ENVOY_YAML, 'utf8')) as Body;
+  const authz = (config.static_resources.clusters as Body[]).find((cluster) => cluster.name === 'authz');
+  assert.ok(authz, 'envoy.yaml has cluster authz');
+  authz.load_assignment.endpoints[0].lb_endpoints = instances.map((instance) => ({
+    endpoint: { address: { socket_address: { address: instance.Address, port_value: instance.Port } } },
+  }));
+  return config;
+}
+
+const AUTHZ_INSTANCES: ConsulInstance[] = [
+  { Address: '10.0.3.11', Port: 27181 },
+  { Address: '10.0.3.12', Port: 21904 },
+];
+
+describe('nomad-jobs/*.hcl', function () {
+  it('holds the platform jobs and the control API\'s ACL policies', function () {
+    for (const file of ['control.nomad.hcl', 'authz.nomad.hcl', 'envoy.nomad.hcl', 'control-acl-policy.hcl', 'control-consul-policy.hcl']) {
+      assert.ok(hclFiles().includes(file), `nomad-jobs/${file} is missing`);
+    }
+  });
+
+  it('every file parses as HCL and names only blocks and attributes Nomad (or Consul) has', async function () {
+    for (const file of hclFiles()) {
+      const issues = checkHcl(specFor(file), await parseFile(file));
+      assert.deepEqual(issues, [], `nomad-jobs/${file}:\n${describeIssues(issues)}`);
+    }
+  });
+
+  describe('the checker can fail', function () {
+    it('rejects a misspelled attribute, an attribute written as a block, an unknown docker option and an unknown capability', async function () {
+      const control = readText('control.nomad.hcl');
+      const cases: [string, string, string, string][] = [
+        ['control.nomad.hcl', 'healthy_deadline  =', 'healthy_dedline  =', 'unknown attribute "healthy_dedline"'],
+        ['control.nomad.hcl', 'pids_limit = 512', 'pid_limit = 512', 'unknown attribute "pid_limit"'],
+        ['control.nomad.hcl', 'count = 1', 'count {\n  n = 1\n}', '"count" is an attribute'],
+        ['control-acl-policy.hcl', '"scale-job",', '"scale-jobs",', '"scale-jobs" is not one of'],
+        ['control-consul-policy.hcl', 'policy = "read"', 'policy = "reed"', '"reed" is not one of'],
+      ];
+      for (const [file, from, to, expected] of cases) {
+        const text = file === 'control.nomad.hcl' ? control : readText(file);
+        assert.ok(text.includes(from), `${file} contains ${from}`);
+        const issues = checkHcl(specFor(file), await parseFile(file, text.replace(from, to)));
+        assert.ok(issues.some((issue) => issue.message.includes(expected)), `${file} with "${to}": expected an issue "${expected}", got:\n${describeIssues(issues)}`);
+      }
+    });
+
+    it('rejects HCL that does not parse', async function () {
+      await assert.rejects(parseFile('control.nomad.hcl', readText('control.nomad.hcl').replace('count = 1', 'count = ')));
+    });
+  });
+
+  describe('control.nomad.hcl', function () {
+    let control: ParsedJob;
+    before(async function () {
+      control = await readJob('control.nomad.hcl');
+    });
+
+    it('passes only settings loadConfig reads (the Nomad driver\'s, once it lands)', function () {
+      const { read, problems } = settingsReadBy(loadConfig, { ORCHESTRATOR: 'nomad' });
+      const driverLanded = !problems.some((problem) => problem.startsWith('ORCHESTRATOR:'));
+      const { plain, templated } = envNames(control.task);
+      for (const name of [...plain, ...templated]) {
+        const pending = !driverLanded && PENDING_DRIVER_SETTINGS.includes(name);
+        assert.ok(read.has(name) || pending, `${name} is passed to the control API but loadConfig does not read it (renamed or misspelled?)`);
+      }
+      assert.equal(control.task.env[0].ORCHESTRATOR, 'nomad');
+    });
+
+    it('gets its secrets from the Variable nomad/jobs/platform-control through an env template, never plain env', function () {
+      const { plain, templated } = envNames(control.task);
+      for (const secret of SECRET_SETTINGS) {
+        assert.ok(!plain.includes(secret), `${secret} is plain job env`);
+        assert.ok(templated.includes(secret), `${secret} does not come from the template`);
+      }
+      const template = (control.task.template as Body[]).find((t) => t.env === true)!;
+      assert.match(template.data, /\{\{ with nomadVar "nomad\/jobs\/platform-control" -?\}\}/);
+      assert.match(template.destination, /^secrets\//);
+      // A job's workload identity reads nomad/jobs/<job id> without any policy.
+      assert.equal(control.id, 'platform-control');
+    });
+
+    it('runs one copy (the reconciler has no cross-instance lock) and checks /healthz, which the control API serves', async function () {
+      assert.equal(control.group.count, 1);
+      const service = (control.group.service as Body[])[0]!;
+      const check = (service.check as Body[])[0]!;
+      assert.equal(check.type, 'http');
+      const port = portTo(control.group, service.port);
+      assert.equal(String(port), control.task.env[0].CONTROL_PORT);
+
+      let healthy = true;
+      const app = createApp({
+        routes: [],
+        authenticate: async () => {
+          throw new Error('no route needs a principal here');
+        },
+        checkHealth: async () => {
+          if (!healthy) throw new Error('Postgres is down');
+        },
+        logger: pino({ level: 'silent' }),
+        trustProxy: false,
+      });
+      const server = await listen(createServer(app.callback()));
+      try {
+        const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}${check.path}`;
+        assert.equal((await fetch(url)).status, 200);
+        healthy = false;
+        assert.notEqual((await fetch(url)).status, 200, 'the check path must fail when a dependency is down');
+      } finally {
+        server.close();
+      }
+    });
+  });
+
+  describe('authz.nomad.hcl', function () {
+    let authz: ParsedJob;
+    before(async function () {
+      authz = await readJob('authz.nomad.hcl');
+    });
+
+    it('runs several copies as the Consul service authz, with settings loadAuthzConfig reads and REDIS_URL from a Variable', function () {
+      assert.ok(authz.group.count >= 2, 'more than one authz');
+      assert.ok((authz.group.service as Body[]).some((s) => s.name === 'authz' && s.provider === 'consul'));
+      const read = new Set<string>();
+      const env = new Proxy({} as Record<string, string | undefined>, { get: (_, name) => (typeof name === 'string' && read.add(name), undefined) });
+      assert.throws(() => loadAuthzConfig(env));
+      const { plain, templated } = envNames(authz.task);
+      for (const name of [...plain, ...templated]) assert.ok(read.has(name), `${name} is passed to authz but loadAuthzConfig does not read it`);
+      assert.ok(!plain.includes('REDIS_URL') && templated.includes('REDIS_URL'));
+      const portOf = (service: string) => portTo(authz.group, (authz.group.service as Body[]).find((s) => s.name === service)!.port);
+      assert.equal(String(portOf('authz')), authz.task.env[0].AUTHZ_GRPC_PORT);
+      assert.equal(String(portOf('authz-metrics')), authz.task.env[0].AUTHZ_METRICS_PORT);
+    });
+
+    it('health-checks the gRPC service name authz serves: a real authz answers SERVING for it', async function () {
+      const service = (authz.group.service as Body[]).find((s) => s.name === 'authz')!;
+      const check = (service.check as Body[])[0]!;
+      assert.equal(check.type, 'grpc');
+      const redis = connectTestRedis();
+      const running = await startTestAuthz({ redis, clock: systemClock, agentDomain: 'nomad-jobs.test' });
+      try {
+        assert.deepEqual(await running.client.healthCheck(check.grpc_service), { status: 'SERVING' });
+      } finally {
+        await running.close();
+        redis.disconnect();
+      }
+    });
+  });
+
+  describe('envoy.nomad.hcl', function () {
+    let envoy: ParsedJob;
+    let template: string;
+    before(async function () {
+      envoy = await readJob('envoy.nomad.hcl');
+      template = (envoy.task.template as Body[]).find((t) => t.destination === 'local/envoy.yaml')!.data;
+    });
+
+    it('is a system job on edge nodes (node.class == "edge") with Envoy on the host network', function () {
+      assert.equal(envoy.job.type, 'system');
+      assert.deepEqual(envoy.job.constraint, [{ attribute: '${node.class}', value: 'edge' }]);
+      assert.equal(envoy.task.config[0].network_mode, 'host');
+      assert.ok(envoy.task.config[0].args.includes('/local/envoy.yaml'));
+    });
+
+    it('renders envoy/envoy.yaml exactly, with authz\'s endpoints from Consul', function () {
+      assert.ok(!/\$\{|%\{/.test(template), 'HCL would interpolate ${ or %{ inside the template');
+      for (const instances of [AUTHZ_INSTANCES, AUTHZ_INSTANCES.slice(0, 1), []]) {
+        const rendered = parseYaml(renderEnvoyTemplate(template, instances));
+        assert.deepEqual(rendered, envoyYamlWithAuthz(instances), `rendered with ${instances.length} authz instance(s)`);
+      }
+    });
+
+    it('renders a bootstrap Envoy accepts (v3 protos, no unknown field)', function () {
+      const schema = new EnvoySchema(loadEnvoyRoot());
+      const issues = schema.check('envoy.config.bootstrap.v3.Bootstrap', parseYaml(renderEnvoyTemplate(template, AUTHZ_INSTANCES)));
+      assert.deepEqual(issues, []);
+    });
+
+    it('notices drift: a template edited apart from envoy.yaml no longer matches', function () {
+      assert.ok(template.includes('timeout: 0.25s'));
+      const drifted = parseYaml(renderEnvoyTemplate(template.replace('timeout: 0.25s', 'timeout: 0.5s'), AUTHZ_INSTANCES));
+      assert.notDeepStrictEqual(drifted, envoyYamlWithAuthz(AUTHZ_INSTANCES));
+    });
+  });
+
+  describe('the control API\'s ACL policies', function () {
+    it('Nomad: capabilities only, in one namespace, variables only under nomad/jobs/agent-*', async function () {
+      const policy = await parseFile('control-acl-policy.hcl');
+      const namespaces = Object.entries(policy.namespace as Record<string, Body[]>);
+      assert.equal(namespaces.length, 1);
+      const [name, [rule]] = namespaces[0]! as [string, Body[]];
+      assert.ok(rule);
+      assert.notEqual(name, '*', 'never every namespace');
+      assert.equal(rule.policy, undefined, 'no coarse policy: it grants more than the driver uses');
+      assert.deepEqual([...rule.capabilities].sort(), ['list-jobs', 'read-job', 'read-logs', 'scale-job', 'submit-job']);
+      assert.deepEqual(Object.keys(rule.variables[0].path), ['nomad/jobs/agent-*']);
+      for (const other of ['node', 'agent', 'operator', 'quota', 'plugin', 'node_pool', 'host_volume']) assert.equal(policy[other], undefined, `no ${other} rule`);
+    });
+
+    it('Consul: read only', async function () {
+      const rules = await parseFile('control-consul-policy.hcl');
+      const dispositions = Object.values(rules).flatMap((byLabel) => Object.values(byLabel as Record<string, Body[]>).flatMap((bodies) => bodies.map((b) => b.policy)));
+      assert.ok(dispositions.length > 0);
+      assert.deepEqual([...new Set(dispositions)], ['read']);
+      assert.deepEqual(Object.keys(rules.service_prefix), ['agent-']);
+    });
+  });
+});
+
+function listen(server: Server): Promise<Server> {
+  return new Promise((resolve) => server.listen(0, '127.0.0.1', () => resolve(server)));
+}
