@@ -35,6 +35,14 @@ job "platform-control" {
   type        = "service"
   datacenters = var.datacenters
 
+  # Platform nodes only (client { node_class = "platform" }). Agent nodes run
+  # agent-client-firewall.sh, which refuses private addresses to everything on the docker
+  # bridge: control and authz there could not reach Postgres or Redis either.
+  constraint {
+    attribute = "${node.class}"
+    value     = "platform"
+  }
+
   group "control" {
     # One copy only. The reconciler (control/services/reconciler.ts) has no cross-instance
     # lock yet (DESIGN.md §9 plans a Postgres advisory lock): two copies would both adopt,

@@ -292,6 +292,13 @@ describe('nomad-jobs/*.hcl', function () {
     });
   });
 
+  it('control and authz run only on platform nodes, away from the agents\' firewalled bridge', async function () {
+    for (const file of ['control.nomad.hcl', 'authz.nomad.hcl']) {
+      const { job } = await readJob(file);
+      assert.deepEqual(job.constraint, [{ attribute: '${node.class}', value: 'platform' }], file);
+    }
+  });
+
   describe('envoy.nomad.hcl', function () {
     let envoy: ParsedJob;
     let template: string;
