@@ -56,8 +56,10 @@ job "platform-control" {
       }
     }
 
-    # Without canaries, a rolling update stops the old allocation before it starts the
-    # new one, so two reconcilers never overlap; the API is down for one start.
+    # No canary: a canary would run a second copy (and reconciler) for the whole
+    # deployment. An update stops the old allocation as it places the new one; they can
+    # overlap only while the old one shuts down (control/main.ts stops its reconciler
+    # within about 10 s of SIGTERM).
     update {
       max_parallel      = 1
       health_check      = "checks"
