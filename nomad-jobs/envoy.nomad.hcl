@@ -81,10 +81,17 @@ job "platform-edge" {
         network_mode = "host"
         args         = ["-c", "/local/envoy.yaml", "--log-level", "warn"]
         pids_limit   = 2048
+        # Port 7080 needs no privilege, so no capability at all.
         cap_drop     = ["ALL"]
-        # The image's entrypoint drops from root to the envoy user with su-exec.
-        cap_add      = ["SETUID", "SETGID"]
         security_opt = ["no-new-privileges"]
+      }
+
+      # The image's envoy user from the start. ENVOY_UID=0 makes the image's entrypoint
+      # exec Envoy as it is, instead of switching users itself (chown and su-exec, which
+      # need capabilities this task does not have).
+      user = "101:101"
+      env {
+        ENVOY_UID = "0"
       }
 
       template {
