@@ -40,11 +40,12 @@ job "platform-edge" {
       }
     }
 
+    # One edge node at a time, 30 s apart, so the load balancer always has the others.
+    # Only these two: before system-job deployments (recent Nomad releases), a system job's
+    # update block used max_parallel and stagger and nothing else.
     update {
-      max_parallel     = 1
-      min_healthy_time = "10s"
-      healthy_deadline = "2m"
-      auto_revert      = true
+      max_parallel = 1
+      stagger      = "30s"
     }
 
     restart {
