@@ -19,15 +19,18 @@
 #   - everything else, the internet, passes.
 #
 # Idempotent: it owns two chains (AGENT-EGRESS, AGENT-HOST), flushes and refills them, and
-# adds each jump only when it is missing. Run it at boot after Docker and Nomad have set up
-# their own rules (they insert theirs at the top of FORWARD when they start; under Docker
-# the jump goes into DOCKER-USER, the chain Docker leaves to the operator).
+# adds each jump only when it is missing. Docker and Nomad put their own ACCEPT rules at
+# the top of FORWARD when they start, so the egress jump goes where they leave room for
+# the operator: DOCKER-USER (Docker) and NOMAD-ADMIN (Nomad's CNI bridge, checked before
+# its accept rules), and FORWARD only when neither exists. Run it at boot after Docker and
+# Nomad have started, so those chains exist.
 #
 # Settings (environment):
 #   AGENT_BRIDGES         bridge interfaces agents are on      (default: "docker0 nomad")
 #   AGENT_FIREWALL_ALLOW  CIDRs agents may reach despite the rules below (default: none)
 #   AGENT_FIREWALL_DENY   more CIDRs to refuse                 (default: none)
-#   AGENT_FORWARD_CHAIN   chain to hook egress into: DOCKER-USER when it exists, else FORWARD
+#   AGENT_FORWARD_CHAINS  chains to hook egress into (default: those of DOCKER-USER and
+#                         NOMAD-ADMIN that exist, else FORWARD)
 #   IPTABLES              the iptables command                  (default: iptables)
 #
 # IPv4 only: docker and Nomad's bridge give containers no IPv6 unless configured to.
@@ -62,9 +65,12 @@ ensure_jump() {
   ipt -C "$chain" "$@" 2>/dev/null || ipt -I "$chain" 1 "$@"
 }
 
-FORWARD_CHAIN=${AGENT_FORWARD_CHAIN:-}
-if [[ -z $FORWARD_CHAIN ]]; then
-  if chain_exists DOCKER-USER; then FORWARD_CHAIN=DOCKER-USER; else FORWARD_CHAIN=FORWARD; fi
+read -r -a FORWARD_CHAINS <<<"${AGENT_FORWARD_CHAINS:-}"
+if [[ ${#FORWARD_CHAINS[@]} -eq 0 ]]; then
+  for chain in DOCKER-USER NOMAD-ADMIN; do
+    if chain_exists "$chain"; then FORWARD_CHAINS+=("$chain"); fi
+  done
+  if [[ ${#FORWARD_CHAINS[@]} -eq 0 ]]; then FORWARD_CHAINS=(FORWARD); fi
 fi
 
 # Egress from agents to other hosts.
@@ -85,8 +91,8 @@ ipt -A "$HOST" -p tcp -j REJECT --reject-with tcp-reset
 ipt -A "$HOST" -j REJECT --reject-with icmp-admin-prohibited
 
 for bridge in "${BRIDGES[@]}"; do
-  ensure_jump "$FORWARD_CHAIN" -i "$bridge" -j "$EGRESS"
+  for chain in "${FORWARD_CHAINS[@]}"; do ensure_jump "$chain" -i "$bridge" -j "$EGRESS"; done
   ensure_jump INPUT -i "$bridge" -j "$HOST"
 done
 
-echo "agent-client-firewall: agents on ${BRIDGES[*]} kept from the node, private ranges and 169.254.0.0/16 (egress via $FORWARD_CHAIN)"
+echo "agent-client-firewall: agents on ${BRIDGES[*]} kept from the node, private ranges and 169.254.0.0/16 (egress via ${FORWARD_CHAINS[*]})"

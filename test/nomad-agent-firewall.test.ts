@@ -149,6 +149,33 @@ describe('nomad-jobs/agent-client-firewall.sh', function () {
     assert.equal(await probe(ns.agent, INTERNET), 'connected');
   });
 
+  it('holds under Docker: hooked into DOCKER-USER, it still refuses when Docker\'s ACCEPT rules come first', async function () {
+    await inNs(ns.node, 'iptables', ['-N', 'DOCKER-USER']);
+    await inNs(ns.node, 'iptables', ['-A', 'FORWARD', '-j', 'DOCKER-USER']);
+    await applyFirewall();
+    // What Docker does when it (re)starts: its jump first, then accept all from the bridge.
+    await inNs(ns.node, 'iptables', ['-I', 'FORWARD', '2', '-i', AGENT_BRIDGE, '!', '-o', AGENT_BRIDGE, '-j', 'ACCEPT']);
+    await inNs(ns.node, 'iptables', ['-I', 'FORWARD', '1', '-j', 'DOCKER-USER']);
+    assert.match(await rules(), new RegExp(`-A DOCKER-USER -i ${AGENT_BRIDGE} -j AGENT-EGRESS`));
+    assert.equal(await probe(ns.agent, POSTGRES), 'refused');
+    assert.equal(await probe(ns.agent, METADATA), 'refused');
+    assert.equal(await probe(ns.agent, INTERNET), 'connected');
+  });
+
+  it('holds under Nomad\'s CNI bridge: hooked into NOMAD-ADMIN, checked before CNI-FORWARD accepts', async function () {
+    await inNs(ns.node, 'iptables', ['-N', 'NOMAD-ADMIN']);
+    await applyFirewall();
+    // What the CNI firewall plugin sets up: CNI-FORWARD first in FORWARD, the admin chain
+    // first in CNI-FORWARD, then an ACCEPT for the allocation's traffic.
+    await inNs(ns.node, 'iptables', ['-N', 'CNI-FORWARD']);
+    await inNs(ns.node, 'iptables', ['-A', 'CNI-FORWARD', '-j', 'NOMAD-ADMIN']);
+    await inNs(ns.node, 'iptables', ['-A', 'CNI-FORWARD', '-s', AGENT_REPLICA.host, '-j', 'ACCEPT']);
+    await inNs(ns.node, 'iptables', ['-I', 'FORWARD', '1', '-j', 'CNI-FORWARD']);
+    assert.equal(await probe(ns.agent, POSTGRES), 'refused');
+    assert.equal(await probe(ns.agent, METADATA), 'refused');
+    assert.equal(await probe(ns.agent, INTERNET), 'connected');
+  });
+
   it('refuses a malformed address with a clear message and changes nothing', async function () {
     await assert.rejects(applyFirewall({ AGENT_FIREWALL_DENY: 'db.internal' }), (error: { code: number; stderr: string }) => {
       assert.equal(error.code, 64);
