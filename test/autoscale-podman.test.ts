@@ -152,4 +152,16 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
     }
     assert.deepEqual(scaleLogs(id).map((line) => [line.from, line.to]), [[3, 2], [2, 1]]);
   });
+
+  it('leaves an auto-scaled agent its owner stopped (0 replicas) stopped', async () => {
+    const { token } = await control.signUp();
+    const created = await control.request('POST', '/agents', {
+      token,
+      body: { name: 'stopped', deploy: { replicas: 0, auto_scale: true, min_replicas: 1, max_replicas: 3 } },
+    });
+    expectStatus(created, 201);
+    await passesGo(3);
+    assert.equal(await desiredOf(created.body.id), 0);
+    assert.equal(await runningOf(created.body.id), 0);
+  });
 });
