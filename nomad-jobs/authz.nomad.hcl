@@ -27,6 +27,14 @@ job "platform-authz" {
   type        = "service"
   datacenters = var.datacenters
 
+  # Platform nodes only (client { node_class = "platform" }). Agent nodes run
+  # agent-client-firewall.sh, which refuses private addresses to everything on the docker
+  # bridge: control and authz there could not reach Postgres or Redis either.
+  constraint {
+    attribute = "${node.class}"
+    value     = "platform"
+  }
+
   group "authz" {
     # Every edge request is one Check; authz keeps no state (Redis holds it all), so any
     # copy answers any Check. Three survive losing a node during a rolling update.

@@ -35,6 +35,14 @@ job "platform-control" {
   type        = "service"
   datacenters = var.datacenters
 
+  # Platform nodes only (client { node_class = "platform" }). Agent nodes run
+  # agent-client-firewall.sh, which refuses private addresses to everything on the docker
+  # bridge: control and authz there could not reach Postgres or Redis either.
+  constraint {
+    attribute = "${node.class}"
+    value     = "platform"
+  }
+
   group "control" {
     # One copy only. The reconciler (control/services/reconciler.ts) has no cross-instance
     # lock yet (DESIGN.md §9 plans a Postgres advisory lock): two copies would both adopt,
@@ -48,8 +56,10 @@ job "platform-control" {
       }
     }
 
-    # Without canaries, a rolling update stops the old allocation before it starts the
-    # new one, so two reconcilers never overlap; the API is down for one start.
+    # No canary: a canary would run a second copy (and reconciler) for the whole
+    # deployment. An update stops the old allocation as it places the new one; they can
+    # overlap only while the old one shuts down (control/main.ts stops its reconciler
+    # within about 10 s of SIGTERM).
     update {
       max_parallel      = 1
       health_check      = "checks"

@@ -126,6 +126,32 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
     assert.ok(outs.length >= 1 && outs.every((line) => line.to <= 3 && line.reason === 'load'), JSON.stringify(outs));
   });
 
+  it('skips a scale-out the quota forbids entirely, logs it once, and scales out once the account has room', async () => {
+    const { token } = await control.signUp();
+    // Another agent holds 2 of the free plan's 3 replicas.
+    const { id: otherId } = await createRunningAgent(control, token, { deploy: { replicas: 2, resources: { cpu: 0.5, memory_mb: 128 } } });
+    const { id, agent } = await createRunningAgent(control, token, {
+      access: 'public',
+      rate_limit_rpm: 100_000,
+      deploy: { replicas: 1, auto_scale: true, min_replicas: 1, max_replicas: 5, resources: { cpu: 0.5, memory_mb: 128 } },
+    });
+    const traffic = startTraffic(new URL(agent.url).host);
+    try {
+      await waitFor('the skipped scale-out to be logged', async () => (quotaWarnings(id).length > 0 ? true : undefined), 60_000);
+      await passesGo(8);
+      assert.equal(await desiredOf(id), 1, 'not one replica more than the quota allows');
+      assert.equal(quotaWarnings(id).length, 1, 'logged once, not on every pass');
+      assert.deepEqual([quotaWarnings(id)[0]!.replicas, quotaWarnings(id)[0]!.requested], [1, 4]);
+      assert.deepEqual(scaleLogs(id), [], 'nothing was scaled');
+
+      // Room again: the scaler goes on from where it was held.
+      expectStatus(await control.request('POST', `/agents/${otherId}/scale`, { token, body: { direction: 'down', count: 2 } }), 200);
+      await waitFor('the scale-out now that there is room', async () => ((await desiredOf(id)) === 3 ? true : undefined), 60_000);
+    } finally {
+      await traffic.stop();
+    }
+  });
+
   it('lets an auto-scaled agent be scaled by hand within its bounds; the scaler resumes from there', async () => {
     const { token } = await control.signUp();
     const { id } = await createRunningAgent(control, token, {
@@ -151,5 +177,17 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
       await traffic.stop();
     }
     assert.deepEqual(scaleLogs(id).map((line) => [line.from, line.to]), [[3, 2], [2, 1]]);
+  });
+
+  it('leaves an auto-scaled agent its owner stopped (0 replicas) stopped', async () => {
+    const { token } = await control.signUp();
+    const created = await control.request('POST', '/agents', {
+      token,
+      body: { name: 'stopped', deploy: { replicas: 0, auto_scale: true, min_replicas: 1, max_replicas: 3 } },
+    });
+    expectStatus(created, 201);
+    await passesGo(3);
+    assert.equal(await desiredOf(created.body.id), 0);
+    assert.equal(await runningOf(created.body.id), 0);
   });
 });

@@ -247,6 +247,40 @@ describe('control API: plan quotas and account usage', () => {
       expectStatus(await scale(token, agent.id, 'up', 2), 200);
     });
 
+    it('holds the auto-scaler to the quota too, also racing manual scale-ups', async () => {
+      const { token, user } = await control.signUp();
+      const agent = await createAgent(control, token, { deploy: { replicas: 1, auto_scale: true, min_replicas: 1, max_replicas: 5 } });
+      const deployments = control.control.services.deployments;
+      const [scaled, ...manual] = await Promise.all([
+        deployments.autoscale(agent.id, 1, 5),
+        scale(token, agent.id, 'up', 1),
+        scale(token, agent.id, 'up', 1),
+        scale(token, agent.id, 'up', 1),
+      ]);
+      for (const response of manual) assert.ok([200, 403].includes(response.status), JSON.stringify(response.body));
+      assert.equal(await desiredOf(user.account_id), 3, `never past max_replicas: ${JSON.stringify(scaled)}`);
+      // Whichever came first, the account is now full: the scaler can add nothing.
+      await assert.rejects(deployments.autoscale(agent.id, 3, 4), (error: any) => error.code === 'QUOTA_EXCEEDED' && error.details.limit === 'max_replicas');
+      assert.equal(await desiredOf(user.account_id), 3);
+    });
+
+    it('lets the auto-scaler go as far as the quota allows, and names the limit that held it', async () => {
+      const { token, user } = await control.signUp();
+      const agent = await createAgent(control, token, { deploy: { replicas: 1, auto_scale: true, min_replicas: 1, max_replicas: 5 } });
+      const outcome = await control.control.services.deployments.autoscale(agent.id, 1, 5);
+      assert.deepEqual(outcome, { changed: true, previous: 1, current: 3, limitedBy: { limit: 'max_replicas', value: 3, requested: 5 } });
+      assert.equal(await desiredOf(user.account_id), 3);
+    });
+
+    it('leaves alone an agent that is not auto-scaled or no longer at the count the scaler saw', async () => {
+      const { token, user } = await control.signUp();
+      const fixed = await createAgent(control, token, { deploy: { replicas: 1 } });
+      assert.deepEqual(await control.control.services.deployments.autoscale(fixed.id, 1, 2), { changed: false });
+      const scaled = await createAgent(control, token, { deploy: { replicas: 1, auto_scale: true, max_replicas: 3 } });
+      assert.deepEqual(await control.control.services.deployments.autoscale(scaled.id, 2, 1), { changed: false });
+      assert.equal(await desiredOf(user.account_id), 2);
+    });
+
     it('scales an auto-scaled agent by hand only within min_replicas..max_replicas', async () => {
       const { token } = await control.signUp();
       const agent = await createAgent(control, token, { deploy: { replicas: 2, auto_scale: true, min_replicas: 1, max_replicas: 3 } });

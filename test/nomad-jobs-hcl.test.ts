@@ -292,6 +292,22 @@ describe('nomad-jobs/*.hcl', function () {
     });
   });
 
+  it('every platform task drops every capability and cannot gain privileges', async function () {
+    for (const file of ['control.nomad.hcl', 'authz.nomad.hcl', 'envoy.nomad.hcl']) {
+      const [config] = (await readJob(file)).task.config as Body[];
+      assert.deepEqual(config!.cap_drop, ['ALL'], file);
+      assert.equal(config!.cap_add, undefined, file);
+      assert.deepEqual(config!.security_opt, ['no-new-privileges'], file);
+    }
+  });
+
+  it('control and authz run only on platform nodes, away from the agents\' firewalled bridge', async function () {
+    for (const file of ['control.nomad.hcl', 'authz.nomad.hcl']) {
+      const { job } = await readJob(file);
+      assert.deepEqual(job.constraint, [{ attribute: '${node.class}', value: 'platform' }], file);
+    }
+  });
+
   describe('envoy.nomad.hcl', function () {
     let envoy: ParsedJob;
     let template: string;

@@ -108,9 +108,15 @@ export class AgentRepository {
     return row as AccountFootprint;
   }
 
-  /** Deployed agents with deploy.auto_scale on: what the scaler looks after. */
+  /**
+   * Deployed agents with deploy.auto_scale on: what the scaler looks after. One set to 0
+   * replicas was stopped by its owner and is left stopped.
+   */
   async autoScaled(): Promise<AgentRow[]> {
-    return this.db<AgentRow>('agents').whereNotNull('deployed_version').whereRaw("(deploy->>'auto_scale')::boolean");
+    return this.db<AgentRow>('agents')
+      .whereNotNull('deployed_version')
+      .where('desired_replicas', '>', 0)
+      .whereRaw("(deploy->>'auto_scale')::boolean");
   }
 
   /** Every agent of one account, oldest first (for re-projecting them when the plan changes). */

@@ -26,12 +26,15 @@ export const lifecycleRoutes = (deployments: DeploymentService) => [
   defineRoute({
     method: 'post',
     path: '/agents/:id/scale',
-    summary: 'Add (`up`) or remove (`down`) `count` replicas, between 0 and deploy.max_replicas',
+    summary: 'Add (`up`) or remove (`down`) `count` replicas, between 0 (deploy.min_replicas when auto-scaled) and deploy.max_replicas',
     tag: 'Agents',
     auth: 'any',
     writes: true,
     body: ScaleBody,
-    responses: { 200: { description: 'The new replica count', schema: ScaleResult }, 403: quota, 404: notFound, 412: stale },
+    responses: {
+      200: { description: 'The new replica count', schema: ScaleResult }, 403: quota, 404: notFound, 412: stale,
+      422: { description: 'VALIDATION_ERROR at body.count: the count would leave the bounds', schema: ErrorBody },
+    },
     handler: async ({ principal, params, body, expectedVersion }) => ({
       status: 200,
       body: await deployments.scale(principal, params.id!, body, expectedVersion),
