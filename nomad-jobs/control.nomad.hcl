@@ -44,11 +44,10 @@ job "platform-control" {
   }
 
   group "control" {
-    # One copy only. The reconciler (control/services/reconciler.ts) has no cross-instance
-    # lock yet (DESIGN.md §9 plans a Postgres advisory lock): two copies would both adopt,
-    # restart and rebuild the edge projection, racing each other. Raise this once the
-    # loops take the lock; the HTTP API itself is stateless.
-    count = 1
+    # Two copies, so the API stays up while one is rescheduled. The HTTP API is stateless;
+    # the reconciler and autoscaler take a Postgres advisory lock per pass
+    # (control/services/exclusive-pass.ts), so only one copy acts on the orchestrator at a time.
+    count = 2
 
     network {
       port "http" {
@@ -56,10 +55,7 @@ job "platform-control" {
       }
     }
 
-    # No canary: a canary would run a second copy (and reconciler) for the whole
-    # deployment. An update stops the old allocation as it places the new one; they can
-    # overlap only while the old one shuts down (control/main.ts stops its reconciler
-    # within about 10 s of SIGTERM).
+    # Rolling, one copy at a time, health-gated: the other copy serves meanwhile.
     update {
       max_parallel      = 1
       health_check      = "checks"

@@ -178,7 +178,7 @@ describe('nomad-jobs/*.hcl', function () {
       const cases: [string, string, string, string][] = [
         ['control.nomad.hcl', 'healthy_deadline  =', 'healthy_dedline  =', 'unknown attribute "healthy_dedline"'],
         ['control.nomad.hcl', 'pids_limit = 512', 'pid_limit = 512', 'unknown attribute "pid_limit"'],
-        ['control.nomad.hcl', 'count = 1', 'count {\n  n = 1\n}', '"count" is an attribute'],
+        ['control.nomad.hcl', 'count = 2', 'count {\n  n = 2\n}', '"count" is an attribute'],
         ['control-acl-policy.hcl', '"scale-job",', '"scale-jobs",', '"scale-jobs" is not one of'],
         ['control-consul-policy.hcl', 'policy = "read"', 'policy = "reed"', '"reed" is not one of'],
       ];
@@ -191,7 +191,7 @@ describe('nomad-jobs/*.hcl', function () {
     });
 
     it('rejects HCL that does not parse', async function () {
-      await assert.rejects(parseFile('control.nomad.hcl', readText('control.nomad.hcl').replace('count = 1', 'count = ')));
+      await assert.rejects(parseFile('control.nomad.hcl', readText('control.nomad.hcl').replace('count = 2', 'count = ')));
     });
   });
 
@@ -225,8 +225,8 @@ describe('nomad-jobs/*.hcl', function () {
       assert.equal(control.id, 'platform-control');
     });
 
-    it('runs one copy (the reconciler has no cross-instance lock) and checks /healthz, which the control API serves', async function () {
-      assert.equal(control.group.count, 1);
+    it('runs two copies (the loops take a Postgres advisory lock per pass) and checks /healthz, which the control API serves', async function () {
+      assert.equal(control.group.count, 2);
       const service = (control.group.service as Body[])[0]!;
       const check = (service.check as Body[])[0]!;
       assert.equal(check.type, 'http');
