@@ -82,7 +82,7 @@ export class Autoscaler {
     const now = this.clock.now();
     const memory = this.remember(agent, now);
     const requests = await this.requestsLastMinute(agent, now);
-    const cpuPercent = await this.meanCpu(agent.id);
+    const cpuPercent = await this.meanCpuOfAllotment(agent);
     const current = agent.desired_replicas;
     const decision = decideReplicas(
       { current, min: agent.deploy.min_replicas, max: agent.deploy.max_replicas, requestsLastMinute: requests, cpuPercent, lastScaleAt: memory.lastScaleAt, now },
@@ -126,10 +126,16 @@ export class Autoscaler {
     return counted === null ? 0 : Number(counted);
   }
 
-  private async meanCpu(agentId: string): Promise<number | null> {
-    const samples = await this.orchestrator.metrics(agentId);
+  /**
+   * Mean CPU of the replicas as a percent of what each may use (resources.cpu): podman
+   * reports percent of one core, so a replica of 0.5 vCPU at its limit shows 50 %, which
+   * would never reach a 70 % target (Kubernetes' HPA likewise measures against requested CPU).
+   */
+  private async meanCpuOfAllotment(agent: AgentRow): Promise<number | null> {
+    const samples = await this.orchestrator.metrics(agent.id);
     if (samples.length === 0) return null;
-    return samples.reduce((sum, sample) => sum + sample.cpuPercent, 0) / samples.length;
+    const meanOfOneCore = samples.reduce((sum, sample) => sum + sample.cpuPercent, 0) / samples.length;
+    return meanOfOneCore / agent.deploy.resources.cpu;
   }
 
   /** A scale-out the plan holds back is logged once per agent and state, never on every pass. */
