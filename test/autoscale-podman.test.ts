@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
 import { Autoscaler } from '../control/services/autoscaler.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { expectStatus } from './support/control-api.js';
 import { startTestAuthz, type TestAuthz } from './support/edge-authz.js';
 import { createRunningAgent } from './support/orch-helpers.js';
+import { TEST_IMAGE } from './support/test-image.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -179,6 +184,25 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
     assert.deepEqual(scaleLogs(id).map((line) => [line.from, line.to]), [[3, 2], [2, 1]]);
   });
 
+  it('scales out on CPU alone, measured against each replica\'s share', async () => {
+    // The test image with a busy loop beside its server: a 0.1-vCPU replica is at its limit, 100 % of its share.
+    const image = buildBusyImage(control.config.podman.runtime);
+    try {
+      const { token } = await control.signUp();
+      const { id } = await createRunningAgent(control, token, {
+        deploy: { image, replicas: 1, auto_scale: true, min_replicas: 1, max_replicas: 2, resources: { cpu: 0.1, memory_mb: 64 } },
+      });
+      await waitFor('a scale-out on CPU', async () => (scaleLogs(id).length > 0 ? true : undefined), 90_000);
+      const [out] = scaleLogs(id);
+      assert.deepEqual([out!.from, out!.to, out!.reason, out!.requests_last_minute], [1, 2, 'load', 0]);
+      assert.ok(out!.cpu_percent > 70, `cpu ${out!.cpu_percent}`);
+      // Stop the busy replicas at once: they compete for the machine's cores.
+      assert.equal((await control.request('DELETE', `/agents/${id}`, { token })).status, 204);
+    } finally {
+      execFileSync('podman', [...runtimeArgs(control.config.podman.runtime), 'rmi', '--force', image], { stdio: 'pipe' });
+    }
+  });
+
   it('leaves an auto-scaled agent its owner stopped (0 replicas) stopped', async () => {
     const { token } = await control.signUp();
     const created = await control.request('POST', '/agents', {
@@ -191,3 +215,18 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
     assert.equal(await runningOf(created.body.id), 0);
   });
 });
+
+const runtimeArgs = (runtime: string | null) => (runtime ? ['--runtime', runtime] : []);
+
+/** FROM the local test image (nothing is pulled), with a shell loop that keeps one core's worth busy. */
+function buildBusyImage(runtime: string | null): string {
+  const image = 'localhost/platform-test-busy:1';
+  const context = mkdtempSync(join(tmpdir(), 'busy-image-'));
+  try {
+    writeFileSync(join(context, 'Containerfile'), `FROM ${TEST_IMAGE}\nCMD ["/bin/sh", "-c", "while :; do :; done & exec /app/entry.sh"]\n`);
+    execFileSync('podman', [...runtimeArgs(runtime), 'build', '-q', '-t', image, context], { stdio: 'pipe' });
+  } finally {
+    rmSync(context, { recursive: true, force: true });
+  }
+  return image;
+}
