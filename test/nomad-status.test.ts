@@ -123,3 +123,20 @@ describe('nomad driver: allocations → replica states', () => {
     assert.deepEqual(events.map((e) => [e.type, e.replicaId, e.at.getTime()]), [['Received', A, T0 / 1e6], ['Task Setup', A, T0 / 1e6 + 1000]]);
   });
 });
+
+describe('nomad driver: reconcile plan', () => {
+  const spec = (agentId: string, version: number, count: number, autoScale = false) =>
+    ({ agentId, slug: agentId, version, image: 'i', port: 8080, count, cpu: 1, memoryMb: 128, env: {}, secretEnv: {}, check: 'http', scaling: { enabled: autoScale, min: 1, max: 5 } }) as const;
+  const job = (version: number, count: number, stop = false) => ({ ID: 'x', Version: 9, Stop: stop, Meta: { agent_id: 'x', agent_version: String(version) }, TaskGroups: [{ Name: 'agent', Count: count }] });
+
+  it('adopts what runs, scales a count that drifted, submits what is missing or older, removes the rest', async () => {
+    const { planReconcile } = await import('../control/orchestrator/nomad/reconcile.js');
+    const actions = planReconcile(
+      [spec('same', 2, 1), spec('drift', 2, 3), spec('older', 3, 1), spec('missing', 1, 1), spec('stopped', 1, 1), spec('autoscaled', 1, 1, true)],
+      new Map([['same', job(2, 1)], ['drift', job(2, 1)], ['older', job(2, 1)], ['stopped', job(1, 1, true)], ['autoscaled', job(1, 4)], ['gone', job(1, 1)]]),
+    );
+    assert.deepEqual(actions.map((a) => [a.kind, 'spec' in a ? a.spec.agentId : a.agentId]), [
+      ['adopt', 'same'], ['scale', 'drift'], ['submit', 'older'], ['submit', 'missing'], ['submit', 'stopped'], ['adopt', 'autoscaled'], ['remove', 'gone'],
+    ]);
+  });
+});

@@ -54,7 +54,7 @@ export async function recentLines(nomad: ApiClient, allocationId: string, stream
 /**
  * Follows one stream from `offset` until `signal` aborts. Nomad never ends a follow
  * stream by itself, not even when the allocation stops: the caller watches the
- * allocation and aborts (the driver does so when the replica leaves its job).
+ * allocation and aborts when it stops.
  */
 export async function followLines(
   nomad: ApiClient,

@@ -11,7 +11,8 @@ export type ReconcileAction =
 /**
  * What makes Nomad's `agent-*` jobs exactly `specs`: a job already running the spec's
  * version with its count is adopted as it is (no re-registration, so no rollout after a
- * restart of the control API); the same version with another count is scaled; a missing,
+ * restart of the control API); the same version with another count is scaled, unless
+ * auto-scaling is on (the autoscaler owns the count then, and would be fought); a missing,
  * stopped or older job is submitted; a job of an agent not in `specs` is removed.
  */
 export function planReconcile(specs: JobSpec[], existing: Map<string, NomadJobRead>): ReconcileAction[] {
@@ -21,7 +22,7 @@ export function planReconcile(specs: JobSpec[], existing: Map<string, NomadJobRe
     const version = Number(job?.Meta?.agent_version ?? NaN);
     const count = job?.TaskGroups.find((group) => group.Name === GROUP)?.Count;
     if (!job || job.Stop || version !== spec.version) actions.push({ kind: 'submit', spec });
-    else if (count !== spec.count) actions.push({ kind: 'scale', spec });
+    else if (count !== spec.count && !spec.scaling.enabled) actions.push({ kind: 'scale', spec });
     else actions.push({ kind: 'adopt', spec });
   }
   const wanted = new Set(specs.map((spec) => spec.agentId));
