@@ -17,6 +17,8 @@ export interface LifecycleDriver {
    * period (so the edge answers 502); on Nomad its Consul check never passes, so it never is.
    */
   silentReplica: 'routed-after-grace' | 'never-routed';
+  /** Stops what `start` started besides the control API (a fake cluster). */
+  finish?(): Promise<void>;
 }
 
 /** The lifecycle every driver must pass, through the control API as a user drives it. */
@@ -28,7 +30,10 @@ export function lifecycleSuite(driver: LifecycleDriver): void {
     before(async () => {
       control = await driver.start();
     });
-    after(async () => control?.close());
+    after(async () => {
+      await control?.close();
+      await driver.finish?.();
+    });
 
     async function createAgent(token: string, deploy: Record<string, unknown> = {}, extra: Record<string, unknown> = {}) {
       const response = await control.request('POST', '/agents', {
