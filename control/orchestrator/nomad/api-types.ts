@@ -153,7 +153,8 @@ export interface JobRegisterResponse {
 /** POST /v1/job/:id/scale. */
 export interface ScalingRequest {
   Count: number;
-  Target: { Group: string };
+  /** As Nomad's api.Jobs.Scale sends it: the job and the group. */
+  Target: { Job: string; Group: string };
   Message: string;
   PolicyOverride: boolean;
 }

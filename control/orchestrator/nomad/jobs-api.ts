@@ -32,7 +32,7 @@ export class JobsApi {
   }
 
   scale(jobId: string, count: number, message: string): Promise<unknown> {
-    const request: ScalingRequest = { Count: count, Target: { Group: GROUP }, Message: message, PolicyOverride: false };
+    const request: ScalingRequest = { Count: count, Target: { Job: jobId, Group: GROUP }, Message: message, PolicyOverride: false };
     return this.nomad.json('POST', `/v1/job/${encodeURIComponent(jobId)}/scale`, { query: this.scope, body: request });
   }
 
