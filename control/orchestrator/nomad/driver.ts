@@ -80,7 +80,7 @@ export class NomadDriver implements Orchestrator {
       const held = this.jobs.get(agentId);
       if (!held) return;
       held.spec = { ...held.spec, count };
-      const how = await scaleJob(this.api, held.spec, () => this.register(held.spec));
+      const how = await scaleJob(this.api, held.spec, () => this.register(held.spec, { setCount: true }));
       if (how === 'scaled') await this.learnVersion(agentId);
       this.event(agentId, 'scaled', `${count} replica(s)${how === 'registered' ? ' (job registered again: Nomad refused the scale endpoint)' : ''}`);
       this.notify(agentId);
@@ -119,7 +119,7 @@ export class NomadDriver implements Orchestrator {
             this.event(action.spec.agentId, 'adopted', `found job ${jobId(action.spec.agentId)} at version ${action.spec.version}`);
           } else if (action.kind === 'scale') {
             this.remember(held, existing.get(action.spec.agentId)!);
-            await scaleJob(this.api, held.spec, () => this.register(held.spec));
+            await scaleJob(this.api, held.spec, () => this.register(held.spec, { setCount: true }));
             await this.learnVersion(action.spec.agentId);
           } else {
             await this.register(action.spec);
@@ -219,11 +219,12 @@ export class NomadDriver implements Orchestrator {
   }
 
   /** Secrets first (the template would block without them), then the job; an old Variable goes when nothing is secret any more. */
-  private async register(spec: JobSpec): Promise<void> {
+  private async register(spec: JobSpec, { setCount = false } = {}): Promise<void> {
     const hasSecrets = Object.keys(spec.secretEnv).length > 0;
     await writeSecrets(this.nomad, spec.agentId, spec.secretEnv, this.settings.namespace);
-    // With auto-scaling on, the autoscaler owns the count: a redeploy keeps it.
-    await this.api.register(nomadJobFor(spec, this.settings), spec.scaling.enabled);
+    // With auto-scaling on, the autoscaler owns the count: a redeploy keeps it. A scale
+    // that falls back to registering must set it, whatever the autoscaler did.
+    await this.api.register(nomadJobFor(spec, this.settings), spec.scaling.enabled && !setCount);
     if (!hasSecrets) await deleteSecrets(this.nomad, spec.agentId, this.settings.namespace);
     await this.learnVersion(spec.agentId);
   }
