@@ -22,6 +22,8 @@ class ScriptedCluster {
   passing: ConsulServiceEntry[] = [];
   consulIndex = 1;
   refuseScale: string | null = null;
+  /** Nomad answers 500 to everything while set. */
+  nomadDown = false;
   private parked: ServerResponse[] = [];
   private server!: Server;
   address = '';
@@ -66,6 +68,7 @@ class ScriptedCluster {
       return this.answerConsul(response);
     }
     this.calls.push(`${request.method} ${path}${url.searchParams.get('purge') ? '?purge=true' : ''}`);
+    if (this.nomadDown) return json('rpc error: No cluster leader', 500);
     let match: RegExpExecArray | null;
     if ((match = /^\/v1\/var\/(.+)$/.exec(path))) {
       if (request.method === 'PUT') {
@@ -193,6 +196,10 @@ describe('nomad driver: what it asks of Nomad and Consul', function () {
     await waitFor('the listeners to be called', async () => (changes.includes('ag_0123456789abcdef') ? true : undefined));
     const running = await driver.status('ag_0123456789abcdef');
     assert.deepEqual(running!.replicas.map((r) => [r.state, r.address]), [['running', '10.0.0.7:24571']]);
+
+    cluster.nomadDown = true;
+    const whileDown = await driver.status('ag_0123456789abcdef');
+    assert.deepEqual(whileDown!.replicas.map((r) => [r.state, r.address]), [['running', '10.0.0.7:24571']], 'Nomad down: the last allocations, Consul’s addresses');
   });
 
   it('reconciles: adopts a job at the same version without registering it, removes jobs of agents gone', async () => {

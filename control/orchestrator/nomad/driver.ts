@@ -25,6 +25,8 @@ interface HeldJob {
   versions: Map<number, number>;
   watch: ConsulHealthWatch;
   fingerprint: string;
+  /** The last allocations read: status falls back to them while Nomad cannot be reached. */
+  allocations: AllocationListStub[];
 }
 
 const LEVEL_RANK = { debug: 0, info: 1, warn: 2, error: 3 } as const;
@@ -137,8 +139,20 @@ export class NomadDriver implements Orchestrator {
   async status(agentId: string): Promise<JobStatus | null> {
     const held = this.jobs.get(agentId);
     if (!held) return null;
-    const allocations = await this.api.allocations(jobId(agentId));
-    return this.statusFrom(held, allocations);
+    return this.statusFrom(held, await this.readAllocations(held));
+  }
+
+  /**
+   * The job's allocations, or the last ones read when Nomad cannot answer: the routable
+   * set then still follows Consul, which keeps working without Nomad's servers.
+   */
+  private async readAllocations(held: HeldJob): Promise<AllocationListStub[]> {
+    try {
+      held.allocations = await this.api.allocations(jobId(held.spec.agentId));
+    } catch (error) {
+      this.logger.warn({ err: error, agent_id: held.spec.agentId }, 'reading allocations from Nomad failed; using the last ones read');
+    }
+    return held.allocations;
   }
 
   async logs(agentId: string, query: LogQuery): Promise<LogEntry[]> {
@@ -205,6 +219,7 @@ export class NomadDriver implements Orchestrator {
       pullFailures: new Map(),
       versions: new Map(),
       fingerprint: '',
+      allocations: [],
       watch: new ConsulHealthWatch(
         this.consul,
         serviceName(spec.agentId),
@@ -281,15 +296,11 @@ export class NomadDriver implements Orchestrator {
     try {
       await Promise.all(
         [...this.jobs.values()].map(async (held) => {
-          try {
-            const status = this.statusFrom(held, await this.api.allocations(jobId(held.spec.agentId)));
-            const fingerprint = status.replicas.map((r) => `${r.id}:${r.state}:${r.address}:${r.restarts}:${r.version}`).join('|');
-            if (fingerprint !== held.fingerprint) {
-              held.fingerprint = fingerprint;
-              this.notify(held.spec.agentId);
-            }
-          } catch (error) {
-            this.logger.warn({ err: error, agent_id: held.spec.agentId }, 'reading allocations from Nomad failed');
+          const status = this.statusFrom(held, await this.readAllocations(held));
+          const fingerprint = status.replicas.map((r) => `${r.id}:${r.state}:${r.address}:${r.restarts}:${r.version}`).join('|');
+          if (fingerprint !== held.fingerprint) {
+            held.fingerprint = fingerprint;
+            this.notify(held.spec.agentId);
           }
         }),
       );
