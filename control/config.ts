@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { readNomadSettings, type NomadSettings } from './orchestrator/nomad/settings.js';
 import { detectPodmanSettings, type PodmanSettings } from './orchestrator/podman/settings.js';
 
 /**
@@ -23,8 +24,10 @@ export interface Config {
   readonly trustProxy: boolean;
   readonly logLevel: LogLevel;
   /** Which driver runs the agents' containers. */
-  readonly orchestrator: 'podman';
+  readonly orchestrator: 'podman' | 'nomad';
   readonly podman: PodmanSettings;
+  /** The Nomad driver's settings; read (and checked) only when ORCHESTRATOR=nomad, else null. */
+  readonly nomad: NomadSettings | null;
   /** How often the reconciler compares Postgres with what runs. */
   readonly reconcileIntervalMs: number;
   /** The podman driver's scaler of agents with deploy.auto_scale (docs/autoscaling.md). */
@@ -84,8 +87,9 @@ export function loadConfig(env: Env): Config {
     loginRateLimitPerMinute: read.integer('LOGIN_RATE_LIMIT_PER_MINUTE', 10, 1, 10_000),
     trustProxy: read.boolean('TRUST_PROXY', false),
     logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
-    orchestrator: read.oneOf('ORCHESTRATOR', ['podman'] as const, 'podman'),
+    orchestrator: read.oneOf('ORCHESTRATOR', ['podman', 'nomad'] as const, 'podman'),
     podman: readPodman(env, problems),
+    nomad: env.ORCHESTRATOR === 'nomad' ? Object.freeze(readNomadSettings(env, problems)) : null,
     reconcileIntervalMs: read.integer('RECONCILE_INTERVAL_SECONDS', 30, 1, 3600) * 1000,
     autoscale: Object.freeze({
       intervalMs: read.integer('AUTOSCALE_INTERVAL_MS', 15_000, 100, 3_600_000),

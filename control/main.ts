@@ -26,7 +26,7 @@ async function main(): Promise<void> {
   await reconciler.start();
   // The podman driver scales auto-scaled agents here; Nomad's job carries a scaling block for the Nomad Autoscaler instead.
   const autoscaler = config.orchestrator === 'podman'
-    ? new Autoscaler(db, redis, orchestrator, services.deployments, systemClock, config.autoscale, logger.child({ component: 'autoscaler' }), exclusivePass(db, LOOP_LOCKS.autoscaler))
+    ? new Autoscaler(db, redis, orchestrator, services.deployments, systemClock, config.autoscale, logger.child({ component: 'autoscaler' }), { exclusive: exclusivePass(db, LOOP_LOCKS.autoscaler) })
     : undefined;
   autoscaler?.start();
 

@@ -89,7 +89,7 @@ describe('loop passes in one copy of the control API at a time (Postgres advisor
     });
     const autoscaler = new Autoscaler(
       countingDb, control.redis, {} as never, services.deployments, control.clock, control.config.autoscale, logger,
-      exclusivePass(otherCopy, LOOP_LOCKS.autoscaler),
+      { exclusive: exclusivePass(otherCopy, LOOP_LOCKS.autoscaler) },
     );
     const heldScaler = holdPass(LOOP_LOCKS.autoscaler);
     await heldScaler.running;

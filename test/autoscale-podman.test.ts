@@ -1,10 +1,16 @@
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { pino } from 'pino';
+import { systemClock } from '../control/clock.js';
 import { Autoscaler } from '../control/services/autoscaler.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { expectStatus } from './support/control-api.js';
 import { startTestAuthz, type TestAuthz } from './support/edge-authz.js';
 import { createRunningAgent } from './support/orch-helpers.js';
+import { TEST_IMAGE } from './support/test-image.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -35,6 +41,8 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
     const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
     autoscaler = new Autoscaler(
       control.db, control.redis, control.driver!, control.control.services.deployments, control.clock, control.config.autoscale, logger,
+      // The driver stamps replicas in real time; a short warm-up keeps start-up CPU out (see docs/autoscaling.md).
+      { orchestratorClock: systemClock, cpuWarmupMs: 3_000 },
     );
     // The start of a minute, so every window of load holds the same number of ticks.
     control.clock.set(new Date(Math.ceil((Date.now() + 60_000) / 60_000) * 60_000 + 1_000));
@@ -159,7 +167,7 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
       deploy: { replicas: 1, auto_scale: true, min_replicas: 1, max_replicas: 3, resources: { cpu: 0.5, memory_mb: 128 } },
     });
     await passesGo(2);
-    assert.equal(await desiredOf(id), 1, 'no load: stays at min_replicas');
+    assert.equal(await desiredOf(id), 1, `no load: stays at min_replicas ${JSON.stringify(logs.filter((line) => line.agent_id === id).slice(-3))}`);
 
     const manual = await control.request('POST', `/agents/${id}/scale`, { token, body: { direction: 'up', count: 2 } });
     expectStatus(manual, 200);
@@ -179,6 +187,25 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
     assert.deepEqual(scaleLogs(id).map((line) => [line.from, line.to]), [[3, 2], [2, 1]]);
   });
 
+  it('scales out on CPU alone, measured against each replica\'s share', async () => {
+    // The test image with a busy loop beside its server: a 0.1-vCPU replica is at its limit, 100 % of its share.
+    const image = buildBusyImage(control.config.podman.runtime);
+    try {
+      const { token } = await control.signUp();
+      const { id } = await createRunningAgent(control, token, {
+        deploy: { image, replicas: 1, auto_scale: true, min_replicas: 1, max_replicas: 2, resources: { cpu: 0.1, memory_mb: 64 } },
+      });
+      await waitFor('a scale-out on CPU', async () => (scaleLogs(id).length > 0 ? true : undefined), 90_000);
+      const [out] = scaleLogs(id);
+      assert.deepEqual([out!.from, out!.to, out!.reason, out!.requests_last_minute], [1, 2, 'load', 0]);
+      assert.ok(out!.cpu_percent > 70, `cpu ${out!.cpu_percent}`);
+      // Stop the busy replicas at once: they compete for the machine's cores.
+      assert.equal((await control.request('DELETE', `/agents/${id}`, { token })).status, 204);
+    } finally {
+      execFileSync('podman', [...runtimeArgs(control.config.podman.runtime), 'rmi', '--force', image], { stdio: 'pipe' });
+    }
+  });
+
   it('leaves an auto-scaled agent its owner stopped (0 replicas) stopped', async () => {
     const { token } = await control.signUp();
     const created = await control.request('POST', '/agents', {
@@ -191,3 +218,18 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
     assert.equal(await runningOf(created.body.id), 0);
   });
 });
+
+const runtimeArgs = (runtime: string | null) => (runtime ? ['--runtime', runtime] : []);
+
+/** FROM the local test image (nothing is pulled), with a shell loop that keeps one core's worth busy. */
+function buildBusyImage(runtime: string | null): string {
+  const image = 'localhost/platform-test-busy:1';
+  const context = mkdtempSync(join(tmpdir(), 'busy-image-'));
+  try {
+    writeFileSync(join(context, 'Containerfile'), `FROM ${TEST_IMAGE}\nCMD ["/bin/sh", "-c", "while :; do :; done & exec /app/entry.sh"]\n`);
+    execFileSync('podman', [...runtimeArgs(runtime), 'build', '-q', '-t', image, context], { stdio: 'pipe' });
+  } finally {
+    rmSync(context, { recursive: true, force: true });
+  }
+  return image;
+}

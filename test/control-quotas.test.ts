@@ -1,4 +1,7 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { promisify } from 'node:util';
 import { AdminService } from '../control/services/admin-service.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, expectError, expectStatus, signUpMember } from './support/control-api.js';
@@ -325,6 +328,25 @@ describe('control API: plan quotas and account usage', () => {
 
       await new AdminService(control.db, control.clock, control.control.services.edge).setPlan(user.account_id, 'free');
       assert.equal(denialOf(await edge.client.check({ host })).httpStatus, 'TooManyRequests');
+    });
+  });
+
+  describe('npm run admin -- account plan', () => {
+    const admin = (...args: string[]) =>
+      promisify(execFile)(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, '../control/admin.ts'), ...args], {
+        env: { ...process.env, DATABASE_URL: control.config.databaseUrl, REDIS_URL: control.config.redisUrl },
+      });
+
+    it('moves an account by owner email and re-projects its agents\' per-agent limit at once', async () => {
+      const { token, user } = await control.signUp();
+      const agent = await createAgent(control, token, { access: 'public' });
+      const slug = new URL(agent.url).hostname.split('.')[0]!;
+      const { stdout } = await admin('account', 'plan', user.email, 'pro');
+      assert.match(stdout, /is now pro/);
+      assert.equal(await control.redis.hget(`edge:agent:{${slug}}`, 'agent_rpm'), '3000');
+      assert.equal((await control.request('GET', '/account/usage', { token })).body.plan, 'pro');
+      await assert.rejects(admin('account', 'plan', user.email, 'gold'), /plan must be free or pro/);
+      assert.equal(await control.redis.hget(`edge:agent:{${slug}}`, 'agent_rpm'), '3000');
     });
   });
 

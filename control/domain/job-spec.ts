@@ -28,6 +28,7 @@ export function jobSpecFor(agent: AgentRow, box: SecretBox, runtimeImage: string
   const deploy = agent.deploy;
   return {
     agentId: agent.id,
+    slug: agent.slug,
     version: agent.deployed_version ?? agent.version,
     image: deploy.image ?? runtimeImage,
     port: deploy.port,

@@ -1,6 +1,9 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
+import { NomadDriver } from './nomad/driver.js';
+import { consulClient, nomadClient } from './nomad/http-client.js';
+import type { NomadSettings } from './nomad/settings.js';
 import { PodmanCli } from './podman/cli.js';
 import { PodmanDriver } from './podman/driver.js';
 import { podmanGlobalArgs } from './podman/settings.js';
@@ -8,8 +11,21 @@ import type { Orchestrator } from './types.js';
 
 /** The one place a driver is chosen. */
 export function createOrchestrator(config: Config, clock: Clock, logger: Logger): Orchestrator {
+  if (config.orchestrator === 'nomad' && config.nomad) return createNomadDriver(config.nomad, clock, logger);
   const settings = config.podman;
   const driver = new PodmanDriver(new PodmanCli(settings.binary, podmanGlobalArgs(settings)), settings, clock, logger.child({ component: 'podman' }));
+  driver.start();
+  return driver;
+}
+
+export function createNomadDriver(settings: NomadSettings, clock: Clock, logger: Logger): NomadDriver {
+  const driver = new NomadDriver(
+    nomadClient(settings.nomad, settings.requestTimeoutMs, settings.requestAttempts),
+    consulClient(settings.consul, settings.requestTimeoutMs, settings.requestAttempts),
+    settings,
+    clock,
+    logger.child({ component: 'nomad' }),
+  );
   driver.start();
   return driver;
 }

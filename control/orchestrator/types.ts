@@ -23,6 +23,8 @@ export interface Orchestrator {
 
 export interface JobSpec {
   agentId: string;
+  /** The agent's URL name: the Nomad driver tags its Consul service with it. */
+  slug: string;
   /** The agent's version: replicas of older versions are replaced by a rollout. */
   version: number;
   image: string;

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { edgeKeyNames, windowOf } from '../../authz/edge-keys.js';
-import type { Clock } from '../clock.js';
+import { systemClock, type Clock } from '../clock.js';
 import type { AutoscaleSettings } from '../config.js';
 import { decideReplicas } from '../domain/autoscale.js';
 import { isQuotaExceeded } from '../errors.js';
@@ -11,6 +11,21 @@ import type { AgentRow } from '../repositories/agents.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { DeploymentService, QuotaDetails } from './deployment-service.js';
 import type { ExclusivePass } from './exclusive-pass.js';
+
+export interface AutoscalerOptions {
+  /** With more than one copy of the control API, only the copy holding the lock runs a pass. */
+  exclusive?: ExclusivePass;
+  /** The clock the orchestrator stamps replicas' start with (the driver's own; system time in production). */
+  orchestratorClock?: Clock;
+  /**
+   * Replicas younger than this are left out of the CPU signal: podman's one-shot stats
+   * average CPU over the container's life, so a replica seconds old reports its start-up
+   * (near 100 % of a core) as its load.
+   */
+  cpuWarmupMs?: number;
+}
+
+const DEFAULT_CPU_WARMUP_MS = 30_000;
 
 /** What the scaler remembers of one agent between passes. */
 interface AgentMemory {
@@ -43,8 +58,12 @@ export class Autoscaler {
     private readonly clock: Clock,
     private readonly settings: AutoscaleSettings,
     private readonly logger: Logger,
-    private readonly exclusive: ExclusivePass = async (pass) => (await pass(), true),
+    private readonly options: AutoscalerOptions = {},
   ) {}
+
+  private get exclusive(): ExclusivePass {
+    return this.options.exclusive ?? (async (pass) => (await pass(), true));
+  }
 
   start(): void {
     this.timer = setInterval(() => void this.runOnce(), this.settings.intervalMs);
@@ -82,7 +101,7 @@ export class Autoscaler {
     const now = this.clock.now();
     const memory = this.remember(agent, now);
     const requests = await this.requestsLastMinute(agent, now);
-    const cpuPercent = await this.meanCpu(agent.id);
+    const cpuPercent = await this.meanCpuOfAllotment(agent);
     const current = agent.desired_replicas;
     const decision = decideReplicas(
       { current, min: agent.deploy.min_replicas, max: agent.deploy.max_replicas, requestsLastMinute: requests, cpuPercent, lastScaleAt: memory.lastScaleAt, now },
@@ -126,10 +145,21 @@ export class Autoscaler {
     return counted === null ? 0 : Number(counted);
   }
 
-  private async meanCpu(agentId: string): Promise<number | null> {
-    const samples = await this.orchestrator.metrics(agentId);
+  /**
+   * Mean CPU of the replicas as a percent of what each may use (resources.cpu): podman
+   * reports percent of one core, so a replica of 0.5 vCPU at its limit shows 50 %, which
+   * would never reach a 70 % target (Kubernetes' HPA likewise measures against requested CPU).
+   */
+  private async meanCpuOfAllotment(agent: AgentRow): Promise<number | null> {
+    const [metrics, status] = await Promise.all([this.orchestrator.metrics(agent.id), this.orchestrator.status(agent.id)]);
+    const settledSince = (this.options.orchestratorClock ?? systemClock).now().getTime() - (this.options.cpuWarmupMs ?? DEFAULT_CPU_WARMUP_MS);
+    const settled = new Set(
+      (status?.replicas ?? []).filter((r) => r.startedAt !== null && r.startedAt.getTime() <= settledSince).map((r) => r.id),
+    );
+    const samples = metrics.filter((sample) => settled.has(sample.replicaId));
     if (samples.length === 0) return null;
-    return samples.reduce((sum, sample) => sum + sample.cpuPercent, 0) / samples.length;
+    const meanOfOneCore = samples.reduce((sum, sample) => sum + sample.cpuPercent, 0) / samples.length;
+    return meanOfOneCore / agent.deploy.resources.cpu;
   }
 
   /** A scale-out the plan holds back is logged once per agent and state, never on every pass. */

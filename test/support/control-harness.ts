@@ -7,6 +7,8 @@ import { ManualClock, systemClock } from '../../control/clock.js';
 import { PodmanCli } from '../../control/orchestrator/podman/cli.js';
 import { PodmanDriver } from '../../control/orchestrator/podman/driver.js';
 import { podmanGlobalArgs } from '../../control/orchestrator/podman/settings.js';
+import { createNomadDriver } from '../../control/orchestrator/create.js';
+import type { Orchestrator } from '../../control/orchestrator/types.js';
 import { ensureTestImage, TEST_IMAGE } from './test-image.js';
 import { loadConfig, type Config } from '../../control/config.js';
 import { buildControl, type Control } from '../../control/compose.js';
@@ -35,8 +37,8 @@ export interface TestControl {
   database: string;
   /** Stops serving at once, leaving containers running, as a crash of the control API would. */
   crash(): Promise<void>;
-  /** The real podman driver, when started with `{ orchestrate: true }`. */
-  driver: PodmanDriver | undefined;
+  /** The real podman driver with `{ orchestrate: true }`, the Nomad driver with `{ nomad }`. */
+  driver: Orchestrator | undefined;
   clock: ManualClock;
   config: Config;
   db: Knex;
@@ -59,7 +61,31 @@ export interface ControlOptions {
   resume?: { database: string };
   /** A billing provider for POST /account/subscription (tests pass a fake: no real one exists). */
   billing?: BillingProvider;
+  /** Run agents with the Nomad driver against this cluster (a fake one in tests: test/support/fake-nomad/). */
+  nomad?: NomadCluster;
 }
+
+/** Where the Nomad driver finds Nomad and Consul. */
+export interface NomadCluster {
+  nomadAddr: string;
+  consulAddr: string;
+  nomadToken?: string;
+  consulToken?: string;
+}
+
+/** The Nomad driver's settings for a test: the fast polling of the podman driver's tests, the same restart budget. */
+const nomadEnvironment = (cluster: NomadCluster): Record<string, string> => ({
+  ORCHESTRATOR: 'nomad',
+  NOMAD_ADDR: cluster.nomadAddr,
+  CONSUL_HTTP_ADDR: cluster.consulAddr,
+  ...(cluster.nomadToken ? { NOMAD_TOKEN: cluster.nomadToken } : {}),
+  ...(cluster.consulToken ? { CONSUL_HTTP_TOKEN: cluster.consulToken } : {}),
+  NOMAD_POLL_INTERVAL_MS: '250',
+  RESTART_BUDGET: '2',
+  DRAIN_SECONDS: '0.5',
+  STOP_TIMEOUT_SECONDS: '2',
+  RUNTIME_IMAGE: TEST_IMAGE,
+});
 
 /** Settings that make the podman driver react in test time; a test may override any. */
 const FAST_ORCHESTRATION = {
@@ -92,6 +118,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     MASTER_KEY: createHash('sha256').update(database).digest('base64'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     ...(options.orchestrate ? { ...FAST_ORCHESTRATION, PODMAN_INSTANCE: `test-${database}`, RUNTIME_IMAGE: TEST_IMAGE } : {}),
+    ...(options.nomad ? nomadEnvironment(options.nomad) : {}),
     ...env,
   });
   const clock = new ManualClock(new Date());
@@ -99,12 +126,16 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   // No key prefix: the edge's keys are named exactly as authz reads them (slugs are unique per test anyway).
   const redis = connectRedis(redisUrl);
   const logger = createLogger(config.logLevel);
-  let driver: PodmanDriver | undefined;
-  if (options.orchestrate) {
+  let driver: Orchestrator | undefined;
+  if (options.nomad) {
+    ensureTestImage(config.podman.runtime); // the fake cluster runs allocations as podman containers
+    driver = createNomadDriver(config.nomad!, systemClock, logger);
+  } else if (options.orchestrate) {
     ensureTestImage(config.podman.runtime);
     // The driver lives in real time (backoff, grace periods); the manual clock is for tokens and windows.
-    driver = new PodmanDriver(new PodmanCli(config.podman.binary, podmanGlobalArgs(config.podman)), config.podman, systemClock, logger);
-    driver.start();
+    const podmanDriver = new PodmanDriver(new PodmanCli(config.podman.binary, podmanGlobalArgs(config.podman)), config.podman, systemClock, logger);
+    podmanDriver.start();
+    driver = podmanDriver;
   }
   const control = buildControl({ config, db, redis, clock, logger, orchestrator: driver, billing: options.billing });
   // As at the start of the real control API: adopt what runs, start what is missing.
@@ -162,7 +193,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     driver,
     close: async () => {
       if (driver) {
-        await driver.reconcile([]); // removes this suite's containers and networks
+        await driver.reconcile([]); // removes this suite's containers and networks (or Nomad jobs)
         await driver.close();
       }
       await stopServing();

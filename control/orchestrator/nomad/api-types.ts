@@ -1,0 +1,249 @@
+/**
+ * The Nomad and Consul JSON this driver sends and reads, field for field as in Nomad's
+ * api/jobs.go, api/tasks.go, api/services.go, api/resources.go, api/scaling.go,
+ * api/variables.go, api/allocations.go and Consul's api/health.go. Nomad decodes job
+ * JSON case-insensitively and silently drops fields it does not know, so a misspelled
+ * field here would be lost without an error: only what we set is declared, with
+ * Nomad's exact spelling. Durations are integer nanoseconds.
+ */
+
+/** Nanoseconds, as Nomad's time.Duration fields travel in JSON. */
+export type Nanoseconds = number;
+
+export interface NomadJob {
+  ID: string;
+  Name: string;
+  Type: 'service';
+  Namespace: string;
+  Region?: string;
+  Datacenters: string[];
+  Meta: Record<string, string>;
+  TaskGroups: NomadTaskGroup[];
+}
+
+export interface NomadTaskGroup {
+  Name: string;
+  Count: number;
+  Networks: NomadNetworkResource[];
+  Services: NomadService[];
+  RestartPolicy: NomadRestartPolicy;
+  ReschedulePolicy: NomadReschedulePolicy;
+  Update: NomadUpdateStrategy;
+  ShutdownDelay: Nanoseconds;
+  Scaling: NomadScalingPolicy;
+  Meta: Record<string, string>;
+  Tasks: NomadTask[];
+}
+
+export interface NomadNetworkResource {
+  Mode: 'host' | 'bridge';
+  DynamicPorts: NomadPort[];
+}
+
+export interface NomadPort {
+  Label: string;
+  /** 0 asks Nomad for a dynamic host port. */
+  Value: number;
+  /** The container port the host port maps to. */
+  To: number;
+}
+
+export interface NomadService {
+  Name: string;
+  Tags: string[];
+  PortLabel: string;
+  Provider: 'consul';
+  Checks: NomadServiceCheck[];
+}
+
+export interface NomadServiceCheck {
+  Name: string;
+  Type: 'http' | 'tcp';
+  /** Only for `http` checks. */
+  Path?: string;
+  Interval: Nanoseconds;
+  Timeout: Nanoseconds;
+}
+
+export interface NomadRestartPolicy {
+  Attempts: number;
+  Interval: Nanoseconds;
+  Delay: Nanoseconds;
+  Mode: 'fail' | 'delay';
+}
+
+export interface NomadReschedulePolicy {
+  Attempts: number;
+  Interval: Nanoseconds;
+  Delay: Nanoseconds;
+  DelayFunction: 'constant' | 'exponential' | 'fibonacci';
+  MaxDelay: Nanoseconds;
+  Unlimited: boolean;
+}
+
+export interface NomadUpdateStrategy {
+  MaxParallel: number;
+  HealthCheck: 'checks' | 'task_states' | 'manual';
+  MinHealthyTime: Nanoseconds;
+  HealthyDeadline: Nanoseconds;
+  ProgressDeadline: Nanoseconds;
+  AutoRevert: boolean;
+  Canary: number;
+}
+
+/** A group's scaling block, read by the Nomad Autoscaler. `Enabled` must be sent: it has no default in JSON. */
+export interface NomadScalingPolicy {
+  Type: 'horizontal';
+  Min: number;
+  Max: number;
+  Enabled: boolean;
+  /** Autoscaler policy in HCL-to-JSON shape: every block is a list of objects. */
+  Policy: Record<string, unknown>;
+}
+
+export interface NomadTask {
+  Name: string;
+  Driver: 'docker';
+  Config: DockerTaskConfig;
+  /** Plain environment only: whoever can read the job reads it. */
+  Env: Record<string, string>;
+  Templates?: NomadTemplate[];
+  Resources: NomadResources;
+  KillTimeout: Nanoseconds;
+  Meta: Record<string, string>;
+}
+
+/** The docker driver's `config` (checked by the client, not the server: a typo only shows as a "Failed Validation" event). */
+export interface DockerTaskConfig {
+  image: string;
+  ports: string[];
+  cap_drop: string[];
+  cap_add: string[];
+  security_opt: string[];
+  pids_limit: number;
+  cpu_hard_limit: boolean;
+}
+
+export interface NomadTemplate {
+  EmbeddedTmpl: string;
+  DestPath: string;
+  Envvars: boolean;
+  ChangeMode: 'restart' | 'noop' | 'signal';
+}
+
+export interface NomadResources {
+  /** MHz. */
+  CPU: number;
+  MemoryMB: number;
+}
+
+/** PUT /v1/jobs. */
+export interface JobRegisterRequest {
+  Job: NomadJob;
+  /** Keeps each group's current count instead of the one in Job (so a redeploy does not undo the autoscaler). */
+  PreserveCounts: boolean;
+}
+
+export interface JobRegisterResponse {
+  EvalID: string;
+  JobModifyIndex: number;
+  Warnings: string;
+}
+
+/** POST /v1/job/:id/scale. */
+export interface ScalingRequest {
+  Count: number;
+  /** As Nomad's api.Jobs.Scale sends it: the job and the group. */
+  Target: { Job: string; Group: string };
+  Message: string;
+  PolicyOverride: boolean;
+}
+
+/** GET /v1/jobs?prefix= */
+export interface JobListStub {
+  ID: string;
+  Name: string;
+  Status: string;
+  Version: number;
+  Meta?: Record<string, string> | null;
+}
+
+/** GET /v1/job/:id (only what the driver reads). */
+export interface NomadJobRead {
+  ID: string;
+  Version: number;
+  Stop: boolean;
+  Meta: Record<string, string> | null;
+  TaskGroups: { Name: string; Count: number; Scaling?: { Min: number | null; Max: number } | null }[];
+}
+
+/** PUT /v1/var/:path */
+export interface NomadVariable {
+  Namespace: string;
+  Path: string;
+  Items: Record<string, string>;
+}
+
+export interface NomadTaskEvent {
+  Type: string;
+  Time: number;
+  Message?: string;
+  DisplayMessage?: string;
+  DriverError?: string;
+  ExitCode?: number;
+  Signal?: number;
+  RestartReason?: string;
+  FailsTask?: boolean;
+  Details?: Record<string, string> | null;
+}
+
+export interface NomadTaskState {
+  State: 'pending' | 'running' | 'dead';
+  Failed: boolean;
+  Restarts: number;
+  StartedAt: string | null;
+  FinishedAt: string | null;
+  Events: NomadTaskEvent[] | null;
+}
+
+/** GET /v1/job/:id/allocations (AllocationListStub, only what the driver reads). */
+export interface AllocationListStub {
+  ID: string;
+  Name: string;
+  JobID: string;
+  JobVersion: number;
+  TaskGroup: string;
+  ClientStatus: 'pending' | 'running' | 'complete' | 'failed' | 'lost' | 'unknown';
+  DesiredStatus: 'run' | 'stop' | 'evict';
+  DesiredDescription?: string;
+  CreateTime: number;
+  ModifyTime: number;
+  TaskStates: Record<string, NomadTaskState> | null;
+  AllocatedResources?: { Shared?: { Ports?: { Label: string; Value: number; To: number; HostIP: string }[] | null } } | null;
+}
+
+/** GET /v1/client/allocation/:id/stats */
+export interface AllocResourceUsage {
+  ResourceUsage: {
+    MemoryStats: { RSS: number; Usage: number; Cache?: number };
+    /** Percent is a percent of one core. */
+    CpuStats: { Percent: number; TotalTicks?: number };
+  };
+  Timestamp: number;
+}
+
+/** One frame of GET /v1/client/fs/logs/:alloc (non-plain): `{}` is a heartbeat. */
+export interface StreamFrame {
+  Offset?: number;
+  /** base64 bytes. */
+  Data?: string;
+  File?: string;
+  FileEvent?: string;
+}
+
+/** GET /v1/health/service/:name?passing=true (Consul). */
+export interface ConsulServiceEntry {
+  Node: { Node: string; Address: string };
+  Service: { ID: string; Service: string; Tags: string[] | null; Address: string; Port: number; Meta?: Record<string, string> | null };
+  Checks: { CheckID: string; Status: 'passing' | 'warning' | 'critical'; ServiceID: string; Output?: string }[];
+}

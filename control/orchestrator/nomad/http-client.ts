@@ -1,0 +1,137 @@
+import { Agent as HttpsAgent } from 'node:https';
+import fetch, { type Response } from 'node-fetch';
+import type { ApiEndpoint } from './settings.js';
+
+/** A call Nomad or Consul answered with an error: `status` is theirs, the message is their body's text. */
+export class ApiError extends Error {
+  constructor(
+    readonly api: string,
+    readonly method: string,
+    readonly path: string,
+    readonly status: number,
+    readonly body: string,
+  ) {
+    super(`${api} ${method} ${path}: ${status} ${body.trim().slice(0, 500) || '(no message)'}`);
+    this.name = 'ApiError';
+  }
+}
+
+/** No answer at all (connection refused, reset, timed out) after every attempt. */
+export class ApiUnreachableError extends Error {
+  constructor(readonly api: string, readonly method: string, readonly path: string, override readonly cause: unknown) {
+    super(`${api} ${method} ${path}: unreachable (${cause instanceof Error ? cause.message : String(cause)})`);
+    this.name = 'ApiUnreachableError';
+  }
+}
+
+export interface RequestOptions {
+  query?: Record<string, string | number | boolean | undefined>;
+  body?: unknown;
+  /** Overrides the client's timeout (a blocking query waits longer). */
+  timeoutMs?: number;
+  /** 404 resolves to null instead of throwing. */
+  allowNotFound?: boolean;
+  signal?: AbortSignal;
+}
+
+export interface ClientOptions {
+  /** `Nomad` or `Consul`: names the API in errors. */
+  api: string;
+  tokenHeader: 'X-Nomad-Token' | 'X-Consul-Token';
+  timeoutMs: number;
+  attempts: number;
+  /** First back-off; doubled per attempt. */
+  backoffMs?: number;
+}
+
+export interface ApiResult<T> {
+  body: T;
+  headers: Response['headers'];
+}
+
+/**
+ * One HTTP API (Nomad or Consul): token header, TLS from the settings, a timeout per
+ * request, and bounded retries with exponential back-off on 5xx and connection errors.
+ * 4xx answers are never retried: they will not change.
+ */
+export class ApiClient {
+  private readonly agent: HttpsAgent | undefined;
+
+  constructor(private readonly endpoint: ApiEndpoint, private readonly options: ClientOptions) {
+    if (endpoint.address.startsWith('https:')) {
+      this.agent = new HttpsAgent({
+        keepAlive: true,
+        ca: endpoint.ca ?? undefined,
+        cert: endpoint.cert ?? undefined,
+        key: endpoint.key ?? undefined,
+        rejectUnauthorized: !endpoint.skipVerify,
+      });
+    }
+  }
+
+  async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
+    return (await this.request<T>(method, path, options)).body;
+  }
+
+  async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResult<T>> {
+    const response = await this.send(method, path, options);
+    const text = await response.text();
+    if (response.status === 404 && options.allowNotFound) return { body: null as T, headers: response.headers };
+    if (!response.ok) throw new ApiError(this.options.api, method, path, response.status, text);
+    return { body: (text ? JSON.parse(text) : null) as T, headers: response.headers };
+  }
+
+  /** The raw response of a successful call, for streams (the fs logs API). */
+  async stream(path: string, options: RequestOptions = {}): Promise<Response> {
+    const response = await this.send('GET', path, options);
+    if (!response.ok) throw new ApiError(this.options.api, 'GET', path, response.status, await response.text());
+    return response;
+  }
+
+  private async send(method: string, path: string, options: RequestOptions): Promise<Response> {
+    const url = new URL(this.endpoint.address + path);
+    for (const [key, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.endpoint.token) headers[this.options.tokenHeader] = this.endpoint.token;
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    const body = options.body === undefined ? undefined : JSON.stringify(options.body);
+    const backoff = this.options.backoffMs ?? 250;
+
+    let lastError: unknown;
+    for (let attempt = 1; attempt <= this.options.attempts; attempt += 1) {
+      if (attempt > 1) await sleep(backoff * 2 ** (attempt - 2), options.signal);
+      if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
+      const timeout = AbortSignal.timeout(options.timeoutMs ?? this.options.timeoutMs);
+      const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
+      try {
+        const response = await fetch(url, { method, headers, body, agent: this.agent, signal });
+        if (response.status >= 500 && attempt < this.options.attempts) {
+          lastError = new ApiError(this.options.api, method, path, response.status, await response.text());
+          continue;
+        }
+        return response;
+      } catch (error) {
+        if (options.signal?.aborted) throw error;
+        lastError = error;
+      }
+    }
+    if (lastError instanceof ApiError) throw lastError;
+    throw new ApiUnreachableError(this.options.api, method, path, lastError);
+  }
+}
+
+function sleep(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener('abort', () => {
+      clearTimeout(timer);
+      resolve();
+    }, { once: true });
+  });
+}
+
+export const nomadClient = (endpoint: ApiEndpoint, timeoutMs: number, attempts: number) =>
+  new ApiClient(endpoint, { api: 'Nomad', tokenHeader: 'X-Nomad-Token', timeoutMs, attempts });
+
+export const consulClient = (endpoint: ApiEndpoint, timeoutMs: number, attempts: number) =>
+  new ApiClient(endpoint, { api: 'Consul', tokenHeader: 'X-Consul-Token', timeoutMs, attempts });

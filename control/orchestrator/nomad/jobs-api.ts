@@ -1,0 +1,47 @@
+import type { AllocationListStub, AllocResourceUsage, JobListStub, JobRegisterRequest, JobRegisterResponse, NomadJob, NomadJobRead, ScalingRequest } from './api-types.js';
+import type { ApiClient } from './http-client.js';
+import { GROUP } from './job-spec.js';
+
+/** The Nomad job endpoints the driver uses, in one namespace (and region, when set). */
+export class JobsApi {
+  constructor(private readonly nomad: ApiClient, private readonly namespace: string, private readonly region: string | null) {}
+
+  private get scope() {
+    return { namespace: this.namespace, region: this.region ?? undefined };
+  }
+
+  register(job: NomadJob, preserveCounts: boolean): Promise<JobRegisterResponse> {
+    const request: JobRegisterRequest = { Job: job, PreserveCounts: preserveCounts };
+    return this.nomad.json('PUT', '/v1/jobs', { query: this.scope, body: request });
+  }
+
+  read(jobId: string): Promise<NomadJobRead | null> {
+    return this.nomad.json('GET', `/v1/job/${encodeURIComponent(jobId)}`, { query: this.scope, allowNotFound: true });
+  }
+
+  async list(prefix: string): Promise<JobListStub[]> {
+    return (await this.nomad.json<JobListStub[] | null>('GET', '/v1/jobs', { query: { ...this.scope, prefix } })) ?? [];
+  }
+
+  async allocations(jobId: string): Promise<AllocationListStub[]> {
+    const allocations = await this.nomad.json<AllocationListStub[] | null>('GET', `/v1/job/${encodeURIComponent(jobId)}/allocations`, {
+      query: this.scope,
+      allowNotFound: true,
+    });
+    return (allocations ?? []).filter((allocation) => allocation.TaskGroup === GROUP);
+  }
+
+  scale(jobId: string, count: number, message: string): Promise<unknown> {
+    const request: ScalingRequest = { Count: count, Target: { Job: jobId, Group: GROUP }, Message: message, PolicyOverride: false };
+    return this.nomad.json('POST', `/v1/job/${encodeURIComponent(jobId)}/scale`, { query: this.scope, body: request });
+  }
+
+  /** Stops the job and purges it, so nothing of it stays in Nomad's state (and its id can be reused). */
+  deregister(jobId: string): Promise<unknown> {
+    return this.nomad.json('DELETE', `/v1/job/${encodeURIComponent(jobId)}`, { query: { ...this.scope, purge: true }, allowNotFound: true });
+  }
+
+  stats(allocationId: string): Promise<AllocResourceUsage> {
+    return this.nomad.json('GET', `/v1/client/allocation/${encodeURIComponent(allocationId)}/stats`, { query: this.scope });
+  }
+}

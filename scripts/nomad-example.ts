@@ -1,0 +1,45 @@
+/**
+ * Writes nomad-jobs/agent.example.json: the request body the Nomad driver sends to
+ * PUT /v1/jobs for a sample agent (default runtime, two replicas, a model key, auto-scaling
+ * on), with the default settings. `npm run nomad:example` rewrites it; a test fails when
+ * the committed file no longer matches what the driver generates.
+ *
+ *   curl -X PUT -H "X-Nomad-Token: $NOMAD_TOKEN" -d @nomad-jobs/agent.example.json "$NOMAD_ADDR/v1/jobs"
+ */
+import { writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import type { JobRegisterRequest } from '../control/orchestrator/nomad/api-types.js';
+import { nomadJobFor } from '../control/orchestrator/nomad/job-spec.js';
+import { readNomadSettings } from '../control/orchestrator/nomad/settings.js';
+import type { JobSpec } from '../control/orchestrator/types.js';
+
+export const EXAMPLE_PATH = fileURLToPath(new URL('../nomad-jobs/agent.example.json', import.meta.url));
+
+export const EXAMPLE_AGENT: JobSpec = {
+  agentId: 'ag_0123456789abcdef',
+  slug: 'support-bot',
+  version: 3,
+  image: 'localhost/agent-runtime:latest',
+  port: 8080,
+  count: 2,
+  cpu: 0.5,
+  memoryMb: 256,
+  env: { AGENT_ID: 'ag_0123456789abcdef', AGENT_NAME: 'Support bot', SYSTEM_PROMPT: 'You answer questions about our product.', LLM_MODEL: 'gpt-4o-mini', LLM_PROVIDER: 'openai' },
+  // Lives in the Variable nomad/jobs/agent-ag_0123456789abcdef, never in the job below.
+  secretEnv: { OPENAI_API_KEY: 'sk-example' },
+  check: 'http',
+  scaling: { enabled: true, min: 1, max: 5 },
+};
+
+export function renderExample(): string {
+  const problems: string[] = [];
+  const settings = readNomadSettings({ ORCHESTRATOR: 'nomad' }, problems);
+  if (problems.length > 0) throw new Error(problems.join('; '));
+  const request: JobRegisterRequest = { Job: nomadJobFor(EXAMPLE_AGENT, settings), PreserveCounts: EXAMPLE_AGENT.scaling.enabled };
+  return `${JSON.stringify(request, null, 2)}\n`;
+}
+
+if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
+  writeFileSync(EXAMPLE_PATH, renderExample());
+  console.log(`wrote ${EXAMPLE_PATH}`);
+}

@@ -1,0 +1,214 @@
+import assert from 'node:assert/strict';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import pino from 'pino';
+import { systemClock } from '../control/clock.js';
+import type { AllocationListStub, ConsulServiceEntry, JobRegisterRequest, NomadVariable, ScalingRequest } from '../control/orchestrator/nomad/api-types.js';
+import { NomadDriver } from '../control/orchestrator/nomad/driver.js';
+import { consulClient, nomadClient } from '../control/orchestrator/nomad/http-client.js';
+import { defaultNomadSettings, sampleSpec } from './support/nomad-samples.js';
+import { waitFor } from './support/wait.js';
+
+/**
+ * A scripted Nomad + Consul that records every call: enough to check what the driver
+ * asks and in which order. The shared lifecycle suite runs the driver against the strict
+ * fake cluster (test/nomad-lifecycle.test.ts); this one needs no containers.
+ */
+class ScriptedCluster {
+  readonly calls: string[] = [];
+  readonly jobs = new Map<string, JobRegisterRequest & { Version: number }>();
+  readonly variables = new Map<string, NomadVariable>();
+  allocations: AllocationListStub[] = [];
+  passing: ConsulServiceEntry[] = [];
+  consulIndex = 1;
+  refuseScale: string | null = null;
+  /** Nomad answers 500 to everything while set. */
+  nomadDown = false;
+  private parked: ServerResponse[] = [];
+  private server!: Server;
+  address = '';
+
+  async start(): Promise<void> {
+    this.server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk) => (body += chunk));
+      request.on('end', () => this.handle(request, body ? JSON.parse(body) : undefined, response));
+    });
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    this.address = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  /** Consul's instances changed: blocked queries return. */
+  setPassing(entries: ConsulServiceEntry[]): void {
+    this.passing = entries;
+    this.consulIndex += 1;
+    for (const response of this.parked.splice(0)) this.answerConsul(response);
+  }
+
+  async close(): Promise<void> {
+    for (const response of this.parked.splice(0)) response.destroy();
+    this.server.closeAllConnections();
+    await new Promise((resolve) => this.server.close(resolve));
+  }
+
+  private answerConsul(response: ServerResponse) {
+    response.setHeader('X-Consul-Index', String(this.consulIndex));
+    response.end(JSON.stringify(this.passing));
+  }
+
+  private handle(request: IncomingMessage, body: any, response: ServerResponse) {
+    const url = new URL(request.url!, 'http://x');
+    const path = url.pathname;
+    const json = (value: unknown, status = 200) => {
+      response.statusCode = status;
+      response.end(typeof value === 'string' ? value : JSON.stringify(value));
+    };
+    if (path.startsWith('/v1/health/service/')) {
+      if (Number(url.searchParams.get('index') ?? 0) >= this.consulIndex) return void this.parked.push(response);
+      return this.answerConsul(response);
+    }
+    this.calls.push(`${request.method} ${path}${url.searchParams.get('purge') ? '?purge=true' : ''}`);
+    if (this.nomadDown) return json('rpc error: No cluster leader', 500);
+    let match: RegExpExecArray | null;
+    if ((match = /^\/v1\/var\/(.+)$/.exec(path))) {
+      if (request.method === 'PUT') {
+        this.variables.set(match[1]!, body);
+        return json(body);
+      }
+      this.variables.delete(match[1]!);
+      return json(null);
+    }
+    if (path === '/v1/jobs' && request.method === 'PUT') {
+      const previous = this.jobs.get(body.Job.ID);
+      const count = body.PreserveCounts && previous ? previous.Job.TaskGroups[0]!.Count : body.Job.TaskGroups[0].Count;
+      body.Job.TaskGroups[0].Count = count;
+      this.jobs.set(body.Job.ID, { ...body, Version: previous ? previous.Version + 1 : 0 });
+      return json({ EvalID: 'eval-1', JobModifyIndex: 10, Warnings: '' });
+    }
+    if (path === '/v1/jobs') return json([...this.jobs.values()].map((j) => ({ ID: j.Job.ID, Name: j.Job.Name, Status: 'running', Version: j.Version })));
+    if ((match = /^\/v1\/job\/([^/]+)\/allocations$/.exec(path))) return json(this.allocations.filter((a) => a.JobID === match![1]));
+    if ((match = /^\/v1\/job\/([^/]+)\/scale$/.exec(path))) {
+      const stored = this.jobs.get(match[1]!);
+      if (this.refuseScale) return json(this.refuseScale, 400);
+      const scale = body as ScalingRequest;
+      stored!.Job.TaskGroups[0]!.Count = scale.Count;
+      stored!.Version += 1;
+      return json({ EvalID: 'eval-2' });
+    }
+    if ((match = /^\/v1\/job\/([^/]+)$/.exec(path))) {
+      const stored = this.jobs.get(match[1]!);
+      if (request.method === 'DELETE') {
+        this.jobs.delete(match[1]!);
+        return json({ EvalID: 'eval-3' });
+      }
+      if (!stored) return json('job not found', 404);
+      return json({ ID: stored.Job.ID, Version: stored.Version, Stop: false, Meta: stored.Job.Meta, TaskGroups: stored.Job.TaskGroups.map((g) => ({ Name: g.Name, Count: g.Count, Scaling: g.Scaling })) });
+    }
+    json(`no route ${request.method} ${path}`, 404);
+  }
+}
+
+const ALLOC = '9e4c8b3e-2d1f-4c1b-8c6e-0a1b2c3d4e5f';
+
+describe('nomad driver: what it asks of Nomad and Consul', function () {
+  this.timeout(20_000);
+  let cluster: ScriptedCluster;
+  let driver: NomadDriver;
+  const changes: string[] = [];
+
+  beforeEach(async () => {
+    cluster = new ScriptedCluster();
+    await cluster.start();
+    const settings = defaultNomadSettings({ NOMAD_ADDR: cluster.address, CONSUL_HTTP_ADDR: cluster.address, NOMAD_POLL_INTERVAL_MS: '100' });
+    driver = new NomadDriver(nomadClient(settings.nomad, 2000, 2), consulClient(settings.consul, 2000, 2), { ...settings, consulWaitSeconds: 5 }, systemClock, pino({ level: 'silent' }));
+    driver.onChange((agentId) => changes.push(agentId));
+    driver.start();
+  });
+  afterEach(async () => {
+    await driver.close();
+    await cluster.close();
+  });
+
+  it('writes the secrets Variable before registering the job, and the job carries no secret', async () => {
+    const spec = sampleSpec();
+    await driver.submit(spec);
+    assert.deepEqual(cluster.calls.slice(0, 2), ['PUT /v1/var/nomad/jobs/agent-ag_0123456789abcdef', 'PUT /v1/jobs']);
+    assert.deepEqual(cluster.variables.get('nomad/jobs/agent-ag_0123456789abcdef'), { Namespace: 'default', Path: 'nomad/jobs/agent-ag_0123456789abcdef', Items: spec.secretEnv });
+    const registered = cluster.jobs.get('agent-ag_0123456789abcdef')!;
+    assert.equal(JSON.stringify(registered).includes(spec.secretEnv.OPENAI_API_KEY!), false);
+    assert.equal(registered.PreserveCounts, true, 'auto-scaling on: a redeploy keeps the autoscaler’s count');
+  });
+
+  it('without secrets: no template, and a Variable left from an earlier version is deleted after registering', async () => {
+    await driver.submit(sampleSpec());
+    cluster.calls.length = 0;
+    await driver.submit(sampleSpec({ version: 4, secretEnv: {}, scaling: { enabled: false, min: 1, max: 5 } }));
+    assert.deepEqual(cluster.calls.slice(0, 2), ['PUT /v1/jobs', 'DELETE /v1/var/nomad/jobs/agent-ag_0123456789abcdef']);
+    assert.equal(cluster.variables.size, 0);
+    const registered = cluster.jobs.get('agent-ag_0123456789abcdef')!;
+    assert.equal(registered.Job.TaskGroups[0]!.Tasks[0]!.Templates, undefined);
+    assert.equal(registered.PreserveCounts, false, 'the count we hold is the count');
+  });
+
+  it('scales with the scale endpoint, and registers again with the count it holds when Nomad refuses', async () => {
+    await driver.submit(sampleSpec({ count: 2 }));
+    cluster.calls.length = 0;
+    await driver.scale('ag_0123456789abcdef', 3);
+    assert.ok(cluster.calls.includes('POST /v1/job/agent-ag_0123456789abcdef/scale'));
+    assert.equal(cluster.jobs.get('agent-ag_0123456789abcdef')!.Job.TaskGroups[0]!.Count, 3);
+
+    cluster.refuseScale = 'job scaling blocked due to active deployment';
+    cluster.calls.length = 0;
+    await driver.scale('ag_0123456789abcdef', 4);
+    assert.deepEqual(cluster.calls.filter((c) => !c.startsWith('GET')), ['POST /v1/job/agent-ag_0123456789abcdef/scale', 'PUT /v1/var/nomad/jobs/agent-ag_0123456789abcdef', 'PUT /v1/jobs']);
+    assert.equal(cluster.jobs.get('agent-ag_0123456789abcdef')!.Job.TaskGroups[0]!.Count, 4);
+
+    cluster.calls.length = 0;
+    await driver.scale('ag_0123456789abcdef', 0);
+    assert.equal(cluster.calls.includes('POST /v1/job/agent-ag_0123456789abcdef/scale'), false, 'below Scaling.Min: registered at once');
+    const group = cluster.jobs.get('agent-ag_0123456789abcdef')!.Job.TaskGroups[0]!;
+    assert.deepEqual([group.Count, group.Scaling.Min], [0, 0]);
+  });
+
+  it('removes with a purge and deletes the Variable', async () => {
+    await driver.submit(sampleSpec());
+    cluster.calls.length = 0;
+    await driver.remove('ag_0123456789abcdef');
+    assert.deepEqual(cluster.calls, ['DELETE /v1/job/agent-ag_0123456789abcdef?purge=true', 'DELETE /v1/var/nomad/jobs/agent-ag_0123456789abcdef']);
+    assert.equal(await driver.status('ag_0123456789abcdef'), null);
+  });
+
+  it('reports a running replica with its Consul address only once its check passes, and calls the listeners', async () => {
+    await driver.submit(sampleSpec({ count: 1 }));
+    cluster.allocations = [{
+      ID: ALLOC, Name: 'agent-ag_0123456789abcdef.agent[0]', JobID: 'agent-ag_0123456789abcdef', JobVersion: 0, TaskGroup: 'agent',
+      ClientStatus: 'running', DesiredStatus: 'run', CreateTime: 1, ModifyTime: 1,
+      TaskStates: { agent: { State: 'running', Failed: false, Restarts: 0, StartedAt: new Date().toISOString(), FinishedAt: null, Events: [] } },
+    }];
+    const starting = await driver.status('ag_0123456789abcdef');
+    assert.deepEqual(starting!.replicas.map((r) => [r.state, r.address, r.version]), [['starting', null, 3]]);
+    changes.length = 0;
+    cluster.setPassing([{
+      Node: { Node: 'client-1', Address: '10.0.0.7' },
+      Service: { ID: `_nomad-task-${ALLOC}-group-agent-agent-ag_0123456789abcdef-http`, Service: 'agent-ag_0123456789abcdef', Tags: [], Address: '10.0.0.7', Port: 24571 },
+      Checks: [],
+    }]);
+    await waitFor('the listeners to be called', async () => (changes.includes('ag_0123456789abcdef') ? true : undefined));
+    const running = await driver.status('ag_0123456789abcdef');
+    assert.deepEqual(running!.replicas.map((r) => [r.state, r.address]), [['running', '10.0.0.7:24571']]);
+
+    cluster.nomadDown = true;
+    const whileDown = await driver.status('ag_0123456789abcdef');
+    assert.deepEqual(whileDown!.replicas.map((r) => [r.state, r.address]), [['running', '10.0.0.7:24571']], 'Nomad down: the last allocations, Consul’s addresses');
+  });
+
+  it('reconciles: adopts a job at the same version without registering it, removes jobs of agents gone', async () => {
+    await driver.submit(sampleSpec());
+    await driver.submit(sampleSpec({ agentId: 'ag_gone', secretEnv: {} }));
+    cluster.calls.length = 0;
+    await driver.reconcile([sampleSpec()]);
+    assert.deepEqual(cluster.calls.filter((c) => !c.startsWith('GET')), ['DELETE /v1/job/agent-ag_gone?purge=true', 'DELETE /v1/var/nomad/jobs/agent-ag_gone']);
+    assert.deepEqual([...cluster.jobs.keys()], ['agent-ag_0123456789abcdef']);
+    assert.notEqual(await driver.status('ag_0123456789abcdef'), null);
+  });
+});
