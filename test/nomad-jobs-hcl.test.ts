@@ -31,18 +31,6 @@ import {
 const JOBS_DIR = new URL('../nomad-jobs/', import.meta.url);
 const ENVOY_YAML = new URL('../envoy/envoy.yaml', import.meta.url);
 
-/**
- * The Nomad driver's settings (names fixed across the team), which control/config.ts reads
- * only once the driver lands (ORCHESTRATOR=nomad accepted). Until then the control job may
- * name them without loadConfig reading them; from the moment loadConfig accepts
- * ORCHESTRATOR=nomad this exemption ends by itself, and every one of them must be read.
- */
-const PENDING_DRIVER_SETTINGS = [
-  'NOMAD_ADDR', 'NOMAD_TOKEN', 'NOMAD_NAMESPACE', 'NOMAD_REGION', 'NOMAD_DATACENTERS', 'NOMAD_CACERT',
-  'NOMAD_CLIENT_CERT', 'NOMAD_CLIENT_KEY', 'NOMAD_SKIP_VERIFY', 'CONSUL_HTTP_ADDR', 'CONSUL_HTTP_TOKEN',
-  'CONSUL_CACERT', 'CONSUL_CLIENT_CERT', 'CONSUL_CLIENT_KEY', 'NOMAD_MHZ_PER_VCPU', 'NOMAD_POLL_INTERVAL_MS',
-];
-
 /** Settings that must never be plain job env: anyone who can read the job would read them. */
 const SECRET_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'MASTER_KEY', 'NOMAD_TOKEN', 'CONSUL_HTTP_TOKEN'];
 
@@ -201,13 +189,11 @@ describe('nomad-jobs/*.hcl', function () {
       control = await readJob('control.nomad.hcl');
     });
 
-    it('passes only settings loadConfig reads (the Nomad driver\'s, once it lands)', function () {
-      const { read, problems } = settingsReadBy(loadConfig, { ORCHESTRATOR: 'nomad' });
-      const driverLanded = !problems.some((problem) => problem.startsWith('ORCHESTRATOR:'));
+    it('passes only settings loadConfig reads with ORCHESTRATOR=nomad', function () {
+      const { read } = settingsReadBy(loadConfig, { ORCHESTRATOR: 'nomad' });
       const { plain, templated } = envNames(control.task);
       for (const name of [...plain, ...templated]) {
-        const pending = !driverLanded && PENDING_DRIVER_SETTINGS.includes(name);
-        assert.ok(read.has(name) || pending, `${name} is passed to the control API but loadConfig does not read it (renamed or misspelled?)`);
+        assert.ok(read.has(name), `${name} is passed to the control API but loadConfig does not read it (renamed or misspelled?)`);
       }
       assert.equal(control.task.env[0].ORCHESTRATOR, 'nomad');
     });

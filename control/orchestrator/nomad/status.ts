@@ -4,7 +4,7 @@ import { TASK } from './job-spec.js';
 
 /**
  * Allocations and their task events → our seven replica states. The table, first match
- * wins (docs/nomad-driver.md keeps it for operators):
+ * wins (docs/nomad.md, "The driver" keeps it for operators):
  *
  * | Allocation (DesiredStatus / ClientStatus)      | Task `agent`                                      | Replica      |
  * |------------------------------------------------|---------------------------------------------------|--------------|
