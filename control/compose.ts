@@ -69,7 +69,7 @@ export function buildServices({ config, db, redis, clock, logger, orchestrator, 
     apiKeys: new ApiKeyService(db, clock),
     accessKeys,
     agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge),
-    usage: new UsageService(db, clock),
+    usage: new UsageService(db, redis, clock),
     subscriptions: new SubscriptionService(db, edge, billing, logger.child({ component: 'subscriptions' })),
   };
 }

@@ -30,6 +30,10 @@ export interface Config {
   readonly nomad: NomadSettings | null;
   /** How often the reconciler compares Postgres with what runs. */
   readonly reconcileIntervalMs: number;
+  /** How often replica intervals are checked against what runs (the crash loss bound of replica time). */
+  readonly usageMeterIntervalMs: number;
+  /** How often the edge's request counters move from Redis to Postgres (the Redis loss bound). */
+  readonly usageFlushIntervalMs: number;
   /** The podman driver's scaler of agents with deploy.auto_scale (docs/autoscaling.md). */
   readonly autoscale: AutoscaleSettings;
 }
@@ -91,6 +95,8 @@ export function loadConfig(env: Env): Config {
     podman: readPodman(env, problems),
     nomad: env.ORCHESTRATOR === 'nomad' ? Object.freeze(readNomadSettings(env, problems)) : null,
     reconcileIntervalMs: read.integer('RECONCILE_INTERVAL_SECONDS', 30, 1, 3600) * 1000,
+    usageMeterIntervalMs: read.integer('USAGE_METER_INTERVAL_MS', 15_000, 100, 3_600_000),
+    usageFlushIntervalMs: read.integer('USAGE_FLUSH_INTERVAL_MS', 30_000, 100, 3_600_000),
     autoscale: Object.freeze({
       intervalMs: read.integer('AUTOSCALE_INTERVAL_MS', 15_000, 100, 3_600_000),
       targetRpmPerReplica: read.integer('AUTOSCALE_TARGET_RPM_PER_REPLICA', 60, 1, 1_000_000),

@@ -7,6 +7,8 @@ import { createLogger } from './logger.js';
 import { createOrchestrator } from './orchestrator/create.js';
 import { Reconciler } from './services/reconciler.js';
 import { Autoscaler } from './services/autoscaler.js';
+import { ReplicaMeter } from './services/replica-meter.js';
+import { UsageFlusher } from './services/usage-flusher.js';
 import { exclusivePass, LOOP_LOCKS } from './services/exclusive-pass.js';
 import { connectRedis } from './redis.js';
 
@@ -29,6 +31,10 @@ async function main(): Promise<void> {
     ? new Autoscaler(db, redis, orchestrator, services.deployments, systemClock, config.autoscale, logger.child({ component: 'autoscaler' }), { exclusive: exclusivePass(db, LOOP_LOCKS.autoscaler) })
     : undefined;
   autoscaler?.start();
+  const meter = new ReplicaMeter(db, orchestrator, systemClock, config.usageMeterIntervalMs, logger.child({ component: 'replica-meter' }));
+  await meter.start();
+  const flusher = new UsageFlusher(db, redis, systemClock, config.usageFlushIntervalMs, logger.child({ component: 'usage-flusher' }));
+  flusher.start();
 
   const server = createServer(app.callback());
   server.listen(config.port, config.host, () => {
@@ -47,6 +53,10 @@ async function main(): Promise<void> {
     // Containers keep running: agents outlive a restart of the control API, which adopts them again.
     await autoscaler?.stop();
     await reconciler.stop();
+    // The last counts of the edge reach Postgres, and replica time is measured once more.
+    await flusher.stop();
+    await meter.pass().catch(() => undefined);
+    await meter.stop();
     await orchestrator.close();
     await Promise.allSettled([db.destroy(), redis.quit()]);
     process.exit(0);

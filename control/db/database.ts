@@ -1,6 +1,7 @@
 import knex, { type Knex } from 'knex';
 import * as initial from './migrations/001-initial.js';
 import * as deployments from './migrations/002-deployments.js';
+import * as usage from './migrations/003-usage.js';
 
 export type Database = Knex;
 
@@ -11,6 +12,7 @@ export type Database = Knex;
 const migrations: Record<string, Knex.Migration> = {
   '001-initial': initial,
   '002-deployments': deployments,
+  '003-usage': usage,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

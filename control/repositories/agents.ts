@@ -130,6 +130,10 @@ export class AgentRepository {
   }
 
   /** Any account's agent, for the orchestration loops that act on behalf of the platform. */
+  async findBySlug(slug: string): Promise<AgentRow | undefined> {
+    return this.db<AgentRow>('agents').where({ slug }).first();
+  }
+
   async findAny(id: string): Promise<AgentRow | undefined> {
     return this.db<AgentRow>('agents').where({ id }).first();
   }

@@ -4,6 +4,7 @@ import { AgentRepository } from './agents.js';
 import { InviteRepository } from './invites.js';
 import { AccessKeyRepository, ApiKeyRepository } from './keys.js';
 import { SessionRepository } from './sessions.js';
+import { UsageRepository } from './usage.js';
 import { UserRepository } from './users.js';
 
 /** Every repository bound to one executor: the pool, or a transaction. */
@@ -15,6 +16,7 @@ export interface Repositories {
   invites: InviteRepository;
   agents: AgentRepository;
   accessKeys: AccessKeyRepository;
+  usage: UsageRepository;
 }
 
 export function repositoriesOn(db: Knex): Repositories {
@@ -26,6 +28,7 @@ export function repositoriesOn(db: Knex): Repositories {
     invites: new InviteRepository(db),
     agents: new AgentRepository(db),
     accessKeys: new AccessKeyRepository(db),
+    usage: new UsageRepository(db),
   };
 }
 

@@ -1,34 +1,59 @@
 import type { Knex } from 'knex';
+import type { Redis } from 'ioredis';
 import type { Clock } from '../clock.js';
 import { limitsOf } from '../domain/plans.js';
+import { edgeKeys } from '../edge/projection.js';
 import { notFound } from '../errors.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { AccountUsage } from '../schemas/account.js';
 import type { Principal } from './principal.js';
 
+/**
+ * GET /account/usage: what runs now, and what was used since the first day of the month
+ * (UTC): replica time from the replica intervals, requests from the flushed counts plus
+ * what authz has counted in Redis since the last flush.
+ */
 export class UsageService {
-  constructor(private readonly db: Knex, private readonly clock: Clock) {}
+  constructor(private readonly db: Knex, private readonly redis: Redis, private readonly clock: Clock) {}
 
   async usage(principal: Principal): Promise<AccountUsage> {
     const repos = repositoriesOn(this.db);
     const account = await repos.accounts.find(principal.accountId);
     if (!account) throw notFound('Account');
-    const running = await repos.agents.running(account.id);
+    const now = this.clock.now();
+    const start = startOfMonthUtc(now);
+    const month = monthOf(now);
+    const [running, totals, flushed, unflushed] = await Promise.all([
+      repos.agents.running(account.id),
+      repos.usage.totals(account.id, start, now),
+      repos.usage.requests(account.id, month),
+      this.unflushedRequests(account.id, month),
+    ]);
     return {
       plan: account.plan,
       exempt: account.exempt,
       limits: { ...limitsOf(account.plan) },
       usage: { agents: running.agents, replicas: running.replicas, vcpu: running.vcpu, memory_mb: running.memory_mb },
       period: {
-        start: startOfMonthUtc(this.clock.now()).toISOString(),
-        // Metered figures arrive with replica intervals and edge request counts.
-        replica_hours: 0,
-        vcpu_hours: 0,
-        memory_gb_hours: 0,
-        requests: 0,
+        start: start.toISOString(),
+        replica_hours: toFourDecimals(totals.replicaHours),
+        vcpu_hours: toFourDecimals(totals.vcpuHours),
+        memory_gb_hours: toFourDecimals(totals.memoryGbHours),
+        requests: flushed + unflushed,
       },
     };
+  }
+
+  /** Counted at the edge but not flushed yet: the figure is live, not 30 s behind. */
+  private async unflushedRequests(accountId: string, month: string): Promise<number> {
+    const agents = await repositoriesOn(this.db).agents.ofAccount(accountId);
+    if (agents.length === 0) return 0;
+    const counts = await this.redis.mget(...agents.map((agent) => edgeKeys.usage(agent.slug, month)));
+    return counts.reduce((sum, count) => sum + Number(count ?? 0), 0);
   }
 }
 
 export const startOfMonthUtc = (at: Date) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
+/** The month as authz names its usage counters: `YYYY-MM`, UTC. */
+export const monthOf = (at: Date) => at.toISOString().slice(0, 7);
+const toFourDecimals = (value: number) => Math.round(value * 10_000) / 10_000;

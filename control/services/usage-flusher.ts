@@ -1,0 +1,99 @@
+import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import type { Clock } from '../clock.js';
+import { repositoriesOn } from '../repositories/index.js';
+
+const COUNTER = /^edge:usage:\{([^}]+)\}:(\d{4}-\d{2})$/;
+const FLUSHING = /^edge:usage-flushing:\{([^}]+)\}:(\d{4}-\d{2}):([0-9a-f-]{36})$/;
+
+/**
+ * Moves the request counters authz keeps in Redis (`edge:usage:{slug}:YYYY-MM`, one INCR
+ * per allowed request) into Postgres, exactly once:
+ *   1. RENAME the counter to `edge:usage-flushing:{slug}:<month>:<flush id>`: atomic, so
+ *      requests counted from then on start a fresh counter and none is lost in between;
+ *   2. one transaction records the flush id and adds the count (a flush id seen before
+ *      means a crash hit between commit and step 3: nothing is added twice);
+ *   3. DEL the flushing key.
+ * Leftover flushing keys (a crash between 1 and 3) are finished first on every pass.
+ */
+export class UsageFlusher {
+  private timer: NodeJS.Timeout | undefined;
+  private running: Promise<void> | undefined;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly redis: Redis,
+    private readonly clock: Clock,
+    private readonly intervalMs: number,
+    private readonly logger: Logger,
+  ) {}
+
+  start(): void {
+    void this.flush();
+    this.timer = setInterval(() => void this.flush(), this.intervalMs);
+    this.timer.unref();
+  }
+
+  /** Stops the timer and flushes once more, so a shutdown loses no count. */
+  async stop(): Promise<void> {
+    clearInterval(this.timer);
+    this.timer = undefined;
+    await this.running;
+    await this.flush();
+  }
+
+  /** One pass at a time; failures are logged and the counters stay in Redis for the next. */
+  flush(): Promise<void> {
+    this.running ??= this.flushAll()
+      .catch((error: unknown) => this.logger.warn({ err: error }, 'usage flush failed; counters stay in Redis for the next pass'))
+      .finally(() => (this.running = undefined));
+    return this.running;
+  }
+
+  private async flushAll(): Promise<void> {
+    for (const key of await this.scan('edge:usage-flushing:*')) await this.finish(key);
+    for (const key of await this.scan('edge:usage:*')) {
+      const match = COUNTER.exec(key);
+      if (!match) continue;
+      const [, slug, month] = match;
+      // Counters of agents this database does not know (deleted before their last flush,
+      // or another installation sharing Redis) are left alone rather than billed to nobody.
+      if (!(await repositoriesOn(this.db).agents.findBySlug(slug!))) continue;
+      const flushing = `edge:usage-flushing:{${slug}}:${month}:${randomUUID()}`;
+      // The counter may have expired or been flushed by another copy since SCAN saw it.
+      const renamed = await this.redis.renamenx(key, flushing).catch(() => 0);
+      if (renamed === 1) await this.finish(flushing);
+    }
+  }
+
+  private async finish(flushingKey: string): Promise<void> {
+    const match = FLUSHING.exec(flushingKey);
+    if (!match) return;
+    const [, slug, month, flushId] = match;
+    const count = Number(await this.redis.get(flushingKey));
+    const agent = await repositoriesOn(this.db).agents.findBySlug(slug!);
+    if (!agent) {
+      this.logger.warn({ slug }, 'usage being flushed for an agent deleted meanwhile: left in Redis');
+      return;
+    }
+    if (count > 0) {
+      await this.db.transaction((trx) =>
+        repositoriesOn(trx).usage.addRequests(flushId!, { accountId: agent.account_id, agentId: agent.id, month: month!, count }, this.clock.now()),
+      );
+    }
+    await this.redis.del(flushingKey);
+  }
+
+  private async scan(pattern: string): Promise<string[]> {
+    const keys: string[] = [];
+    let cursor = '0';
+    do {
+      const [next, batch] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
+      keys.push(...batch);
+      cursor = next;
+    } while (cursor !== '0');
+    return keys;
+  }
+}
