@@ -1,0 +1,391 @@
+import { randomUUID } from 'node:crypto';
+import { connect } from 'node:net';
+import { freePort } from '../../../scripts/lib/local-services.js';
+import { createTask, imagePresent, removeLabelled, removeTask, startTask, taskState } from './task-runner.js';
+
+/**
+ * The state of a fake Nomad region with one client node and its Consul catalog. Jobs are
+ * played as Nomad plays them, on real containers: allocations per group count, task
+ * states and events (only the last 10 kept), restarts per RestartPolicy, deployments that
+ * succeed when the new allocations' Consul checks pass, and scale refused while one runs.
+ *
+ * Simplified, on purpose (tests wait for conditions, never for these timings): checks run
+ * every 300 ms whatever their Interval; MinHealthyTime and MaxParallel are not applied (a
+ * new version's allocations start together, old ones stop once all new ones are healthy);
+ * a failed allocation is not rescheduled (the driver's ReschedulePolicy has Attempts 0).
+ */
+type Json = Record<string, any>;
+
+const TEMPLATE = /^\{\{ with nomadVar "([^"]+)" \}\}\{\{ range \.Tuples \}\}\{\{ \.K \}\}=\{\{ \.V \| toJSON \}\}\n\{\{ end \}\}\{\{ end \}\}$/;
+const nanos = (ms = Date.now()) => ms * 1_000_000;
+const LIVE = new Set(['pending', 'running']);
+
+export interface StoredJob {
+  job: Json;
+  version: number;
+  modifyIndex: number;
+  deployment: { ID: string; JobVersion: number; Status: 'running' | 'successful' | 'failed' } | null;
+}
+
+interface Allocation {
+  public: Json;
+  container: string;
+  hostPort: number;
+  healthy: boolean;
+  stopRequested: boolean;
+}
+
+export class FakeNomadState {
+  index = 1;
+  readonly jobs = new Map<string, StoredJob>();
+  readonly variables = new Map<string, Json>();
+  private readonly allocs = new Map<string, Allocation>();
+  private readonly consulIndex = new Map<string, number>();
+  private readonly consulWaiters = new Set<() => void>();
+  private readonly checker: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(readonly label: string) {
+    this.checker = setInterval(() => void this.runChecks(), 300);
+  }
+
+  bump(): number {
+    this.index += 1;
+    return this.index;
+  }
+
+  allocationsOf(jobId: string): Json[] {
+    return [...this.allocs.values()].filter((a) => a.public.JobID === jobId).map((a) => structuredClone(a.public));
+  }
+
+  allocation(id: string): Json | undefined {
+    const found = this.allocs.get(id);
+    return found ? structuredClone(found.public) : undefined;
+  }
+
+  register(job: Json, preserveCounts: boolean): StoredJob {
+    const previous = this.jobs.get(job.ID);
+    if (previous && preserveCounts) {
+      for (const group of job.TaskGroups ?? []) {
+        const old = (previous.job.TaskGroups ?? []).find((g: Json) => g.Name === group.Name);
+        if (old) group.Count = old.Count;
+      }
+    }
+    const version = previous && !previous.job.Stop ? previous.version + 1 : previous ? previous.version + 1 : 0;
+    const stored: StoredJob = {
+      job: { ...job, Stop: false, Version: version, Status: 'running' },
+      version,
+      modifyIndex: this.bump(),
+      deployment: { ID: randomUUID(), JobVersion: version, Status: 'running' },
+    };
+    this.jobs.set(job.ID, stored);
+    this.reconcile(job.ID);
+    return stored;
+  }
+
+  scale(jobId: string, group: string, count: number): string | null {
+    const stored = this.jobs.get(jobId);
+    if (!stored) return 'job not found';
+    if (stored.deployment?.Status === 'running') {
+      return `job scaling blocked due to active deployment`;
+    }
+    const taskGroup = (stored.job.TaskGroups as Json[]).find((g) => g.Name === group);
+    if (!taskGroup) return `task group "${group}" not found`;
+    const scaling = taskGroup.Scaling;
+    if (scaling && count > scaling.Max) return `group count was greater than scaling policy maximum: ${count} > ${scaling.Max}`;
+    if (scaling && count < (scaling.Min ?? 0)) return `group count was less than scaling policy minimum: ${count} < ${scaling.Min}`;
+    taskGroup.Count = count;
+    stored.modifyIndex = this.bump();
+    this.reconcile(jobId);
+    return null;
+  }
+
+  deregister(jobId: string, purge: boolean): boolean {
+    const stored = this.jobs.get(jobId);
+    if (!stored) return false;
+    // The job goes (or is marked stopped) first, so stopping its allocations places no replacement.
+    if (purge) this.jobs.delete(jobId);
+    else stored.job.Stop = true;
+    for (const alloc of this.allocs.values()) if (alloc.public.JobID === jobId) this.stop(alloc);
+    this.bump();
+    return true;
+  }
+
+  /** Places or stops allocations until the job's groups have their counts of the current version. */
+  private reconcile(jobId: string): void {
+    const stored = this.jobs.get(jobId);
+    if (!stored || stored.job.Stop) return;
+    for (const group of stored.job.TaskGroups as Json[]) {
+      const mine = [...this.allocs.values()].filter((a) => a.public.JobID === jobId && a.public.TaskGroup === group.Name && a.public.DesiredStatus === 'run');
+      const current = mine.filter((a) => a.public.JobVersion === stored.version);
+      const old = mine.filter((a) => a.public.JobVersion !== stored.version);
+      // A failed allocation keeps its slot: it is not rescheduled (see the class comment).
+      const occupying = current.filter((a) => LIVE.has(a.public.ClientStatus) || a.public.ClientStatus === 'failed');
+      for (let i = occupying.length; i < group.Count; i += 1) void this.place(stored, group, i);
+      const live = current.filter((a) => LIVE.has(a.public.ClientStatus));
+      for (const extra of live.slice(group.Count).reverse()) this.stop(extra);
+      if (old.length > 0 && live.length >= group.Count && live.slice(0, group.Count).every((a) => a.healthy)) for (const a of old) this.stop(a);
+      if (group.Count === 0) for (const a of old) this.stop(a);
+    }
+    this.settleDeployment(stored);
+  }
+
+  private settleDeployment(stored: StoredJob): void {
+    const deployment = stored.deployment;
+    if (!deployment || deployment.Status !== 'running') return;
+    const current = [...this.allocs.values()].filter((a) => a.public.JobID === stored.job.ID && a.public.JobVersion === stored.version && a.public.DesiredStatus === 'run');
+    const wanted = (stored.job.TaskGroups as Json[]).reduce((sum, g) => sum + g.Count, 0);
+    if (current.some((a) => a.public.ClientStatus === 'failed')) deployment.Status = 'failed';
+    else if (current.filter((a) => a.healthy).length >= wanted) deployment.Status = 'successful';
+    else return;
+    this.bump();
+  }
+
+  private async place(stored: StoredJob, group: Json, slot: number): Promise<void> {
+    const task = group.Tasks[0] as Json;
+    const port = (group.Networks?.[0]?.DynamicPorts ?? [])[0] as Json;
+    const hostPort = await freePort();
+    const id = randomUUID();
+    const alloc: Allocation = {
+      container: `fake-nomad-${this.label}-${id.slice(0, 8)}`,
+      hostPort,
+      healthy: false,
+      stopRequested: false,
+      public: {
+        ID: id, EvalID: randomUUID(), Name: `${stored.job.ID}.${group.Name}[${slot}]`, Namespace: stored.job.Namespace ?? 'default',
+        NodeID: 'fake-node-0', NodeName: 'fake-client', JobID: stored.job.ID, JobType: stored.job.Type, JobVersion: stored.version,
+        TaskGroup: group.Name, DesiredStatus: 'run', DesiredDescription: '', ClientStatus: 'pending', ClientDescription: 'No tasks have started',
+        DeploymentStatus: null, CreateIndex: this.bump(), ModifyIndex: this.index, CreateTime: nanos(), ModifyTime: nanos(),
+        AllocatedResources: { Shared: { Ports: port ? [{ Label: port.Label, Value: hostPort, To: port.To, HostIP: '127.0.0.1' }] : [] } },
+        TaskStates: { [task.Name]: { State: 'pending', Failed: false, Restarts: 0, LastRestart: null, StartedAt: null, FinishedAt: null, Events: [] } },
+      },
+    };
+    this.allocs.set(id, alloc);
+    this.event(alloc, task, { Type: 'Received', DisplayMessage: 'Task received by client' });
+    void this.runTask(stored, group, task, alloc, port?.To ?? 0).catch((error: Error) => {
+      this.event(alloc, task, { Type: 'Driver Failure', DisplayMessage: error.message, DriverError: error.message, FailsTask: true });
+      this.finish(alloc, task, 'failed');
+    });
+  }
+
+  private async runTask(stored: StoredJob, group: Json, task: Json, alloc: Allocation, containerPort: number): Promise<void> {
+    this.event(alloc, task, { Type: 'Task Setup', DisplayMessage: 'Building Task Directory' });
+    const env: Record<string, string> = { ...(task.Env ?? {}) };
+    for (const template of (task.Templates ?? []) as Json[]) {
+      const match = TEMPLATE.exec(template.EmbeddedTmpl ?? '');
+      if (!match) {
+        this.event(alloc, task, { Type: 'Template', DisplayMessage: 'the fake renders only the nomadVar .Tuples toJSON form', FailsTask: true });
+        return this.finish(alloc, task, 'failed');
+      }
+      // A template reading a Variable blocks until the Variable exists, as Nomad's does.
+      while (!this.variables.has(match[1]!) && !alloc.stopRequested) await sleep(200);
+      for (const [key, value] of Object.entries((this.variables.get(match[1]!)?.Items ?? {}) as Record<string, string>)) {
+        if (template.Envvars) env[key] = value;
+      }
+    }
+    const policy = group.RestartPolicy ?? { Attempts: 2, Delay: 15e9, Mode: 'fail' };
+    const image = String(task.Config?.image ?? '');
+    const state = task.Name as string;
+    let created = false;
+    for (;;) {
+      if (alloc.stopRequested) return;
+      let exitCode: number | null = null;
+      if (!(await imagePresent(image))) {
+        const message = `Failed to pull \`${image}\`: Error response from daemon: pull access denied for ${image.split(':')[0]}, repository does not exist or may require 'docker login'`;
+        this.event(alloc, task, { Type: 'Driver Failure', DisplayMessage: message, DriverError: message });
+      } else {
+        if (!created) {
+          await createTask({ name: alloc.container, label: this.label, image, env, hostPort: alloc.hostPort, containerPort, config: task.Config ?? {}, memoryMb: task.Resources?.MemoryMB ?? 300 });
+          created = true;
+        }
+        this.event(alloc, task, { Type: 'Driver', DisplayMessage: `Downloading image` });
+        await startTask(alloc.container);
+        this.setRunning(alloc, task);
+        exitCode = await this.waitForExit(alloc);
+        if (alloc.stopRequested) return;
+        this.event(alloc, task, { Type: 'Terminated', DisplayMessage: `Exit Code: ${exitCode}`, ExitCode: exitCode });
+      }
+      const taskState = alloc.public.TaskStates[state];
+      if (taskState.Restarts >= policy.Attempts) {
+        this.event(alloc, task, {
+          Type: 'Not Restarting', FailsTask: true,
+          DisplayMessage: `Exceeded allowed attempts ${policy.Attempts} in interval ${policy.Interval / 1e9}s and mode is "${policy.Mode}"`,
+        });
+        return this.finish(alloc, task, 'failed');
+      }
+      taskState.Restarts += 1;
+      taskState.LastRestart = new Date().toISOString();
+      taskState.State = 'pending';
+      alloc.public.ClientStatus = 'pending';
+      alloc.healthy = false;
+      this.event(alloc, task, { Type: 'Restarting', DisplayMessage: `Task restarting in ${policy.Delay / 1e9}s`, RestartReason: 'Restart within policy' });
+      await sleep(policy.Delay / 1e6);
+    }
+  }
+
+  private async waitForExit(alloc: Allocation): Promise<number> {
+    for (;;) {
+      await sleep(250);
+      if (alloc.stopRequested || this.closed) return 0;
+      const state = await taskState(alloc.container).catch(() => ({ running: false, exitCode: 137 }));
+      if (!state.running) return state.exitCode;
+    }
+  }
+
+  private setRunning(alloc: Allocation, task: Json): void {
+    const state = alloc.public.TaskStates[task.Name];
+    state.State = 'running';
+    state.StartedAt = new Date().toISOString();
+    alloc.public.ClientStatus = 'running';
+    alloc.public.ClientDescription = 'Tasks are running';
+    this.event(alloc, task, { Type: 'Started', DisplayMessage: 'Task started by client' });
+  }
+
+  private finish(alloc: Allocation, task: Json, status: 'failed' | 'complete'): void {
+    const state = alloc.public.TaskStates[task.Name];
+    state.State = 'dead';
+    state.Failed = status === 'failed';
+    state.FinishedAt = new Date().toISOString();
+    alloc.public.ClientStatus = status;
+    alloc.healthy = false;
+    this.touch(alloc);
+    const stored = this.jobs.get(alloc.public.JobID);
+    if (stored) this.settleDeployment(stored);
+  }
+
+  private event(alloc: Allocation, task: Json, event: Json): void {
+    const state = alloc.public.TaskStates[task.Name];
+    // Nomad keeps a task's last 10 events only.
+    state.Events = [...state.Events, { Time: nanos(), Message: '', Details: {}, ...event }].slice(-10);
+    this.touch(alloc);
+  }
+
+  private touch(alloc: Allocation): void {
+    alloc.public.ModifyIndex = this.bump();
+    alloc.public.ModifyTime = nanos();
+  }
+
+  /** ShutdownDelay first (out of Consul, then the delay), then the container is killed. */
+  private stop(alloc: Allocation): void {
+    if (alloc.public.DesiredStatus !== 'run') return;
+    alloc.public.DesiredStatus = 'stop';
+    alloc.stopRequested = true;
+    this.setHealth(alloc, false);
+    this.touch(alloc);
+    const stored = this.jobs.get(alloc.public.JobID);
+    const group = (stored?.job.TaskGroups as Json[] | undefined)?.find((g) => g.Name === alloc.public.TaskGroup);
+    const task = (group?.Tasks?.[0] ?? { Name: Object.keys(alloc.public.TaskStates)[0] }) as Json;
+    void (async () => {
+      await sleep(Math.min((group?.ShutdownDelay ?? 0) / 1e6, 5_000));
+      this.event(alloc, task, { Type: 'Killing', DisplayMessage: 'Sent interrupt. Waiting 5s before force killing' });
+      await removeTask(alloc.container);
+      this.event(alloc, task, { Type: 'Killed', DisplayMessage: 'Task successfully killed' });
+      if (LIVE.has(alloc.public.ClientStatus)) this.finish(alloc, task, 'complete');
+    })();
+  }
+
+  // ---- Consul ----
+
+  /** Passing instances of a service, as /v1/health/service/:name?passing=true answers. */
+  passing(service: string): { index: number; entries: Json[] } {
+    const entries: Json[] = [];
+    for (const alloc of this.allocs.values()) {
+      if (!alloc.healthy) continue;
+      const stored = this.jobs.get(alloc.public.JobID);
+      const group = (stored?.job.TaskGroups as Json[] | undefined)?.find((g) => g.Name === alloc.public.TaskGroup);
+      for (const svc of (group?.Services ?? []) as Json[]) {
+        if (svc.Name !== service) continue;
+        const id = `_nomad-task-${alloc.public.ID}-group-${group!.Name}-${svc.Name}-${svc.PortLabel}`;
+        entries.push({
+          Node: { ID: 'fake-node-0', Node: 'fake-client', Address: '127.0.0.1', Datacenter: 'dc1' },
+          Service: { ID: id, Service: svc.Name, Tags: svc.Tags ?? [], Address: '127.0.0.1', Port: alloc.hostPort, Meta: svc.Meta ?? {} },
+          Checks: [
+            { Node: 'fake-client', CheckID: 'serfHealth', Name: 'Serf Health Status', Status: 'passing', ServiceID: '', Output: 'Agent alive and reachable' },
+            { Node: 'fake-client', CheckID: `_nomad-check-${id}`, Name: (svc.Checks?.[0]?.Name as string) ?? 'service', Status: 'passing', ServiceID: id, Output: 'HTTP GET: 200 OK' },
+          ],
+        });
+      }
+    }
+    return { index: this.consulIndex.get(service) ?? 1, entries };
+  }
+
+  /** Resolves when any service changes, or after `ms`. */
+  waitForConsul(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.consulWaiters.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      this.consulWaiters.add(done);
+    });
+  }
+
+  private setHealth(alloc: Allocation, healthy: boolean): void {
+    if (alloc.healthy === healthy) return;
+    alloc.healthy = healthy;
+    const stored = this.jobs.get(alloc.public.JobID);
+    for (const group of (stored?.job.TaskGroups ?? []) as Json[]) {
+      for (const svc of (group.Services ?? []) as Json[]) this.consulIndex.set(svc.Name, (this.consulIndex.get(svc.Name) ?? 1) + 1);
+    }
+    alloc.public.DeploymentStatus = healthy ? { Healthy: true, Timestamp: new Date().toISOString() } : alloc.public.DeploymentStatus;
+    this.touch(alloc);
+    for (const wake of [...this.consulWaiters]) wake();
+    if (stored) this.reconcile(stored.job.ID);
+  }
+
+  private checking = false;
+  private async runChecks(): Promise<void> {
+    if (this.checking || this.closed) return;
+    this.checking = true;
+    try {
+      await Promise.all([...this.allocs.values()].map(async (alloc) => {
+        if (alloc.stopRequested) return;
+        if (alloc.public.ClientStatus !== 'running') return this.setHealth(alloc, false);
+        const stored = this.jobs.get(alloc.public.JobID);
+        const group = (stored?.job.TaskGroups as Json[] | undefined)?.find((g) => g.Name === alloc.public.TaskGroup);
+        const check = group?.Services?.[0]?.Checks?.[0] as Json | undefined;
+        if (!check) return;
+        const ok = check.Type === 'http' ? await httpCheck(alloc.hostPort, check.Path ?? '/') : await tcpCheck(alloc.hostPort);
+        if (!alloc.stopRequested) this.setHealth(alloc, ok);
+      }));
+    } finally {
+      this.checking = false;
+    }
+  }
+
+  async close(): Promise<void> {
+    this.closed = true;
+    clearInterval(this.checker);
+    for (const alloc of this.allocs.values()) alloc.stopRequested = true;
+    for (const wake of [...this.consulWaiters]) wake();
+    await removeLabelled(this.label);
+  }
+}
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function httpCheck(port: number, path: string): Promise<boolean> {
+  try {
+    const response = await fetch(`http://127.0.0.1:${port}${path}`, { signal: AbortSignal.timeout(1_000) });
+    await response.arrayBuffer();
+    return response.status >= 200 && response.status < 300;
+  } catch {
+    return false;
+  }
+}
+
+function tcpCheck(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port, timeout: 1_000 }, () => {
+      socket.destroy();
+      resolve(true);
+    });
+    socket.on('error', () => resolve(false));
+    socket.on('timeout', () => {
+      socket.destroy();
+      resolve(false);
+    });
+  });
+}
