@@ -197,6 +197,8 @@ export class FakeNomadState {
         if (!created) {
           await createTask({ name: alloc.container, label: this.label, image, env, hostPort: alloc.hostPort, containerPort, config: task.Config ?? {}, memoryMb: task.Resources?.MemoryMB ?? 300 });
           created = true;
+          // Stopped (or the fake closed) while the container was being created: it must not outlive the fake.
+          if (alloc.stopRequested || this.closed) return void (await removeTask(alloc.container));
         }
         this.event(alloc, task, { Type: 'Driver', DisplayMessage: `Downloading image` });
         await startTask(alloc.container);
