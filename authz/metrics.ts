@@ -1,4 +1,3 @@
-import { createServer, type Server } from 'node:http';
 import { Counter, Histogram, Registry } from 'prom-client';
 import type { Outcome } from './decision.js';
 
@@ -51,18 +50,4 @@ export function createAuthzMetrics(): AuthzMetrics {
       redisErrors.inc();
     },
   };
-}
-
-/** GET /metrics in Prometheus text format; nothing else. */
-export function createMetricsServer(registry: Registry): Server {
-  return createServer((request, response) => {
-    if (request.method !== 'GET' || request.url?.split('?')[0] !== '/metrics') {
-      response.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');
-      return;
-    }
-    registry.metrics().then(
-      (text) => response.writeHead(200, { 'content-type': registry.contentType }).end(text),
-      () => response.writeHead(500, { 'content-type': 'text/plain' }).end('metrics unavailable\n'),
-    );
-  });
 }

@@ -12,7 +12,8 @@ import { defineCheckScript } from './check-script.js';
 import { createChecker } from './checker.js';
 import { withDeadline } from './deadline.js';
 import { healthService, healthServiceDefinition } from './health.js';
-import { createAuthzMetrics, createMetricsServer, type AuthzMetrics } from './metrics.js';
+import { createAuthzMetrics, type AuthzMetrics } from './metrics.js';
+import { createOpsServer } from './ops-server.js';
 
 export interface AuthzDeps {
   redis: Redis;
@@ -58,17 +59,17 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
       });
     },
   });
-  grpcServer.addService(
-    healthServiceDefinition,
-    healthService([AUTHORIZATION_SERVICE], async () => (await withDeadline(deps.redis.ping(), config.redisTimeoutMs)) === 'PONG'),
-  );
+  // Ready while Redis answers within a Check's deadline: asked by gRPC (Consul's check,
+  // Envoy's health checks) and by HTTP (/readyz on the metrics port) alike.
+  const isReady = async () => (await withDeadline(deps.redis.ping(), config.redisTimeoutMs)) === 'PONG';
+  grpcServer.addService(healthServiceDefinition, healthService([AUTHORIZATION_SERVICE], isReady));
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${config.host}:${config.grpcPort}`, ServerCredentials.createInsecure(), (error, port) =>
       error ? reject(error) : resolve(port),
     ),
   );
 
-  const metricsServer = createMetricsServer(metrics.registry);
+  const metricsServer = createOpsServer({ registry: metrics.registry, isReady });
   metricsServer.listen(config.metricsPort, config.host);
   try {
     await once(metricsServer, 'listening');

@@ -6,6 +6,7 @@ import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import { SecretBox } from './crypto/secret-box.js';
 import { createApp } from './http/app.js';
+import { READINESS_TIMEOUT_MS, readinessCheck } from './readiness.js';
 import { bearerAuthenticator } from './http/authenticate.js';
 import { accessKeyRoutes } from './http/routes/access-keys.js';
 import { accountRoutes } from './http/routes/account.js';
@@ -54,7 +55,8 @@ export function buildServices({ config, db, redis, clock, logger, orchestrator, 
   const edge = new EdgeSync(db, new EdgeProjection(redis), orchestrator, logger.child({ component: 'edge-sync' }));
   const accessKeys = new AccessKeyService(db, clock, edge);
   const presenter = { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage };
-  const runner = orchestrator ? new AgentRunner(db, orchestrator, box, config.runtimeImage, clock, logger, edge) : undefined;
+  const jobSettings = { runtimeImage: config.runtimeImage, urlOf: (slug: string) => agentUrl(slug, config.agentUrl) };
+  const runner = orchestrator ? new AgentRunner(db, orchestrator, box, jobSettings, clock, logger, edge) : undefined;
   return {
     edge,
     runner,

@@ -24,6 +24,7 @@ export const errorCatalogue = {
   BILLING_PROVIDER_FAILED: { status: 502, message: 'The billing provider did not accept the change; the plan is unchanged' },
   BILLING_NOT_CONFIGURED: { status: 503, message: 'No billing provider is configured' },
   EDGE_UNAVAILABLE: { status: 503, message: "The edge's store (Redis) cannot be reached; nothing was changed" },
+  NOT_READY: { status: 503, message: 'A dependency of the control API (Postgres or Redis) does not answer' },
 } as const satisfies Record<string, { status: number; message: string }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

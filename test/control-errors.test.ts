@@ -276,7 +276,7 @@ describe('control API: errors, OpenAPI document and health', () => {
     it('answers 200 without authentication, outside /v1', async () => {
       const response = await fetch(control.baseUrl.replace(/\/v1$/, '') + '/healthz');
       assert.equal(response.status, 200);
-      assert.deepEqual(await response.json(), { status: 'ok' });
+      assert.deepEqual(await response.json(), { status: 'ok', dependencies: { postgres: 'ok', redis: 'ok' } });
     });
   });
 });

@@ -225,9 +225,7 @@ describe('nomad-jobs/*.hcl', function () {
         authenticate: async () => {
           throw new Error('no route needs a principal here');
         },
-        checkHealth: async () => {
-          if (!healthy) throw new Error('Postgres is down');
-        },
+        checkReadiness: async () => ({ ready: healthy, dependencies: { postgres: healthy ? 'ok' : 'unavailable' } }),
         logger: pino({ level: 'silent' }),
         trustProxy: false,
       });

@@ -5,17 +5,19 @@ import { canWrite } from '../domain/roles.js';
 import { PlatformError } from '../errors.js';
 import type { Authenticator } from './authenticate.js';
 import { errorMiddleware } from './error-middleware.js';
+import { mountProbes, PROBE_PATHS } from './health.js';
 import { parseIfMatch } from './if-match.js';
 import { readJsonBody } from './json-body.js';
 import { requestLog } from './request-log.js';
 import type { RouteSpec } from './route.js';
 import { compileValidator } from './validation.js';
+import type { Readiness } from '../readiness.js';
 
 export interface AppDependencies {
   routes: RouteSpec[];
   authenticate: Authenticator;
-  /** Throws when a dependency (Postgres, Redis) cannot serve; backs GET /healthz. */
-  checkHealth: () => Promise<void>;
+  /** Whether Postgres and Redis answer; backs GET /readyz (and /healthz). */
+  checkReadiness: () => Promise<Readiness>;
   logger: Logger;
   trustProxy: boolean;
 }
@@ -26,14 +28,11 @@ export function createApp(deps: AppDependencies): Koa {
   const app = new Koa({ proxy: deps.trustProxy });
   // Koa's own error printing would bypass our logger; every error is rendered by errorMiddleware.
   app.silent = true;
-  app.use(requestLog(deps.logger));
+  app.use(requestLog(deps.logger, PROBE_PATHS));
   app.use(errorMiddleware(deps.logger));
 
   const router = new Router();
-  router.get('/healthz', async (ctx) => {
-    await deps.checkHealth();
-    ctx.body = { status: 'ok' };
-  });
+  mountProbes(router, deps.checkReadiness);
   for (const route of deps.routes) mount(router, route, deps.authenticate);
 
   // Runs after the router has had its turn: a known path with another method is 405

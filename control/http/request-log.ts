@@ -4,9 +4,10 @@ import type { Logger } from 'pino';
 
 /**
  * One log line per request with what an operator needs to follow it: never headers or
- * bodies, which carry tokens, passwords and model keys.
+ * bodies, which carry tokens, passwords and model keys. A successful request to one of
+ * `quietPaths` (health probes, every few seconds from every checker) logs at debug only.
  */
-export function requestLog(logger: Logger): Middleware {
+export function requestLog(logger: Logger, quietPaths: ReadonlySet<string> = new Set()): Middleware {
   return async (ctx, next) => {
     const started = process.hrtime.bigint();
     const incoming = ctx.get('X-Request-Id');
@@ -16,7 +17,8 @@ export function requestLog(logger: Logger): Middleware {
     try {
       await next();
     } finally {
-      logger.info(
+      const level = quietPaths.has(ctx.path) && ctx.status < 400 ? 'debug' : 'info';
+      logger[level](
         {
           request_id: requestId,
           method: ctx.method,

@@ -1,0 +1,76 @@
+import assert from 'node:assert/strict';
+import { Redis } from 'ioredis';
+import { systemClock } from '../control/clock.js';
+import { freePort } from '../scripts/lib/local-services.js';
+import { connectTestRedis, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
+
+/**
+ * authz's HTTP probes on its metrics port, beside the gRPC health service: readiness is
+ * "Redis answers" (the gRPC health service's answer too), liveness never asks Redis.
+ */
+
+async function getJson(url: string): Promise<{ status: number; body: any }> {
+  const response = await fetch(url);
+  assert.match(response.headers.get('content-type') ?? '', /^application\/json/);
+  return { status: response.status, body: await response.json() };
+}
+
+describe('authz probes: /livez and /readyz on the metrics port', function () {
+  const domain = uniqueAgentDomain('authz-probes');
+
+  describe('with Redis answering', function () {
+    let redis: Redis;
+    let running: TestAuthz;
+    let root: string;
+    before(async () => {
+      redis = connectTestRedis();
+      running = await startTestAuthz({ redis, clock: systemClock, agentDomain: domain });
+      root = `http://127.0.0.1:${running.authz.metricsPort}`;
+    });
+    after(async () => {
+      await running?.close();
+      redis?.disconnect();
+    });
+
+    it('is live and ready, /healthz answering as /readyz, and agrees with the gRPC health service', async () => {
+      assert.deepEqual(await getJson(`${root}/livez`), { status: 200, body: { status: 'ok' } });
+      const ready = { status: 200, body: { status: 'ok', dependencies: { redis: 'ok' } } };
+      assert.deepEqual(await getJson(`${root}/readyz`), ready);
+      assert.deepEqual(await getJson(`${root}/healthz`), ready);
+      assert.deepEqual(await running.client.healthCheck(), { status: 'SERVING' });
+    });
+
+    it('still serves /metrics, answers 404 elsewhere and 405 to other methods', async () => {
+      assert.equal((await fetch(`${root}/metrics`)).status, 200);
+      assert.equal((await fetch(`${root}/nothing`)).status, 404);
+      assert.equal((await fetch(`${root}/readyz`, { method: 'POST' })).status, 405);
+    });
+  });
+
+  describe('with Redis unreachable', function () {
+    let deadRedis: Redis;
+    let running: TestAuthz;
+    let root: string;
+    before(async () => {
+      deadRedis = new Redis(await freePort(), '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 200, lazyConnect: true });
+      deadRedis.on('error', () => undefined);
+      running = await startTestAuthz({ redis: deadRedis, clock: systemClock, agentDomain: domain });
+      root = `http://127.0.0.1:${running.authz.metricsPort}`;
+    });
+    after(async () => {
+      await running?.close();
+      deadRedis?.disconnect();
+    });
+
+    it('is not ready (503 naming Redis) on /readyz and /healthz, NOT_SERVING in gRPC, yet live', async () => {
+      for (const path of ['/readyz', '/healthz']) {
+        const readiness = await getJson(`${root}${path}`);
+        assert.equal(readiness.status, 503, path);
+        assert.deepEqual(readiness.body.dependencies, { redis: 'unavailable' }, path);
+        assert.match(readiness.body.message, /redis/, path);
+      }
+      assert.deepEqual(await running.client.healthCheck(), { status: 'NOT_SERVING' });
+      assert.deepEqual(await getJson(`${root}/livez`), { status: 200, body: { status: 'ok' } });
+    });
+  });
+});
