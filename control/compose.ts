@@ -17,6 +17,7 @@ import { lifecycleRoutes } from './http/routes/lifecycle.js';
 import { observabilityRoutes } from './http/routes/observability.js';
 import { openApiRoute } from './http/routes/openapi.js';
 import type { Orchestrator } from './orchestrator/types.js';
+import { agentUrl } from './services/agent-presenter.js';
 import { AgentRunner } from './services/agent-runner.js';
 import { DeploymentService } from './services/deployment-service.js';
 import { ObservabilityService } from './services/observability-service.js';
@@ -91,10 +92,11 @@ export function buildControl(deps: ControlDependencies): Control {
   const app = createApp({
     routes: [...routes, openApiRoute(routes, serverUrl)],
     authenticate: bearerAuthenticator(services.auth, services.limiter, deps.config.tokenRateLimitPerMinute, deps.logger),
-    checkHealth: async () => {
-      await deps.db.raw('select 1');
-      await deps.redis.ping();
-    },
+    checkReadiness: readinessCheck(
+      { postgres: () => deps.db.raw('select 1'), redis: () => deps.redis.ping() },
+      READINESS_TIMEOUT_MS,
+      deps.logger.child({ component: 'readiness' }),
+    ),
     logger: deps.logger,
     trustProxy: deps.config.trustProxy,
   });

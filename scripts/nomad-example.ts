@@ -16,16 +16,19 @@ import type { JobSpec } from '../control/orchestrator/types.js';
 export const EXAMPLE_PATH = fileURLToPath(new URL('../nomad-jobs/agent.example.json', import.meta.url));
 
 export const EXAMPLE_AGENT: JobSpec = {
-  agentId: 'ag_0123456789abcdef',
-  slug: 'support-bot',
+  agentId: 'agt_7Qm2XbR9kLp4TzW1nVc8',
+  slug: 'support-bot-x7k2p9qa',
+    name: 'Support bot',
+    accountId: 'acc_3Jd8Kq1ZrT5mWn2Vb7Xc',
+    url: 'https://support-bot-x7k2p9qa.agents.example.com',
   version: 3,
   image: 'localhost/agent-runtime:latest',
   port: 8080,
   count: 2,
   cpu: 0.5,
   memoryMb: 256,
-  env: { AGENT_ID: 'ag_0123456789abcdef', AGENT_NAME: 'Support bot', SYSTEM_PROMPT: 'You answer questions about our product.', LLM_MODEL: 'gpt-4o-mini', LLM_PROVIDER: 'openai' },
-  // Lives in the Variable nomad/jobs/agent-ag_0123456789abcdef, never in the job below.
+  env: { AGENT_ID: 'agt_7Qm2XbR9kLp4TzW1nVc8', AGENT_NAME: 'Support bot', SYSTEM_PROMPT: 'You answer questions about our product.', LLM_MODEL: 'gpt-4o-mini', LLM_PROVIDER: 'openai' },
+  // Lives in the Variable nomad/jobs/agent-agt_7Qm2XbR9kLp4TzW1nVc8, never in the job below.
   secretEnv: { OPENAI_API_KEY: 'sk-example' },
   check: 'http',
   scaling: { enabled: true, min: 1, max: 5 },

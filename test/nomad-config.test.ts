@@ -24,7 +24,7 @@ describe('nomad driver: settings', () => {
         consul: { address: 'http://127.0.0.1:8500', token: null, ca: null, cert: null, key: null, skipVerify: false },
       },
     );
-    assert.deepEqual([nomad.namespace, nomad.region, nomad.datacenters, nomad.mhzPerVcpu, nomad.pollIntervalMs], ['default', null, ['dc1'], 1000, 2000]);
+    assert.deepEqual([nomad.namespace, nomad.region, nomad.datacenters, nomad.mhzPerVcpu, nomad.agentNodePool, nomad.watchMinIntervalMs, nomad.maxConnections], ['default', null, ['dc1'], 1000, 'agents', 1000, 32]);
   });
 
   it('reads every setting, TLS files included', () => {
@@ -47,11 +47,13 @@ describe('nomad driver: settings', () => {
         CONSUL_HTTP_TOKEN: 'consul-token',
         CONSUL_CACERT: join(dir, 'ca.pem'),
         NOMAD_MHZ_PER_VCPU: '2400',
-        NOMAD_POLL_INTERVAL_MS: '500',
+        NOMAD_AGENT_NODE_POOL: 'agent-nodes',
+        NOMAD_WATCH_MIN_INTERVAL_MS: '500',
+        NOMAD_MAX_CONNECTIONS: '16',
       }).nomad!;
       assert.deepEqual(nomad.nomad, { address: 'https://nomad.internal:4646', token: 'nomad-token', ca: '-----BEGIN ca.pem-----', cert: '-----BEGIN cert.pem-----', key: '-----BEGIN key.pem-----', skipVerify: true });
       assert.deepEqual([nomad.consul.address, nomad.consul.token, nomad.consul.ca], ['https://consul.internal:8501', 'consul-token', '-----BEGIN ca.pem-----']);
-      assert.deepEqual([nomad.namespace, nomad.region, nomad.datacenters, nomad.mhzPerVcpu, nomad.pollIntervalMs], ['agents', 'europe', ['eu1', 'eu2'], 2400, 500]);
+      assert.deepEqual([nomad.namespace, nomad.region, nomad.datacenters, nomad.mhzPerVcpu, nomad.agentNodePool, nomad.watchMinIntervalMs, nomad.maxConnections], ['agents', 'europe', ['eu1', 'eu2'], 2400, 'agent-nodes', 500, 16]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -59,10 +61,10 @@ describe('nomad driver: settings', () => {
 
   it('reports every bad Nomad setting at once', () => {
     assert.throws(
-      () => loadConfig({ ...BASE, ORCHESTRATOR: 'nomad', NOMAD_ADDR: 'ftp://x', CONSUL_HTTP_ADDR: 'nope', NOMAD_MHZ_PER_VCPU: '0', NOMAD_CACERT: '/no/such/ca.pem', NOMAD_NAMESPACE: 'a b', NOMAD_DATACENTERS: ' , ' }),
+      () => loadConfig({ ...BASE, ORCHESTRATOR: 'nomad', NOMAD_ADDR: 'ftp://x', CONSUL_HTTP_ADDR: 'nope', NOMAD_MHZ_PER_VCPU: '0', NOMAD_CACERT: '/no/such/ca.pem', NOMAD_NAMESPACE: 'a b', NOMAD_DATACENTERS: ' , ', NOMAD_AGENT_NODE_POOL: 'all' }),
       (error: unknown) => {
         assert.ok(error instanceof ConfigError);
-        assert.deepEqual(error.problems.map((p) => p.split(':')[0]).sort(), ['CONSUL_HTTP_ADDR', 'NOMAD_ADDR', 'NOMAD_CACERT', 'NOMAD_DATACENTERS', 'NOMAD_MHZ_PER_VCPU', 'NOMAD_NAMESPACE']);
+        assert.deepEqual(error.problems.map((p) => p.split(':')[0]).sort(), ['CONSUL_HTTP_ADDR', 'NOMAD_ADDR', 'NOMAD_AGENT_NODE_POOL', 'NOMAD_CACERT', 'NOMAD_DATACENTERS', 'NOMAD_MHZ_PER_VCPU', 'NOMAD_NAMESPACE']);
         return true;
       },
     );

@@ -2,31 +2,37 @@ import assert from 'node:assert/strict';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
-import type { ConsulServiceEntry } from '../control/orchestrator/nomad/api-types.js';
-import { allocationOf, ConsulHealthWatch, type PassingInstances } from '../control/orchestrator/nomad/consul-watch.js';
+import type { ConsulHealthCheck } from '../control/orchestrator/nomad/api-types.js';
+import { nextIndex } from '../control/orchestrator/nomad/blocking-watch.js';
+import { allocationOf, consulChecksWatch, passingFrom, type PassingAllocations } from '../control/orchestrator/nomad/consul-watch.js';
 import { ApiClient } from '../control/orchestrator/nomad/http-client.js';
 import { waitFor } from './support/wait.js';
 
 const ALLOC = '9e4c8b3e-2d1f-4c1b-8c6e-0a1b2c3d4e5f';
-const entry = (alloc: string, port: number): ConsulServiceEntry => ({
-  Node: { Node: 'client-1', Address: '10.0.0.7' },
-  Service: { ID: `_nomad-task-${alloc}-group-agent-agent-ag_1-http`, Service: 'agent-ag_1', Tags: ['agent-id=ag_1'], Address: '10.0.0.7', Port: port },
-  Checks: [{ CheckID: 'serfHealth', Status: 'passing', ServiceID: '' }],
+const OTHER = '1f2e3d4c-5b6a-4789-8abc-def012345678';
+const check = (alloc: string, name: string, Status: ConsulHealthCheck['Status']): ConsulHealthCheck => ({
+  Node: 'client-1',
+  CheckID: `_nomad-check-${alloc}-${name}`,
+  Name: name,
+  Status,
+  ServiceID: `_nomad-task-${alloc}-group-agent-agent-support-bot-x7k2p9qa-http`,
+  ServiceName: 'agent-support-bot-x7k2p9qa',
+  ServiceTags: ['platform-agent'],
 });
 
-describe('nomad driver: the Consul health watch', function () {
+describe('nomad driver: the Consul checks watch', function () {
   this.timeout(20_000);
   let server: Server;
   let address: string;
-  const queries: { index: string | null; passing: string | null; token: string | undefined }[] = [];
-  /** What the next queries answer: a status and, for 200, the entries and index. */
-  let answers: ({ status: 500 } | { status: 200; index: number; entries: ConsulServiceEntry[] })[] = [];
+  const queries: { index: string | null; filter: string | null; token: string | undefined; at: number }[] = [];
+  /** What the next queries answer: a status and, for 200, the checks and index. */
+  let answers: ({ status: 500 } | { status: 200; index: number; checks: ConsulHealthCheck[] })[] = [];
   let parked: ServerResponse[] = [];
 
   before(async () => {
     server = createServer((request, response) => {
       const url = new URL(request.url!, 'http://x');
-      queries.push({ index: url.searchParams.get('index'), passing: url.searchParams.get('passing'), token: request.headers['x-consul-token'] as string | undefined });
+      queries.push({ index: url.searchParams.get('index'), filter: url.searchParams.get('filter'), token: request.headers['x-consul-token'] as string | undefined, at: Date.now() });
       const answer = answers.shift();
       if (!answer) return void parked.push(response); // a blocking query with nothing new
       if (answer.status === 500) {
@@ -34,7 +40,7 @@ describe('nomad driver: the Consul health watch', function () {
         return void response.end('rpc error making call: No cluster leader');
       }
       response.setHeader('X-Consul-Index', String(answer.index));
-      response.end(JSON.stringify(answer.entries));
+      response.end(JSON.stringify(answer.checks));
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     address = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
@@ -44,37 +50,53 @@ describe('nomad driver: the Consul health watch', function () {
     server.close();
   });
 
+  const consul = () =>
+    new ApiClient(
+      { address, token: 'consul-token', ca: null, cert: null, key: null, skipVerify: false },
+      { api: 'Consul', tokenHeader: 'X-Consul-Token', timeoutMs: 5000, attempts: 1, maxConnections: 4 },
+    );
+
   it('reads the allocation id from the service id Nomad registers', () => {
-    assert.equal(allocationOf(`_nomad-task-${ALLOC}-group-agent-agent-ag_1-http`), ALLOC);
+    assert.equal(allocationOf(`_nomad-task-${ALLOC}-group-agent-agent-support-bot-x7k2p9qa-http`), ALLOC);
     assert.equal(allocationOf('web-1'), null);
   });
 
-  it('follows passing instances with the index, and resumes with the same index after Consul fails', async () => {
+  it('counts an allocation as passing only when every check of its service passes', () => {
+    const passing = passingFrom([check(ALLOC, 'health', 'passing'), check(OTHER, 'health', 'passing'), check(OTHER, 'port', 'warning')]);
+    assert.deepEqual([...passing], [ALLOC]);
+  });
+
+  it('follows the index as Consul asks: backwards starts over, and it never goes below 1', () => {
+    assert.equal(nextIndex(0, 41), 41);
+    assert.equal(nextIndex(41, 42), 42);
+    assert.equal(nextIndex(42, 7), 1, 'a restored or new Consul: read afresh (index 1 answers at once)');
+    assert.equal(nextIndex(0, 0), 1, 'index=0 never blocks: clamped so the watch cannot spin');
+    assert.equal(nextIndex(5, Number.NaN), 1);
+  });
+
+  it('follows every agent check with one filtered query, resumes with the same index after Consul fails, and never queries faster than its interval', async () => {
     queries.length = 0;
     parked = [];
     answers = [
-      { status: 200, index: 41, entries: [] },
-      { status: 200, index: 42, entries: [entry(ALLOC, 24571)] },
+      { status: 200, index: 41, checks: [] },
+      { status: 200, index: 42, checks: [check(ALLOC, 'health', 'passing')] },
       { status: 500 },
       { status: 500 },
       { status: 500 },
+      { status: 200, index: 0, checks: [check(ALLOC, 'health', 'passing')] },
     ];
-    const consul = new ApiClient(
-      { address, token: 'consul-token', ca: null, cert: null, key: null, skipVerify: false },
-      { api: 'Consul', tokenHeader: 'X-Consul-Token', timeoutMs: 5000, attempts: 1 },
-    );
-    const seen: PassingInstances[] = [];
-    const watch = new ConsulHealthWatch(consul, 'agent-ag_1', { waitSeconds: 5, backoffMs: 20, maxBackoffMs: 50 }, (passing) => seen.push(passing), pino({ level: 'silent' })).start();
+    const seen: PassingAllocations[] = [];
+    const watch = consulChecksWatch(consul(), { waitSeconds: 5, minIntervalMs: 150, backoffMs: 20, maxBackoffMs: 50 }, (passing) => seen.push(passing), pino({ level: 'silent' })).start();
     try {
-      await waitFor('the instance', async () => (watch.passing.get(ALLOC) ? true : undefined));
-      assert.deepEqual([...watch.passing], [[ALLOC, '10.0.0.7:24571']]);
-      await waitFor('three failed queries and the next one', async () => (queries.length >= 6 ? true : undefined));
-      assert.deepEqual(queries.map((q) => q.index), [null, '41', '42', '42', '42', '42'], 'no index lost: the failures resume from 42');
-      assert.ok(queries.every((q) => q.passing === 'true' && q.token === 'consul-token'));
-      assert.deepEqual([...watch.passing], [[ALLOC, '10.0.0.7:24571']], 'a failing Consul does not empty the routing set');
+      await waitFor('the failures and the answers after them', async () => (queries.length >= 7 ? true : undefined));
+      assert.deepEqual(queries.map((q) => q.index), [null, '41', '42', '42', '42', '42', '1'], 'no index lost across failures; a 0 index is clamped to 1');
+      assert.ok(queries.every((q) => q.filter === 'ServiceTags contains "platform-agent"' && q.token === 'consul-token'));
+      const gaps = queries.slice(1, 3).map((q, i) => q.at - queries[i]!.at);
+      assert.ok(gaps.every((gap) => gap >= 140), `answers at once still wait the interval: ${gaps.join(', ')} ms`);
+      assert.deepEqual(seen.map((passing) => [...passing]), [[ALLOC]], 'listeners are called on changes only, and a failing Consul keeps the set');
       parked.shift()?.writeHead(200, { 'X-Consul-Index': '43' }).end('[]');
-      await waitFor('the instance to go', async () => (watch.passing.size === 0 ? true : undefined));
-      assert.deepEqual(seen.map((passing) => passing.size), [1, 0], 'listeners are called on changes only');
+      await waitFor('the allocation to go', async () => (seen.length === 2 ? true : undefined));
+      assert.equal(seen[1]!.size, 0);
     } finally {
       await watch.stop();
       for (const response of parked) response.destroy();

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { systemClock } from '../control/clock.js';
-import type { AllocationListStub, ConsulServiceEntry, JobRegisterRequest, NomadVariable, ScalingRequest } from '../control/orchestrator/nomad/api-types.js';
+import type { AllocationListStub, ConsulHealthCheck, JobRegisterRequest, NomadVariable, ScalingRequest } from '../control/orchestrator/nomad/api-types.js';
 import { NomadDriver } from '../control/orchestrator/nomad/driver.js';
 import { consulClient, nomadClient } from '../control/orchestrator/nomad/http-client.js';
 import { defaultNomadSettings, sampleSpec } from './support/nomad-samples.js';
@@ -19,12 +19,16 @@ class ScriptedCluster {
   readonly jobs = new Map<string, JobRegisterRequest & { Version: number }>();
   readonly variables = new Map<string, NomadVariable>();
   allocations: AllocationListStub[] = [];
-  passing: ConsulServiceEntry[] = [];
+  checks: ConsulHealthCheck[] = [];
   consulIndex = 1;
+  allocsIndex = 1;
+  /** The watches' queries, kept apart from `calls` (they repeat on their own). */
+  readonly watchQueries: string[] = [];
   refuseScale: string | null = null;
   /** Nomad answers 500 to everything while set. */
   nomadDown = false;
   private parked: ServerResponse[] = [];
+  private parkedAllocs: ServerResponse[] = [];
   private server!: Server;
   address = '';
 
@@ -38,22 +42,34 @@ class ScriptedCluster {
     this.address = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
-  /** Consul's instances changed: blocked queries return. */
-  setPassing(entries: ConsulServiceEntry[]): void {
-    this.passing = entries;
+  /** Consul's checks changed: blocked queries return. */
+  setChecks(checks: ConsulHealthCheck[]): void {
+    this.checks = checks;
     this.consulIndex += 1;
     for (const response of this.parked.splice(0)) this.answerConsul(response);
   }
 
+  /** Nomad's allocations changed: blocked queries return. */
+  setAllocations(allocations: AllocationListStub[]): void {
+    this.allocations = allocations;
+    this.allocsIndex += 1;
+    for (const response of this.parkedAllocs.splice(0)) this.answerAllocs(response);
+  }
+
   async close(): Promise<void> {
-    for (const response of this.parked.splice(0)) response.destroy();
+    for (const response of [...this.parked.splice(0), ...this.parkedAllocs.splice(0)]) response.destroy();
     this.server.closeAllConnections();
     await new Promise((resolve) => this.server.close(resolve));
   }
 
   private answerConsul(response: ServerResponse) {
     response.setHeader('X-Consul-Index', String(this.consulIndex));
-    response.end(JSON.stringify(this.passing));
+    response.end(JSON.stringify(this.checks));
+  }
+
+  private answerAllocs(response: ServerResponse) {
+    response.setHeader('X-Nomad-Index', String(this.allocsIndex));
+    response.end(JSON.stringify(this.allocations));
   }
 
   private handle(request: IncomingMessage, body: any, response: ServerResponse) {
@@ -63,9 +79,17 @@ class ScriptedCluster {
       response.statusCode = status;
       response.end(typeof value === 'string' ? value : JSON.stringify(value));
     };
-    if (path.startsWith('/v1/health/service/')) {
+    if (path === '/v1/health/state/any') {
+      this.watchQueries.push(`consul ${url.search}`);
       if (Number(url.searchParams.get('index') ?? 0) >= this.consulIndex) return void this.parked.push(response);
       return this.answerConsul(response);
+    }
+    if (path === '/v1/status/leader' || path.startsWith('/v1/node/pool/')) return json('"ok"');
+    if (path === '/v1/allocations') {
+      this.watchQueries.push(`nomad ${url.search}`);
+      if (this.nomadDown) return json('rpc error: No cluster leader', 500);
+      if (Number(url.searchParams.get('index') ?? 0) >= this.allocsIndex) return void this.parkedAllocs.push(response);
+      return this.answerAllocs(response);
     }
     this.calls.push(`${request.method} ${path}${url.searchParams.get('purge') ? '?purge=true' : ''}`);
     if (this.nomadDown) return json('rpc error: No cluster leader', 500);
@@ -119,8 +143,8 @@ describe('nomad driver: what it asks of Nomad and Consul', function () {
   beforeEach(async () => {
     cluster = new ScriptedCluster();
     await cluster.start();
-    const settings = defaultNomadSettings({ NOMAD_ADDR: cluster.address, CONSUL_HTTP_ADDR: cluster.address, NOMAD_POLL_INTERVAL_MS: '100' });
-    driver = new NomadDriver(nomadClient(settings.nomad, 2000, 2), consulClient(settings.consul, 2000, 2), { ...settings, consulWaitSeconds: 5 }, systemClock, pino({ level: 'silent' }));
+    const settings = defaultNomadSettings({ NOMAD_ADDR: cluster.address, CONSUL_HTTP_ADDR: cluster.address, NOMAD_WATCH_MIN_INTERVAL_MS: '50' });
+    driver = new NomadDriver(nomadClient(settings.nomad, 2000, 2, 8), consulClient(settings.consul, 2000, 2, 8), { ...settings, consulWaitSeconds: 5, nomadWaitSeconds: 5 }, systemClock, pino({ level: 'silent' }));
     driver.onChange((agentId) => changes.push(agentId));
     driver.start();
   });
@@ -132,9 +156,9 @@ describe('nomad driver: what it asks of Nomad and Consul', function () {
   it('writes the secrets Variable before registering the job, and the job carries no secret', async () => {
     const spec = sampleSpec();
     await driver.submit(spec);
-    assert.deepEqual(cluster.calls.slice(0, 2), ['PUT /v1/var/nomad/jobs/agent-ag_0123456789abcdef', 'PUT /v1/jobs']);
-    assert.deepEqual(cluster.variables.get('nomad/jobs/agent-ag_0123456789abcdef'), { Namespace: 'default', Path: 'nomad/jobs/agent-ag_0123456789abcdef', Items: spec.secretEnv });
-    const registered = cluster.jobs.get('agent-ag_0123456789abcdef')!;
+    assert.deepEqual(cluster.calls.slice(0, 2), ['PUT /v1/var/nomad/jobs/agent-agt_7Qm2XbR9kLp4TzW1nVc8', 'PUT /v1/jobs']);
+    assert.deepEqual(cluster.variables.get('nomad/jobs/agent-agt_7Qm2XbR9kLp4TzW1nVc8'), { Namespace: 'default', Path: 'nomad/jobs/agent-agt_7Qm2XbR9kLp4TzW1nVc8', Items: spec.secretEnv });
+    const registered = cluster.jobs.get('agent-agt_7Qm2XbR9kLp4TzW1nVc8')!;
     assert.equal(JSON.stringify(registered).includes(spec.secretEnv.OPENAI_API_KEY!), false);
     assert.equal(registered.PreserveCounts, true, 'auto-scaling on: a redeploy keeps the autoscaler’s count');
   });
@@ -143,9 +167,9 @@ describe('nomad driver: what it asks of Nomad and Consul', function () {
     await driver.submit(sampleSpec());
     cluster.calls.length = 0;
     await driver.submit(sampleSpec({ version: 4, secretEnv: {}, scaling: { enabled: false, min: 1, max: 5 } }));
-    assert.deepEqual(cluster.calls.slice(0, 2), ['PUT /v1/jobs', 'DELETE /v1/var/nomad/jobs/agent-ag_0123456789abcdef']);
+    assert.deepEqual(cluster.calls.slice(0, 2), ['PUT /v1/jobs', 'DELETE /v1/var/nomad/jobs/agent-agt_7Qm2XbR9kLp4TzW1nVc8']);
     assert.equal(cluster.variables.size, 0);
-    const registered = cluster.jobs.get('agent-ag_0123456789abcdef')!;
+    const registered = cluster.jobs.get('agent-agt_7Qm2XbR9kLp4TzW1nVc8')!;
     assert.equal(registered.Job.TaskGroups[0]!.Tasks[0]!.Templates, undefined);
     assert.equal(registered.PreserveCounts, false, 'the count we hold is the count');
   });
@@ -153,62 +177,76 @@ describe('nomad driver: what it asks of Nomad and Consul', function () {
   it('scales with the scale endpoint, and registers again with the count it holds when Nomad refuses', async () => {
     await driver.submit(sampleSpec({ count: 2 }));
     cluster.calls.length = 0;
-    await driver.scale('ag_0123456789abcdef', 3);
-    assert.ok(cluster.calls.includes('POST /v1/job/agent-ag_0123456789abcdef/scale'));
-    assert.equal(cluster.jobs.get('agent-ag_0123456789abcdef')!.Job.TaskGroups[0]!.Count, 3);
+    await driver.scale('agt_7Qm2XbR9kLp4TzW1nVc8', 3);
+    assert.ok(cluster.calls.includes('POST /v1/job/agent-agt_7Qm2XbR9kLp4TzW1nVc8/scale'));
+    assert.equal(cluster.jobs.get('agent-agt_7Qm2XbR9kLp4TzW1nVc8')!.Job.TaskGroups[0]!.Count, 3);
 
     cluster.refuseScale = 'job scaling blocked due to active deployment';
     cluster.calls.length = 0;
-    await driver.scale('ag_0123456789abcdef', 4);
-    assert.deepEqual(cluster.calls.filter((c) => !c.startsWith('GET')), ['POST /v1/job/agent-ag_0123456789abcdef/scale', 'PUT /v1/var/nomad/jobs/agent-ag_0123456789abcdef', 'PUT /v1/jobs']);
-    assert.equal(cluster.jobs.get('agent-ag_0123456789abcdef')!.Job.TaskGroups[0]!.Count, 4);
+    await driver.scale('agt_7Qm2XbR9kLp4TzW1nVc8', 4);
+    assert.deepEqual(cluster.calls.filter((c) => !c.startsWith('GET')), ['POST /v1/job/agent-agt_7Qm2XbR9kLp4TzW1nVc8/scale', 'PUT /v1/var/nomad/jobs/agent-agt_7Qm2XbR9kLp4TzW1nVc8', 'PUT /v1/jobs']);
+    assert.equal(cluster.jobs.get('agent-agt_7Qm2XbR9kLp4TzW1nVc8')!.Job.TaskGroups[0]!.Count, 4);
 
     cluster.calls.length = 0;
-    await driver.scale('ag_0123456789abcdef', 0);
-    assert.equal(cluster.calls.includes('POST /v1/job/agent-ag_0123456789abcdef/scale'), false, 'below Scaling.Min: registered at once');
-    const group = cluster.jobs.get('agent-ag_0123456789abcdef')!.Job.TaskGroups[0]!;
+    await driver.scale('agt_7Qm2XbR9kLp4TzW1nVc8', 0);
+    assert.equal(cluster.calls.includes('POST /v1/job/agent-agt_7Qm2XbR9kLp4TzW1nVc8/scale'), false, 'below Scaling.Min: registered at once');
+    const group = cluster.jobs.get('agent-agt_7Qm2XbR9kLp4TzW1nVc8')!.Job.TaskGroups[0]!;
     assert.deepEqual([group.Count, group.Scaling.Min], [0, 0]);
   });
 
   it('removes with a purge and deletes the Variable', async () => {
     await driver.submit(sampleSpec());
     cluster.calls.length = 0;
-    await driver.remove('ag_0123456789abcdef');
-    assert.deepEqual(cluster.calls, ['DELETE /v1/job/agent-ag_0123456789abcdef?purge=true', 'DELETE /v1/var/nomad/jobs/agent-ag_0123456789abcdef']);
-    assert.equal(await driver.status('ag_0123456789abcdef'), null);
+    await driver.remove('agt_7Qm2XbR9kLp4TzW1nVc8');
+    assert.deepEqual(cluster.calls, ['DELETE /v1/job/agent-agt_7Qm2XbR9kLp4TzW1nVc8?purge=true', 'DELETE /v1/var/nomad/jobs/agent-agt_7Qm2XbR9kLp4TzW1nVc8']);
+    assert.equal(await driver.status('agt_7Qm2XbR9kLp4TzW1nVc8'), null);
   });
 
-  it('reports a running replica with its Consul address only once its check passes, and calls the listeners', async () => {
+  it('follows all agents with one allocations query and one Consul checks query, filtered to agent jobs and services', async () => {
+    await driver.submit(sampleSpec());
+    await driver.submit(sampleSpec({ agentId: 'agt_Other0000000000000000', slug: 'other-x1y2z3w4' }));
+    await waitFor('both watches to query', async () => (cluster.watchQueries.some((q) => q.startsWith('nomad')) && cluster.watchQueries.some((q) => q.startsWith('consul')) ? true : undefined));
+    const nomadQuery = new URLSearchParams(cluster.watchQueries.find((q) => q.startsWith('nomad'))!.slice('nomad '.length));
+    assert.deepEqual([nomadQuery.get('filter'), nomadQuery.get('resources'), nomadQuery.get('task_states'), nomadQuery.get('namespace')], ['JobID matches "^agent-"', 'true', 'true', 'default']);
+    const consulQuery = new URLSearchParams(cluster.watchQueries.find((q) => q.startsWith('consul'))!.slice('consul '.length));
+    assert.equal(consulQuery.get('filter'), 'ServiceTags contains "platform-agent"');
+    assert.equal(cluster.calls.some((call) => call.includes('/allocations') || call.includes('/health/')), false, 'no per-agent reads');
+  });
+
+  it('reports a running replica with its address only once its Consul checks pass, and calls the listeners', async () => {
     await driver.submit(sampleSpec({ count: 1 }));
-    cluster.allocations = [{
-      ID: ALLOC, Name: 'agent-ag_0123456789abcdef.agent[0]', JobID: 'agent-ag_0123456789abcdef', JobVersion: 0, TaskGroup: 'agent',
+    cluster.setAllocations([{
+      ID: ALLOC, Name: 'agent-agt_7Qm2XbR9kLp4TzW1nVc8.agent[0]', JobID: 'agent-agt_7Qm2XbR9kLp4TzW1nVc8', JobVersion: 0, TaskGroup: 'agent',
       ClientStatus: 'running', DesiredStatus: 'run', CreateTime: 1, ModifyTime: 1,
+      AllocatedResources: { Shared: { Ports: [{ Label: 'http', Value: 24571, To: 8080, HostIP: '10.0.0.7' }] } },
       TaskStates: { agent: { State: 'running', Failed: false, Restarts: 0, StartedAt: new Date().toISOString(), FinishedAt: null, Events: [] } },
-    }];
-    const starting = await driver.status('ag_0123456789abcdef');
+    }]);
+    await waitFor('the allocation to be seen', async () => ((await driver.status('agt_7Qm2XbR9kLp4TzW1nVc8'))!.replicas.length > 0 ? true : undefined));
+    const starting = await driver.status('agt_7Qm2XbR9kLp4TzW1nVc8');
     assert.deepEqual(starting!.replicas.map((r) => [r.state, r.address, r.version]), [['starting', null, 3]]);
     changes.length = 0;
-    cluster.setPassing([{
-      Node: { Node: 'client-1', Address: '10.0.0.7' },
-      Service: { ID: `_nomad-task-${ALLOC}-group-agent-agent-ag_0123456789abcdef-http`, Service: 'agent-ag_0123456789abcdef', Tags: [], Address: '10.0.0.7', Port: 24571 },
-      Checks: [],
-    }]);
-    await waitFor('the listeners to be called', async () => (changes.includes('ag_0123456789abcdef') ? true : undefined));
-    const running = await driver.status('ag_0123456789abcdef');
+    const serviceId = `_nomad-task-${ALLOC}-group-agent-agent-support-bot-x7k2p9qa-http`;
+    const check = (Status: ConsulHealthCheck['Status']): ConsulHealthCheck => ({ Node: 'client-1', CheckID: `_nomad-check-${ALLOC}`, Name: 'health', Status, ServiceID: serviceId, ServiceName: 'agent-support-bot-x7k2p9qa', ServiceTags: ['platform-agent'] });
+    cluster.setChecks([check('warning')]);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal((await driver.status('agt_7Qm2XbR9kLp4TzW1nVc8'))!.replicas[0]!.state, 'starting', 'a warning is not passing');
+    cluster.setChecks([check('passing')]);
+    await waitFor('the listeners to be called', async () => (changes.includes('agt_7Qm2XbR9kLp4TzW1nVc8') ? true : undefined));
+    const running = await driver.status('agt_7Qm2XbR9kLp4TzW1nVc8');
     assert.deepEqual(running!.replicas.map((r) => [r.state, r.address]), [['running', '10.0.0.7:24571']]);
 
     cluster.nomadDown = true;
-    const whileDown = await driver.status('ag_0123456789abcdef');
+    const whileDown = await driver.status('agt_7Qm2XbR9kLp4TzW1nVc8');
     assert.deepEqual(whileDown!.replicas.map((r) => [r.state, r.address]), [['running', '10.0.0.7:24571']], 'Nomad down: the last allocations, Consul’s addresses');
   });
 
   it('reconciles: adopts a job at the same version without registering it, removes jobs of agents gone', async () => {
     await driver.submit(sampleSpec());
-    await driver.submit(sampleSpec({ agentId: 'ag_gone', secretEnv: {} }));
+    await driver.submit(sampleSpec({ agentId: 'agt_Gone00000000000000000', secretEnv: {} }));
     cluster.calls.length = 0;
     await driver.reconcile([sampleSpec()]);
-    assert.deepEqual(cluster.calls.filter((c) => !c.startsWith('GET')), ['DELETE /v1/job/agent-ag_gone?purge=true', 'DELETE /v1/var/nomad/jobs/agent-ag_gone']);
-    assert.deepEqual([...cluster.jobs.keys()], ['agent-ag_0123456789abcdef']);
-    assert.notEqual(await driver.status('ag_0123456789abcdef'), null);
+    assert.deepEqual(cluster.calls.filter((c) => !c.startsWith('GET')), ['DELETE /v1/job/agent-agt_Gone00000000000000000?purge=true', 'DELETE /v1/var/nomad/jobs/agent-agt_Gone00000000000000000']);
+    assert.deepEqual([...cluster.jobs.keys()], ['agent-agt_7Qm2XbR9kLp4TzW1nVc8']);
+    assert.notEqual(await driver.status('agt_7Qm2XbR9kLp4TzW1nVc8'), null);
   });
 });

@@ -10,6 +10,6 @@ describe('nomad-jobs/agent.example.json', () => {
   it('carries no secret value: the model key is only in the Variable', () => {
     const text = readFileSync(EXAMPLE_PATH, 'utf8');
     for (const value of Object.values(EXAMPLE_AGENT.secretEnv)) assert.equal(text.includes(value), false);
-    assert.match(text, /nomadVar \\"nomad\/jobs\/agent-ag_0123456789abcdef\\"/);
+    assert.match(text, /nomadVar \\"nomad\/jobs\/agent-agt_7Qm2XbR9kLp4TzW1nVc8\\"/);
   });
 });

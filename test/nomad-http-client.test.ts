@@ -30,7 +30,7 @@ describe('nomad driver: the HTTP client', () => {
   const client = (overrides: Partial<{ timeoutMs: number; attempts: number; address: string }> = {}) =>
     new ApiClient(
       { address: overrides.address ?? address, token: 'nomad-secret-token', ca: null, cert: null, key: null, skipVerify: false },
-      { api: 'Nomad', tokenHeader: 'X-Nomad-Token', timeoutMs: overrides.timeoutMs ?? 2000, attempts: overrides.attempts ?? 3, backoffMs: 10 },
+      { api: 'Nomad', tokenHeader: 'X-Nomad-Token', timeoutMs: overrides.timeoutMs ?? 2000, attempts: overrides.attempts ?? 3, backoffMs: 10, maxConnections: 8 },
     );
 
   it('sends the token header, the query and a JSON body, and parses the answer', async () => {

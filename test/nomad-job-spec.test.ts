@@ -7,18 +7,35 @@ const SECOND_NS = 1_000_000_000;
 describe('nomad driver: the job of an agent', () => {
   const settings = defaultNomadSettings();
 
-  it('is a service job agent-<id> with one group and one docker task, in the configured namespace and datacenters', () => {
+  it('is a service job agent-<id> with one group and one docker task, in the configured namespace, datacenters and agent node pool', () => {
     const job = nomadJobFor(sampleSpec(), defaultNomadSettings({ NOMAD_NAMESPACE: 'agents', NOMAD_DATACENTERS: 'eu1, eu2', NOMAD_REGION: 'europe' }));
-    assert.equal(job.ID, 'agent-ag_0123456789abcdef');
-    assert.equal(job.Name, 'agent-ag_0123456789abcdef');
+    assert.equal(job.ID, 'agent-agt_7Qm2XbR9kLp4TzW1nVc8');
     assert.equal(job.Type, 'service');
     assert.equal(job.Namespace, 'agents');
     assert.equal(job.Region, 'europe');
     assert.deepEqual(job.Datacenters, ['eu1', 'eu2']);
-    assert.deepEqual(job.Meta, { agent_id: 'ag_0123456789abcdef', agent_version: '3' });
+    assert.equal(job.NodePool, 'agents', 'agents never share nodes with the platform by default');
+    assert.equal(nomadJobFor(sampleSpec(), defaultNomadSettings({ NOMAD_AGENT_NODE_POOL: 'untrusted' })).NodePool, 'untrusted');
     assert.deepEqual(job.TaskGroups.map((g) => g.Name), ['agent']);
     assert.deepEqual(job.TaskGroups[0]!.Tasks.map((t) => [t.Name, t.Driver]), [['agent', 'docker']]);
     assert.equal('Region' in nomadJobFor(sampleSpec(), settings), false, 'no region unless NOMAD_REGION is set');
+  });
+
+  it('shows an operator in the Nomad UI whose job it is: the name and slug, and Meta leading back to the agent', () => {
+    const job = nomadJobFor(sampleSpec(), settings);
+    assert.equal(job.Name, 'Support bot (support-bot-x7k2p9qa)');
+    const meta = {
+      agent_id: 'agt_7Qm2XbR9kLp4TzW1nVc8',
+      agent_name: 'Support bot',
+      slug: 'support-bot-x7k2p9qa',
+      account_id: 'acc_3Jd8Kq1ZrT5mWn2Vb7Xc',
+      url: 'https://support-bot-x7k2p9qa.agents.example.com',
+      agent_version: '3',
+    };
+    assert.deepEqual(job.Meta, meta);
+    assert.deepEqual(job.TaskGroups[0]!.Meta, meta);
+    assert.deepEqual(job.TaskGroups[0]!.Tasks[0]!.Meta, meta);
+    assert.equal(nomadJobFor(sampleSpec({ name: 'nul\u0000name' }), settings).Name, 'nulname (support-bot-x7k2p9qa)', 'Nomad refuses a NUL in a job name');
   });
 
   it('runs count replicas behind a dynamic port mapped to deploy.port', () => {
@@ -54,23 +71,23 @@ describe('nomad driver: the job of an agent', () => {
     assert.equal(serialized.includes('whsec-1'), false);
     assert.deepEqual(task.Templates, [
       {
-        EmbeddedTmpl: '{{ with nomadVar "nomad/jobs/agent-ag_0123456789abcdef" }}{{ range .Tuples }}{{ .K }}={{ .V | toJSON }}\n{{ end }}{{ end }}',
+        EmbeddedTmpl: '{{ with nomadVar "nomad/jobs/agent-agt_7Qm2XbR9kLp4TzW1nVc8" }}{{ range .Tuples }}{{ .K }}={{ .V | toJSON }}\n{{ end }}{{ end }}',
         DestPath: 'secrets/agent.env',
         Envvars: true,
-        ChangeMode: 'restart',
+        ChangeMode: 'noop',
       },
     ]);
-    assert.deepEqual(secretTemplate('x'), { ...task.Templates![0]!, EmbeddedTmpl: task.Templates![0]!.EmbeddedTmpl.replace('ag_0123456789abcdef', 'x') });
+    assert.deepEqual(secretTemplate('x'), { ...task.Templates![0]!, EmbeddedTmpl: task.Templates![0]!.EmbeddedTmpl.replace('agt_7Qm2XbR9kLp4TzW1nVc8', 'x') });
 
     const withoutSecrets = nomadJobFor(sampleSpec({ secretEnv: {} }), settings).TaskGroups[0]!.Tasks[0]!;
     assert.equal('Templates' in withoutSecrets, false, 'a template on a missing Variable would block the task');
   });
 
-  it('registers a Consul service with the agent id, slug and version tags, HTTP /health for the runtime and TCP for a custom image', () => {
+  it('registers a Consul service named from the slug (an agent id holds "_", which Nomad refuses), with the platform, agent id, slug and version tags', () => {
     const [service] = nomadJobFor(sampleSpec(), settings).TaskGroups[0]!.Services;
     assert.deepEqual(service, {
-      Name: 'agent-ag_0123456789abcdef',
-      Tags: ['agent-id=ag_0123456789abcdef', 'slug=support-bot', 'version=3'],
+      Name: 'agent-support-bot-x7k2p9qa',
+      Tags: ['platform-agent', 'agent-id=agt_7Qm2XbR9kLp4TzW1nVc8', 'slug=support-bot-x7k2p9qa', 'version=3'],
       PortLabel: 'http',
       Provider: 'consul',
       Checks: [{ Name: 'health', Type: 'http', Path: '/health', Interval: 5 * SECOND_NS, Timeout: 2 * SECOND_NS }],

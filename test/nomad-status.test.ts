@@ -30,6 +30,7 @@ function allocation(id: string, ClientStatus: AllocationListStub['ClientStatus']
     DesiredDescription: '',
     CreateTime: T0,
     ModifyTime: T0,
+    AllocatedResources: { Shared: { Ports: [{ Label: 'http', Value: 24571, To: 8080, HostIP: '10.0.0.7' }] } },
     TaskStates: task
       ? { agent: { State: 'pending', Failed: false, Restarts: 0, StartedAt: null, FinishedAt: null, Events: [received], ...task } }
       : null,
@@ -43,7 +44,7 @@ const B = '1f2e3d4c-5b6a-4789-8abc-def012345678';
 function inputs(allocations: AllocationListStub[], overrides: Partial<ReplicaInputs> = {}): ReplicaInputs {
   return {
     allocations,
-    passing: new Map(),
+    passing: new Set(),
     pullFailures: new Map(),
     versions: new Map([[0, 3], [1, 4]]),
     fallbackVersion: 4,
@@ -63,7 +64,7 @@ describe('nomad driver: allocations → replica states', () => {
   it('a running task is running (with its address) only once it passes in Consul', () => {
     const running = allocation(A, 'running', { State: 'running', StartedAt: '2026-11-23T03:00:02.5Z', Events: [received, setup, started] });
     assert.equal(replicasFrom(inputs([running]))[0]!.state, 'starting');
-    const [replica] = replicasFrom(inputs([running], { passing: new Map([[A, '10.0.0.7:24571']]) }));
+    const [replica] = replicasFrom(inputs([running], { passing: new Set([A]) }));
     assert.deepEqual(
       { state: replica!.state, address: replica!.address, startedAt: replica!.startedAt?.toISOString() },
       { state: 'running', address: '10.0.0.7:24571', startedAt: '2026-11-23T03:00:02.500Z' },
@@ -126,7 +127,7 @@ describe('nomad driver: allocations → replica states', () => {
 
 describe('nomad driver: reconcile plan', () => {
   const spec = (agentId: string, version: number, count: number, autoScale = false) =>
-    ({ agentId, slug: agentId, version, image: 'i', port: 8080, count, cpu: 1, memoryMb: 128, env: {}, secretEnv: {}, check: 'http', scaling: { enabled: autoScale, min: 1, max: 5 } }) as const;
+    ({ agentId, slug: agentId, name: agentId, accountId: 'acc_1', url: `https://${agentId}.example`, version, image: 'i', port: 8080, count, cpu: 1, memoryMb: 128, env: {}, secretEnv: {}, check: 'http', scaling: { enabled: autoScale, min: 1, max: 5 } }) as const;
   const job = (version: number, count: number, stop = false) => ({ ID: 'x', Version: 9, Stop: stop, Meta: { agent_id: 'x', agent_version: String(version) }, TaskGroups: [{ Name: 'agent', Count: count }] });
 
   it('adopts what runs, scales a count that drifted, submits what is missing or older, removes the rest', async () => {

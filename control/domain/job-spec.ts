@@ -9,7 +9,13 @@ import { PROVIDER_KEY_VARIABLE, type Provider } from './models.js';
  * sets that variable, then deploy.env) and nothing else. Secrets are decrypted here,
  * only to be handed to the orchestrator, which keeps them out of job listings.
  */
-export function jobSpecFor(agent: AgentRow, box: SecretBox, runtimeImage: string): JobSpec {
+export interface JobSettings {
+  runtimeImage: string;
+  /** The agent's public URL, shown to operators in the orchestrator (Nomad job Meta). */
+  urlOf: (slug: string) => string;
+}
+
+export function jobSpecFor(agent: AgentRow, box: SecretBox, settings: JobSettings): JobSpec {
   const env: Record<string, string> = {
     AGENT_ID: agent.id,
     AGENT_NAME: agent.name,
@@ -29,8 +35,11 @@ export function jobSpecFor(agent: AgentRow, box: SecretBox, runtimeImage: string
   return {
     agentId: agent.id,
     slug: agent.slug,
+    name: agent.name,
+    accountId: agent.account_id,
+    url: settings.urlOf(agent.slug),
     version: agent.deployed_version ?? agent.version,
-    image: deploy.image ?? runtimeImage,
+    image: deploy.image ?? settings.runtimeImage,
     port: deploy.port,
     count: agent.desired_replicas,
     cpu: deploy.resources.cpu,

@@ -20,8 +20,8 @@ export function createOrchestrator(config: Config, clock: Clock, logger: Logger)
 
 export function createNomadDriver(settings: NomadSettings, clock: Clock, logger: Logger): NomadDriver {
   const driver = new NomadDriver(
-    nomadClient(settings.nomad, settings.requestTimeoutMs, settings.requestAttempts),
-    consulClient(settings.consul, settings.requestTimeoutMs, settings.requestAttempts),
+    nomadClient(settings.nomad, settings.requestTimeoutMs, settings.requestAttempts, settings.maxConnections),
+    consulClient(settings.consul, settings.requestTimeoutMs, settings.requestAttempts, settings.maxConnections),
     settings,
     clock,
     logger.child({ component: 'nomad' }),

@@ -23,8 +23,12 @@ export interface Orchestrator {
 
 export interface JobSpec {
   agentId: string;
-  /** The agent's URL name: the Nomad driver tags its Consul service with it. */
+  /** The agent's URL name: the Nomad driver names and tags its Consul service with it. */
   slug: string;
+  /** Who the job belongs to, for operators (Nomad shows them in the job's Name and Meta). */
+  name: string;
+  accountId: string;
+  url: string;
   /** The agent's version: replicas of older versions are replaced by a rollout. */
   version: number;
   image: string;

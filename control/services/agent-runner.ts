@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { observedState } from '../domain/agent-status.js';
-import { jobSpecFor } from '../domain/job-spec.js';
+import { jobSpecFor, type JobSettings } from '../domain/job-spec.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { EdgeSync } from './edge-sync.js';
@@ -21,7 +21,7 @@ export class AgentRunner {
     private readonly db: Knex,
     private readonly orchestrator: Orchestrator,
     private readonly box: SecretBox,
-    private readonly runtimeImage: string,
+    private readonly jobSettings: JobSettings,
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly edge: EdgeSync,
@@ -33,7 +33,7 @@ export class AgentRunner {
   async run(agentId: string): Promise<void> {
     const agent = await repositoriesOn(this.db).agents.findAny(agentId);
     if (!agent || agent.deployed_version === null) return;
-    await this.orchestrator.submit(jobSpecFor(agent, this.box, this.runtimeImage));
+    await this.orchestrator.submit(jobSpecFor(agent, this.box, this.jobSettings));
     await this.refresh(agentId);
   }
 
@@ -49,7 +49,7 @@ export class AgentRunner {
   /** Makes the orchestrator's jobs exactly the deployed agents, then brings every status up to date. */
   async reconcileAll(): Promise<void> {
     const agents = await repositoriesOn(this.db).agents.deployed();
-    await this.orchestrator.reconcile(agents.map((agent) => jobSpecFor(agent, this.box, this.runtimeImage)));
+    await this.orchestrator.reconcile(agents.map((agent) => jobSpecFor(agent, this.box, this.jobSettings)));
     await Promise.all(agents.map((agent) => this.refresh(agent.id)));
   }
 

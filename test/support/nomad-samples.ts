@@ -4,15 +4,18 @@ import type { JobSpec } from '../../control/orchestrator/types.js';
 /** A sample agent's job spec: what control/domain/job-spec.ts makes of a default-runtime agent with a model key. */
 export function sampleSpec(overrides: Partial<JobSpec> = {}): JobSpec {
   return {
-    agentId: 'ag_0123456789abcdef',
-    slug: 'support-bot',
+    agentId: 'agt_7Qm2XbR9kLp4TzW1nVc8',
+    slug: 'support-bot-x7k2p9qa',
+    name: 'Support bot',
+    accountId: 'acc_3Jd8Kq1ZrT5mWn2Vb7Xc',
+    url: 'https://support-bot-x7k2p9qa.agents.example.com',
     version: 3,
     image: 'localhost/agent-runtime:latest',
     port: 8080,
     count: 2,
     cpu: 0.5,
     memoryMb: 256,
-    env: { AGENT_ID: 'ag_0123456789abcdef', AGENT_NAME: 'Support bot', SYSTEM_PROMPT: 'Be kind.', LLM_MODEL: 'gpt-4o-mini', LLM_PROVIDER: 'openai' },
+    env: { AGENT_ID: 'agt_7Qm2XbR9kLp4TzW1nVc8', AGENT_NAME: 'Support bot', SYSTEM_PROMPT: 'Be kind.', LLM_MODEL: 'gpt-4o-mini', LLM_PROVIDER: 'openai' },
     secretEnv: { OPENAI_API_KEY: 'sk-sample-not-a-real-key' },
     check: 'http',
     scaling: { enabled: true, min: 1, max: 5 },

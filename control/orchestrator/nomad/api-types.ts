@@ -17,6 +17,7 @@ export interface NomadJob {
   Namespace: string;
   Region?: string;
   Datacenters: string[];
+  NodePool: string;
   Meta: Record<string, string>;
   TaskGroups: NomadTaskGroup[];
 }
@@ -91,7 +92,11 @@ export interface NomadUpdateStrategy {
   Canary: number;
 }
 
-/** A group's scaling block, read by the Nomad Autoscaler. `Enabled` must be sent: it has no default in JSON. */
+/**
+ * A group's scaling block, read by the Nomad Autoscaler. `Enabled` is always sent: Nomad
+ * turns a missing one into true (api/scaling.go, `ScalingPolicy.Canonicalize`), which would
+ * hand the count of an agent without auto-scaling to the autoscaler.
+ */
 export interface NomadScalingPolicy {
   Type: 'horizontal';
   Min: number;
@@ -241,9 +246,13 @@ export interface StreamFrame {
   FileEvent?: string;
 }
 
-/** GET /v1/health/service/:name?passing=true (Consul). */
-export interface ConsulServiceEntry {
-  Node: { Node: string; Address: string };
-  Service: { ID: string; Service: string; Tags: string[] | null; Address: string; Port: number; Meta?: Record<string, string> | null };
-  Checks: { CheckID: string; Status: 'passing' | 'warning' | 'critical'; ServiceID: string; Output?: string }[];
+/** GET /v1/health/state/:state (Consul's api/health.go `HealthCheck`, only what the driver reads). */
+export interface ConsulHealthCheck {
+  Node: string;
+  CheckID: string;
+  Name: string;
+  Status: 'passing' | 'warning' | 'critical' | 'maintenance';
+  ServiceID: string;
+  ServiceName: string;
+  ServiceTags: string[] | null;
 }

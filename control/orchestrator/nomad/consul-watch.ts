@@ -1,108 +1,69 @@
 import type { Logger } from 'pino';
-import type { ConsulServiceEntry } from './api-types.js';
+import type { ConsulHealthCheck } from './api-types.js';
+import { BlockingWatch, type BlockingWatchOptions } from './blocking-watch.js';
 import type { ApiClient } from './http-client.js';
+import { AGENT_SERVICE_TAG } from './job-spec.js';
 
-/** Passing instances of one service: allocation id → `ip:port`. */
-export type PassingInstances = ReadonlyMap<string, string>;
+/** Allocation ids whose agent service passes every one of its checks. */
+export type PassingAllocations = ReadonlySet<string>;
 
 /**
- * The allocation behind a Consul instance. Nomad registers group services with the id
- * `_nomad-task-<alloc id>-group-<group>-<service>-<port label>` (task services:
- * `_nomad-task-<alloc id>-<task>-…`); the alloc id is a UUID.
+ * The allocation behind a Consul service instance. Nomad registers group services with
+ * the id `_nomad-task-<alloc id>-group-<group>-<service>-<port label>` (task services:
+ * `_nomad-task-<alloc id>-<task>-…`; client/serviceregistration/id.go,
+ * `MakeAllocServiceID`); the alloc id is a UUID.
  */
 export function allocationOf(serviceId: string): string | null {
   const match = /^_nomad-task-([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})-/.exec(serviceId);
   return match ? match[1]! : null;
 }
 
-export function passingFrom(entries: ConsulServiceEntry[]): Map<string, string> {
-  const passing = new Map<string, string>();
-  for (const entry of entries) {
-    const allocation = allocationOf(entry.Service.ID);
+/**
+ * Allocations whose every check passes, as `?passing` on /v1/health/service computes it
+ * for one instance (a warning is not passing). Node checks carry no ServiceID and no tags,
+ * so the tag filter leaves them out: a node that dies takes its allocations to `lost` in
+ * Nomad, which drops them from the routing set there.
+ */
+export function passingFrom(checks: ConsulHealthCheck[]): Set<string> {
+  const verdict = new Map<string, boolean>();
+  for (const check of checks) {
+    const allocation = allocationOf(check.ServiceID);
     if (!allocation) continue;
-    // An instance registered without an address takes its node's.
-    passing.set(allocation, `${entry.Service.Address || entry.Node.Address}:${entry.Service.Port}`);
+    verdict.set(allocation, (verdict.get(allocation) ?? true) && check.Status === 'passing');
   }
-  return passing;
-}
-
-export interface WatchOptions {
-  waitSeconds: number;
-  /** Back-off after a failed query: doubled per failure up to the maximum. */
-  backoffMs: number;
-  maxBackoffMs: number;
+  return new Set([...verdict].filter(([, passing]) => passing).map(([allocation]) => allocation));
 }
 
 /**
- * Follows the passing instances of `service` with Consul blocking queries: each query
- * carries the last X-Consul-Index and returns when the set changed (or after `wait`).
- * A failed query backs off and resumes with the same index, so no change is lost and
- * the watch never restarts from scratch. An index that goes backwards (a Consul
- * restart, a snapshot restore) starts over from 0, as Consul's docs ask.
+ * The health of every agent's replicas with ONE Consul blocking query, whatever the
+ * number of agents: GET /v1/health/state/any filtered on the tag every agent service
+ * carries (Consul's health API supports `filter` on checks' ServiceTags). One watch per
+ * agent would hold one connection per agent, past the 200 Consul accepts from one
+ * address by default.
  */
-export class ConsulHealthWatch {
-  private index = 0;
-  private stopped = false;
-  private readonly abort = new AbortController();
-  private current: Map<string, string> = new Map();
-  private loop: Promise<void> | undefined;
-
-  constructor(
-    private readonly consul: ApiClient,
-    readonly service: string,
-    private readonly options: WatchOptions,
-    private readonly onChange: (passing: PassingInstances) => void,
-    private readonly logger: Logger,
-  ) {}
-
-  get passing(): PassingInstances {
-    return this.current;
-  }
-
-  start(): this {
-    this.loop = this.run();
-    return this;
-  }
-
-  async stop(): Promise<void> {
-    this.stopped = true;
-    this.abort.abort();
-    await this.loop;
-  }
-
-  private async run(): Promise<void> {
-    let failures = 0;
-    while (!this.stopped) {
-      try {
-        const { body, headers } = await this.consul.request<ConsulServiceEntry[] | null>('GET', `/v1/health/service/${encodeURIComponent(this.service)}`, {
-          query: { passing: true, index: this.index || undefined, wait: `${this.options.waitSeconds}s` },
-          timeoutMs: this.options.waitSeconds * 1000 + 15_000,
-          signal: this.abort.signal,
-        });
-        failures = 0;
-        const next = Number(headers.get('x-consul-index') ?? 0);
-        this.index = next > 0 && next >= this.index ? next : 0;
-        const passing = passingFrom(body ?? []);
-        if (!sameInstances(passing, this.current)) {
-          this.current = passing;
-          this.onChange(passing);
-        }
-      } catch (error) {
-        if (this.stopped) return;
-        failures += 1;
-        const delay = Math.min(this.options.backoffMs * 2 ** (failures - 1), this.options.maxBackoffMs);
-        this.logger.warn({ err: error, service: this.service, index: this.index, retry_in_ms: delay }, 'Consul health watch failed; resuming with the same index');
-        await new Promise<void>((resolve) => {
-          const timer = setTimeout(resolve, delay);
-          this.abort.signal.addEventListener('abort', () => {
-            clearTimeout(timer);
-            resolve();
-          }, { once: true });
-        });
-      }
-    }
-  }
+export function consulChecksWatch(
+  consul: ApiClient,
+  options: BlockingWatchOptions & { waitSeconds: number },
+  onChange: (passing: PassingAllocations) => void,
+  logger: Logger,
+): BlockingWatch<ConsulHealthCheck[]> {
+  let current: Set<string> = new Set();
+  const read = async (index: number, signal: AbortSignal) => {
+    const { body, headers } = await consul.request<ConsulHealthCheck[] | null>('GET', '/v1/health/state/any', {
+      query: { filter: `ServiceTags contains "${AGENT_SERVICE_TAG}"`, index: index || undefined, wait: `${options.waitSeconds}s` },
+      // Consul adds up to wait/16 of jitter to a blocking query (its "Blocking Queries" page).
+      timeoutMs: options.waitSeconds * 1000 * 1.1 + 15_000,
+      signal,
+    });
+    return { body: body ?? [], index: Number(headers.get('x-consul-index') ?? 0) };
+  };
+  const onRead = (checks: ConsulHealthCheck[]) => {
+    const passing = passingFrom(checks);
+    if (sameSet(passing, current)) return;
+    current = passing;
+    onChange(passing);
+  };
+  return new BlockingWatch('consul agent checks', read, options, onRead, logger);
 }
 
-const sameInstances = (a: ReadonlyMap<string, string>, b: ReadonlyMap<string, string>) =>
-  a.size === b.size && [...a].every(([key, value]) => b.get(key) === value);
+const sameSet = (a: ReadonlySet<string>, b: ReadonlySet<string>) => a.size === b.size && [...a].every((item) => b.has(item));

@@ -1,12 +1,16 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../clock.js';
 import type { JobEvent, JobSpec, JobStatus, LogEntry, LogQuery, Orchestrator, ReplicaMetrics } from '../types.js';
+import { allocationsWatch, type AllocationsByJob } from './allocations-watch.js';
 import type { AllocationListStub } from './api-types.js';
-import { ConsulHealthWatch, type PassingInstances } from './consul-watch.js';
+import type { BlockingWatch } from './blocking-watch.js';
+import { consulChecksWatch, type PassingAllocations } from './consul-watch.js';
 import type { ApiClient } from './http-client.js';
-import { agentIdOf, jobId, nomadJobFor, serviceName } from './job-spec.js';
+import { agentIdOf, jobId, nomadJobFor } from './job-spec.js';
 import { JobsApi } from './jobs-api.js';
 import { recentLines, toEntries, type LogStream } from './logs.js';
+import { mapBounded } from './map-bounded.js';
+import { preflight } from './preflight.js';
 import { planReconcile } from './reconcile.js';
 import { scaleJob } from './scale.js';
 import type { NomadSettings } from './settings.js';
@@ -23,21 +27,22 @@ interface HeldJob {
   pullFailures: Map<string, string>;
   /** Nomad job version → our version, read back from the job's Meta after each registration. */
   versions: Map<number, number>;
-  watch: ConsulHealthWatch;
   fingerprint: string;
-  /** The last allocations read: status falls back to them while Nomad cannot be reached. */
-  allocations: AllocationListStub[];
 }
 
 const LEVEL_RANK = { debug: 0, info: 1, warn: 2, error: 3 } as const;
 const KEPT_EVENTS = 50;
+/** Job reads in flight at once while reconciling: well inside the driver's connection budget. */
+const RECONCILE_READS = 8;
 
 /**
  * Runs agents as Nomad jobs (DESIGN.md §5): one job `agent-<id>` per agent, secrets in a
  * Nomad Variable, replicas from the job's allocations, routable replicas from Consul's
  * health API. Nomad restarts, reschedules and rolls out; this driver only registers,
- * observes and reports. A poll of each job's allocations and one Consul watch per agent
- * call the onChange listeners when something changed.
+ * observes and reports. Two blocking queries, whatever the number of agents, observe
+ * everything: one on all agent allocations in Nomad, one on all agent checks in Consul.
+ * When either answers, the agents whose replicas changed are told to the listeners, and
+ * status() reads the answers held in memory, so it costs Nomad nothing.
  */
 export class NomadDriver implements Orchestrator {
   readonly name = 'nomad';
@@ -45,9 +50,10 @@ export class NomadDriver implements Orchestrator {
   private readonly listeners: ((agentId: string) => void)[] = [];
   private readonly api: JobsApi;
   private queue: Promise<unknown> = Promise.resolve();
-  private timer: NodeJS.Timeout | undefined;
-  private polling = false;
   private closed = false;
+  private allocations: AllocationsByJob = new Map();
+  private passing: PassingAllocations = new Set();
+  private readonly watches: BlockingWatch<unknown>[];
 
   constructor(
     private readonly nomad: ApiClient,
@@ -57,10 +63,25 @@ export class NomadDriver implements Orchestrator {
     private readonly logger: Logger,
   ) {
     this.api = new JobsApi(nomad, settings.namespace, settings.region);
+    const watchOptions = { minIntervalMs: settings.watchMinIntervalMs, backoffMs: 500, maxBackoffMs: 30_000 };
+    this.watches = [
+      allocationsWatch(nomad, settings, { ...watchOptions, waitSeconds: settings.nomadWaitSeconds }, (byJob) => {
+        this.allocations = byJob;
+        this.observe();
+      }, logger),
+      consulChecksWatch(consul, { ...watchOptions, waitSeconds: settings.consulWaitSeconds }, (passing) => {
+        this.passing = passing;
+        this.observe();
+      }, logger),
+    ] as BlockingWatch<unknown>[];
   }
 
+  /** Starts both watches, and says loudly what in Nomad or Consul keeps agents from running. */
   start(): void {
-    this.timer = setInterval(() => void this.poll(), this.settings.pollIntervalMs);
+    for (const watch of this.watches) watch.start();
+    void preflight(this.nomad, this.consul, this.settings).then((problems) => {
+      for (const problem of problems) this.logger.error({ problem: problem.setting }, problem.message);
+    });
   }
 
   onChange(listener: (agentId: string) => void): void {
@@ -99,12 +120,11 @@ export class NomadDriver implements Orchestrator {
   reconcile(specs: JobSpec[]): Promise<void> {
     return this.serial(async () => {
       const existing = new Map<string, NomadJobRead>();
-      for (const stub of await this.api.list('agent-')) {
-        const agentId = agentIdOf(stub.ID);
-        if (!agentId) continue;
+      const ours = (await this.api.list('agent-')).filter((stub) => agentIdOf(stub.ID) !== null);
+      await mapBounded(ours, RECONCILE_READS, async (stub) => {
         const job = await this.api.read(stub.ID);
-        if (job) existing.set(agentId, job);
-      }
+        if (job) existing.set(agentIdOf(stub.ID)!, job);
+      });
       for (const agentId of [...this.jobs.keys()]) {
         if (!specs.some((spec) => spec.agentId === agentId) && !existing.has(agentId)) await this.release(agentId);
       }
@@ -136,27 +156,31 @@ export class NomadDriver implements Orchestrator {
     });
   }
 
+  /**
+   * From the watches' last answers. While Nomad cannot answer, those are the last
+   * allocations read, and the routable set still follows Consul, which keeps working
+   * without Nomad's servers.
+   */
   async status(agentId: string): Promise<JobStatus | null> {
     const held = this.jobs.get(agentId);
     if (!held) return null;
-    return this.statusFrom(held, await this.readAllocations(held));
+    await this.firstAnswers();
+    return this.statusFrom(held, this.allocationsOf(agentId));
   }
 
-  /**
-   * The job's allocations, or the last ones read when Nomad cannot answer: the routable
-   * set then still follows Consul, which keeps working without Nomad's servers.
-   */
-  private async readAllocations(held: HeldJob): Promise<AllocationListStub[]> {
-    try {
-      held.allocations = await this.api.allocations(jobId(held.spec.agentId));
-    } catch (error) {
-      this.logger.warn({ err: error, agent_id: held.spec.agentId }, 'reading allocations from Nomad failed; using the last ones read');
-    }
-    return held.allocations;
+  /** Before the watches first answered there is nothing to report; a down Nomad must not hang callers for long. */
+  private firstAnswers(): Promise<unknown> {
+    const bound = new Promise((resolve) => setTimeout(resolve, this.settings.requestTimeoutMs).unref());
+    return Promise.race([Promise.all(this.watches.map((watch) => watch.synced)), bound]);
+  }
+
+  private allocationsOf(agentId: string): AllocationListStub[] {
+    return this.allocations.get(jobId(agentId)) ?? [];
   }
 
   async logs(agentId: string, query: LogQuery): Promise<LogEntry[]> {
-    const allocations = (await this.api.allocations(jobId(agentId))).filter((a) => !query.replicaId || a.ID === query.replicaId);
+    await this.firstAnswers();
+    const allocations = this.allocationsOf(agentId).filter((a) => !query.replicaId || a.ID === query.replicaId);
     const readAt = this.clock.now();
     const perStream = await Promise.all(
       allocations.flatMap((allocation) =>
@@ -180,7 +204,8 @@ export class NomadDriver implements Orchestrator {
   async metrics(agentId: string): Promise<ReplicaMetrics[]> {
     const held = this.jobs.get(agentId);
     if (!held) return [];
-    const running = (await this.api.allocations(jobId(agentId))).filter((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running');
+    await this.firstAnswers();
+    const running = this.allocationsOf(agentId).filter((a) => a.DesiredStatus === 'run' && a.ClientStatus === 'running');
     const rows = await Promise.all(
       running.map(async (allocation) => {
         try {
@@ -195,9 +220,10 @@ export class NomadDriver implements Orchestrator {
 
   async close(): Promise<void> {
     this.closed = true;
-    if (this.timer) clearInterval(this.timer);
     await this.queue.catch(() => undefined);
-    await Promise.all([...this.jobs.values()].map((held) => held.watch.stop()));
+    await Promise.all(this.watches.map((watch) => watch.stop()));
+    this.nomad.close();
+    this.consul.close();
   }
 
   /** Runs `work` after everything queued before it; its failure goes to its caller and never breaks the queue. */
@@ -209,27 +235,12 @@ export class NomadDriver implements Orchestrator {
     return run;
   }
 
-  /** The held job of the spec's agent, created with its Consul watch when new. */
+  /** The held job of the spec's agent, created when new. */
   private hold(spec: JobSpec): HeldJob {
     const existing = this.jobs.get(spec.agentId);
     if (existing) return existing;
-    const held: HeldJob = {
-      spec,
-      events: [],
-      pullFailures: new Map(),
-      versions: new Map(),
-      fingerprint: '',
-      allocations: [],
-      watch: new ConsulHealthWatch(
-        this.consul,
-        serviceName(spec.agentId),
-        { waitSeconds: this.settings.consulWaitSeconds, backoffMs: 500, maxBackoffMs: 30_000 },
-        (_passing: PassingInstances) => this.notify(spec.agentId),
-        this.logger.child({ agent_id: spec.agentId }),
-      ),
-    };
+    const held: HeldJob = { spec, events: [], pullFailures: new Map(), versions: new Map(), fingerprint: '' };
     this.jobs.set(spec.agentId, held);
-    held.watch.start();
     return held;
   }
 
@@ -262,9 +273,7 @@ export class NomadDriver implements Orchestrator {
   }
 
   private async release(agentId: string): Promise<void> {
-    const held = this.jobs.get(agentId);
     this.jobs.delete(agentId);
-    await held?.watch.stop();
   }
 
   private statusFrom(held: HeldJob, allocations: AllocationListStub[]): JobStatus {
@@ -278,7 +287,7 @@ export class NomadDriver implements Orchestrator {
     }
     const replicas = replicasFrom({
       allocations,
-      passing: held.watch.passing,
+      passing: this.passing,
       pullFailures: held.pullFailures,
       versions,
       fallbackVersion: held.spec.version,
@@ -289,23 +298,18 @@ export class NomadDriver implements Orchestrator {
     return { agentId: held.spec.agentId, version: held.spec.version, count: held.spec.count, replicas, events };
   }
 
-  /** Reads every held job's allocations and tells the listeners about those that changed. */
-  private async poll(): Promise<void> {
-    if (this.polling || this.closed) return;
-    this.polling = true;
-    try {
-      await Promise.all(
-        [...this.jobs.values()].map(async (held) => {
-          const status = this.statusFrom(held, await this.readAllocations(held));
-          const fingerprint = status.replicas.map((r) => `${r.id}:${r.state}:${r.address}:${r.restarts}:${r.version}`).join('|');
-          if (fingerprint !== held.fingerprint) {
-            held.fingerprint = fingerprint;
-            this.notify(held.spec.agentId);
-          }
-        }),
-      );
-    } finally {
-      this.polling = false;
+  /**
+   * After either watch answered: tells the listeners about the agents whose replicas
+   * changed. All in memory, so one pass over 5,000 agents costs milliseconds.
+   */
+  private observe(): void {
+    if (this.closed) return;
+    for (const held of this.jobs.values()) {
+      const status = this.statusFrom(held, this.allocationsOf(held.spec.agentId));
+      const fingerprint = status.replicas.map((r) => `${r.id}:${r.state}:${r.address}:${r.restarts}:${r.version}`).join('|');
+      if (fingerprint === held.fingerprint) continue;
+      held.fingerprint = fingerprint;
+      this.notify(held.spec.agentId);
     }
   }
 

@@ -1,3 +1,4 @@
+import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import fetch, { type Response } from 'node-fetch';
 import type { ApiEndpoint } from './settings.js';
@@ -42,6 +43,11 @@ export interface ClientOptions {
   attempts: number;
   /** First back-off; doubled per attempt. */
   backoffMs?: number;
+  /**
+   * Most connections open at once; further calls wait for a free one. Nomad and Consul
+   * each refuse connections past a limit per client address (100 and 200 by default).
+   */
+  maxConnections: number;
 }
 
 export interface ApiResult<T> {
@@ -50,23 +56,37 @@ export interface ApiResult<T> {
 }
 
 /**
+ * A 429 is Nomad's and Consul's answer to a client past its connection limit (Nomad's
+ * command/agent/http.go, `connLimiter`): the call did nothing, so it is safe to retry
+ * after a back-off, like a 5xx.
+ */
+const retryable = (status: number) => status >= 500 || status === 429;
+
+/**
  * One HTTP API (Nomad or Consul): token header, TLS from the settings, a timeout per
- * request, and bounded retries with exponential back-off on 5xx and connection errors.
- * 4xx answers are never retried: they will not change.
+ * request, a bounded pool of kept-alive connections, and bounded retries with
+ * exponential back-off on 5xx, 429 and connection errors. Other 4xx answers are never
+ * retried: they will not change.
  */
 export class ApiClient {
-  private readonly agent: HttpsAgent | undefined;
+  private readonly agent: HttpAgent | HttpsAgent;
 
   constructor(private readonly endpoint: ApiEndpoint, private readonly options: ClientOptions) {
-    if (endpoint.address.startsWith('https:')) {
-      this.agent = new HttpsAgent({
-        keepAlive: true,
+    const pool = { keepAlive: true, maxSockets: options.maxConnections, maxFreeSockets: options.maxConnections };
+    this.agent = endpoint.address.startsWith('https:')
+      ? new HttpsAgent({
+        ...pool,
         ca: endpoint.ca ?? undefined,
         cert: endpoint.cert ?? undefined,
         key: endpoint.key ?? undefined,
         rejectUnauthorized: !endpoint.skipVerify,
-      });
-    }
+      })
+      : new HttpAgent(pool);
+  }
+
+  /** Closes the kept-alive connections (at shutdown). */
+  close(): void {
+    this.agent.destroy();
   }
 
   async json<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
@@ -105,7 +125,7 @@ export class ApiClient {
       const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
       try {
         const response = await fetch(url, { method, headers, body, agent: this.agent, signal });
-        if (response.status >= 500 && attempt < this.options.attempts) {
+        if (retryable(response.status) && attempt < this.options.attempts) {
           lastError = new ApiError(this.options.api, method, path, response.status, await response.text());
           continue;
         }
@@ -130,8 +150,8 @@ function sleep(ms: number, signal?: AbortSignal): Promise<void> {
   });
 }
 
-export const nomadClient = (endpoint: ApiEndpoint, timeoutMs: number, attempts: number) =>
-  new ApiClient(endpoint, { api: 'Nomad', tokenHeader: 'X-Nomad-Token', timeoutMs, attempts });
+export const nomadClient = (endpoint: ApiEndpoint, timeoutMs: number, attempts: number, maxConnections: number) =>
+  new ApiClient(endpoint, { api: 'Nomad', tokenHeader: 'X-Nomad-Token', timeoutMs, attempts, maxConnections });
 
-export const consulClient = (endpoint: ApiEndpoint, timeoutMs: number, attempts: number) =>
-  new ApiClient(endpoint, { api: 'Consul', tokenHeader: 'X-Consul-Token', timeoutMs, attempts });
+export const consulClient = (endpoint: ApiEndpoint, timeoutMs: number, attempts: number, maxConnections: number) =>
+  new ApiClient(endpoint, { api: 'Consul', tokenHeader: 'X-Consul-Token', timeoutMs, attempts, maxConnections });

@@ -8,7 +8,19 @@ export const TASK = 'agent';
 export const PORT_LABEL = 'http';
 
 export const jobId = (agentId: string) => `agent-${agentId}`;
-export const serviceName = (agentId: string) => `agent-${agentId}`;
+/**
+ * The Consul service of an agent. Not `agent-<agent id>`: ids hold `_`, and Nomad refuses
+ * any service name that is not an RFC 1123 label of letters, digits and dashes, at most 63
+ * characters (nomad/structs/services.go, `Service.ValidateName`). The slug is such a label
+ * (control/domain/slug.ts: lower-case, at most 49 characters), unique in Postgres and
+ * already lower-case, so two agents never differ only by case, which Consul DNS ignores.
+ */
+export const serviceName = (slug: string) => `agent-${slug}`;
+/**
+ * Every agent service carries this tag: the driver follows all agents' health with one
+ * Consul query filtered on it (consul-watch.ts) instead of one watch per agent.
+ */
+export const AGENT_SERVICE_TAG = 'platform-agent';
 export const variablePath = (agentId: string) => `nomad/jobs/agent-${agentId}`;
 /** The agent id of a job we own, or null for any other job (the prefix list may return others). */
 export const agentIdOf = (id: string) => (/^agent-[A-Za-z0-9_-]+$/.test(id) ? id.slice('agent-'.length) : null);
@@ -28,7 +40,13 @@ export function secretTemplate(agentId: string): NomadTemplate {
     EmbeddedTmpl: `{{ with nomadVar "${variablePath(agentId)}" }}{{ range .Tuples }}{{ .K }}={{ .V | toJSON }}\n{{ end }}{{ end }}`,
     DestPath: 'secrets/agent.env',
     Envvars: true,
-    ChangeMode: 'restart',
+    // Not "restart": a Variable write re-renders the template in every allocation at once,
+    // and "restart" would restart them all within the splay, outside the update block's
+    // max_parallel. The job's Meta carries the agent version, so a redeploy that changes
+    // secrets is a new job version and rolls one replica at a time like any other
+    // (scheduler/util.go, `tasksUpdated`, compares the combined task Meta); old replicas
+    // keep the environment they started with until they are replaced.
+    ChangeMode: 'noop',
   };
 }
 
@@ -63,20 +81,42 @@ export function scalingBlock(spec: Pick<JobSpec, 'count' | 'scaling'>): NomadSca
 }
 
 /**
+ * What the Nomad UI shows an operator in the job list: the agent's name and slug, so
+ * "support bot is slow" leads to the job without the control API. Nomad refuses only an
+ * empty name or one with a NUL (nomad/structs/structs.go, `Job.Validate`).
+ */
+export const jobName = (spec: Pick<JobSpec, 'name' | 'slug'>) => `${spec.name.replace(/\0/g, '')} (${spec.slug})`.trim();
+
+/** The job's Meta, and every group's and task's: from the job to the agent, and back. */
+export function operatorMeta(spec: JobSpec): Record<string, string> {
+  return {
+    agent_id: spec.agentId,
+    agent_name: spec.name,
+    slug: spec.slug,
+    account_id: spec.accountId,
+    url: spec.url,
+    agent_version: String(spec.version),
+  };
+}
+
+/**
  * The Nomad job of one agent (DESIGN.md §5): a service job with one group and one
  * docker task, the same container limits as the podman driver, a Consul service whose
  * check gates rolling deploys, and secrets only through the Variable's template.
  */
 export function nomadJobFor(spec: JobSpec, settings: NomadSettings): NomadJob {
   const hasSecrets = Object.keys(spec.secretEnv).length > 0;
-  const meta = { agent_id: spec.agentId, agent_version: String(spec.version) };
+  const meta = operatorMeta(spec);
   return {
     ID: jobId(spec.agentId),
-    Name: jobId(spec.agentId),
+    Name: jobName(spec),
     Type: 'service',
     Namespace: settings.namespace,
     ...(settings.region ? { Region: settings.region } : {}),
     Datacenters: [...settings.datacenters],
+    // Agents run untrusted code: only nodes in this pool, which the operator keeps away
+    // from Postgres, Redis, Nomad and Consul (docs/nomad.md, "Agent nodes").
+    NodePool: settings.agentNodePool,
     Meta: meta,
     TaskGroups: [
       {
@@ -85,8 +125,8 @@ export function nomadJobFor(spec: JobSpec, settings: NomadSettings): NomadJob {
         Networks: [{ Mode: 'host', DynamicPorts: [{ Label: PORT_LABEL, Value: 0, To: spec.port }] }],
         Services: [
           {
-            Name: serviceName(spec.agentId),
-            Tags: [`agent-id=${spec.agentId}`, `slug=${spec.slug}`, `version=${spec.version}`],
+            Name: serviceName(spec.slug),
+            Tags: [AGENT_SERVICE_TAG, `agent-id=${spec.agentId}`, `slug=${spec.slug}`, `version=${spec.version}`],
             PortLabel: PORT_LABEL,
             Provider: 'consul',
             Checks: [

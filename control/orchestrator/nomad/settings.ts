@@ -25,7 +25,23 @@ export interface NomadSettings {
    * express 0.5 vCPU. 1000 MHz per vCPU is a round figure below most clients' clock.
    */
   mhzPerVcpu: number;
-  pollIntervalMs: number;
+  /**
+   * The node pool agent jobs are placed in (NOMAD_AGENT_NODE_POOL, default "agents").
+   * Nomad refuses a job whose pool does not exist, so a cluster that has not set one up
+   * runs no agent rather than running them next to the platform (docs/nomad.md).
+   */
+  agentNodePool: string;
+  /**
+   * Shortest time between two blocking queries of one watch (Consul's blocking-query
+   * docs ask clients to rate-limit: an index that keeps moving would otherwise loop).
+   */
+  watchMinIntervalMs: number;
+  /**
+   * Most connections the driver opens to each of Nomad and Consul. Both refuse more than
+   * a limit per client address (Nomad `limits.http_max_conns_per_client`, 100 by default;
+   * Consul `limits.http_max_conns_per_client`, 200), with a 429 that closes the connection.
+   */
+  maxConnections: number;
   /** Exits allowed before a replica is `crashed` (the podman driver's RESTART_BUDGET, same meaning). */
   restartBudget: number;
   /** Nomad's restart delay (fixed, Nomad adds jitter); at least the podman driver's base backoff. */
@@ -46,6 +62,8 @@ export interface NomadSettings {
   requestAttempts: number;
   /** How long one Consul blocking query waits for a change. */
   consulWaitSeconds: number;
+  /** How long one Nomad blocking query on the allocations waits for a change. */
+  nomadWaitSeconds: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -98,6 +116,14 @@ export function readNomadSettings(env: Env, problems: string[]): NomadSettings {
     return value;
   };
 
+  // nomad/structs/node_pool.go, `validNodePoolName`: letters, digits, "_" and "-", at most 128.
+  const nodePool = (setting: string, fallback: string) => {
+    const value = present(env, setting) ?? fallback;
+    if (!/^[a-zA-Z0-9-_]{1,128}$/.test(value)) problems.push(`${setting}: a Nomad node pool name (letters, digits, "_" or "-"), got "${value}"`);
+    if (value === 'all') problems.push(`${setting}: "all" is every node, platform nodes too; name the pool of agent nodes`);
+    return value;
+  };
+
   const datacenters = (present(env, 'NOMAD_DATACENTERS') ?? 'dc1').split(',').map((dc) => dc.trim()).filter(Boolean);
   if (datacenters.length === 0) problems.push('NOMAD_DATACENTERS: at least one datacenter (comma-separated), e.g. dc1');
   const region = present(env, 'NOMAD_REGION');
@@ -125,7 +151,9 @@ export function readNomadSettings(env: Env, problems: string[]): NomadSettings {
     region: region === undefined ? null : name('NOMAD_REGION', region),
     datacenters,
     mhzPerVcpu: number('NOMAD_MHZ_PER_VCPU', 1000, 1, 100_000),
-    pollIntervalMs: number('NOMAD_POLL_INTERVAL_MS', 2000, 50, 600_000),
+    agentNodePool: nodePool('NOMAD_AGENT_NODE_POOL', 'agents'),
+    watchMinIntervalMs: number('NOMAD_WATCH_MIN_INTERVAL_MS', 1000, 0, 60_000),
+    maxConnections: number('NOMAD_MAX_CONNECTIONS', 32, 4, 90),
     restartBudget,
     restartDelayMs,
     // Nomad refuses attempts × delay > interval; 30 minutes is far above both.
@@ -138,5 +166,6 @@ export function readNomadSettings(env: Env, problems: string[]): NomadSettings {
     requestTimeoutMs: 10_000,
     requestAttempts: 4,
     consulWaitSeconds: 60,
+    nomadWaitSeconds: 60,
   };
 }

@@ -1,6 +1,6 @@
 import type { JobEvent, Replica, ReplicaState } from '../types.js';
 import type { AllocationListStub, NomadTaskEvent, NomadTaskState } from './api-types.js';
-import { TASK } from './job-spec.js';
+import { PORT_LABEL, TASK } from './job-spec.js';
 
 /**
  * Allocations and their task events → our seven replica states. The table, first match
@@ -24,8 +24,8 @@ import { TASK } from './job-spec.js';
  */
 export interface ReplicaInputs {
   allocations: AllocationListStub[];
-  /** Allocation id → `ip:port` of its passing Consul instance (from the health watch). */
-  passing: ReadonlyMap<string, string>;
+  /** Allocations whose Consul checks all pass (from the health watch). */
+  passing: ReadonlySet<string>;
   /** Allocation id → the first "Failed to pull" message seen; updated here, kept by the caller. */
   pullFailures: Map<string, string>;
   /** Nomad job version → our agent version (from the job's Meta). */
@@ -63,7 +63,7 @@ export function replicasFrom(inputs: ReplicaInputs): Replica[] {
       id: allocation.ID,
       version: inputs.versions.get(allocation.JobVersion) ?? inputs.fallbackVersion,
       state: observed.state,
-      address: observed.state === 'running' ? inputs.passing.get(allocation.ID) ?? null : null,
+      address: observed.state === 'running' ? addressOf(allocation) : null,
       // Exits, as the podman driver counts them: Nomad's restarts, plus the last exit of a crashed task.
       restarts: (task?.Restarts ?? 0) + (observed.state === 'crashed' ? 1 : 0),
       startedAt: task?.StartedAt && !task.StartedAt.startsWith('0001-') ? new Date(task.StartedAt) : null,
@@ -98,6 +98,16 @@ function observe(allocation: AllocationListStub, inputs: ReplicaInputs): { state
   const last = events[events.length - 1];
   if (last?.Type === 'Restarting') return { state: 'restarting', error: null };
   return { state: 'starting', error: null };
+}
+
+/**
+ * Where the edge reaches a replica: the host address and port Nomad gave its port label,
+ * which is also what Nomad registers in Consul for a group service in host networking
+ * (client/serviceregistration/address.go, `GetAddress`, address mode "host": the port mapping's HostIP and Value).
+ */
+export function addressOf(allocation: AllocationListStub): string | null {
+  const port = allocation.AllocatedResources?.Shared?.Ports?.find((mapping) => mapping.Label === PORT_LABEL);
+  return port && port.HostIP ? `${port.HostIP}:${port.Value}` : null;
 }
 
 const taskState = (allocation: AllocationListStub): NomadTaskState | undefined => allocation.TaskStates?.[TASK];
