@@ -66,7 +66,7 @@ export class BlockingWatch<T> {
     while (!this.stopped) {
       const started = Date.now();
       try {
-        const { body, index } = await this.read(this.index, this.abort.signal);
+        const { body, index } = await this.readOnce();
         failures = 0;
         this.index = nextIndex(this.index, index);
         this.onRead(body);
@@ -82,14 +82,28 @@ export class BlockingWatch<T> {
     }
   }
 
+  /** One query, with a signal of its own: listeners never pile up on the watch's long-lived one. */
+  private async readOnce(): Promise<IndexedRead<T>> {
+    const query = new AbortController();
+    const cancel = () => query.abort();
+    this.abort.signal.addEventListener('abort', cancel, { once: true });
+    try {
+      return await this.read(this.index, query.signal);
+    } finally {
+      this.abort.signal.removeEventListener('abort', cancel);
+    }
+  }
+
   private pause(ms: number): Promise<void> {
     if (ms <= 0 || this.stopped) return Promise.resolve();
     return new Promise<void>((resolve) => {
-      const timer = setTimeout(resolve, ms);
-      this.abort.signal.addEventListener('abort', () => {
+      const done = () => {
         clearTimeout(timer);
+        this.abort.signal.removeEventListener('abort', done);
         resolve();
-      }, { once: true });
+      };
+      const timer = setTimeout(done, ms);
+      this.abort.signal.addEventListener('abort', done, { once: true });
     });
   }
 }

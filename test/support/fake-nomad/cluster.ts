@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { freePort } from '../../../scripts/lib/local-services.js';
 import { createTask, imagePresent, removeLabelled, removeTask, startTask, taskState } from './task-runner.js';
+import { LogFiles } from './log-files.js';
 
 /**
  * The state of a fake Nomad region with one client node and its Consul catalog. Jobs are
@@ -33,25 +34,42 @@ interface Allocation {
   hostPort: number;
   healthy: boolean;
   stopRequested: boolean;
+  /** Played without a container (FakeClusterOptions.simulate): running and healthy at once. */
+  simulated: boolean;
 }
 
 export class FakeNomadState {
   index = 1;
+  /** Raft index of the last change to the allocations table (what /v1/allocations blocks on). */
+  allocsIndex = 1;
+  /** Consul's index of the last change to any agent check (what /v1/health/state blocks on). */
+  checksIndex = 1;
   readonly jobs = new Map<string, StoredJob>();
   readonly variables = new Map<string, Json>();
+  /** Each allocation's alloc/logs files, which GET /v1/client/fs/logs reads (fs-logs.ts). */
+  readonly logs = new LogFiles();
+  /** Node pools that exist: Nomad's built-in "default" and "all", plus the test's. */
+  readonly nodePools = new Set(['default', 'all']);
+  /** Namespaces that exist: Nomad's built-in "default", plus the test's. */
+  readonly namespaces = new Set(['default']);
   private readonly allocs = new Map<string, Allocation>();
   private readonly consulIndex = new Map<string, number>();
   private readonly consulWaiters = new Set<() => void>();
+  private readonly allocWaiters = new Set<() => void>();
   private readonly checker: NodeJS.Timeout;
   private closed = false;
 
-  constructor(readonly label: string) {
+  constructor(readonly label: string, private readonly simulate = false) {
     this.checker = setInterval(() => void this.runChecks(), 300);
   }
 
   bump(): number {
     this.index += 1;
     return this.index;
+  }
+
+  allAllocations(): Json[] {
+    return [...this.allocs.values()].map((a) => structuredClone(a.public));
   }
 
   allocationsOf(jobId: string): Json[] {
@@ -151,6 +169,7 @@ export class FakeNomadState {
       hostPort,
       healthy: false,
       stopRequested: false,
+      simulated: this.simulate,
       public: {
         ID: id, EvalID: randomUUID(), Name: `${stored.job.ID}.${group.Name}[${slot}]`, Namespace: stored.job.Namespace ?? 'default',
         NodeID: 'fake-node-0', NodeName: 'fake-client', JobID: stored.job.ID, JobType: stored.job.Type, JobVersion: stored.version,
@@ -162,6 +181,10 @@ export class FakeNomadState {
     };
     this.allocs.set(id, alloc);
     this.event(alloc, task, { Type: 'Received', DisplayMessage: 'Task received by client' });
+    if (alloc.simulated) {
+      this.setRunning(alloc, task);
+      return this.setHealth(alloc, true);
+    }
     void this.runTask(stored, group, task, alloc, port?.To ?? 0).catch((error: Error) => {
       this.event(alloc, task, { Type: 'Driver Failure', DisplayMessage: error.message, DriverError: error.message, FailsTask: true });
       this.finish(alloc, task, 'failed');
@@ -240,6 +263,7 @@ export class FakeNomadState {
     state.StartedAt = new Date().toISOString();
     alloc.public.ClientStatus = 'running';
     alloc.public.ClientDescription = 'Tasks are running';
+    this.consulChanged();
     this.event(alloc, task, { Type: 'Started', DisplayMessage: 'Task started by client' });
   }
 
@@ -265,6 +289,13 @@ export class FakeNomadState {
   private touch(alloc: Allocation): void {
     alloc.public.ModifyIndex = this.bump();
     alloc.public.ModifyTime = nanos();
+    this.allocsIndex = this.index;
+    for (const wake of [...this.allocWaiters]) wake();
+  }
+
+  /** Resolves when any allocation changes, or after `ms`. */
+  waitForAllocs(ms: number): Promise<void> {
+    return waitOn(this.allocWaiters, ms);
   }
 
   /** ShutdownDelay first (out of Consul, then the delay), then the container is killed. */
@@ -274,9 +305,11 @@ export class FakeNomadState {
     alloc.stopRequested = true;
     this.setHealth(alloc, false);
     this.touch(alloc);
+    this.consulChanged();
     const stored = this.jobs.get(alloc.public.JobID);
     const group = (stored?.job.TaskGroups as Json[] | undefined)?.find((g) => g.Name === alloc.public.TaskGroup);
     const task = (group?.Tasks?.[0] ?? { Name: Object.keys(alloc.public.TaskStates)[0] }) as Json;
+    if (alloc.simulated) return this.finish(alloc, task, 'complete');
     void (async () => {
       await sleep(Math.min((group?.ShutdownDelay ?? 0) / 1e6, 5_000));
       this.event(alloc, task, { Type: 'Killing', DisplayMessage: 'Sent interrupt. Waiting 5s before force killing' });
@@ -313,20 +346,74 @@ export class FakeNomadState {
 
   /** Resolves when any service changes, or after `ms`. */
   waitForConsul(ms: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        this.consulWaiters.delete(done);
-        resolve();
-      };
-      const timer = setTimeout(done, ms);
-      this.consulWaiters.add(done);
-    });
+    return waitOn(this.consulWaiters, ms);
+  }
+
+  /**
+   * Every check of a registered agent service, as /v1/health/state/any lists them (Consul's
+   * api/health.go `HealthCheck`). Nomad registers a group's services once the allocation
+   * runs and deregisters them when it stops (client/allocrunner/groupservice_hook.go).
+   */
+  healthChecks(): Json[] {
+    const checks: Json[] = [];
+    for (const alloc of this.allocs.values()) {
+      if (alloc.public.DesiredStatus !== 'run' || alloc.public.ClientStatus !== 'running') continue;
+      const group = this.groupOf(alloc);
+      for (const svc of (group?.Services ?? []) as Json[]) {
+        const serviceId = `_nomad-task-${alloc.public.ID}-group-${group!.Name}-${svc.Name}-${svc.PortLabel}`;
+        for (const check of (svc.Checks ?? []) as Json[]) {
+          checks.push({
+            Node: 'fake-client', CheckID: `_nomad-check-${alloc.public.ID.slice(0, 8)}-${check.Name}`, Name: check.Name, Status: alloc.healthy ? 'passing' : 'critical',
+            Notes: '', Output: alloc.healthy ? 'HTTP GET: 200 OK' : '', ServiceID: serviceId, ServiceName: svc.Name, ServiceTags: svc.Tags ?? [], Type: check.Type,
+            Definition: {}, CreateIndex: alloc.public.CreateIndex, ModifyIndex: this.checksIndex,
+          });
+        }
+      }
+    }
+    return checks;
+  }
+
+  private groupOf(alloc: Allocation): Json | undefined {
+    const stored = this.jobs.get(alloc.public.JobID);
+    return (stored?.job.TaskGroups as Json[] | undefined)?.find((g) => g.Name === alloc.public.TaskGroup);
+  }
+
+  /** A test turns an allocation's checks passing or critical (kept for simulated ones; a real one's next check decides). */
+  setHealthy(id: string, healthy: boolean): void {
+    const alloc = this.allocs.get(id);
+    if (alloc) this.setHealth(alloc, healthy);
+  }
+
+  private consulChanged(): void {
+    this.checksIndex = this.bump();
+    for (const wake of [...this.consulWaiters]) wake();
+  }
+
+  /**
+   * A Variable was written: every live task whose template reads it renders again, and
+   * acts on its change_mode (client/allocrunner/taskrunner/template/template.go,
+   * `handleTemplateRerenders`): "restart" restarts the task at once, in every allocation,
+   * whatever the update block says; "noop" leaves the task as it runs.
+   */
+  variableWritten(path: string): void {
+    for (const alloc of this.allocs.values()) {
+      if (alloc.public.DesiredStatus !== 'run' || !LIVE.has(alloc.public.ClientStatus)) continue;
+      const task = (this.groupOf(alloc)?.Tasks?.[0] ?? null) as Json | null;
+      const reading = ((task?.Templates ?? []) as Json[]).filter((t) => String(t.EmbeddedTmpl ?? '').includes(`nomadVar "${path}"`));
+      if (!task || reading.length === 0) continue;
+      if (reading.some((t) => (t.ChangeMode ?? 'restart') === 'restart')) {
+        alloc.public.TaskStates[task.Name].Restarts += 1;
+        this.event(alloc, task, { Type: 'Restart Signaled', DisplayMessage: 'Template with change_mode restart re-rendered' });
+      } else if (reading.some((t) => t.ChangeMode === 'signal')) {
+        this.event(alloc, task, { Type: 'Signaling', DisplayMessage: 'Template re-rendered' });
+      }
+    }
   }
 
   private setHealth(alloc: Allocation, healthy: boolean): void {
     if (alloc.healthy === healthy) return;
     alloc.healthy = healthy;
+    this.consulChanged();
     const stored = this.jobs.get(alloc.public.JobID);
     for (const group of (stored?.job.TaskGroups ?? []) as Json[]) {
       for (const svc of (group.Services ?? []) as Json[]) this.consulIndex.set(svc.Name, (this.consulIndex.get(svc.Name) ?? 1) + 1);
@@ -343,7 +430,7 @@ export class FakeNomadState {
     this.checking = true;
     try {
       await Promise.all([...this.allocs.values()].map(async (alloc) => {
-        if (alloc.stopRequested) return;
+        if (alloc.stopRequested || alloc.simulated) return;
         if (alloc.public.ClientStatus !== 'running') return this.setHealth(alloc, false);
         const stored = this.jobs.get(alloc.public.JobID);
         const group = (stored?.job.TaskGroups as Json[] | undefined)?.find((g) => g.Name === alloc.public.TaskGroup);
@@ -361,12 +448,24 @@ export class FakeNomadState {
     this.closed = true;
     clearInterval(this.checker);
     for (const alloc of this.allocs.values()) alloc.stopRequested = true;
-    for (const wake of [...this.consulWaiters]) wake();
-    await removeLabelled(this.label);
+    for (const wake of [...this.consulWaiters, ...this.allocWaiters]) wake();
+    if (!this.simulate) await removeLabelled(this.label);
   }
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+function waitOn(waiters: Set<() => void>, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      waiters.delete(done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    waiters.add(done);
+  });
+}
 
 async function httpCheck(port: number, path: string): Promise<boolean> {
   try {

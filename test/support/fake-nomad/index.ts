@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { FakeNomadState } from './cluster.js';
-import { consulHandler, listen, nomadHandler, type FaultPlan, type RecordedRequest } from './server.js';
+import { connectionLimit, consulHandler, listen, nomadHandler, type ConnectionLimit, type FaultPlan, type RecordedRequest } from './server.js';
 
 /**
  * A strict fake Nomad + Consul for tests (see cluster.ts for what it plays and
@@ -20,29 +20,59 @@ export interface FakeCluster {
   job(id: string): Record<string, any> | undefined;
   variable(path: string): Record<string, any> | undefined;
   allocations(jobId: string): Record<string, any>[];
+  /** Writes to an allocation's task log, as its process would (alloc/logs/<task>.<stream>.<N>). */
+  appendLog(allocId: string, task: string, stream: 'stdout' | 'stderr', text: string | Buffer): void;
+  /** Starts the stream's next log file, as logmon does when the current one is full. */
+  rotateLog(allocId: string, task: string, stream: 'stdout' | 'stderr'): void;
+  /** Connections per client address: open now, the peak, and how many were refused past the limit. */
+  connections: { nomad: ConnectionLimit; consul: ConnectionLimit };
+  /** Turns an allocation's Consul checks passing or critical. */
+  setHealthy(allocationId: string, healthy: boolean): void;
   failNomad(times: number): void;
   failConsul(times: number): void;
   close(): Promise<void>;
 }
 
-export async function startFakeCluster(_options: Record<string, never> = {}): Promise<FakeCluster> {
-  const state = new FakeNomadState(randomBytes(4).toString('hex'));
+export interface FakeClusterOptions {
+  /** Play allocations without containers: running and passing at once (for scale tests). */
+  simulate?: boolean;
+  /** Node pools besides "default" and "all"; the driver's default, "agents", unless given. */
+  nodePools?: string[];
+  /** Namespaces besides Nomad's built-in "default" (a job in any other is refused). */
+  namespaces?: string[];
+  /** Per-address connection limits: Nomad's and Consul's defaults unless given. */
+  nomadMaxConnsPerClient?: number;
+  consulMaxConnsPerClient?: number;
+}
+
+export async function startFakeCluster(options: FakeClusterOptions = {}): Promise<FakeCluster> {
+  const state = new FakeNomadState(randomBytes(4).toString('hex'), options.simulate ?? false);
+  for (const pool of options.nodePools ?? ['agents']) state.nodePools.add(pool);
+  for (const namespace of options.namespaces ?? []) state.namespaces.add(namespace);
+  const connections = {
+    nomad: connectionLimit(options.nomadMaxConnsPerClient ?? 100),
+    consul: connectionLimit(options.consulMaxConnsPerClient ?? 200),
+  };
   const nomadToken = randomBytes(18).toString('hex');
   const consulToken = randomBytes(18).toString('hex');
   const requests: RecordedRequest[] = [];
   const nomadFaults: FaultPlan = { failNext: 0 };
   const consulFaults: FaultPlan = { failNext: 0 };
-  const nomad = await listen(nomadHandler(state, nomadToken, nomadFaults, requests));
-  const consul = await listen(consulHandler(state, consulToken, consulFaults, requests));
+  const nomad = await listen(nomadHandler(state, nomadToken, nomadFaults, requests), connections.nomad);
+  const consul = await listen(consulHandler(state, consulToken, consulFaults, requests), connections.consul);
   return {
     nomadAddr: nomad.address,
     consulAddr: consul.address,
     nomadToken,
     consulToken,
     requests,
+    connections,
     job: (id) => state.jobs.get(id)?.job,
     variable: (path) => state.variables.get(path),
     allocations: (jobId) => state.allocationsOf(jobId),
+    appendLog: (allocId, task, stream, text) => state.logs.append(allocId, task, stream, text),
+    rotateLog: (allocId, task, stream) => state.logs.rotate(allocId, task, stream),
+    setHealthy: (allocationId, healthy) => state.setHealthy(allocationId, healthy),
     failNomad: (times) => (nomadFaults.failNext = times),
     failConsul: (times) => (consulFaults.failNext = times),
     async close() {

@@ -2,6 +2,10 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import { check, DockerConfig, JobRegisterRequest, ScalingRequest, VariableRequest } from './schema.js';
 import type { FakeNomadState } from './cluster.js';
+import { serveLogs } from './fs-logs.js';
+import { admitJobRegistration } from './validate/register.js';
+import { admitScale } from './validate/scale.js';
+import { admitVariable } from './validate/variables.js';
 
 /**
  * The HTTP faces of the fake: Nomad's /v1 API (token in X-Nomad-Token) and Consul's
@@ -35,7 +39,40 @@ export interface FaultPlan {
   failNext: number;
 }
 
-export async function listen(handler: (request: IncomingMessage, body: string, response: ServerResponse) => Promise<void> | void): Promise<HttpFace> {
+/**
+ * Connections open at once from one client address, and the most seen. Past `limit`,
+ * the connection gets Nomad's own answer and is closed: a 429 with "Your IP is issuing too
+ * many concurrent connections" (nomad command/agent/http.go, `connLimiter`, over
+ * go-connlimit; Consul's agent/agent.go does the same with its own limit). Defaults:
+ * Nomad `limits.http_max_conns_per_client` 100, Consul's 200.
+ */
+export interface ConnectionLimit {
+  limit: number;
+  open: Map<string, number>;
+  peak: number;
+  refused: number;
+}
+
+export const connectionLimit = (limit: number): ConnectionLimit => ({ limit, open: new Map(), peak: 0, refused: 0 });
+
+const TOO_MANY = 'Your IP is issuing too many concurrent connections, please rate limit your calls\n';
+
+function enforce(server: Server, limits: ConnectionLimit): void {
+  server.on('connection', (socket) => {
+    const address = socket.remoteAddress ?? '?';
+    const open = (limits.open.get(address) ?? 0) + 1;
+    if (open > limits.limit) {
+      limits.refused += 1;
+      socket.end(`HTTP/1.1 429 Too Many Requests\r\nContent-Type: text/plain\r\nContent-Length: ${TOO_MANY.length}\r\nConnection: close\r\n\r\n${TOO_MANY}`);
+      return;
+    }
+    limits.open.set(address, open);
+    limits.peak = Math.max(limits.peak, open);
+    socket.once('close', () => limits.open.set(address, (limits.open.get(address) ?? 1) - 1));
+  });
+}
+
+export async function listen(handler: (request: IncomingMessage, body: string, response: ServerResponse) => Promise<void> | void, limits?: ConnectionLimit): Promise<HttpFace> {
   const server = createServer((request, response) => {
     let body = '';
     request.on('data', (chunk) => (body += chunk));
@@ -45,6 +82,7 @@ export async function listen(handler: (request: IncomingMessage, body: string, r
       });
     });
   });
+  if (limits) enforce(server, limits);
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return { server, address: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
 }
@@ -55,7 +93,7 @@ const send = (response: ServerResponse, status: number, body: unknown, headers: 
 };
 
 export function nomadHandler(state: FakeNomadState, token: string, faults: FaultPlan, requests: RecordedRequest[]) {
-  return (request: IncomingMessage, raw: string, response: ServerResponse) => {
+  return async (request: IncomingMessage, raw: string, response: ServerResponse) => {
     const url = new URL(request.url!, 'http://nomad');
     record(requests, 'nomad', request, url, response);
     if (faults.failNext > 0) {
@@ -86,6 +124,11 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
         }
       }
       if (problems.length > 0) return send(response, 400, problems.join('\n'));
+      // Then Nomad's own rules, ported from its source (validate/register.ts).
+      const existing = state.jobs.get(body.Job.ID);
+      const facts = { region: 'global', namespaces: state.namespaces, nodePools: state.nodePools };
+      const admitted = admitJobRegistration(body, url.searchParams, facts, existing && { Type: existing.job.Type ?? 'service', JobModifyIndex: existing.modifyIndex });
+      if ('status' in admitted) return send(response, admitted.status, admitted.message);
       const stored = state.register(body.Job, body.PreserveCounts === true);
       return send(response, 200, { EvalID: crypto.randomUUID(), EvalCreateIndex: state.index, JobModifyIndex: stored.modifyIndex, Warnings: '', Index: state.index, LastContact: 0, KnownLeader: true }, index);
     }
@@ -108,6 +151,37 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
       if (!stored) return send(response, 404, 'job not found');
       return send(response, 200, { ...stored.job, Version: stored.version, JobModifyIndex: stored.modifyIndex, ModifyIndex: stored.modifyIndex }, index);
     }
+    if (path === '/v1/allocations' && method === 'GET') {
+      // nomad/alloc_endpoint.go, `Alloc.List`: a blocking query on the "allocs" table index,
+      // the go-bexpr `filter` applied to each allocation, stubs with task states and (when
+      // resources=true) AllocatedResources (nomad/structs/alloc.go, `Allocation.Stub`).
+      let filter: ((item: Json) => boolean) | null = null;
+      try {
+        filter = compileFilter(url.searchParams.get('filter'));
+      } catch (error) {
+        return send(response, 400, `failed to read filter expression: ${(error as Error).message}`);
+      }
+      const namespace = url.searchParams.get('namespace') ?? 'default';
+      const waitIndex = Number(url.searchParams.get('index') ?? 0);
+      const deadline = Date.now() + parseWait(url.searchParams.get('wait'));
+      while (state.allocsIndex <= waitIndex && Date.now() < deadline) await state.waitForAllocs(deadline - Date.now());
+      const withResources = url.searchParams.get('resources') === 'true';
+      const withTaskStates = url.searchParams.get('task_states') !== 'false';
+      const stubs = state.allAllocations()
+        .filter((alloc) => namespace === '*' || alloc.Namespace === namespace)
+        .filter((alloc) => !filter || filter(alloc))
+        .map(({ AllocatedResources, TaskStates, ...rest }) => ({
+          ...rest,
+          ...(withResources ? { AllocatedResources } : {}),
+          TaskStates: withTaskStates ? TaskStates : null,
+        }));
+      return send(response, 200, stubs, { ...index, 'X-Nomad-Index': String(state.allocsIndex) });
+    }
+    if ((match = /^\/v1\/node\/pool\/([^/]+)$/.exec(path)) && method === 'GET') {
+      const name = decodeURIComponent(match[1]!);
+      if (!state.nodePools.has(name)) return send(response, 404, 'node pool not found');
+      return send(response, 200, { Name: name, Description: '', Meta: null, SchedulerConfiguration: null, CreateIndex: 1, ModifyIndex: 1 }, index);
+    }
     if ((match = /^\/v1\/job\/([^/]+)\/allocations$/.exec(path))) {
       return send(response, 200, state.allocationsOf(decodeURIComponent(match[1]!)), index);
     }
@@ -118,6 +192,13 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
     if ((match = /^\/v1\/job\/([^/]+)\/scale$/.exec(path)) && method === 'POST') {
       const problems = check(body, ScalingRequest, 'ScalingRequest');
       if (problems.length > 0) return send(response, 400, problems.join('\n'));
+      const target = state.jobs.get(decodeURIComponent(match[1]!));
+      const admitted = admitScale(body, decodeURIComponent(match[1]!), url.searchParams, target && {
+        job: target.job, jobModifyIndex: target.modifyIndex, deploymentActive: target.deployment?.Status === 'running',
+      });
+      if ('status' in admitted) return send(response, admitted.status, admitted.message);
+      // No count: Nomad records a scaling event and changes nothing.
+      if (admitted.count === null) return send(response, 200, { EvalID: '', EvalCreateIndex: 0, JobModifyIndex: target!.modifyIndex, Index: state.index }, index);
       const refused = state.scale(decodeURIComponent(match[1]!), body.Target?.Group, body.Count);
       if (refused === 'job not found') return send(response, 404, refused);
       if (refused) return send(response, 400, refused);
@@ -126,6 +207,9 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
     if ((match = /^\/v1\/allocation\/([^/]+)$/.exec(path))) {
       const alloc = state.allocation(decodeURIComponent(match[1]!));
       return alloc ? send(response, 200, alloc, index) : send(response, 404, 'alloc not found');
+    }
+    if ((match = /^\/v1\/client\/fs\/logs\/(.*)$/.exec(path)) && method === 'GET') {
+      return serveLogs(state, decodeURIComponent(match[1]!), url.searchParams, response);
     }
     if ((match = /^\/v1\/var\/(.+)$/.exec(path))) {
       const varPath = decodeURIComponent(match[1]!);
@@ -141,9 +225,12 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
       const problems = check(body, VariableRequest, 'Variable');
       if (!body.Items || Object.keys(body.Items).length === 0) problems.push('variable missing required Items object');
       if (problems.length > 0) return send(response, 400, problems.join('\n'));
+      const refusedVariable = admitVariable(body, varPath, url.searchParams);
+      if (refusedVariable) return send(response, refusedVariable.status, refusedVariable.message);
       const at = Date.now() * 1e6;
       const variable = { Namespace: body.Namespace ?? 'default', Path: varPath, Items: body.Items, CreateIndex: state.bump(), ModifyIndex: state.index, CreateTime: at, ModifyTime: at };
       state.variables.set(varPath, variable);
+      state.variableWritten(varPath);
       return send(response, 200, variable, index);
     }
     return send(response, 404, `Invalid URL path ${path}`);
@@ -159,6 +246,25 @@ export function consulHandler(state: FakeNomadState, token: string, faults: Faul
       return send(response, 500, 'No cluster leader');
     }
     if (request.headers['x-consul-token'] !== token) return send(response, 403, 'ACL not found');
+    if (url.pathname === '/v1/status/leader' && request.method === 'GET') return send(response, 200, '"127.0.0.1:8300"');
+    const stateMatch = /^\/v1\/health\/state\/([^/]+)$/.exec(url.pathname);
+    if (stateMatch && request.method === 'GET') {
+      // agent/health_endpoint.go, `HealthChecksInState` (Consul): any|passing|warning|critical,
+      // a blocking query on the checks index, `filter` (go-bexpr) over each HealthCheck.
+      const wanted = decodeURIComponent(stateMatch[1]!);
+      if (!['any', 'passing', 'warning', 'critical'].includes(wanted)) return send(response, 400, `Invalid check state: "${wanted}"`);
+      let filter: ((item: Json) => boolean) | null = null;
+      try {
+        filter = compileFilter(url.searchParams.get('filter'));
+      } catch (error) {
+        return send(response, 400, `Failed to create boolean expression evaluator: ${(error as Error).message}`);
+      }
+      const waitIndex = Number(url.searchParams.get('index') ?? 0);
+      const deadline = Date.now() + parseWait(url.searchParams.get('wait'));
+      while (state.checksIndex <= waitIndex && Date.now() < deadline) await state.waitForConsul(deadline - Date.now());
+      const checks = state.healthChecks().filter((check) => wanted === 'any' || check.Status === wanted).filter((check) => !filter || filter(check));
+      return send(response, 200, checks, { 'X-Consul-Index': String(state.checksIndex), 'X-Consul-KnownLeader': 'true', 'X-Consul-LastContact': '0' });
+    }
     const match = /^\/v1\/health\/service\/([^/]+)$/.exec(url.pathname);
     if (!match || request.method !== 'GET') return send(response, 404, 'not found');
     const service = decodeURIComponent(match[1]!);
@@ -170,6 +276,31 @@ export function consulHandler(state: FakeNomadState, token: string, faults: Faul
     const { index, entries } = state.passing(service);
     return send(response, 200, entries, { 'X-Consul-Index': String(index), 'X-Consul-KnownLeader': 'true', 'X-Consul-LastContact': '0' });
   };
+}
+
+/**
+ * The go-bexpr expressions the driver sends, and only those: `<Field> matches "<regex>"`,
+ * `<Field> contains "<value>"` (a list field holds the value), `<Field> == "<value>"`
+ * (github.com/hashicorp/go-bexpr grammar.peg: MatchMatches, MatchIn/contains, MatchEqual).
+ * Anything else is refused, so a filter the fake does not understand fails a test
+ * instead of matching everything.
+ */
+export function compileFilter(text: string | null): ((item: Json) => boolean) | null {
+  if (text === null || text.trim() === '') return null;
+  const match = /^\s*([A-Za-z][A-Za-z0-9.]*)\s+(matches|contains|==)\s+"((?:[^"\\]|\\.)*)"\s*$/.exec(text);
+  if (!match) throw new Error(`the fake supports only "<Field> matches|contains|== \"value\"", got: ${text}`);
+  const [, field, operator, quoted] = match;
+  const value = JSON.parse(`"${quoted}"`) as string;
+  const read = (item: Json) => field!.split('.').reduce<any>((current, part) => (current == null ? undefined : current[part]), item);
+  if (operator === 'matches') {
+    const pattern = new RegExp(value);
+    return (item) => typeof read(item) === 'string' && pattern.test(read(item));
+  }
+  if (operator === 'contains') return (item) => {
+    const found = read(item);
+    return Array.isArray(found) ? found.includes(value) : typeof found === 'string' && found.includes(value);
+  };
+  return (item) => read(item) === value;
 }
 
 /** Consul's `wait`: "10s", "500ms", "5m"; capped at 10 minutes as Consul caps it. */
