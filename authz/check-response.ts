@@ -7,7 +7,8 @@ import type { Decision } from './decision.js';
  *
  * A denial is always a CheckResponse (never a gRPC error), so Envoy sends the caller
  * exactly this status, these headers and this plain-text body; a gRPC error would become
- * envoy.yaml's status_on_error 503 with no body.
+ * envoy.yaml's status_on_error (504, never a denial status here), which its local reply
+ * mapper answers as a plain-text 503.
  */
 
 interface HeaderValueOption {

@@ -204,10 +204,11 @@ static_resources:
                           agent_id: "%REQ(X-AGENT-ID)%"
 
                 # Envoy's own failures on the way to a replica become SPEC.md's plain-text
-                # edge responses. Mappers match on response flags, never on status codes:
-                # authz's denials (401/404/429/503 with their own bodies) are local replies
-                # too, but carry none of these flags, so they pass untouched. For the same
-                # reason there is no global body_format.
+                # edge responses. Mappers match on response flags: authz's denials
+                # (401/404/429/503 with their own bodies) are local replies too, flagged
+                # UAEX, and only the ext_authz error mapper matches UAEX (with a status
+                # authz never uses), so denials pass untouched. For the same reason there
+                # is no global body_format.
                 local_reply_config:
                   mappers:
                     # UF: connect failed (nothing listens on deploy.port); URX: retries or
@@ -228,6 +229,21 @@ static_resources:
                         response_flag_filter: { flags: [UO] }
                       status_code: 503
                       body: { inline_string: "service unavailable: the edge is overloaded, retry later\n" }
+                    # authz unreachable, too slow or failing (a gRPC error or the 0.25 s timeout):
+                    # ext_authz sends status_on_error with an EMPTY body and the same UAEX flag
+                    # as authz's own denials (envoy source/extensions/filters/http/ext_authz/
+                    # ext_authz.cc, `Filter::onComplete`, CheckStatus::Error). status_on_error is
+                    # therefore 504, a status authz never denies with: this mapper matches the
+                    # error alone and turns it into SPEC's plain-text 503, while authz's own 503s
+                    # (no replica, Redis down) keep their bodies.
+                    - filter:
+                        and_filter:
+                          filters:
+                            - response_flag_filter: { flags: [UAEX] }
+                            - status_code_filter:
+                                comparison: { op: EQ, value: { default_value: 504, runtime_key: edge.ext_authz_error_status } }
+                      status_code: 503
+                      body: { inline_string: "service unavailable: the edge cannot check requests right now\n" }
 
                 route_config:
                   name: agent_routes
@@ -259,9 +275,11 @@ static_resources:
                         # gets 503 in a quarter second instead of waiting.
                         timeout: 0.25s
                       transport_api_version: V3
-                      # Fail closed: authz unreachable, slow or erroring → 503, never allow.
+                      # Fail closed: authz unreachable, slow or erroring → never allow.
+                      # 504 only marks the error for local_reply_config above, which
+                      # answers the caller a plain-text 503.
                       failure_mode_allow: false
-                      status_on_error: { code: ServiceUnavailable }
+                      status_on_error: { code: GatewayTimeout }
                       # Only what authz reads. The hostname, method, path and client address
                       # are attributes of every CheckRequest whatever this list says, so no
                       # host/:authority here. authorization carries the access key;

@@ -4,6 +4,7 @@ import type protobuf from 'protobufjs';
 import { parse } from 'yaml';
 import { loadEnvoyRoot } from '../proto/load.js';
 import { EnvoySchema, type SchemaIssue } from './support/envoy-schema.js';
+import { rewrite } from './support/upstream/envoy-local-reply.js';
 
 /**
  * envoy/envoy.yaml against Envoy's own v3 protos (from @grpc/grpc-js-xds), with no Envoy
@@ -150,14 +151,14 @@ describe('envoy/envoy.yaml', function () {
       assert.equal(hosts[0]!.routes[0].route.cluster, 'agents');
     });
 
-    it('runs ext_authz over gRPC, fail closed with 503, before the router, sending only the headers authz reads', function () {
+    it('runs ext_authz over gRPC, fail closed, before the router, sending only the headers authz reads', function () {
       const { extAuthz, filters } = edge(config);
       assert.deepEqual(filters.map((f) => f.name), ['envoy.filters.http.ext_authz', 'envoy.filters.http.router']);
       assert.equal(extAuthz.grpc_service.envoy_grpc.cluster_name, 'authz');
       assert.match(extAuthz.grpc_service.timeout, /^0?\.\d+s$/, 'a deliberate sub-second timeout');
       assert.equal(extAuthz.transport_api_version, 'V3');
       assert.equal(extAuthz.failure_mode_allow, false);
-      assert.deepEqual(extAuthz.status_on_error, { code: 'ServiceUnavailable' });
+      assert.deepEqual(extAuthz.status_on_error, { code: 'GatewayTimeout' }, 'a status authz never denies with: the local reply mapper answers 503');
       assert.equal(extAuthz.include_peer_certificate, false);
       assert.equal(extAuthz.clear_route_cache, false);
       assert.equal(extAuthz.with_request_body, undefined, 'bodies stream; authz never sees them');
@@ -165,9 +166,24 @@ describe('envoy/envoy.yaml', function () {
       assert.deepEqual(allowed, ['authorization', 'x-envoy-external-address']);
     });
 
-    it('ServiceUnavailable is the HttpStatus enum value 503', function () {
+    it('GatewayTimeout is the HttpStatus enum value 504', function () {
       const codes = root.lookupEnum('envoy.type.v3.StatusCode');
-      assert.equal(codes.values[edge(config).extAuthz.status_on_error.code], 503);
+      assert.equal(codes.values[edge(config).extAuthz.status_on_error.code], 504);
+    });
+
+    it('answers the caller what SPEC asks, by Envoy’s local-reply rules: authz down is a plain-text 503, authz’s own denials pass untouched', function () {
+      const { hcm, extAuthz } = edge(config);
+      const onError = root.lookupEnum('envoy.type.v3.StatusCode').values[extAuthz.status_on_error.code]!;
+      // ext_authz.cc, CheckStatus::Error: status_on_error, an EMPTY body, flag UAEX.
+      const authzDown = rewrite(hcm.local_reply_config, { status: onError, body: '', flags: ['UAEX'] });
+      assert.equal(authzDown.status, 503);
+      assert.match(authzDown.body, /^service unavailable: .+\n$/);
+      // CheckStatus::Denied: authz's status and body, flag UAEX.
+      for (const [status, body] of [[401, 'unauthorised\n'], [404, 'no agent at this address\n'], [429, 'rate limit\n'], [503, 'no running replica\n']] as const) {
+        assert.deepEqual(rewrite(hcm.local_reply_config, { status, body, flags: ['UAEX'] }), { status, body }, `authz's ${status} untouched`);
+      }
+      assert.deepEqual(rewrite(hcm.local_reply_config, { status: 503, body: '', flags: ['UF'] }).status, 502, 'nothing listens: 502');
+      assert.deepEqual(rewrite(hcm.local_reply_config, { status: 503, body: '', flags: ['UH'] }).status, 503);
     });
 
     it('routes through ORIGINAL_DST on the ext_authz metadata key upstream, never on a header', function () {
@@ -202,12 +218,9 @@ describe('envoy/envoy.yaml', function () {
       assert.ok(Number(authz.circuit_breakers.thresholds[0].max_requests) > 1024, 'one Check per edge request');
     });
 
-    it('maps UF/URX to 502 and UH to 503 by response flag, never by status code', function () {
-      const mappers = edge(config).hcm.local_reply_config.mappers as Node[];
-      for (const mapper of mappers) {
-        assert.deepEqual(Object.keys(mapper.filter), ['response_flag_filter'], 'mappers match on flags only');
-        assert.match(mapper.body.inline_string, /\S/, 'a plain-text body');
-      }
+    it('maps UF/URX to 502 and UH to 503 by response flag, never by status code alone', function () {
+      const mappers = (edge(config).hcm.local_reply_config.mappers as Node[]).filter((m) => m.filter.response_flag_filter);
+      for (const mapper of edge(config).hcm.local_reply_config.mappers as Node[]) assert.match(mapper.body.inline_string, /\S/, 'a plain-text body');
       const statusFor = (flag: string): number | undefined =>
         mappers.find((m) => (m.filter.response_flag_filter.flags as string[]).includes(flag))?.status_code;
       assert.equal(statusFor('UF'), 502);
