@@ -16,8 +16,8 @@ export const EDGE_REPLIES = Object.freeze({
   /** UH: authz allowed without naming a replica. */
   noHost: 'service unavailable: the agent has no running replica\n',
   /**
-   * status_on_error: authz unreachable, erroring or past its deadline. Envoy sends this
-   * 503 with an empty body; the local edge says why in plain text, as every edge reply does.
+   * status_on_error: authz unreachable, erroring or past its deadline. envoy.yaml's
+   * local-reply mapper for it sends this same 503 and body (test/envoy-config.test.ts).
    */
   authzUnavailable: 'service unavailable: the edge cannot check requests right now\n',
 });

@@ -60,7 +60,7 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
       });
       verdict = verdictOf(await authz.check(checkRequest, authzTimeoutMs));
     } catch {
-      // failure_mode_allow: false, status_on_error 503: never forward unchecked.
+      // failure_mode_allow: false, and envoy.yaml's mapper of status_on_error: never forward unchecked.
       replyPlain(response, 503, EDGE_REPLIES.authzUnavailable);
       return;
     }
