@@ -132,10 +132,14 @@ job "platform-authz" {
         AUTHZ_REDIS_TIMEOUT_MS = "100"
       }
 
+      # `.KEY.Value | toJSON` marshals the plain string (json.Marshal: \u0026, \n, \u0001…),
+      # which go-envparse reads back exactly. `.KEY | toJSON` would go through
+      # NomadVarItem.MarshalJSON, Go's %q, whose \x01, \a, \v and \x7f are not JSON: the
+      # render fails (test/nomad-env-template.test.ts).
       template {
         data        = <<-EOT
           {{ with nomadVar "nomad/jobs/platform-authz" -}}
-          REDIS_URL={{ .REDIS_URL | toJSON }}
+          REDIS_URL={{ .REDIS_URL.Value | toJSON }}
           {{- end }}
         EOT
         destination = "secrets/authz.env"

@@ -129,14 +129,18 @@ job "platform-control" {
 
       # Secrets from the Variable this job's workload identity may read (its own path),
       # written to secrets/ (never in the image, never in the job) and read as env.
+      # `.KEY.Value | toJSON` marshals the plain string (json.Marshal: \u0026, \n, \u0001…),
+      # which go-envparse reads back exactly. `.KEY | toJSON` would go through
+      # NomadVarItem.MarshalJSON, Go's %q, whose \x01, \a, \v and \x7f are not JSON: the
+      # render fails (test/nomad-env-template.test.ts).
       template {
         data        = <<-EOT
           {{ with nomadVar "nomad/jobs/platform-control" -}}
-          DATABASE_URL={{ .DATABASE_URL | toJSON }}
-          REDIS_URL={{ .REDIS_URL | toJSON }}
-          MASTER_KEY={{ .MASTER_KEY | toJSON }}
-          NOMAD_TOKEN={{ .NOMAD_TOKEN | toJSON }}
-          CONSUL_HTTP_TOKEN={{ .CONSUL_HTTP_TOKEN | toJSON }}
+          DATABASE_URL={{ .DATABASE_URL.Value | toJSON }}
+          REDIS_URL={{ .REDIS_URL.Value | toJSON }}
+          MASTER_KEY={{ .MASTER_KEY.Value | toJSON }}
+          NOMAD_TOKEN={{ .NOMAD_TOKEN.Value | toJSON }}
+          CONSUL_HTTP_TOKEN={{ .CONSUL_HTTP_TOKEN.Value | toJSON }}
           {{- end }}
         EOT
         destination = "secrets/control.env"

@@ -2,6 +2,7 @@ import type { SecretBox } from '../crypto/secret-box.js';
 import { validationError, type ValidationIssue } from '../errors.js';
 import type { StoredDeploy, StoredEnvEntry } from '../repositories/agents.js';
 import { RESERVED_ENV_KEYS, type DeployInput } from '../schemas/agents.js';
+import { secretEnvIssues } from './secret-env-limits.js';
 
 export const DEFAULT_DEPLOY: Readonly<StoredDeploy> = Object.freeze({
   image: null,
@@ -61,6 +62,7 @@ function assertConsistent(deploy: StoredDeploy, given: DeployInput): void {
     }
     seen.add(entry.key);
   });
+  issues.push(...secretEnvIssues(given.env ?? [], at));
   if (issues.length > 0) throw validationError(issues);
 }
 

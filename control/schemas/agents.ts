@@ -20,7 +20,11 @@ const BuildPath = Type.String({ description: 'Not supported: answered with 501 B
 export const EnvEntryInput = Type.Object(
   {
     key: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 128 }),
-    value: Type.String({ maxLength: 32_768 }),
+    value: Type.String({
+      maxLength: 32_768,
+      description:
+        'With secret: true, the value once JSON-escaped must fit one 65,535-byte line, and all secret entries together at most 40 KiB of names and values: on Nomad they reach the container through one Variable (64 KiB, shared with the model key) rendered into an env file that go-envparse reads line by line (control/domain/secret-env-limits.ts)',
+    }),
     secret: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
