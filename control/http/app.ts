@@ -10,6 +10,7 @@ import { parseIfMatch } from './if-match.js';
 import { readJsonBody } from './json-body.js';
 import { requestLog } from './request-log.js';
 import type { RouteSpec } from './route.js';
+import { assertStorable, assertStorableParams } from './storable-text.js';
 import { compileValidator } from './validation.js';
 import type { Readiness } from '../readiness.js';
 
@@ -60,14 +61,18 @@ function mount(router: Router, route: RouteSpec, authenticate: Authenticator): v
       throw new PlatformError('AUTHORISATION_DENIED', `The ${principal.role} role may read but not change anything`);
     }
 
+    // Text Postgres cannot store is refused here, for every route, before any handler runs SQL.
+    assertStorableParams(ctx.params);
+    const query = { ...ctx.query };
+    assertStorable(query, 'query');
+    validateQuery?.(query);
     let body: unknown = undefined;
     if (validateBody) {
       // An absent body is checked as {} so each missing required field is reported by name.
       body = (await readJsonBody(ctx.req)) ?? {};
+      assertStorable(body, 'body');
       validateBody(body);
     }
-    const query = { ...ctx.query };
-    validateQuery?.(query);
 
     const result = await route.handler({
       body,

@@ -17,7 +17,20 @@ export function compileValidator(schema: TSchema, where: 'body' | 'query'): Vali
   const validate: ValidateFunction = (where === 'body' ? bodies : queries).compile(schema);
   return (value) => {
     if (!validate(value)) throw validationError((validate.errors ?? []).map((error) => toIssue(error, where)));
+    if (where === 'query') assertFinite(value as Record<string, unknown>);
   };
+}
+
+/**
+ * ajv coerces the query text "1e400" to Infinity (lib/compile/validate/dataType.ts,
+ * coerceData: `data == +data && !(data % 1)` holds for it) and then skips minimum and
+ * maximum, which test finite numbers only: `?interval=1e400` would pass as Infinity.
+ */
+function assertFinite(query: Record<string, unknown>): void {
+  const issues: ValidationIssue[] = Object.entries(query)
+    .filter(([, value]) => typeof value === 'number' && !Number.isFinite(value))
+    .map(([name]) => ({ loc: ['query', name], msg: 'must be a finite number', type: 'type_error' }));
+  if (issues.length > 0) throw validationError(issues);
 }
 
 function toIssue(error: ErrorObject, where: 'body' | 'query'): ValidationIssue {
