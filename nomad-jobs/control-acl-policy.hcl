@@ -10,7 +10,8 @@ namespace "agents" {
   capabilities = [
     # GET /v1/jobs (adopt agent-* jobs at start).
     "list-jobs",
-    # GET job, its allocations, evaluations and deployments; GET /v1/client/allocation/:id/stats.
+    # GET job, GET /v1/allocations (the one blocking query over all agent allocations),
+    # GET /v1/client/allocation/:id/stats.
     "read-job",
     # POST /v1/jobs (register, update) and DELETE /v1/job/:id?purge=true (deregister).
     "submit-job",
@@ -29,4 +30,10 @@ namespace "agents" {
       capabilities = ["write", "read", "destroy"]
     }
   }
+}
+
+# GET /v1/node/pool/agents at start: says so in the log when the agents' pool is missing,
+# instead of leaving every agent pending. Rename it with NOMAD_AGENT_NODE_POOL.
+node_pool "agents" {
+  policy = "read"
 }

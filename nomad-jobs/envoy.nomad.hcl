@@ -75,6 +75,14 @@ job "platform-edge" {
     task "envoy" {
       driver = "docker"
 
+      # The template below reads Consul's catalog (service "authz"). With Consul ACLs on,
+      # a task gets a Consul token only through a workload identity, and Nomad gives it
+      # one only when the task or its group has a consul block
+      # (nomad/job_endpoint_hook_implicit_identities.go, `handleConsulTask`). Without it
+      # the template sees no authz instance, and every request would get 503. The token's
+      # rights: nomad-jobs/edge-consul-policy.hcl (docs/nomad.md, "Consul identities").
+      consul {}
+
       config {
         image = var.envoy_image
         # Host networking: callers' addresses reach Envoy unchanged (authz rate-limits per

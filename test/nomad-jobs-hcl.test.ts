@@ -148,7 +148,7 @@ const AUTHZ_INSTANCES: ConsulInstance[] = [
 
 describe('nomad-jobs/*.hcl', function () {
   it('holds the platform jobs and the control API\'s ACL policies', function () {
-    for (const file of ['control.nomad.hcl', 'authz.nomad.hcl', 'envoy.nomad.hcl', 'control-acl-policy.hcl', 'control-consul-policy.hcl']) {
+    for (const file of ['control.nomad.hcl', 'authz.nomad.hcl', 'envoy.nomad.hcl', 'control-acl-policy.hcl', 'control-consul-policy.hcl', 'edge-consul-policy.hcl']) {
       assert.ok(hclFiles().includes(file), `nomad-jobs/${file} is missing`);
     }
   });
@@ -339,7 +339,8 @@ describe('nomad-jobs/*.hcl', function () {
       assert.equal(rule.policy, undefined, 'no coarse policy: it grants more than the driver uses');
       assert.deepEqual([...rule.capabilities].sort(), ['list-jobs', 'read-job', 'read-logs', 'scale-job', 'submit-job']);
       assert.deepEqual(Object.keys(rule.variables[0].path), ['nomad/jobs/agent-*']);
-      for (const other of ['node', 'agent', 'operator', 'quota', 'plugin', 'node_pool', 'host_volume']) assert.equal(policy[other], undefined, `no ${other} rule`);
+      for (const other of ['node', 'agent', 'operator', 'quota', 'plugin', 'host_volume']) assert.equal(policy[other], undefined, `no ${other} rule`);
+      assert.deepEqual(policy.node_pool, { agents: [{ policy: 'read' }] }, 'reads the agents’ node pool, nothing more');
     });
 
     it('Consul: read only', async function () {
@@ -348,6 +349,22 @@ describe('nomad-jobs/*.hcl', function () {
       assert.ok(dispositions.length > 0);
       assert.deepEqual([...new Set(dispositions)], ['read']);
       assert.deepEqual(Object.keys(rules.service_prefix), ['agent-']);
+    });
+  });
+
+  describe('the Envoy task’s Consul identity', function () {
+    it('has a consul block, without which Nomad gives the task no Consul token and the template sees no authz', async function () {
+      const job = await parseFile('envoy.nomad.hcl');
+      const task = job.job['platform-edge'][0].group.edge[0].task.envoy[0];
+      assert.ok(task.consul || job.job['platform-edge'][0].group.edge[0].consul, 'a consul block on the task or its group');
+      assert.match(JSON.stringify(task.template), /service \\"authz\\"/, 'the template reads service authz');
+    });
+
+    it('its policy reads service authz and the nodes, nothing else', async function () {
+      const rules = await parseFile('edge-consul-policy.hcl');
+      assert.deepEqual(Object.keys(rules).sort(), ['node_prefix', 'service']);
+      assert.deepEqual(rules.service, { authz: [{ policy: 'read' }] });
+      assert.deepEqual(rules.node_prefix, { '': [{ policy: 'read' }] });
     });
   });
 });
