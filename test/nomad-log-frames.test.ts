@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { FrameParser, LineAssembler } from '../control/orchestrator/nomad/log-frames.js';
+import { FrameParser, LineAssembler, type LogLine } from '../control/orchestrator/nomad/log-frames.js';
 
 const frame = (offset: number, text: string) => JSON.stringify({ Offset: offset, Data: Buffer.from(text).toString('base64'), File: 'alloc/logs/agent.stdout.0' });
 
@@ -12,14 +12,14 @@ describe('nomad driver: the fs logs frame parser', () => {
   const linesOf = (chunks: Buffer[]) => {
     const parser = new FrameParser();
     const assembler = new LineAssembler();
-    const lines: { offset: number; line: string }[] = [];
+    const lines: LogLine[] = [];
     for (const chunk of chunks) for (const parsed of parser.push(chunk)) lines.push(...assembler.push(parsed));
     return lines;
   };
 
   const expected = [
-    { offset: 0, line: 'booting {"level":"warn","msg":"a } in a string"}' },
-    { offset: first.indexOf('second'), line: 'second line ünïcode' },
+    { file: 0, offset: 0, line: 'booting {"level":"warn","msg":"a } in a string"}' },
+    { file: 0, offset: first.indexOf('second'), line: 'second line ünïcode' },
   ];
 
   it('decodes concatenated frames, skips heartbeats and gives each line its byte offset', () => {
@@ -41,7 +41,23 @@ describe('nomad driver: the fs logs frame parser', () => {
   it('keeps a last line without a newline until the stream ends', () => {
     const assembler = new LineAssembler();
     assert.deepEqual(assembler.push(JSON.parse(frame(7, 'partial'))), []);
-    assert.deepEqual(assembler.flush(), [{ offset: 0, line: 'partial' }]);
+    assert.deepEqual(assembler.flush(), [{ file: 0, offset: 0, line: 'partial' }]);
+  });
+
+  it('counts offsets from 0 again at a "file truncated" frame, once for the frames that carry it', () => {
+    const assembler = new LineAssembler();
+    const at = (Offset: number, text: string, FileEvent?: string) => ({ Offset, Data: Buffer.from(text).toString('base64'), File: 'alloc/logs/agent.stdout.2', FileEvent });
+    const lines = [
+      ...assembler.push(at(10, 'aaaa\nbbbb\n')),
+      ...assembler.push(at(5, 'cccc\n', 'file truncated')),
+      ...assembler.push(at(65_541, 'dddd\n', 'file truncated')), // the frame after a full flush keeps the event
+    ];
+    assert.deepEqual(lines, [
+      { file: 2, offset: 0, line: 'aaaa' },
+      { file: 2, offset: 5, line: 'bbbb' },
+      { file: 2, offset: 0, line: 'cccc' },
+      { file: 2, offset: 5, line: 'dddd' },
+    ]);
   });
 
   it('refuses bytes that are not a frame', () => {
