@@ -2,6 +2,9 @@
 #
 #   nomad job run -var 'image=registry.example.com/agent-platform:1.0.0' nomad-jobs/control.nomad.hcl
 #
+# The image is the platform image (Containerfile, built by scripts/build-platform-image.sh):
+# compiled JavaScript, one image for control and authz, the command picking the program.
+#
 # Before the first run, write the Variable nomad/jobs/platform-control (namespace
 # "platform") with DATABASE_URL, REDIS_URL, MASTER_KEY, NOMAD_TOKEN and CONSUL_HTTP_TOKEN:
 # the template below blocks until it exists. Secrets never sit in the job's env, where
@@ -9,7 +12,8 @@
 
 variable "image" {
   type        = string
-  description = "An image with this repository and its node_modules (npm ci), running Node >= 20.19."
+  default     = "localhost/agent-platform:latest"
+  description = "The platform image (scripts/build-platform-image.sh), at a name every platform node's Docker can pull or already holds."
 }
 
 variable "datacenters" {
@@ -49,10 +53,11 @@ job "platform-control" {
     # (control/services/exclusive-pass.ts), so only one copy acts on the orchestrator at a time.
     count = 2
 
+    # Host networking (the task's network_mode below): a Consul agent's HTTP API listens
+    # on 127.0.0.1 unless its client_addr says otherwise, and a docker bridge cannot reach
+    # the node's loopback. The control API listens on this dynamic port of the node.
     network {
-      port "http" {
-        to = 7070
-      }
+      port "http" {}
     }
 
     # Rolling, one copy at a time, health-gated: the other copy serves meanwhile.
@@ -82,11 +87,24 @@ job "platform-control" {
       port     = "http"
       tags     = ["platform", "control-api"]
 
-      # GET /healthz answers 200 only when Postgres and Redis both answer.
+      # Readiness: GET /readyz answers 200 only while Postgres and Redis both answer, so
+      # Consul routes to this copy only then. No check_restart: a restart cannot bring
+      # Postgres back, and during its outage it would restart every copy at once.
       check {
-        name     = "control API healthz"
+        name     = "control API ready"
         type     = "http"
-        path     = "/healthz"
+        path     = "/readyz"
+        interval = "10s"
+        timeout  = "2s"
+      }
+
+      # Liveness: GET /livez never waits on Postgres or Redis; it fails only when the
+      # process cannot answer at all (a wedged event loop), which a restart does cure.
+      # The grace covers migrations and the first reconcile, which run before listening.
+      check {
+        name     = "control API live"
+        type     = "http"
+        path     = "/livez"
         interval = "10s"
         timeout  = "2s"
 
@@ -102,9 +120,9 @@ job "platform-control" {
 
       config {
         image      = var.image
-        ports      = ["http"]
+        network_mode = "host"
         command    = "node"
-        args       = ["--import", "tsx", "control/main.ts"]
+        args       = ["dist/control/main.js"]
         init       = true
         pids_limit = 512
         cap_drop   = ["ALL"]
@@ -116,11 +134,13 @@ job "platform-control" {
       # is set explicitly.
       env {
         ORCHESTRATOR     = "nomad"
-        CONTROL_HOST     = "0.0.0.0"
-        CONTROL_PORT     = "7070"
-        NOMAD_ADDR       = "http://${attr.unique.network.ip-address}:4646"
+        CONTROL_HOST     = "${NOMAD_IP_http}"
+        CONTROL_PORT     = "${NOMAD_PORT_http}"
+        # The node's own agents, on loopback: Nomad's and Consul's defaults. The control API
+        # checks at start that Consul answers here and logs how to fix it if not.
+        NOMAD_ADDR       = "http://127.0.0.1:4646"
         NOMAD_NAMESPACE  = var.agents_namespace
-        CONSUL_HTTP_ADDR = "http://${attr.unique.network.ip-address}:8500"
+        CONSUL_HTTP_ADDR = "http://127.0.0.1:8500"
         AGENT_DOMAIN     = var.agent_domain
         AGENT_URL_SCHEME = "https"
         AGENT_URL_PORT   = "none"

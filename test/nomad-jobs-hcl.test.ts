@@ -216,8 +216,10 @@ describe('nomad-jobs/*.hcl', function () {
       const service = (control.group.service as Body[])[0]!;
       const check = (service.check as Body[])[0]!;
       assert.equal(check.type, 'http');
-      const port = portTo(control.group, service.port);
-      assert.equal(String(port), control.task.env[0].CONTROL_PORT);
+      // Host networking: the control API listens on the node's dynamic port for the service's label.
+      assert.equal(control.task.config[0].network_mode, 'host');
+      assert.equal(control.task.env[0].CONTROL_PORT, `\${NOMAD_PORT_${service.port}}`);
+      assert.equal(control.task.env[0].CONTROL_HOST, `\${NOMAD_IP_${service.port}}`);
 
       let healthy = true;
       const app = createApp({
@@ -239,6 +241,13 @@ describe('nomad-jobs/*.hcl', function () {
         server.close();
       }
     });
+  });
+
+  it('control reaches the node’s Consul agent on loopback, where a default agent listens (client_addr 127.0.0.1)', async function () {
+    const job = await parseFile('control.nomad.hcl');
+    const task = job.job['platform-control'][0].group.control[0].task.control[0];
+    assert.equal(task.config[0].network_mode, 'host', 'a bridge network cannot reach the node’s 127.0.0.1');
+    assert.equal(task.env[0].CONSUL_HTTP_ADDR, 'http://127.0.0.1:8500');
   });
 
   describe('authz.nomad.hcl', function () {
