@@ -24,6 +24,8 @@ export const errorCatalogue = {
   BILLING_PROVIDER_FAILED: { status: 502, message: 'The billing provider did not accept the change; the plan is unchanged' },
   BILLING_NOT_CONFIGURED: { status: 503, message: 'No billing provider is configured' },
   EDGE_UNAVAILABLE: { status: 503, message: "The edge's store (Redis) cannot be reached; nothing was changed" },
+  DATABASE_UNAVAILABLE: { status: 503, message: 'The database (Postgres) cannot be reached; retry after the time in Retry-After' },
+  CACHE_UNAVAILABLE: { status: 503, message: 'The cache (Redis) cannot be reached; retry after the time in Retry-After' },
   NOT_READY: { status: 503, message: 'A dependency of the control API (Postgres or Redis) does not answer' },
 } as const satisfies Record<string, { status: number; message: string }>;
 

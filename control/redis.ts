@@ -1,8 +1,17 @@
 import { Redis } from 'ioredis';
 
 /**
- * A Redis client whose commands fail fast instead of queueing forever while Redis is
- * away: callers decide what an outage means for them (the edge fails closed).
+ * A Redis client whose commands fail at once instead of queueing while Redis is away:
+ * callers decide what an outage means for them (the edge fails closed, the control API
+ * answers 503 CACHE_UNAVAILABLE, the token limit is skipped).
+ *
+ * Commands queue only until the first connection is ready, so that code may use the
+ * client straight after creating it. From then on ioredis's offline queue is off: while
+ * reconnecting a command is refused in microseconds ("Stream isn't writeable…") instead
+ * of waiting out `commandTimeout` on every request. A command already sent when the
+ * connection drops is retried on the next connection once (`maxRetriesPerRequest`) and
+ * gives up after `commandTimeout` at the latest. Reconnects go on forever, 2 s apart at
+ * most, so the API recovers by itself when Redis returns.
  */
 export function connectRedis(url: string, keyPrefix = ''): Redis {
   const client = new Redis(url, {
@@ -13,8 +22,31 @@ export function connectRedis(url: string, keyPrefix = ''): Redis {
     enableOfflineQueue: true,
     retryStrategy: (attempt) => Math.min(attempt * 200, 2_000),
   });
+  // ioredis reads the option on every command (Redis.sendCommand), so turning it off takes effect at once.
+  client.once('ready', () => {
+    client.options.enableOfflineQueue = false;
+  });
   // Connection errors also fail the commands that needed the connection, and each caller
   // handles those; without a listener ioredis would print every reconnect attempt.
   client.on('error', () => undefined);
   return client;
+}
+
+// The errors ioredis gives a command when it cannot reach Redis, as ioredis words them.
+const UNREACHABLE_MESSAGES = [
+  "Stream isn't writeable and enableOfflineQueue options is false", // Redis.sendCommand, offline queue off
+  'Command timed out', // Command.setTimeout, commandTimeout passed
+  'Connection is closed.', // utils CONNECTION_CLOSED_ERROR_MSG, after quit/disconnect
+];
+// Replies of a Redis that is up but cannot serve yet: loading its data set after a
+// restart, busy running a script, or a replica whose primary is down.
+const NOT_SERVING_REPLIES = /^(LOADING|BUSY|MASTERDOWN|TRYAGAIN|CLUSTERDOWN)\b/;
+
+/** True when a Redis command failed because Redis could not serve it, not because it was wrong. */
+export function isRedisOutage(error: unknown): boolean {
+  if (!(error instanceof Error)) return false;
+  // MaxRetriesPerRequestError: the connection dropped and the retry failed too (redis/event_handler closeHandler).
+  if (error.name === 'MaxRetriesPerRequestError') return true;
+  if (UNREACHABLE_MESSAGES.includes(error.message)) return true;
+  return error.name === 'ReplyError' && NOT_SERVING_REPLIES.test(error.message);
 }

@@ -2,6 +2,7 @@ import knex, { type Knex } from 'knex';
 import * as initial from './migrations/001-initial.js';
 import * as deployments from './migrations/002-deployments.js';
 import * as usage from './migrations/003-usage.js';
+import { markOutages } from './outage.js';
 
 export type Database = Knex;
 
@@ -22,13 +23,17 @@ const migrationSource: Knex.MigrationSource<string> = {
 };
 
 export function connectDatabase(url: string, pool = { min: 0, max: 10 }): Database {
-  return knex({
+  const db = knex({
     client: 'pg',
     connection: url,
     pool,
     // Timestamps come back as Date objects; counts (bigint) are parsed where read.
     acquireConnectionTimeout: 10_000,
   });
+  // So that the control API answers 503 DATABASE_UNAVAILABLE while Postgres is away. The
+  // pool drops broken connections and opens new ones on demand: recovery needs no restart.
+  markOutages(db);
+  return db;
 }
 
 /** Runs pending migrations; knex holds its own lock table so concurrent starts take turns. */

@@ -1,17 +1,20 @@
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
+import { dependencyOutage } from '../dependency-outage.js';
 import { errorCatalogue, PlatformError } from '../errors.js';
 
 /**
  * The one place where errors become responses: a PlatformError by its catalogue entry,
- * anything else as a 500 whose body reveals nothing; the cause goes to the log only.
+ * Postgres or Redis unable to serve as 503 DATABASE_UNAVAILABLE / CACHE_UNAVAILABLE with
+ * Retry-After, anything else as a 500 whose body reveals nothing; causes go to the log only.
  */
 export function errorMiddleware(logger: Logger): Middleware {
   return async (ctx, next) => {
     try {
       await next();
     } catch (caught) {
-      const error = caught instanceof PlatformError ? caught : fromUnexpected(caught, logger, ctx.state.requestId as string);
+      const requestId = ctx.state.requestId as string;
+      const error = caught instanceof PlatformError ? caught : fromOutage(caught, logger, requestId) ?? fromUnexpected(caught, logger, requestId);
       ctx.status = errorCatalogue[error.code].status;
       const retryAfter = error.details.retry_after;
       if (typeof retryAfter === 'number') ctx.set('Retry-After', String(retryAfter));
@@ -19,6 +22,12 @@ export function errorMiddleware(logger: Logger): Middleware {
       ctx.body = { code: error.code, message: error.message, details: error.details };
     }
   };
+}
+
+function fromOutage(caught: unknown, logger: Logger, requestId: string): PlatformError | undefined {
+  const outage = dependencyOutage(caught);
+  if (outage) logger.warn({ err: caught, code: outage.code, request_id: requestId }, 'a dependency cannot serve; answering 503');
+  return outage;
 }
 
 function fromUnexpected(caught: unknown, logger: Logger, requestId: string): PlatformError {

@@ -42,6 +42,8 @@ export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], serverU
     if (route.body || route.query) {
       (operation.responses as JsonObject)['422'] ??= { description: 'VALIDATION_ERROR: details.errors lists {loc, msg, type}', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
     }
+    // A token is looked up in Postgres and counted in Redis; a body is stored or checked there.
+    if (route.auth !== 'none' || route.body) addOutageResponse(operation.responses as JsonObject);
     (paths[path] ??= {})[route.method] = operation;
   }
 
@@ -54,6 +56,18 @@ export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], serverU
       schemas: components,
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A personal API key (agnt_…) or a session token' } },
     },
+  };
+}
+
+const OUTAGE = 'DATABASE_UNAVAILABLE or CACHE_UNAVAILABLE: Postgres or Redis cannot serve now; retry after Retry-After seconds';
+
+/** The 503 of a dependency outage, joined to a 503 the route already documents. */
+function addOutageResponse(responses: JsonObject): void {
+  const documented = responses['503'] as { description: string } | undefined;
+  responses['503'] = {
+    description: documented ? `${documented.description}; or ${OUTAGE}` : OUTAGE,
+    headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 1 } } },
+    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
   };
 }
 

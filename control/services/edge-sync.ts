@@ -2,6 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { DEFAULT_CALLER_RPM, type EdgeAgent, type EdgeProjection } from '../edge/projection.js';
 import { limitsOf } from '../domain/plans.js';
+import { OUTAGE_RETRY_AFTER_SECONDS } from '../dependency-outage.js';
 import { PlatformError } from '../errors.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import type { AgentRow } from '../repositories/agents.js';
@@ -30,7 +31,7 @@ export class EdgeSync {
       await change(this.projection);
     } catch (error) {
       this.logger.error({ err: error }, 'edge projection write failed');
-      throw new PlatformError('EDGE_UNAVAILABLE');
+      throw new PlatformError('EDGE_UNAVAILABLE', undefined, { retry_after: OUTAGE_RETRY_AFTER_SECONDS });
     }
   }
 

@@ -63,6 +63,8 @@ export interface ControlOptions {
   billing?: BillingProvider;
   /** Run agents with the Nomad driver against this cluster (a fake one in tests: test/support/fake-nomad/). */
   nomad?: NomadCluster;
+  /** Postgres (a server holding TEMPLATE_DATABASE) and Redis of the test's own, for a test that stops them. */
+  services?: { templateDatabaseUrl: string; redisUrl: string };
 }
 
 /** Where the Nomad driver finds Nomad and Consul. */
@@ -99,8 +101,8 @@ const FAST_ORCHESTRATION = {
 };
 
 export async function startControl(env: Record<string, string> = {}, options: ControlOptions = {}): Promise<TestControl> {
-  const templateUrl = process.env.TEST_TEMPLATE_DATABASE_URL;
-  const redisUrl = process.env.TEST_REDIS_URL;
+  const templateUrl = options.services?.templateDatabaseUrl ?? process.env.TEST_TEMPLATE_DATABASE_URL;
+  const redisUrl = options.services?.redisUrl ?? process.env.TEST_REDIS_URL;
   if (!templateUrl || !redisUrl) throw new Error('Run tests with `npm test`: the global setup starts Postgres and Redis');
 
   const database = options.resume?.database ?? `t_${randomBytes(6).toString('hex')}`;
