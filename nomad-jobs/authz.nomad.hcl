@@ -4,12 +4,16 @@
 #
 #   nomad job run -var 'image=registry.example.com/agent-platform:1.0.0' nomad-jobs/authz.nomad.hcl
 #
+# The image is the platform image (Containerfile, built by scripts/build-platform-image.sh),
+# the same one control.nomad.hcl runs; the command picks authz.
+#
 # Before the first run, write the Variable nomad/jobs/platform-authz (namespace
 # "platform") with REDIS_URL: the template below blocks until it exists.
 
 variable "image" {
   type        = string
-  description = "An image with this repository and its node_modules (npm ci), running Node >= 20.19."
+  default     = "localhost/agent-platform:latest"
+  description = "The platform image (scripts/build-platform-image.sh), at a name every platform node's Docker can pull or already holds."
 }
 
 variable "datacenters" {
@@ -80,9 +84,10 @@ job "platform-authz" {
       port     = "grpc"
       tags     = ["platform", "grpc"]
 
-      # grpc.health.v1.Health/Check for the Authorization service (authz/health.ts
-      # registers exactly this name): SERVING only while Redis answers within
-      # AUTHZ_REDIS_TIMEOUT_MS, so a copy cut off from Redis leaves the Consul catalog.
+      # Readiness: grpc.health.v1.Health/Check for the Authorization service
+      # (authz/health.ts registers exactly this name): SERVING only while Redis answers
+      # within AUTHZ_REDIS_TIMEOUT_MS, so Envoy's template drops a copy cut off from Redis.
+      # No check_restart: a restart cannot bring Redis back.
       check {
         name         = "authz gRPC health"
         type         = "grpc"
@@ -93,19 +98,26 @@ job "platform-authz" {
       }
     }
 
-    # Prometheus scrapes GET /metrics here (authz/metrics.ts).
+    # Prometheus scrapes GET /metrics here; the port also serves the probes (authz/ops-server.ts).
     service {
       name     = "authz-metrics"
       provider = "consul"
       port     = "metrics"
       tags     = ["platform", "prometheus"]
 
+      # Liveness: GET /livez never asks Redis; it fails only when the process cannot
+      # answer at all (a wedged event loop), which a restart does cure.
       check {
-        name     = "authz metrics"
+        name     = "authz live"
         type     = "http"
-        path     = "/metrics"
-        interval = "30s"
+        path     = "/livez"
+        interval = "10s"
         timeout  = "2s"
+
+        check_restart {
+          limit = 3
+          grace = "30s"
+        }
       }
     }
 
@@ -116,7 +128,7 @@ job "platform-authz" {
         image        = var.image
         ports        = ["grpc", "metrics"]
         command      = "node"
-        args         = ["--import", "tsx", "authz/main.ts"]
+        args         = ["dist/authz/main.js"]
         init         = true
         pids_limit   = 512
         cap_drop     = ["ALL"]

@@ -1,8 +1,9 @@
 import assert from 'node:assert/strict';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { parse as parseHcl } from '@cdktf/hcl2json';
+import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { loadAuthzConfig } from '../authz/config.js';
@@ -10,6 +11,7 @@ import { systemClock } from '../control/clock.js';
 import { ConfigError, loadConfig } from '../control/config.js';
 import { createApp } from '../control/http/app.js';
 import { loadEnvoyRoot } from '../proto/load.js';
+import { freePort } from '../scripts/lib/local-services.js';
 import { connectTestRedis, startTestAuthz } from './support/edge-authz.js';
 import { EnvoySchema } from './support/envoy-schema.js';
 import {
@@ -374,6 +376,99 @@ describe('nomad-jobs/*.hcl', function () {
       assert.deepEqual(Object.keys(rules).sort(), ['node_prefix', 'service']);
       assert.deepEqual(rules.service, { authz: [{ policy: 'read' }] });
       assert.deepEqual(rules.node_prefix, { '': [{ policy: 'read' }] });
+    });
+  });
+
+  describe('the platform image and the probes', function () {
+    /** The program each platform job runs from the platform image. */
+    const PROGRAMS = { 'control.nomad.hcl': 'control', 'authz.nomad.hcl': 'authz' } as const;
+
+    /** Every service of the job's group and task, each with its checks. */
+    const servicesOf = ({ group, task }: ParsedJob): Body[] => [...((group.service ?? []) as Body[]), ...((task.service ?? []) as Body[])];
+    const checksOf = (service: Body): Body[] => (service.check ?? []) as Body[];
+
+    it('control and authz run the platform image\'s compiled JavaScript, never tsx', async function () {
+      const buildScript = readFileSync(new URL('../scripts/build-platform-image.sh', import.meta.url), 'utf8');
+      const tagged = /PLATFORM_IMAGE="\$\{PLATFORM_IMAGE:-([^}]+)\}"/.exec(buildScript)?.[1];
+      assert.equal(tagged, 'localhost/agent-platform:latest');
+      const build = JSON.parse(readFileSync(new URL('../tsconfig.build.json', import.meta.url), 'utf8'));
+      assert.deepEqual([build.compilerOptions.rootDir, build.compilerOptions.outDir], ['.', 'dist'], 'dist/ mirrors the source tree');
+      for (const [file, program] of Object.entries(PROGRAMS)) {
+        assert.equal((await parseFile(file)).variable.image[0].default, tagged, `${file}: the image variable defaults to what the build script tags`);
+        const config = (await readJob(file)).task.config[0];
+        assert.equal(config.image, '${var.image}', file);
+        assert.equal(config.command, 'node', file);
+        assert.deepEqual(config.args, [`dist/${program}/main.js`], file);
+        assert.ok(build.include.includes(program) && existsSync(new URL(`../${program}/main.ts`, import.meta.url)), `${file}: dist/${program}/main.js is compiled from ${program}/main.ts`);
+        assert.ok(!JSON.stringify(config).includes('tsx'), `${file} still runs tsx`);
+      }
+    });
+
+    it('restarts hang on liveness checks only: check_restart sits on /livez checks, never on a service or a readiness check', async function () {
+      for (const file of ['control.nomad.hcl', 'authz.nomad.hcl', 'envoy.nomad.hcl']) {
+        for (const service of servicesOf(await readJob(file))) {
+          // On a service, check_restart would apply to every check of it (job-specification/check_restart).
+          assert.equal(service.check_restart, undefined, `${file}: service ${service.name} has check_restart`);
+          for (const check of checksOf(service).filter((c) => c.check_restart)) {
+            assert.deepEqual([check.type, check.path], ['http', '/livez'], `${file}: check "${check.name}" restarts the task but is not a liveness check`);
+          }
+        }
+      }
+      for (const file of Object.keys(PROGRAMS)) {
+        const checks = servicesOf(await readJob(file)).flatMap(checksOf);
+        assert.ok(checks.some((c) => c.check_restart), `${file}: a wedged process is never restarted`);
+      }
+    });
+
+    it('control: with Postgres down, its restarting check passes and its routing check fails', async function () {
+      const { group } = await readJob('control.nomad.hcl');
+      const service = (group.service as Body[]).find((s) => s.name === 'platform-control')!;
+      const app = createApp({
+        routes: [],
+        authenticate: async () => {
+          throw new Error('no route needs a principal here');
+        },
+        checkReadiness: async () => ({ ready: false, dependencies: { postgres: 'unavailable', redis: 'ok' } }),
+        logger: pino({ level: 'silent' }),
+        trustProxy: false,
+      });
+      const server = await listen(createServer(app.callback()));
+      try {
+        const statusOf = async (check: Body) => (await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}${check.path}`)).status;
+        const checks = checksOf(service);
+        assert.ok(checks.some((c) => !c.check_restart), 'a readiness check gates routing');
+        for (const check of checks) {
+          assert.equal(check.type, 'http');
+          assert.equal(await statusOf(check), check.check_restart ? 200 : 503, `check "${check.name}" (${check.path})`);
+        }
+      } finally {
+        server.close();
+      }
+    });
+
+    it('authz: with Redis down, its restarting check passes and its routing check (gRPC health) fails', async function () {
+      const { group } = await readJob('authz.nomad.hcl');
+      const deadRedis = new Redis(await freePort(), '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 200, lazyConnect: true });
+      deadRedis.on('error', () => undefined);
+      const running = await startTestAuthz({ redis: deadRedis, clock: systemClock, agentDomain: 'nomad-jobs-probes.test' });
+      try {
+        const portOf: Record<string, number> = { grpc: running.authz.grpcPort, metrics: running.authz.metricsPort };
+        const routed = (group.service as Body[]).find((s) => s.name === 'authz')!;
+        for (const check of checksOf(routed)) {
+          assert.equal(check.check_restart, undefined);
+          assert.equal(check.type, 'grpc');
+          assert.deepEqual(await running.client.healthCheck(check.grpc_service), { status: 'NOT_SERVING' });
+        }
+        for (const service of group.service as Body[]) {
+          for (const check of checksOf(service).filter((c) => c.check_restart)) {
+            const port = portOf[check.port ?? service.port];
+            assert.equal((await fetch(`http://127.0.0.1:${port}${check.path}`)).status, 200, `check "${check.name}" (${check.path})`);
+          }
+        }
+      } finally {
+        await running.close();
+        deadRedis.disconnect();
+      }
     });
   });
 });
