@@ -58,7 +58,7 @@ describe('the fake Nomad + Consul', function () {
     request.Job.TaskGroups[0].Tasks[0].Config.image = 'registry.invalid/no/such:1';
     request.Job.TaskGroups[0].RestartPolicy = { Attempts: 1, Interval: 60e9, Delay: 100e6, Mode: 'fail' };
     await nomad('PUT', '/v1/var/nomad/jobs/agent-unpullable', { Namespace: 'default', Path: 'nomad/jobs/agent-unpullable', Items: { K: 'v' } });
-    request.Job.TaskGroups[0].Tasks[0].Templates[0].EmbeddedTmpl = request.Job.TaskGroups[0].Tasks[0].Templates[0].EmbeddedTmpl.replace(/agent-ag_[a-z0-9]+/, 'agent-unpullable');
+    request.Job.TaskGroups[0].Tasks[0].Templates[0].EmbeddedTmpl = request.Job.TaskGroups[0].Tasks[0].Templates[0].EmbeddedTmpl.replace(/agent-agt_[A-Za-z0-9]+/, 'agent-unpullable');
     assert.equal((await nomad('PUT', '/v1/jobs', request)).status, 200);
     const alloc = await waitFor('the allocation failed', async () => {
       const [first] = cluster.allocations('agent-unpullable');
