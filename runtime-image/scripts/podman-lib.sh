@@ -1,14 +1,16 @@
-# Shared by build-image.sh and podman-run-flags.sh: finding podman and what this host needs to run containers.
-# Every detection can be overridden: PODMAN_OCI_RUNTIME (e.g. runc), PODMAN_ULIMITS ("" for none, or
-# e.g. "--ulimit nofile=1024:1024 --ulimit nproc=512:512").
+# Shared by build-image.sh, podman-run-flags.sh and ../../scripts/build-platform-image.sh: finding
+# podman and what this host needs to run containers. Every detection can be overridden:
+# PODMAN_OCI_RUNTIME (e.g. runc), PODMAN_ULIMITS ("" for none, or
+# e.g. "--ulimit nofile=1024:1024 --ulimit nproc=512:512"). Messages start with $LOG_PREFIX.
+LOG_PREFIX="${LOG_PREFIX:-runtime-image}"
 
 fail() {
-  echo "runtime-image: error: $*" >&2
+  echo "$LOG_PREFIX: error: $*" >&2
   exit 1
 }
 
 note() {
-  echo "runtime-image: $*" >&2
+  echo "$LOG_PREFIX: $*" >&2
 }
 
 # podman and runc come from Debian; install them when missing (apt-get update once).

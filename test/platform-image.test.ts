@@ -1,0 +1,184 @@
+import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { promisify } from 'node:util';
+import { connectDatabase } from '../control/db/database.js';
+import { freePort } from '../scripts/lib/local-services.js';
+import { AuthorizationTestClient, denialOf } from './support/edge-authz.js';
+
+/**
+ * The platform image as Nomad runs it: built by scripts/build-platform-image.sh, then authz and
+ * the control API started from it (compiled JavaScript, uid 1000, no capabilities) against the
+ * run's real Redis and Postgres. The containers share the host's network namespace because the
+ * test harness binds Postgres and Redis to 127.0.0.1 only, which a bridged container cannot reach.
+ */
+
+const run = promisify(execFile);
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const IMAGE = 'localhost/agent-platform:latest';
+
+async function buildImage(): Promise<{ stdout: string; stderr: string }> {
+  return run('bash', ['scripts/build-platform-image.sh'], { cwd: ROOT, env: { ...process.env, PLATFORM_IMAGE: IMAGE }, maxBuffer: 64 * 1024 * 1024 });
+}
+
+async function podman(args: string[]): Promise<string> {
+  return (await run('podman', args, { maxBuffer: 16 * 1024 * 1024 })).stdout;
+}
+
+describe('the platform image (Containerfile, scripts/build-platform-image.sh)', function () {
+  // The first build compiles, installs production node_modules and may make the local base image.
+  this.timeout(15 * 60_000);
+
+  const prefix = `platform-image-test-${randomBytes(3).toString('hex')}`;
+  const containers: string[] = [];
+  let hostOptions: string[];
+
+  /** Starts `command` from the image with the limits the Nomad jobs set; waits until `ready` answers. */
+  async function startContainer(name: string, env: Record<string, string>, command: string[], readyUrl: string): Promise<void> {
+    const container = `${prefix}-${name}`;
+    containers.push(container);
+    await podman([
+      'run', '-d', '--name', container, ...hostOptions,
+      '--network', 'host', '--cap-drop', 'all', '--security-opt', 'no-new-privileges', '--pids-limit', '512', '--memory', '512m',
+      ...Object.entries(env).flatMap(([key, value]) => ['-e', `${key}=${value}`]),
+      IMAGE, ...command,
+    ]);
+    const giveUpAt = Date.now() + 60_000;
+    for (;;) {
+      const state = (await podman(['inspect', '--format', '{{.State.Status}}', container])).trim();
+      if (state !== 'running') throw new Error(`${name} stopped (${state}):\n${await logsOf(container)}`);
+      try {
+        if ((await fetch(readyUrl)).ok) return;
+      } catch {
+        // not listening yet
+      }
+      if (Date.now() > giveUpAt) throw new Error(`${name} did not answer ${readyUrl} within 60 s:\n${await logsOf(container)}`);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+  }
+
+  const logsOf = async (container: string) => {
+    const { stdout, stderr } = await run('podman', ['logs', '--tail', '40', container]).catch((error) => error as { stdout: string; stderr: string });
+    return `${stdout}${stderr}`;
+  };
+
+  before(async function () {
+    await buildImage();
+    const { stdout } = await run('bash', ['runtime-image/scripts/podman-run-flags.sh', IMAGE], { cwd: ROOT });
+    hostOptions = stdout.trim().split(/\s+/).filter(Boolean);
+  });
+
+  after(async function () {
+    for (const container of containers) await podman(['rm', '-f', '-t', '0', container]).catch(() => undefined);
+  });
+
+  it('is built once: a second run without changes finds the image up to date', async function () {
+    const { stdout, stderr } = await buildImage();
+    assert.equal(stdout.trim(), IMAGE);
+    assert.match(stderr, /is up to date/);
+  });
+
+  it('runs compiled JavaScript as uid 1000: no TypeScript sources, no tsx, control by default', async function () {
+    const [config] = JSON.parse(await podman(['image', 'inspect', IMAGE])) as { Config: { User: string; Cmd: string[]; WorkingDir: string } }[];
+    assert.equal(config!.Config.User, '1000:1000');
+    assert.deepEqual(config!.Config.Cmd, ['node', 'dist/control/main.js']);
+    const probe = `const fs = require('node:fs');
+      let tsx = true; try { require.resolve('tsx'); } catch { tsx = false; }
+      console.log(JSON.stringify({ uid: process.getuid(), tsx, top: fs.readdirSync('.').sort(), dist: fs.readdirSync('dist').sort() }));`;
+    const seen = JSON.parse(await podman(['run', '--rm', ...hostOptions, IMAGE, 'node', '-e', probe]));
+    assert.deepEqual(seen, { uid: 1000, tsx: false, top: ['dist', 'node_modules', 'package-lock.json', 'package.json'], dist: ['authz', 'control', 'envoy', 'proto'] });
+  });
+
+  describe('authz from the image', function () {
+    let grpcPort: number;
+    let metricsPort: number;
+    let client: AuthorizationTestClient;
+
+    before(async function () {
+      grpcPort = await freePort();
+      metricsPort = await freePort();
+      await startContainer('authz', {
+        REDIS_URL: process.env.TEST_REDIS_URL!,
+        AUTHZ_HOST: '127.0.0.1',
+        AUTHZ_GRPC_PORT: String(grpcPort),
+        AUTHZ_METRICS_PORT: String(metricsPort),
+        AGENT_DOMAIN: 'platform-image.test',
+      }, ['node', 'dist/authz/main.js'], `http://127.0.0.1:${metricsPort}/livez`);
+      client = new AuthorizationTestClient(`127.0.0.1:${grpcPort}`);
+    });
+    after(() => client?.close());
+
+    it('is ready while Redis answers, on /readyz (and /healthz) and in gRPC health', async function () {
+      for (const path of ['/readyz', '/healthz']) {
+        const response = await fetch(`http://127.0.0.1:${metricsPort}${path}`);
+        assert.equal(response.status, 200, path);
+        assert.deepEqual(await response.json(), { status: 'ok', dependencies: { redis: 'ok' } });
+      }
+      assert.deepEqual(await client.healthCheck('envoy.service.auth.v3.Authorization'), { status: 'SERVING' });
+    });
+
+    it('answers Envoy\'s Check with Envoy\'s protos loaded from node_modules: an unknown agent is a 404', async function () {
+      const denial = denialOf(await client.check({ host: 'nobody-here.platform-image.test' }));
+      assert.equal(denial.httpStatus, 'NotFound');
+    });
+  });
+
+  describe('the control API from the image', function () {
+    const database = `pimg_${randomBytes(4).toString('hex')}`;
+    let adminUrl: string;
+    let root: string;
+
+    before(async function () {
+      // An empty database, so the compiled migrations run from dist/ as on a first deploy.
+      adminUrl = process.env.TEST_TEMPLATE_DATABASE_URL!.replace(/\/[^/]+$/, '/postgres');
+      const admin = connectDatabase(adminUrl, { min: 0, max: 1 });
+      await admin.raw(`CREATE DATABASE ${database}`);
+      await admin.destroy();
+      const port = await freePort();
+      root = `http://127.0.0.1:${port}`;
+      await startContainer('control', {
+        DATABASE_URL: adminUrl.replace(/\/postgres$/, `/${database}`),
+        REDIS_URL: process.env.TEST_REDIS_URL!,
+        MASTER_KEY: randomBytes(32).toString('base64'),
+        CONTROL_HOST: '127.0.0.1',
+        CONTROL_PORT: String(port),
+        LOG_LEVEL: 'warn',
+      }, [], `${root}/livez`);
+    });
+
+    after(async function () {
+      const container = containers.find((name) => name.endsWith('-control'));
+      if (container) await podman(['rm', '-f', '-t', '0', container]).catch(() => undefined);
+      const admin = connectDatabase(adminUrl, { min: 0, max: 1 });
+      await admin.raw(`DROP DATABASE IF EXISTS ${database} WITH (FORCE)`);
+      await admin.destroy();
+    });
+
+    it('migrated the empty database and reports live and ready', async function () {
+      const db = connectDatabase(adminUrl.replace(/\/postgres$/, `/${database}`), { min: 0, max: 1 });
+      try {
+        const migrations = (await db('knex_migrations').select('name').orderBy('name')).map((row: { name: string }) => row.name);
+        assert.deepEqual(migrations.slice(0, 3), ['001-initial', '002-deployments', '003-usage']);
+      } finally {
+        await db.destroy();
+      }
+      assert.deepEqual(await (await fetch(`${root}/livez`)).json(), { status: 'ok' });
+      const ready = await fetch(`${root}/readyz`);
+      assert.equal(ready.status, 200);
+      assert.deepEqual(await ready.json(), { status: 'ok', dependencies: { postgres: 'ok', redis: 'ok' } });
+    });
+
+    it('registers a user (argon2, a native addon, loads in the image)', async function () {
+      const response = await fetch(`${root}/v1/auth/register`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ email: 'image@example.com', password: 'a long enough password', name: 'Image' }),
+      });
+      assert.equal(response.status, 201, await response.clone().text());
+      const body = await response.json();
+      assert.equal(body.user.email, 'image@example.com');
+      assert.match(body.token, /\S{20,}/);
+    });
+  });
+});
