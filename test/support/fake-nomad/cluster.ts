@@ -3,6 +3,7 @@ import { connect } from 'node:net';
 import { freePort } from '../../../scripts/lib/local-services.js';
 import { createTask, imagePresent, removeLabelled, removeTask, startTask, taskState } from './task-runner.js';
 import { LogFiles } from './log-files.js';
+import { renderTaskTemplates } from './templates.js';
 
 /**
  * The state of a fake Nomad region with one client node and its Consul catalog. Jobs are
@@ -17,7 +18,6 @@ import { LogFiles } from './log-files.js';
  */
 type Json = Record<string, any>;
 
-const TEMPLATE = /^\{\{ with nomadVar "([^"]+)" \}\}\{\{ range \.Tuples \}\}\{\{ \.K \}\}=\{\{ \.V \| toJSON \}\}\n\{\{ end \}\}\{\{ end \}\}$/;
 const nanos = (ms = Date.now()) => ms * 1_000_000;
 const LIVE = new Set(['pending', 'running']);
 
@@ -193,19 +193,16 @@ export class FakeNomadState {
 
   private async runTask(stored: StoredJob, group: Json, task: Json, alloc: Allocation, containerPort: number): Promise<void> {
     this.event(alloc, task, { Type: 'Task Setup', DisplayMessage: 'Building Task Directory' });
-    const env: Record<string, string> = { ...(task.Env ?? {}) };
-    for (const template of (task.Templates ?? []) as Json[]) {
-      const match = TEMPLATE.exec(template.EmbeddedTmpl ?? '');
-      if (!match) {
-        this.event(alloc, task, { Type: 'Template', DisplayMessage: 'the fake renders only the nomadVar .Tuples toJSON form', FailsTask: true });
-        return this.finish(alloc, task, 'failed');
-      }
-      // A template reading a Variable blocks until the Variable exists, as Nomad's does.
-      while (!this.variables.has(match[1]!) && !alloc.stopRequested) await sleep(200);
-      for (const [key, value] of Object.entries((this.variables.get(match[1]!)?.Items ?? {}) as Record<string, string>)) {
-        if (template.Envvars) env[key] = value;
-      }
+    // Templates rendered and read as Nomad does (consul-template and go-envparse, ported);
+    // their env overrides the task's (client/taskenv/env.go, `Build`).
+    const templates = await renderTaskTemplates(task, (path) => this.variables.get(path)?.Items, () => alloc.stopRequested);
+    if ('stopped' in templates) return;
+    if ('failure' in templates) {
+      // template.go kills the task with an event that fails it: TaskKilling, SetFailsTask.
+      this.event(alloc, task, { Type: 'Killing', DisplayMessage: templates.failure, FailsTask: true });
+      return this.finish(alloc, task, 'failed');
     }
+    const env: Record<string, string> = { ...(task.Env ?? {}), ...templates.env };
     const policy = group.RestartPolicy ?? { Attempts: 2, Delay: 15e9, Mode: 'fail' };
     const image = String(task.Config?.image ?? '');
     const state = task.Name as string;
