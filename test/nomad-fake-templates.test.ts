@@ -71,11 +71,4 @@ describe('the fake Nomad: env templates', function () {
       'Template failed to read environment variables: error parsing env template "agent/secrets/agent.env": error reading: bufio.Scanner: token too long',
     );
   });
-
-  it('refuses a Variable over 64 KiB, as Nomad does', async () => {
-    const path = variablePath('agt_EnvHuge0000000000000');
-    const response = await nomad('PUT', `/v1/var/${path}`, { Namespace: 'default', Path: path, Items: { BIG: 'x'.repeat(70 * 1024) } });
-    assert.equal(response.status, 400);
-    assert.match(await response.text(), /variables are limited to 64KiB in total size/);
-  });
 });

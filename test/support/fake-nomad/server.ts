@@ -224,9 +224,6 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
       }
       const problems = check(body, VariableRequest, 'Variable');
       if (!body.Items || Object.keys(body.Items).length === 0) problems.push('variable missing required Items object');
-      // nomad/structs/variables.go, `VariableDecrypted.Validate`: names and values, in bytes, at most 64 KiB.
-      const size = Object.entries((body.Items ?? {}) as Record<string, string>).reduce((sum, [k, v]) => sum + Buffer.byteLength(k) + Buffer.byteLength(String(v)), 0);
-      if (size > 65536) problems.push('variables are limited to 64KiB in total size');
       if (problems.length > 0) return send(response, 400, problems.join('\n'));
       const refusedVariable = admitVariable(body, varPath, url.searchParams);
       if (refusedVariable) return send(response, refusedVariable.status, refusedVariable.message);
