@@ -1,18 +1,25 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
-import { startPostgres, startRedis, type RunningService } from './lib/local-services.js';
+import { redisServerCommand, startPostgres, type RunningService } from './lib/local-services.js';
+import { Supervisor, UP_SUPERVISION, type Component } from './lib/supervisor.js';
 
 /**
  * Runs the platform on this host: Postgres and Redis under .data/ (unless DATABASE_URL
- * and REDIS_URL point elsewhere), then the control API. Ctrl-C stops everything it
- * started; the next run reuses .data/, so nothing is lost.
+ * and REDIS_URL point elsewhere), then the control API, authz and the edge, under a
+ * supervisor that restarts whichever exits (scripts/lib/supervisor.ts). Ctrl-C (or
+ * SIGTERM), or a component that keeps crashing, stops everything it started; the next
+ * run reuses .data/, so nothing is lost.
  */
 const root = resolve(import.meta.dirname, '..');
 const dataDir = resolve(process.env.PLATFORM_DATA_DIR ?? join(root, '.data'));
 const services: RunningService[] = [];
-const children: ChildProcess[] = [];
+const supervisor = new Supervisor({
+  ...UP_SUPERVISION,
+  log: (line) => console.error(`[up] ${line}`),
+  onGiveUp: () => void shutdown(1),
+});
 
 async function main(): Promise<void> {
   mkdirSync(dataDir, { recursive: true, mode: 0o755 });
@@ -20,15 +27,18 @@ async function main(): Promise<void> {
 
   if (!env.DATABASE_URL) {
     console.log(`Starting Postgres in ${join(dataDir, 'postgres')}`);
+    // pg_ctl runs Postgres as a daemon, whose postmaster restarts crashed backends itself.
     const postgres = await startPostgres({ dataDir: join(dataDir, 'postgres'), port: Number(env.UP_POSTGRES_PORT ?? 7432), database: 'platform' });
     services.push(postgres);
     env.DATABASE_URL = postgres.url;
   }
   if (!env.REDIS_URL) {
     console.log(`Starting Redis in ${join(dataDir, 'redis')}`);
-    const redis = await startRedis({ dataDir: join(dataDir, 'redis'), port: Number(env.UP_REDIS_PORT ?? 7379), persistent: true });
-    services.push(redis);
-    env.REDIS_URL = redis.url;
+    const port = Number(env.UP_REDIS_PORT ?? 7379);
+    const { command, args } = redisServerCommand({ dataDir: join(dataDir, 'redis'), port, persistent: true });
+    supervisor.start({ name: 'redis', command, args, env, cwd: root, stdout: 'ignore' });
+    if (!(await waitFor(`Redis on port ${port}`, () => isListening(port)))) return;
+    env.REDIS_URL = `redis://127.0.0.1:${port}`;
   }
   if (!env.MASTER_KEY && !env.MASTER_KEY_FILE) {
     const keyFile = join(dataDir, 'master.key');
@@ -37,18 +47,20 @@ async function main(): Promise<void> {
     env.MASTER_KEY_FILE = keyFile;
   }
 
-  const control = start('control', join(root, 'control/main.ts'), env);
+  supervisor.start(node('control', 'control/main.ts', env));
   const port = env.CONTROL_PORT ?? '7070';
   const host = env.CONTROL_HOST ?? '127.0.0.1';
   const base = `http://${host}:${port}/v1`;
-  await waitForHealth(`http://${host}:${port}/healthz`, control);
+  if (!(await waitFor(`http://${host}:${port}/healthz`, () => isHealthy(`http://${host}:${port}/healthz`)))) return;
 
-  start('authz', join(root, 'authz/main.ts'), env);
+  supervisor.start(node('authz', 'authz/main.ts', env));
   const edgePort = env.EDGE_PORT ?? '7080';
-  const edge = hasEnvoy()
-    ? startCommand('envoy', 'envoy', ['-c', join(root, 'envoy/envoy.yaml'), '--log-level', 'warn'], env)
-    : start('edge', join(root, 'envoy/local-edge/main.ts'), { ...env, EDGE_PORT: edgePort, AUTHZ_ADDRESS: `127.0.0.1:${env.AUTHZ_GRPC_PORT ?? '7091'}` });
-  await waitForPort(Number(edgePort), edge);
+  supervisor.start(
+    hasEnvoy()
+      ? { name: 'envoy', command: 'envoy', args: ['-c', join(root, 'envoy/envoy.yaml'), '--log-level', 'warn'], env, cwd: root }
+      : node('edge', 'envoy/local-edge/main.ts', { ...env, EDGE_PORT: edgePort, AUTHZ_ADDRESS: `127.0.0.1:${env.AUTHZ_GRPC_PORT ?? '7091'}` }),
+  );
+  if (!(await waitFor(`the edge on port ${edgePort}`, () => isListening(Number(edgePort))))) return;
 
   console.log(`
 Platform is up.
@@ -62,78 +74,57 @@ Sign in (registration mode: ${env.REGISTRATION_MODE ?? 'open'}):
   then send the returned token as  Authorization: Bearer <token>
   Operator commands:  npm run admin -- help
 
-Ctrl-C stops everything.`);
+A component that exits is restarted; Ctrl-C stops everything.`);
 }
 
 /** Node runs the TypeScript entry point itself (no npx in between), so signals reach it. */
-function start(name: string, entryPoint: string, env: Record<string, string>): ChildProcess {
-  return startCommand(name, process.execPath, ['--import', 'tsx', entryPoint], env);
+function node(name: string, entryPoint: string, env: Record<string, string>): Component {
+  return { name, command: process.execPath, args: ['--import', 'tsx', join(root, entryPoint)], env, cwd: root };
 }
 
 function hasEnvoy(): boolean {
   return (process.env.PATH ?? '').split(':').some((dir) => existsSync(join(dir, 'envoy')));
 }
 
-async function waitForPort(port: number, child: ChildProcess): Promise<void> {
-  const { connect } = await import('node:net');
+/**
+ * Polls `ready` for up to 60 s (the supervisor restarts a component that dies meanwhile);
+ * false when the platform is being stopped instead, so that start-up goes no further.
+ */
+async function waitFor(what: string, ready: () => Promise<boolean>): Promise<boolean> {
   const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline && child.exitCode === null) {
-    const open = await new Promise<boolean>((done) => {
-      const socket = connect(port, '127.0.0.1');
-      socket.once('connect', () => { socket.destroy(); done(true); });
-      socket.once('error', () => done(false));
-    });
-    if (open) return;
+  while (Date.now() < deadline && !shuttingDown) {
+    if (await ready()) return true;
     await new Promise((r) => setTimeout(r, 200));
   }
-  throw new Error(`nothing listens on port ${port} after 60 s`);
+  if (!shuttingDown) throw new Error(`${what} did not answer within 60 s`);
+  return false;
 }
 
-function startCommand(name: string, command: string, args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn(command, args, { cwd: root, env, stdio: 'inherit' });
-  child.on('exit', (code, signal) => {
-    if (!shuttingDown) {
-      console.error(`${name} exited (${signal ?? code}); stopping the platform`);
-      void shutdown(1);
-    }
+const isHealthy = async (url: string) => fetch(url).then((r) => r.ok, () => false);
+
+const isListening = (port: number) =>
+  new Promise<boolean>((done) => {
+    const socket = connect(port, '127.0.0.1');
+    socket.once('connect', () => { socket.destroy(); done(true); });
+    socket.once('error', () => done(false));
   });
-  children.push(child);
-  return child;
-}
-
-async function waitForHealth(url: string, child: ChildProcess): Promise<void> {
-  const deadline = Date.now() + 60_000;
-  while (Date.now() < deadline && child.exitCode === null) {
-    try {
-      if ((await fetch(url)).ok) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((r) => setTimeout(r, 200));
-  }
-  throw new Error(`${url} did not answer within 60 s`);
-}
 
 let shuttingDown = false;
+/** Stops every child (each waited for, SIGKILL past a deadline), then Postgres, then exits. */
 async function shutdown(code: number): Promise<void> {
   if (shuttingDown) return;
   shuttingDown = true;
-  await Promise.all(
-    children.map(
-      (child) =>
-        new Promise<void>((done) => {
-          if (child.exitCode !== null) return done();
-          child.once('exit', () => done());
-          child.kill('SIGTERM');
-        }),
-    ),
-  );
+  console.error('[up] stopping the platform');
+  await supervisor.stop();
   for (const service of services.reverse()) await service.stop().catch((e) => console.error(e));
+  console.error('[up] stopped');
   process.exit(code);
 }
 
 process.on('SIGINT', () => void shutdown(0));
 process.on('SIGTERM', () => void shutdown(0));
+// A closed terminal: the children, in process groups of their own, would not hear of it.
+process.on('SIGHUP', () => void shutdown(0));
 main().catch(async (error) => {
   console.error(error instanceof Error ? error.message : error);
   await shutdown(1);

@@ -125,17 +125,24 @@ export interface RedisOptions {
   persistent: boolean;
 }
 
-export async function startRedis({ dataDir, port, persistent }: RedisOptions): Promise<RunningService> {
+/** The redis-server command line for `options`; `npm run up` runs it under its supervisor. */
+export function redisServerCommand({ dataDir, port, persistent }: RedisOptions): { command: string; args: string[] } {
   mkdirSync(dataDir, { recursive: true });
   const args = ['--port', String(port), '--bind', '127.0.0.1', '--dir', dataDir, '--protected-mode', 'yes', '--save', ''];
   if (persistent) args.push('--appendonly', 'yes');
-  const child: ChildProcess = spawn(redisServerBinary(), args, { stdio: ['ignore', 'ignore', 'inherit'] });
-  await waitForPort(port, child, 'redis-server');
+  return { command: redisServerBinary(), args };
+}
+
+export async function startRedis(options: RedisOptions): Promise<RunningService> {
+  const { command, args } = redisServerCommand(options);
+  const child: ChildProcess = spawn(command, args, { stdio: ['ignore', 'ignore', 'inherit'] });
+  await waitForPort(options.port, child, 'redis-server');
   return {
-    url: `redis://127.0.0.1:${port}`,
+    url: `redis://127.0.0.1:${options.port}`,
     stop: () =>
       new Promise((resolve) => {
-        if (child.exitCode !== null) return resolve();
+        // A child killed by a signal has exitCode null and signalCode set, and its exit event has passed.
+        if (child.exitCode !== null || child.signalCode !== null) return resolve();
         child.once('exit', () => resolve());
         child.kill('SIGTERM');
       }),
@@ -151,7 +158,7 @@ async function waitForPort(port: number, child: ChildProcess, name: string): Pro
   const { connect } = await import('node:net');
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`${name} exited with code ${child.exitCode}`);
+    if (child.exitCode !== null || child.signalCode !== null) throw new Error(`${name} exited (${child.signalCode ?? child.exitCode})`);
     const open = await new Promise<boolean>((resolve) => {
       const socket = connect(port, '127.0.0.1');
       socket.once('connect', () => { socket.destroy(); resolve(true); });

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { freePort } from '../scripts/lib/local-services.js';
+import { waitFor } from './support/wait.js';
+
+/**
+ * The real `scripts/up.ts` (what `npm run up` runs once dependencies are installed), on
+ * its own data dir and ports: the control API is killed with SIGKILL after a create, as
+ * in issue 13; the supervisor starts it again with the agent still there; then Ctrl-C
+ * (SIGINT) stops everything it started, Postgres and Redis included, and up.ts exits.
+ */
+describe('npm run up: supervises, then stops fully', function () {
+  this.timeout(240_000);
+  let workDir: string;
+  let up: ChildProcess | undefined;
+  let output = '';
+  let ports: Record<string, number>;
+
+  const started = (name: string) => [...output.matchAll(new RegExp(`\\[up\\] started ${name} \\(pid (\\d+)\\)`, 'g'))].map((m) => Number(m[1]));
+  /** Running, as the kernel sees it: a zombie (exited, not yet reaped by init) counts as stopped. */
+  const isAlive = (pid: number) => {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      return stat.slice(stat.lastIndexOf(')') + 2)[0] !== 'Z';
+    } catch {
+      return false;
+    }
+  };
+  const isListening = (port: number) =>
+    new Promise<boolean>((done) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => { socket.destroy(); done(true); });
+      socket.once('error', () => done(false));
+    });
+  const api = async (method: string, path: string, body?: unknown, token?: string) => {
+    const response = await fetch(`http://127.0.0.1:${ports.control}/v1${path}`, {
+      method,
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    return { status: response.status, body: await response.json() };
+  };
+  const postmasterPid = () => {
+    const file = join(workDir, 'data', 'postgres', 'postmaster.pid');
+    return existsSync(file) ? Number(readFileSync(file, 'utf8').split('\n')[0]) : undefined;
+  };
+
+  before(async () => {
+    workDir = mkdtempSync(join(tmpdir(), 'platform-up-'));
+    chmodSync(workDir, 0o755); // Postgres runs as the postgres user when we are root
+    ports = {};
+    for (const name of ['postgres', 'redis', 'control', 'grpc', 'metrics', 'edge']) ports[name] = await freePort();
+    up = spawn(process.execPath, ['--import', 'tsx', 'scripts/up.ts'], {
+      env: {
+        ...process.env,
+        PLATFORM_DATA_DIR: join(workDir, 'data'),
+        UP_POSTGRES_PORT: String(ports.postgres),
+        UP_REDIS_PORT: String(ports.redis),
+        CONTROL_PORT: String(ports.control),
+        AUTHZ_GRPC_PORT: String(ports.grpc),
+        AUTHZ_METRICS_PORT: String(ports.metrics),
+        EDGE_PORT: String(ports.edge),
+        PODMAN_INSTANCE: `up-test-${ports.control}`,
+        LOG_LEVEL: 'warn',
+      },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    up.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    up.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+    await waitFor('"Platform is up"', async () => (output.includes('Platform is up') ? true : undefined), 180_000);
+  });
+
+  after(async () => {
+    // Only if the test failed half-way: nothing of this run may outlive it.
+    if (up && up.exitCode === null && up.signalCode === null) {
+      up.kill('SIGINT');
+      await new Promise((resolve) => up!.once('exit', resolve));
+    }
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it('restarts the control API after a SIGKILL right after a create, and keeps the agent', async () => {
+    const registered = await api('POST', '/auth/register', { email: 'up@example.com', password: 'a long password', name: 'Up' });
+    assert.equal(registered.status, 201, JSON.stringify(registered.body));
+    const token = registered.body.token as string;
+    const created = await api('POST', '/agents', { name: 'made before the kill' }, token);
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+
+    const [first] = started('control');
+    process.kill(first!, 'SIGKILL');
+    await waitFor('a second control process', async () => (started('control').length === 2 ? true : undefined), 30_000);
+    assert.match(output, /\[up\] control exited \(signal SIGKILL\); restarting in \d+ ms/);
+    await waitFor('the control API to answer again', async () => ((await api('GET', '/agents', undefined, token)).status === 200 ? true : undefined), 60_000);
+    const listed = await api('GET', '/agents', undefined, token);
+    assert.deepEqual(listed.body.agents.map((a: { id: string }) => a.id), [created.body.id]);
+  });
+
+  it('stops every process it started on Ctrl-C, Postgres and Redis included, and exits 0', async () => {
+    const pids = ['redis', 'control', 'authz', 'edge'].flatMap(started);
+    const postgres = postmasterPid();
+    assert.ok(postgres && isAlive(postgres), 'Postgres runs');
+    assert.ok(await isListening(ports.redis!), 'Redis listens');
+
+    const exited = new Promise<number | null>((resolve) => up!.once('exit', (code) => resolve(code)));
+    up!.kill('SIGINT');
+    assert.equal(await exited, 0, output.slice(-2000));
+    assert.deepEqual(pids.filter(isAlive), [], 'no child of up.ts still runs');
+    assert.ok(!isAlive(postgres!), 'Postgres stopped');
+    for (const name of ['postgres', 'redis', 'control', 'grpc', 'edge']) assert.ok(!(await isListening(ports[name]!)), `nothing listens on the ${name} port`);
+  });
+});
