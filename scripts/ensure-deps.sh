@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs what the platform needs and is missing: Debian packages (PostgreSQL,
-# Redis; with --containers podman, runc and iptables; with --test-tools the static
-# busybox the orchestration tests build their tiny image from) and npm dependencies.
+# Redis; with --containers podman, runc, netavark + aardvark-dns, nftables, iptables and
+# a static busybox; with --test-tools the same busybox, from which the orchestration
+# tests build their tiny image) and npm dependencies. With --containers it also selects
+# podman's netavark network backend (select_netavark below).
 # Used by `npm run up` and `npm test`, so a fresh machine needs nothing by hand.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,15 +16,26 @@ for arg in "$@"; do
 done
 
 missing=()
+# The podman driver's isolation probe copies /bin/busybox into an otherwise empty root:
+# it must be the static build (busybox-static), not Debian's dynamically linked `busybox`.
+static_busybox() { [ -x /bin/busybox ] && ! ldd /bin/busybox >/dev/null 2>&1; }
 ls /usr/lib/postgresql/*/bin/pg_ctl >/dev/null 2>&1 || command -v pg_ctl >/dev/null 2>&1 || missing+=(postgresql)
 command -v redis-server >/dev/null 2>&1 || [ -x /usr/bin/redis-server ] || missing+=(redis-server)
 if $want_containers; then
   command -v podman >/dev/null 2>&1 || missing+=(podman)
   command -v runc >/dev/null 2>&1 || missing+=(runc)
+  # Debian's podman depends on "container-network-stack", which apt satisfies with CNI when
+  # recommends are off: name netavark (and its DNS server) explicitly, the backend the
+  # platform is built and tested for.
+  [ -x /usr/lib/podman/netavark ] || missing+=(netavark)
+  [ -x /usr/lib/podman/aardvark-dns ] || missing+=(aardvark-dns)
+  # The agents' firewall is an nftables table of the driver's own (control/orchestrator/podman/firewall-rules.ts);
+  # netavark itself still writes its rules with iptables.
+  command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
   command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
 fi
-if $want_test_tools; then
-  [ -x /bin/busybox ] || missing+=(busybox-static)
+if $want_containers || $want_test_tools; then
+  static_busybox || missing+=(busybox-static)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then
@@ -40,6 +53,47 @@ if [ ${#missing[@]} -gt 0 ]; then
     $sudo systemctl disable --now "$service" >/dev/null 2>&1 || $sudo service "$service" stop >/dev/null 2>&1 || true
   done
 fi
+
+sudo_cmd=
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then sudo_cmd=sudo; fi
+
+# Pins podman to netavark in a containers.conf drop-in (podman 4.3 reads
+# /etc/containers/containers.conf.d/*.conf after containers.conf). Without it podman keeps
+# the backend it chose on first use, which is CNI on a machine that ran podman before
+# netavark was installed. Switching a machine that has CNI containers or networks would
+# hide them from podman (those containers could no longer start), so then nothing is
+# changed and the way to switch is printed instead. The driver still works on CNI: its
+# firewall reads the bridge names from `podman network inspect`, and agents run only once
+# their isolation is proven by effect.
+select_netavark() {
+  local dir=/etc/containers/containers.conf.d
+  local conf=$dir/50-agent-platform-network.conf
+  [ -f "$conf" ] && return 0
+  local backend containers networks
+  backend=$($sudo_cmd podman info --format '{{.Host.NetworkBackend}}' 2>/dev/null || echo unknown)
+  if [ "$backend" != netavark ]; then
+    containers=$($sudo_cmd podman ps --all --quiet 2>/dev/null | wc -l)
+    networks=$( ($sudo_cmd podman network ls --format '{{.Name}}' 2>/dev/null || true) | grep -cvx podman || true)
+    if [ "$containers" -gt 0 ] || [ "$networks" -gt 0 ]; then
+      cat >&2 <<EOF
+NOTE: podman uses the $backend network backend and holds $containers container(s) and
+      $networks network(s); it is left as it is, since switching to netavark would hide
+      them from podman. The platform works on $backend too: its firewall follows podman's
+      bridge names, and agents run only once their isolation is proven at start.
+      To switch: 'podman system reset' (it DELETES every podman container, image, volume
+      and network on this machine), then run this again.
+EOF
+      return 0
+    fi
+  fi
+  echo "Selecting podman's netavark network backend ($conf)"
+  $sudo_cmd mkdir -p "$dir"
+  printf '%s\n' \
+    '# Written by agent-platform (scripts/ensure-deps.sh): the network backend its agent firewall is built for.' \
+    '[network]' \
+    'network_backend = "netavark"' | $sudo_cmd tee "$conf" >/dev/null
+}
+if $want_containers; then select_netavark; fi
 
 # npm ci when node_modules is missing or older than the lockfile.
 if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then

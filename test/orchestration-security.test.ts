@@ -28,13 +28,20 @@ const portOf = (url: string) => Number(new URL(url).port);
 describe('orchestration: container security (podman)', function () {
   this.timeout(180_000);
   let control: TestControl;
+  /** A service on 0.0.0.0 that the control names as the platform's (as authz or the edge would be): reachable from the host's every address. */
+  let platformService: Server;
 
   before(async () => {
-    control = await startControl({}, { orchestrate: true });
+    platformService = createServer((_, res) => res.end('platform-only'));
+    await new Promise<void>((resolve) => platformService.listen(0, '0.0.0.0', resolve));
+    const port = (platformService.address() as AddressInfo).port;
+    control = await startControl({ PODMAN_PROTECTED_ENDPOINTS: `127.0.0.1:${port}` }, { orchestrate: true });
   });
 
   after(async () => {
     await control?.close();
+    platformService?.closeAllConnections();
+    await new Promise((resolve) => platformService?.close(resolve));
   });
 
   it('runs a replica without added capabilities, without new privileges, and with the limits of its deploy', async () => {
@@ -74,14 +81,18 @@ describe('orchestration: container security (podman)', function () {
     assert.ok((host.SecurityOpt ?? []).some((opt: string) => /no-new-privileges/.test(opt)), `SecurityOpt: ${JSON.stringify(host.SecurityOpt)}`);
     assert.equal(host.Privileged, false);
 
-    const bindings = Object.values(host.PortBindings ?? {}).flat() as { HostIp: string; HostPort: string }[];
-    assert.ok(bindings.length > 0, 'the port is published');
-    for (const binding of bindings) assert.equal(binding.HostIp, '127.0.0.1', `published on ${binding.HostIp}`);
-    assert.ok(Object.keys(host.PortBindings).every((port) => port === '8080/tcp'), `published ports: ${Object.keys(host.PortBindings)}`);
-    assert.equal(replica.address, `127.0.0.1:${bindings[0]!.HostPort}`);
+    // Nothing is published on the host: a local process could reach a private agent without its key.
+    assert.deepEqual(Object.keys(host.PortBindings ?? {}), [], `published ports: ${JSON.stringify(host.PortBindings)}`);
+    const published = await podman(control, ['port', replica.id]);
+    assert.equal(published.code, 0, published.stderr);
+    assert.equal(published.stdout.trim(), '', `podman port lists: ${published.stdout}`);
+    // The edge reaches the replica at its address on the agent's network.
+    const ip = info.NetworkSettings.Networks[`agent-${id}`]?.IPAddress;
+    assert.ok(ip, `no address on agent-${id}: ${JSON.stringify(info.NetworkSettings.Networks)}`);
+    assert.equal(replica.address, `${ip}:8080`);
 
     const health = await fetch(`http://${replica.address}/health`);
-    assert.equal(health.status, 200);
+    assert.equal(health.status, 200, 'the host reaches the replica on its network');
     assert.equal(await control.request('DELETE', `/agents/${id}`, { token }).then((r) => r.status), 204);
   });
 
@@ -219,52 +230,57 @@ describe('orchestration: container security (podman)', function () {
       }
     });
 
-    // busybox's `wget -T` crashes on this host, so HTTP goes through `nc -w 3` (a 3 s connect/read deadline).
-    const reachable = async (replicaId: string, host: string, port: number, path = '/') => {
-      const script = `printf 'GET ${path} HTTP/1.0\\r\\nHost: ${host}\\r\\n\\r\\n' | nc -w 3 ${host} ${port}`;
-      const result = await execIn(control, replicaId, script, 30_000);
-      return { ok: result.code === 0 && /^HTTP\/1\.[01] 200/.test(result.stdout), output: result.stdout + result.stderr };
-    };
+    /**
+     * The effect the rules must have, from inside a replica: does a TCP connection to
+     * host:port open? (`nc -w 3`: connect deadline 3 s; refused, reset, unreachable or
+     * timed out all count as not opened.) No HTTP: a service that opens the connection
+     * but answers oddly is still reachable.
+     */
     const connects = async (replicaId: string, host: string, port: number) => {
-      const result = await execIn(control, replicaId, `nc -w 3 ${host} ${port} </dev/null && echo CONNECTED || echo REFUSED`, 30_000);
-      return result.stdout.includes('CONNECTED');
+      const result = await execIn(control, replicaId, `nc -w 3 ${host} ${port} </dev/null >/dev/null 2>&1 && echo CONNECTED || echo NOT-CONNECTED`, 30_000);
+      assert.match(result.stdout, /CONNECTED/, `nc did not run in ${replicaId}: ${result.stderr}`);
+      return !result.stdout.includes('NOT-CONNECTED');
     };
 
-    it('keeps a replica from other agents, host services on 127.0.0.1 and the metadata service, not from the outside', async () => {
+    const networkOf = async (agentId: string, replicaId: string) => {
+      const info = await inspect(control, replicaId);
+      const network = info.NetworkSettings?.Networks?.[`agent-${agentId}`] as { IPAddress: string; Gateway: string } | undefined;
+      assert.ok(network?.IPAddress && network.Gateway, `${replicaId} has no address on agent-${agentId}: ${JSON.stringify(info.NetworkSettings?.Networks)}`);
+      return network;
+    };
+
+    it('keeps a replica from other agents, the platform\'s services and the metadata service, not from the outside', async () => {
       const { token } = await control.signUp();
       const [a, b] = await Promise.all([createRunningAgent(control, token), createRunningAgent(control, token)]);
+      const netA = await networkOf(a.id, a.replica.id);
+      const netB = await networkOf(b.id, b.replica.id);
 
-      const infoB = await inspect(control, b.replica.id);
-      const networksB = Object.values(infoB.NetworkSettings?.Networks ?? {}) as { IPAddress: string }[];
-      const ipB = networksB.map((n) => n.IPAddress).find(Boolean);
-      assert.ok(ipB, `B's replica has no IP: ${JSON.stringify(infoB.NetworkSettings?.Networks)}`);
-      // B does serve on that address: from inside its own replica it answers.
-      assert.equal((await reachable(b.replica.id, ipB, 8080, '/health')).ok, true, 'B answers on its own IP');
-      const crossAgent = await reachable(a.replica.id, ipB, 8080, '/health');
-      assert.equal(crossAgent.ok, false, `A reached B: ${crossAgent.output}`);
+      // B listens on its address (its own replica connects), yet A cannot open a connection there.
+      assert.equal(await connects(b.replica.id, netB.IPAddress, 8080), true, 'B does not listen on its own address');
+      assert.equal(await connects(a.replica.id, netB.IPAddress, 8080), false, `A opened a connection to B at ${netB.IPAddress}:8080`);
 
-      const loopbackPort = await serve('127.0.0.1', 'loopback-only');
+      // nc can tell an open port: a host service on 0.0.0.0 that is not the platform's stays
+      // reachable (in tests it stands for the internet, e.g. a fake LLM provider).
       const openPort = await serve('0.0.0.0', 'open-to-all');
-      const open = await reachable(a.replica.id, 'host.containers.internal', openPort);
-      assert.equal(open.ok, true, `a host service on 0.0.0.0 is not reachable: ${open.output}`);
-      assert.ok(open.output.includes('open-to-all'));
-      const loopback = await reachable(a.replica.id, 'host.containers.internal', loopbackPort);
-      assert.equal(loopback.ok, false, `a host service on 127.0.0.1 is reachable: ${loopback.output}`);
+      for (const host of ['host.containers.internal', netA.Gateway]) {
+        assert.equal(await connects(a.replica.id, host, openPort), true, `a host service on 0.0.0.0 is not reachable at ${host}`);
+      }
 
-      const metadata = await reachable(a.replica.id, '169.254.169.254', 80, '/latest/meta-data/');
-      assert.equal(metadata.ok, false, `the metadata address answered: ${metadata.output}`);
-
-      // nc itself can tell an open port from a closed one...
-      assert.equal(await connects(a.replica.id, 'host.containers.internal', openPort), true, 'nc reaches the open service');
-      // ...and the platform's own services (bound to 127.0.0.1) are out of reach.
+      // The platform's services, on 127.0.0.1 (Postgres, Redis, the control API) or on 0.0.0.0
+      // (the service named in PODMAN_PROTECTED_ENDPOINTS), at every host address a container routes to.
       const platformPorts = {
         postgres: portOf(process.env.TEST_TEMPLATE_DATABASE_URL!),
         redis: portOf(process.env.TEST_REDIS_URL!),
         'control API': portOf(control.baseUrl),
+        'a platform service on 0.0.0.0': (platformService.address() as AddressInfo).port,
       };
       for (const [name, port] of Object.entries(platformPorts)) {
-        assert.equal(await connects(a.replica.id, 'host.containers.internal', port), false, `${name} (port ${port}) is reachable from a replica`);
+        for (const host of ['host.containers.internal', netA.Gateway]) {
+          assert.equal(await connects(a.replica.id, host, port), false, `${name} (${host}:${port}) is reachable from a replica`);
+        }
       }
+
+      assert.equal(await connects(a.replica.id, '169.254.169.254', 80), false, 'a connection to the metadata service opened');
 
       // Isolation must outlive other agents: deleting a third agent (its network and
       // replica torn down) leaves A and B as separated as before.
@@ -274,8 +290,8 @@ describe('orchestration: container security (podman)', function () {
         const left = await podman(control, ['ps', '--all', '--filter', `label=platform.agent-id=${c.id}`, '--format', '{{.Names}}']);
         return left.code === 0 && left.stdout.trim() === '' ? true : undefined;
       });
-      const afterDelete = await reachable(a.replica.id, ipB, 8080, '/health');
-      assert.equal(afterDelete.ok, false, `after another agent was deleted, A reached B: ${afterDelete.output}`);
+      assert.equal(await connects(a.replica.id, netB.IPAddress, 8080), false, 'after another agent was deleted, A opened a connection to B');
+      assert.equal(await connects(a.replica.id, '169.254.169.254', 80), false, 'after another agent was deleted, the metadata service opened');
 
       const agentA = await control.request('GET', `/agents/${a.id}`, { token });
       assert.equal(agentA.body.status, 'running');

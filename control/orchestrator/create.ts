@@ -6,6 +6,7 @@ import { consulClient, nomadClient } from './nomad/http-client.js';
 import type { NomadSettings } from './nomad/settings.js';
 import { PodmanCli } from './podman/cli.js';
 import { PodmanDriver } from './podman/driver.js';
+import { platformEndpoints } from './podman/protected-endpoints.js';
 import { podmanGlobalArgs } from './podman/settings.js';
 import type { Orchestrator } from './types.js';
 
@@ -13,10 +14,14 @@ import type { Orchestrator } from './types.js';
 export function createOrchestrator(config: Config, clock: Clock, logger: Logger): Orchestrator {
   if (config.orchestrator === 'nomad' && config.nomad) return createNomadDriver(config.nomad, clock, logger);
   const settings = config.podman;
-  const driver = new PodmanDriver(new PodmanCli(settings.binary, podmanGlobalArgs(settings)), settings, clock, logger.child({ component: 'podman' }));
+  const driver = new PodmanDriver(new PodmanCli(settings.binary, podmanGlobalArgs(settings)), settings, clock, logger.child({ component: 'podman' }), protectedEndpointsOf(config));
   driver.start();
   return driver;
 }
+
+/** The platform's own services, which agents must not reach (the podman driver proves it at start). */
+export const protectedEndpointsOf = (config: Config) =>
+  platformEndpoints({ databaseUrl: config.databaseUrl, redisUrl: config.redisUrl, controlHost: config.host, controlPort: config.port }, []);
 
 export function createNomadDriver(settings: NomadSettings, clock: Clock, logger: Logger): NomadDriver {
   const driver = new NomadDriver(

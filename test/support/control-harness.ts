@@ -7,7 +7,7 @@ import { ManualClock, systemClock } from '../../control/clock.js';
 import { PodmanCli } from '../../control/orchestrator/podman/cli.js';
 import { PodmanDriver } from '../../control/orchestrator/podman/driver.js';
 import { podmanGlobalArgs } from '../../control/orchestrator/podman/settings.js';
-import { createNomadDriver } from '../../control/orchestrator/create.js';
+import { createNomadDriver, protectedEndpointsOf } from '../../control/orchestrator/create.js';
 import type { Orchestrator } from '../../control/orchestrator/types.js';
 import { ensureTestImage, TEST_IMAGE } from './test-image.js';
 import { loadConfig, type Config } from '../../control/config.js';
@@ -135,7 +135,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   } else if (options.orchestrate) {
     ensureTestImage(config.podman.runtime);
     // The driver lives in real time (backoff, grace periods); the manual clock is for tokens and windows.
-    const podmanDriver = new PodmanDriver(new PodmanCli(config.podman.binary, podmanGlobalArgs(config.podman)), config.podman, systemClock, logger);
+    const podmanDriver = new PodmanDriver(new PodmanCli(config.podman.binary, podmanGlobalArgs(config.podman)), config.podman, systemClock, logger, protectedEndpointsOf(config));
     podmanDriver.start();
     driver = podmanDriver;
   }

@@ -1,6 +1,4 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -8,7 +6,9 @@ import type { Clock } from '../../clock.js';
 import { randomBase62 } from '../../crypto/tokens.js';
 import type { JobEvent, JobSpec, JobStatus, LogEntry, LogQuery, Orchestrator, Replica, ReplicaMetrics, ReplicaState } from '../types.js';
 import { PodmanError, type PodmanCli } from './cli.js';
+import { NetworkIsolation, opens } from './isolation.js';
 import { parseLogOutput } from './log-lines.js';
+import type { ProtectedEndpoint } from './protected-endpoints.js';
 import { LABEL, networkName, runArguments, splitEnvironment } from './run-args.js';
 import type { PodmanSettings } from './settings.js';
 import { parsePercent, parseSize, type PodmanStatsRow } from './stats.js';
@@ -18,7 +18,8 @@ interface ContainerInfo {
   State: string;
   ExitCode: number;
   Labels: Record<string, string> | null;
-  Ports: { host_ip: string; container_port: number; host_port: number }[] | null;
+  /** Seconds since the epoch: a restarted container may have a new address. */
+  StartedAt: number;
 }
 
 interface ReplicaRecord {
@@ -26,6 +27,8 @@ interface ReplicaRecord {
   spec: JobSpec;
   state: ReplicaState;
   address: string | null;
+  /** The container start `address` was read for (ps's StartedAt). */
+  addressOf: number | null;
   restarts: number;
   restartAt: number;
   startedAt: Date | null;
@@ -61,16 +64,22 @@ export class PodmanDriver implements Orchestrator {
   /** Until the first reconcile, containers without a job may belong to agents not yet loaded: keep them. */
   private adopting = true;
   private closed = false;
-  private firewallInPlace = false;
+  private readonly isolation: NetworkIsolation;
 
   constructor(
     private readonly cli: PodmanCli,
     private readonly settings: PodmanSettings,
     private readonly clock: Clock,
     private readonly logger: Logger,
-  ) {}
+    /** What agents must not reach besides the metadata service: the platform's own services. */
+    protectedEndpoints: ProtectedEndpoint[],
+  ) {
+    this.isolation = new NetworkIsolation(cli, settings, [...protectedEndpoints, ...settings.protectedEndpoints], logger);
+  }
 
   start(): void {
+    // First in the queue: no replica starts before the host's isolation was checked.
+    void this.serial(() => this.isolation.start());
     this.timer = setInterval(() => void this.serial(() => this.tick()), this.settings.pollIntervalMs);
   }
 
@@ -107,6 +116,7 @@ export class PodmanDriver implements Orchestrator {
       const containers = await this.containers([`${LABEL.agentId}=${agentId}`]);
       await this.removeContainers(containers.map((c) => c.Names[0]!));
       await this.cli.run(['network', 'rm', '--force', networkName(agentId)]).catch(() => undefined);
+      await this.isolation.release(networkName(agentId));
       this.notify([agentId]);
     });
   }
@@ -182,6 +192,7 @@ export class PodmanDriver implements Orchestrator {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     await this.queue.catch(() => undefined);
+    await this.isolation.close();
   }
 
   /** Runs `work` after everything queued before it; a failure is logged, never breaks the queue. */
@@ -219,6 +230,7 @@ export class PodmanDriver implements Orchestrator {
       spec: { ...job.spec, version },
       state: container.State === 'running' ? 'starting' : 'restarting',
       address: null,
+      addressOf: null,
       restarts: 0,
       restartAt: 0,
       startedAt: this.clock.now(),
@@ -262,11 +274,16 @@ export class PodmanDriver implements Orchestrator {
     if (record.state === 'failed' || record.state === 'crashed' || record.state === 'stopping') return;
     const now = this.clock.now().getTime();
     if (container?.State === 'running') {
-      const port = container.Ports?.find((p) => p.container_port === record.spec.port)?.host_port;
-      record.address = port ? `127.0.0.1:${port}` : null;
+      // No port is published: the edge reaches the replica at its address on the agent's network.
+      if (record.addressOf !== container.StartedAt) {
+        const ip = await this.addressOnNetwork(record);
+        record.address = ip ? `${ip}:${record.spec.port}` : null;
+        record.addressOf = ip ? container.StartedAt : null;
+      }
       if (record.state !== 'running') {
         const graceOver = now - (record.startedAt?.getTime() ?? now) >= this.settings.startGraceMs;
-        if ((port && (await acceptsConnections(port))) || graceOver) {
+        const [host, port] = splitAddress(record.address);
+        if ((host && (await opens(host, port))) || graceOver) {
           record.state = 'running';
           this.event(job.spec.agentId, record.id, 'ready', graceOver ? 'start grace period over: routed without a listening port' : 'port accepts connections');
         } else {
@@ -282,6 +299,7 @@ export class PodmanDriver implements Orchestrator {
     // It ran and now it does not: count the exit, then wait out the backoff or give up.
     record.restarts += 1;
     record.address = null;
+    record.addressOf = null;
     const reason = container ? `exited with code ${container.ExitCode}` : 'container disappeared';
     if (record.restarts > this.settings.restartBudget) {
       record.state = 'crashed';
@@ -297,6 +315,7 @@ export class PodmanDriver implements Orchestrator {
   private async restart(job: Job, record: ReplicaRecord, exists: boolean): Promise<void> {
     record.busy = true;
     try {
+      await this.isolation.secure(networkName(record.spec.agentId));
       if (exists) await this.cli.run(['start', record.id]);
       else await this.runContainer(record);
       record.state = 'starting';
@@ -323,6 +342,7 @@ export class PodmanDriver implements Orchestrator {
       spec,
       state: 'pending',
       address: null,
+      addressOf: null,
       restarts: 0,
       restartAt: 0,
       startedAt: null,
@@ -369,37 +389,22 @@ export class PodmanDriver implements Orchestrator {
     }
   }
 
+  /** The agent's network, created when missing; a replica runs there only once its isolation is proven. */
   private async ensureNetwork(agentId: string): Promise<void> {
     const name = networkName(agentId);
     const exists = await this.cli.run(['network', 'exists', name]).then(() => true, () => false);
     if (!exists) {
       await this.cli.run(['network', 'create', '--opt', 'isolate=true', '--label', `${LABEL.instance}=${this.settings.instance}`, '--label', `${LABEL.agentId}=${agentId}`, name]);
     }
-    await this.enforceFirewall(!exists);
+    await this.isolation.secure(name);
   }
 
-  /**
-   * Agent networks may reach the internet, but not each other nor the cloud metadata
-   * service. netavark's own isolation is not enough: removing one isolated network drops
-   * the FORWARD jump that isolates all the others. So two rules of ours go first in
-   * FORWARD, and again after each new network, whose rules netavark puts at the top.
-   */
-  private async enforceFirewall(networkCreated: boolean): Promise<void> {
-    if (!this.settings.firewall || (this.firewallInPlace && !networkCreated)) return;
-    const rules = [
-      ['-i', 'podman+', '-o', 'podman+', '-j', 'REJECT'],
-      ['-i', 'podman+', '-d', '169.254.0.0/16', '-j', 'REJECT'],
-    ];
-    const iptables = (args: string[]) => new Promise<boolean>((resolve) => execFile('iptables', args, { timeout: 10_000 }, (error) => resolve(!error)));
-    let inPlace = true;
-    for (const rule of rules.reverse()) {
-      while (await iptables(['-D', 'FORWARD', ...rule])) {
-        // remove every earlier copy so exactly one sits at the top
-      }
-      inPlace = (await iptables(['-I', 'FORWARD', '1', ...rule])) && inPlace;
-    }
-    this.firewallInPlace = inPlace;
-    if (!inPlace) this.logger.warn('could not add the iptables rules that keep agents apart and away from 169.254.169.254');
+  /** The replica's IPv4 address on its agent's network, or null while podman shows none. */
+  private async addressOnNetwork(record: ReplicaRecord): Promise<string | null> {
+    const rows = await this.cli
+      .json<{ NetworkSettings?: { Networks?: Record<string, { IPAddress?: string }> } }[]>(['container', 'inspect', record.id])
+      .catch(() => []);
+    return rows[0]?.NetworkSettings?.Networks?.[networkName(record.spec.agentId)]?.IPAddress || null;
   }
 
   private async stop(job: Job, records: ReplicaRecord[], why: string): Promise<void> {
@@ -407,6 +412,7 @@ export class PodmanDriver implements Orchestrator {
     for (const record of records) {
       record.state = 'stopping';
       record.address = null;
+      record.addressOf = null;
       this.event(job.spec.agentId, record.id, 'stopping', why);
     }
     if (routed && this.settings.drainMs > 0) {
@@ -427,7 +433,10 @@ export class PodmanDriver implements Orchestrator {
   private async removeStrayNetworks(): Promise<void> {
     const networks = await this.cli.json<{ name: string; labels?: Record<string, string> }[]>(['network', 'ls', '--filter', `label=${LABEL.instance}=${this.settings.instance}`, '--format', 'json']).catch(() => []);
     const stray = networks.filter((n) => !this.jobs.has(n.labels?.[LABEL.agentId] ?? '')).map((n) => n.name);
-    for (const name of stray) await this.cli.run(['network', 'rm', '--force', name]).catch(() => undefined);
+    for (const name of stray) {
+      await this.cli.run(['network', 'rm', '--force', name]).catch(() => undefined);
+      await this.isolation.release(name);
+    }
   }
 
   private containers(extraLabels: string[] = []): Promise<ContainerInfo[]> {
@@ -466,15 +475,9 @@ const fingerprint = (job: Job) =>
 
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
-function acceptsConnections(port: number): Promise<boolean> {
-  return new Promise((resolve) => {
-    const socket = connect({ port, host: '127.0.0.1', timeout: 500 });
-    const done = (open: boolean) => {
-      socket.destroy();
-      resolve(open);
-    };
-    socket.once('connect', () => done(true));
-    socket.once('error', () => done(false));
-    socket.once('timeout', () => done(false));
-  });
+/** `ip:port` → [ip, port]; [null, 0] for no address. */
+function splitAddress(address: string | null): [string | null, number] {
+  if (!address) return [null, 0];
+  const colon = address.lastIndexOf(':');
+  return [address.slice(0, colon), Number(address.slice(colon + 1))];
 }

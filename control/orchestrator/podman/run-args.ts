@@ -59,7 +59,9 @@ export function splitEnvironment(spec: JobSpec): { fileContent: string; inherite
 /**
  * The `podman run` arguments of one replica, with SPEC.md's container requirements:
  * no capability beyond the default set, no new privileges, 512 processes, the cpu and
- * memory limits, its agent's own network, and the port published on 127.0.0.1 only.
+ * memory limits and its agent's own network. No port is published on the host (a local
+ * process could reach a private agent without its key): the edge connects to the
+ * replica's address on the agent's network.
  */
 export function runArguments({ replicaId, spec, envFile }: ReplicaLaunch, settings: PodmanSettings): string[] {
   return [
@@ -78,7 +80,6 @@ export function runArguments({ replicaId, spec, envFile }: ReplicaLaunch, settin
     '--cpus', String(spec.cpu),
     '--memory', `${spec.memoryMb}m`,
     '--memory-swap', `${spec.memoryMb}m`,
-    '--publish', `127.0.0.1::${spec.port}`,
     '--env-file', envFile,
     ...Object.keys(splitEnvironment(spec).inherited).flatMap((key) => ['--env', key]),
     '--stop-timeout', String(settings.stopTimeoutSeconds),

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { parseEndpointList, type ProtectedEndpoint } from './protected-endpoints.js';
 
 /** How containers are run on this host; detected once at start, each overridable. */
 export interface PodmanSettings {
@@ -24,8 +25,19 @@ export interface PodmanSettings {
   restartBackoffMaxMs: number;
   /** How often containers are inspected. */
   pollIntervalMs: number;
-  /** Firewall rules that keep agent networks apart and away from 169.254.0.0/16 (needs root and iptables). */
+  /**
+   * The nftables table that fences agent networks (firewall-rules.ts; needs root and nft).
+   * Off or on, isolation is checked by its effect before any replica runs.
+   */
   firewall: boolean;
+  /** `--network-backend` for every podman command; null leaves podman's configured one (ensure-deps selects netavark). */
+  networkBackend: 'netavark' | 'cni' | null;
+  /** A static busybox: the isolation probe's only program, so it needs no image. */
+  probeBusybox: string;
+  /** How long one connect of the isolation probe may take before it counts as not opened. */
+  probeConnectTimeoutSeconds: number;
+  /** More `host:port` the agents must not reach besides Postgres, Redis and the control API (authz, the edge, ...). */
+  protectedEndpoints: ProtectedEndpoint[];
   /** How long a replica leaves the routing set before it is stopped, so requests in flight finish. */
   drainMs: number;
   /** Seconds a replica gets to stop after SIGTERM. */
@@ -89,10 +101,23 @@ export function detectPodmanSettings(env: Env): PodmanSettings {
     restartBackoffBaseMs: numberFrom(env, 'RESTART_BACKOFF_BASE_MS', 1000),
     restartBackoffMaxMs: numberFrom(env, 'RESTART_BACKOFF_MAX_MS', 30_000),
     pollIntervalMs: numberFrom(env, 'PODMAN_POLL_INTERVAL_MS', 1000),
-    firewall: (env.PODMAN_FIREWALL ?? 'true') !== 'false' && process.getuid?.() === 0 && has('iptables'),
+    firewall: (env.PODMAN_FIREWALL ?? 'true') !== 'false' && process.getuid?.() === 0 && has('nft'),
+    networkBackend: networkBackendFrom(env.PODMAN_NETWORK_BACKEND),
+    probeBusybox: env.PODMAN_PROBE_BUSYBOX || '/bin/busybox',
+    probeConnectTimeoutSeconds: Math.max(1, Math.round(numberFrom(env, 'PODMAN_PROBE_TIMEOUT_SECONDS', 2))),
+    protectedEndpoints: parseEndpointList(env.PODMAN_PROTECTED_ENDPOINTS ?? ''),
     drainMs: numberFrom(env, 'DRAIN_SECONDS', 2) * 1000,
     stopTimeoutSeconds: numberFrom(env, 'STOP_TIMEOUT_SECONDS', 10),
   };
 }
 
-export const podmanGlobalArgs = (settings: PodmanSettings) => (settings.runtime ? ['--runtime', settings.runtime] : []);
+function networkBackendFrom(value: string | undefined): PodmanSettings['networkBackend'] {
+  if (!value) return null;
+  if (value !== 'netavark' && value !== 'cni') throw new Error(`PODMAN_NETWORK_BACKEND: netavark or cni, got "${value}"`);
+  return value;
+}
+
+export const podmanGlobalArgs = (settings: PodmanSettings) => [
+  ...(settings.runtime ? ['--runtime', settings.runtime] : []),
+  ...(settings.networkBackend ? ['--network-backend', settings.networkBackend] : []),
+];

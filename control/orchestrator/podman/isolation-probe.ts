@@ -1,0 +1,84 @@
+import type { ResolvedEndpoint } from './protected-endpoints.js';
+
+/** One TCP connect the probe makes from inside an agent network, and what must happen. */
+export interface ProbeTarget {
+  label: string;
+  host: string;
+  port: number;
+  /** `closed`: the connection must not open (refused, reset or timed out). `open`: the probe's own check that it can tell. */
+  expect: 'open' | 'closed';
+}
+
+export const METADATA = { host: '169.254.169.254', port: 80 } as const;
+
+export interface ProbeLayout {
+  /** The probe container's own listener: a connect that must open, or the probe proves nothing. */
+  self: { host: string; port: number };
+  /** The network's gateway: the host as its containers see it. */
+  gateway: string | null;
+  /** The host's other addresses a container can route to (its LAN address, ...). */
+  hostAddresses: string[];
+  endpoints: ResolvedEndpoint[];
+  /** A listener on another agent-like network (the canary); null when probing the canary's own network. */
+  otherNetwork: { host: string; port: number } | null;
+}
+
+/** Every connect of one probe: the metadata service, each platform port at each host address, another network. */
+export function probeTargets(layout: ProbeLayout): ProbeTarget[] {
+  const targets: ProbeTarget[] = [
+    { label: 'the probe itself', ...layout.self, expect: 'open' },
+    { label: 'the metadata service', ...METADATA, expect: 'closed' },
+  ];
+  const hostNames = [...new Set([layout.gateway, 'host.containers.internal', ...layout.hostAddresses].filter((h): h is string => Boolean(h)))];
+  for (const endpoint of layout.endpoints) {
+    if (endpoint.onHost) for (const host of hostNames) targets.push({ label: endpoint.name, host, port: endpoint.port, expect: 'closed' });
+    for (const host of endpoint.remoteAddresses) targets.push({ label: endpoint.name, host, port: endpoint.port, expect: 'closed' });
+  }
+  if (layout.otherNetwork) targets.push({ label: 'another agent network', ...layout.otherNetwork, expect: 'closed' });
+  return targets;
+}
+
+/**
+ * A busybox sh script: waits (up to ~3 s) for the probe's own listener, then connects
+ * to every target at once with `nc -w`, one line per target ("<index> open|closed"),
+ * then "done". Targets come as arguments `host:port`, the first being the listener.
+ */
+export const probeScript = (connectTimeoutSeconds: number) => `
+bb=/bin/busybox
+n=0
+until $bb nc -w 1 "\${1%:*}" "\${1##*:}" </dev/null >/dev/null 2>&1; do
+  n=$((n+1)); [ $n -ge 30 ] && break; $bb sleep 0.1
+done
+i=0
+for t in "$@"; do
+  ( if $bb nc -w ${connectTimeoutSeconds} "\${t%:*}" "\${t##*:}" </dev/null >/dev/null 2>&1; then echo "$i open"; else echo "$i closed"; fi ) &
+  i=$((i+1))
+done
+wait
+echo done
+`;
+
+export const probeArguments = (targets: ProbeTarget[]) => targets.map((t) => `${t.host}:${t.port}`);
+
+/**
+ * What the probe's output says is wrong, one sentence per problem; empty when every
+ * target behaved as expected. Output that is cut short is a problem too: fail closed.
+ */
+export function probeProblems(targets: ProbeTarget[], output: string): string[] {
+  const seen = new Map<number, string>();
+  for (const match of output.matchAll(/^(\d+) (open|closed)$/gm)) seen.set(Number(match[1]), match[2]!);
+  if (!/^done$/m.test(output) || seen.size !== targets.length) {
+    return [`the probe did not report on every connect (${seen.size} of ${targets.length}): ${output.trim().slice(-200) || 'no output'}`];
+  }
+  const problems: string[] = [];
+  targets.forEach((target, index) => {
+    const result = seen.get(index);
+    if (result === target.expect) return;
+    problems.push(
+      target.expect === 'open'
+        ? `the probe could not connect to its own listener (${target.host}:${target.port}), so its other results mean nothing`
+        : `${target.label} at ${target.host}:${target.port} is reachable`,
+    );
+  });
+  return problems;
+}

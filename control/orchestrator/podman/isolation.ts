@@ -1,0 +1,276 @@
+import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { connect } from 'node:net';
+import { networkInterfaces, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { randomBase62 } from '../../crypto/tokens.js';
+import type { PodmanCli } from './cli.js';
+import { AgentFirewall, nftRunner } from './firewall.js';
+import { probeArguments, probeProblems, probeScript, probeTargets } from './isolation-probe.js';
+import { resolveEndpoints, type ProtectedEndpoint, type ResolvedEndpoint } from './protected-endpoints.js';
+import { LABEL } from './run-args.js';
+import type { PodmanSettings } from './settings.js';
+
+/** Agents would not be isolated on this network (or on this host): no replica may run there. */
+export class IsolationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'IsolationError';
+  }
+}
+
+interface NetworkInfo {
+  name: string;
+  id: string;
+  network_interface?: string;
+  subnets?: { subnet: string; gateway?: string }[];
+  labels?: Record<string, string>;
+}
+
+/** Labels the canary and probe containers and the canary network: not agents, never adopted or swept as strays. */
+const ISOLATION_LABEL = 'platform.isolation';
+const LISTENER_PORT = 8080;
+
+/**
+ * Keeps agents from the metadata service, the platform's services and each other, and
+ * proves it by effect (issue 13): a firewall of its own (firewall.ts) whatever podman's
+ * network backend, then, before any replica runs on a network, a throwaway container on
+ * that network tries TCP connects that must not open. A network passes once (cached by
+ * its id); a failure is never cached, and every replica on that network is refused.
+ *
+ * The canary is a listener on an agent-like network of its own, so "another agent's
+ * network" has something to answer. At start the host is checked from the canary's network.
+ */
+export class NetworkIsolation {
+  private firewall: AgentFirewall | null = null;
+  private backend = 'unknown';
+  private readonly verified = new Map<string, string>();
+  private endpoints: ResolvedEndpoint[] = [];
+  private rootfs: string | null = null;
+  private canary: { network: string; container: string; host: string } | null = null;
+  /** Why the host as a whole failed its check; null once it passed. */
+  private hostProblem: string | null = 'the isolation check has not run yet';
+
+  constructor(
+    private readonly cli: PodmanCli,
+    private readonly settings: PodmanSettings,
+    private readonly protectedEndpoints: ProtectedEndpoint[],
+    private readonly logger: Logger,
+  ) {}
+
+  private get canaryNetwork() {
+    return `platform-canary-${this.settings.instance}`;
+  }
+
+  /**
+   * At driver start: fences the networks this installation already has (agents that kept
+   * running while the control API was down), then checks the host from the canary's network.
+   * Never throws: a failure is logged loudly and refuses every replica until a check passes.
+   */
+  async start(): Promise<void> {
+    try {
+      this.backend = (await this.cli.run(['info', '--format', '{{.Host.NetworkBackend}}'])).stdout.trim() || 'unknown';
+      // The table names its backend: a podman on another backend cannot see our networks, so must not judge the table stale.
+      if (this.settings.firewall && !this.firewall) this.firewall = new AgentFirewall({ instance: this.settings.instance, backend: this.backend }, nftRunner());
+      this.endpoints = await resolveEndpoints(this.protectedEndpoints, localAddresses());
+      this.firewall?.setEndpoints(this.endpoints);
+      const ours = await this.networks(`${LABEL.instance}=${this.settings.instance}`);
+      for (const network of ours) await this.fence(network);
+      const stale = await this.firewall?.removeStale(async (instance) => (await this.networks(`${LABEL.instance}=${instance}`)).length > 0);
+      if (stale?.length) this.logger.info({ instances: stale }, 'removed the agent firewall tables of installations with no network left');
+      await this.checkHost();
+    } catch (error) {
+      this.refuse(`the isolation check could not run: ${describe(error)}`);
+    }
+  }
+
+  /** Throws IsolationError unless agents on `network` provably reach none of what they must not. */
+  async secure(network: string): Promise<void> {
+    if (this.hostProblem) {
+      // Checked again at each deploy, so a host fixed by hand needs no restart.
+      await this.start();
+      if (this.hostProblem) throw new IsolationError(this.hostProblem);
+    }
+    const [info] = await this.networks(undefined, network);
+    if (!info) throw new IsolationError(`network ${network} does not exist`);
+    await this.fence(info);
+    if (this.verified.get(network) === info.id) return;
+    const problems = await this.probe(info, this.canary);
+    if (problems.length > 0) {
+      const message = `agents on ${network} would not be isolated: ${problems.join('; ')}`;
+      this.logger.error({ network, problems }, `AGENT ISOLATION CHECK FAILED: ${message}. No replica runs there until it passes.`);
+      throw new IsolationError(`${message}. No replica runs there until it passes (docs/orchestration.md, "Isolation check")`);
+    }
+    this.verified.set(network, info.id);
+  }
+
+  /** After the network is removed: its bridge leaves the firewall. */
+  async release(network: string): Promise<void> {
+    this.verified.delete(network);
+    await this.firewall?.unfence(network);
+  }
+
+  /** Removes the canary; the firewall stays, since replicas may outlive this process. */
+  async close(): Promise<void> {
+    await this.cli.run(['rm', '--force', '--time', '0', this.canaryContainer()]).catch(() => undefined);
+    await this.cli.run(['network', 'rm', '--force', this.canaryNetwork]).catch(() => undefined);
+    await this.release(this.canaryNetwork).catch(() => undefined);
+    if (this.rootfs) rmSync(this.rootfs, { recursive: true, force: true });
+    this.rootfs = null;
+  }
+
+  private canaryContainer() {
+    return `platform-canary-${this.settings.instance}`;
+  }
+
+  private refuse(problem: string): void {
+    this.hostProblem = problem;
+    this.logger.error({ problem }, `AGENT ISOLATION CHECK FAILED: ${problem}. No agent replica will run until it passes.`);
+  }
+
+  private async checkHost(): Promise<void> {
+    this.canary = await this.startCanary();
+    // The edge and health checks reach replicas at their network address: the host must route there.
+    if (!(await opensWithin(this.canary.host, LISTENER_PORT, 5_000))) {
+      this.refuse(`the host cannot reach a container at its address on its network (${this.canary.host}:${LISTENER_PORT}), so the edge could not reach replicas`);
+      return;
+    }
+    const [info] = await this.networks(undefined, this.canaryNetwork);
+    const problems = info ? await this.probe(info, null) : ['the canary network vanished'];
+    if (problems.length > 0) {
+      this.refuse(`agents would not be isolated on this host: ${problems.join('; ')}`);
+      return;
+    }
+    if (this.hostProblem) this.logger.info({ backend: this.backend, firewall: this.settings.firewall }, 'agent isolation checked: metadata service, platform services and other networks out of reach');
+    this.hostProblem = null;
+  }
+
+  /** The canary network (created like an agent's) with a listener on it; reused when it already runs. */
+  private async startCanary(): Promise<{ network: string; container: string; host: string }> {
+    const network = this.canaryNetwork;
+    const container = this.canaryContainer();
+    const exists = await this.cli.run(['network', 'exists', network]).then(() => true, () => false);
+    if (!exists) {
+      await this.cli.run(['network', 'create', '--opt', 'isolate=true', '--label', `${ISOLATION_LABEL}=${this.settings.instance}`, network]);
+    }
+    const [info] = await this.networks(undefined, network);
+    if (info) await this.fence(info);
+    const running = await this.cli
+      .json<{ State?: { Running?: boolean } }[]>(['container', 'inspect', container])
+      .then((rows) => rows[0]?.State?.Running === true, () => false);
+    if (!running) await this.cli.run(this.listenerArguments(container, network, ['--replace']), 60_000);
+    return { network, container, host: await this.addressOf(container, network) };
+  }
+
+  /** Connects from a throwaway container on `network`; the problems found (none: isolated). */
+  private async probe(info: NetworkInfo, other: { host: string } | null): Promise<string[]> {
+    const container = `platform-probe-${randomBase62(8).toLowerCase()}`;
+    try {
+      await this.cli.run(this.listenerArguments(container, info.name, []), 60_000);
+      const self = await this.addressOf(container, info.name);
+      const podmanSubnets = (await this.networks()).flatMap((n) => (n.subnets ?? []).map((s) => s.subnet));
+      const targets = probeTargets({
+        self: { host: self, port: LISTENER_PORT },
+        gateway: info.subnets?.[0]?.gateway ?? null,
+        hostAddresses: [...localAddresses()].filter((a) => !a.startsWith('127.') && !podmanSubnets.some((s) => inSubnet(a, s))),
+        endpoints: this.endpoints,
+        otherNetwork: other && info.name !== this.canaryNetwork ? { host: other.host, port: LISTENER_PORT } : null,
+      });
+      const timeoutMs = (this.settings.probeConnectTimeoutSeconds + 10) * 1000;
+      const { stdout } = await this.cli.run(['exec', container, '/bin/busybox', 'sh', '-c', probeScript(this.settings.probeConnectTimeoutSeconds), 'probe', ...probeArguments(targets)], timeoutMs);
+      return probeProblems(targets, stdout);
+    } catch (error) {
+      return [`the probe container could not run (${describe(error)})`];
+    } finally {
+      await this.cli.run(['rm', '--force', '--time', '0', container]).catch(() => undefined);
+    }
+  }
+
+  /** A container that only listens on LISTENER_PORT, from a busybox-only root: no image needed. */
+  private listenerArguments(name: string, network: string, extra: string[]): string[] {
+    return [
+      'run', '--detach', ...extra,
+      '--name', name,
+      '--label', `${ISOLATION_LABEL}=${this.settings.instance}`,
+      '--network', network,
+      '--user', '65534:65534',
+      '--cap-drop', 'all',
+      '--security-opt', 'no-new-privileges',
+      '--pids-limit', '64',
+      '--memory', '32m',
+      '--ulimit', `nofile=${Math.min(this.settings.nofileLimit, 1024)}:${Math.min(this.settings.nofileLimit, 1024)}`,
+      '--ulimit', `nproc=${this.settings.nprocLimit}:${this.settings.nprocLimit}`,
+      // --rootfs is a switch: the first argument after the options is then a directory, not an image.
+      '--rootfs', this.probeRoot(),
+      '/bin/busybox', 'httpd', '-f', '-p', String(LISTENER_PORT), '-h', '/www',
+    ];
+  }
+
+  private probeRoot(): string {
+    if (this.rootfs) return this.rootfs;
+    const root = mkdtempSync(join(tmpdir(), 'platform-probe-root-'));
+    chmodSync(root, 0o755);
+    for (const dir of ['bin', 'www']) mkdirSync(join(root, dir), { mode: 0o755 });
+    copyFileSync(this.settings.probeBusybox, join(root, 'bin/busybox'));
+    chmodSync(join(root, 'bin/busybox'), 0o755);
+    this.rootfs = root;
+    return root;
+  }
+
+  private async addressOf(container: string, network: string): Promise<string> {
+    const [info] = await this.cli.json<{ NetworkSettings?: { Networks?: Record<string, { IPAddress?: string }> } }[]>(['container', 'inspect', container]);
+    const address = info?.NetworkSettings?.Networks?.[network]?.IPAddress;
+    if (!address) throw new Error(`${container} has no address on ${network}`);
+    return address;
+  }
+
+  private async fence(info: NetworkInfo): Promise<void> {
+    if (!this.firewall) return;
+    if (!info.network_interface) throw new IsolationError(`podman names no bridge interface for network ${info.name}`);
+    await this.firewall.fence({ name: info.name, iface: info.network_interface });
+  }
+
+  private networks(label?: string, name?: string): Promise<NetworkInfo[]> {
+    if (name) return this.cli.json<NetworkInfo[]>(['network', 'inspect', name]).catch(() => []);
+    return this.cli.json<NetworkInfo[]>(['network', 'ls', ...(label ? ['--filter', `label=${label}`] : []), '--format', 'json']);
+  }
+}
+
+/** This machine's IPv4 addresses. */
+function localAddresses(): Set<string> {
+  const addresses = Object.values(networkInterfaces()).flatMap((list) => list ?? []).filter((a) => a.family === 'IPv4').map((a) => a.address);
+  return new Set(addresses);
+}
+
+function inSubnet(address: string, cidr: string): boolean {
+  const [base, bits] = cidr.split('/');
+  const toInt = (ip: string) => ip.split('.').reduce((n, octet) => (n << 8) + Number(octet), 0) >>> 0;
+  if (!base || bits === undefined || base.includes(':') || address.includes(':')) return false;
+  const mask = Number(bits) === 0 ? 0 : (~0 << (32 - Number(bits))) >>> 0;
+  return (toInt(address) & mask) === (toInt(base) & mask);
+}
+
+/** Polls a TCP connect from the host until it opens or `withinMs` passes (a container's listener takes a moment). */
+async function opensWithin(host: string, port: number, withinMs: number): Promise<boolean> {
+  const deadline = Date.now() + withinMs;
+  while (Date.now() < deadline) {
+    if (await opens(host, port)) return true;
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return false;
+}
+
+export function opens(host: string, port: number, timeoutMs = 500): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host, port, timeout: timeoutMs });
+    const done = (open: boolean) => {
+      socket.destroy();
+      resolve(open);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.once('timeout', () => done(false));
+  });
+}
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
