@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startControl, type TestControl } from './support/control-harness.js';
+import { assertIsolated, assertNothingPublished } from './support/isolation-effect.js';
 import { createRunningAgent, execIn, inspect, podman, waitFor } from './support/orch-helpers.js';
 
 /**
@@ -81,16 +82,9 @@ describe('orchestration: container security (podman)', function () {
     assert.ok((host.SecurityOpt ?? []).some((opt: string) => /no-new-privileges/.test(opt)), `SecurityOpt: ${JSON.stringify(host.SecurityOpt)}`);
     assert.equal(host.Privileged, false);
 
-    // Nothing is published on the host: a local process could reach a private agent without its key.
-    assert.deepEqual(Object.keys(host.PortBindings ?? {}), [], `published ports: ${JSON.stringify(host.PortBindings)}`);
-    const published = await podman(control, ['port', replica.id]);
-    assert.equal(published.code, 0, published.stderr);
-    assert.equal(published.stdout.trim(), '', `podman port lists: ${published.stdout}`);
-    // The edge reaches the replica at its address on the agent's network.
-    const ip = info.NetworkSettings.Networks[`agent-${id}`]?.IPAddress;
-    assert.ok(ip, `no address on agent-${id}: ${JSON.stringify(info.NetworkSettings.Networks)}`);
-    assert.equal(replica.address, `${ip}:8080`);
-
+    // Nothing is published on the host (a local process could reach a private agent without
+    // its key); the edge reaches the replica at its address on the agent's network.
+    await assertNothingPublished(control, { id, agent: undefined, replica });
     const health = await fetch(`http://${replica.address}/health`);
     assert.equal(health.status, 200, 'the host reaches the replica on its network');
     assert.equal(await control.request('DELETE', `/agents/${id}`, { token }).then((r) => r.status), 204);
@@ -230,57 +224,22 @@ describe('orchestration: container security (podman)', function () {
       }
     });
 
-    /**
-     * The effect the rules must have, from inside a replica: does a TCP connection to
-     * host:port open? (`nc -w 3`: connect deadline 3 s; refused, reset, unreachable or
-     * timed out all count as not opened.) No HTTP: a service that opens the connection
-     * but answers oddly is still reachable.
-     */
-    const connects = async (replicaId: string, host: string, port: number) => {
-      const result = await execIn(control, replicaId, `nc -w 3 ${host} ${port} </dev/null >/dev/null 2>&1 && echo CONNECTED || echo NOT-CONNECTED`, 30_000);
-      assert.match(result.stdout, /CONNECTED/, `nc did not run in ${replicaId}: ${result.stderr}`);
-      return !result.stdout.includes('NOT-CONNECTED');
-    };
-
-    const networkOf = async (agentId: string, replicaId: string) => {
-      const info = await inspect(control, replicaId);
-      const network = info.NetworkSettings?.Networks?.[`agent-${agentId}`] as { IPAddress: string; Gateway: string } | undefined;
-      assert.ok(network?.IPAddress && network.Gateway, `${replicaId} has no address on agent-${agentId}: ${JSON.stringify(info.NetworkSettings?.Networks)}`);
-      return network;
-    };
-
     it('keeps a replica from other agents, the platform\'s services and the metadata service, not from the outside', async () => {
       const { token } = await control.signUp();
       const [a, b] = await Promise.all([createRunningAgent(control, token), createRunningAgent(control, token)]);
-      const netA = await networkOf(a.id, a.replica.id);
-      const netB = await networkOf(b.id, b.replica.id);
-
-      // B listens on its address (its own replica connects), yet A cannot open a connection there.
-      assert.equal(await connects(b.replica.id, netB.IPAddress, 8080), true, 'B does not listen on its own address');
-      assert.equal(await connects(a.replica.id, netB.IPAddress, 8080), false, `A opened a connection to B at ${netB.IPAddress}:8080`);
-
-      // nc can tell an open port: a host service on 0.0.0.0 that is not the platform's stays
-      // reachable (in tests it stands for the internet, e.g. a fake LLM provider).
-      const openPort = await serve('0.0.0.0', 'open-to-all');
-      for (const host of ['host.containers.internal', netA.Gateway]) {
-        assert.equal(await connects(a.replica.id, host, openPort), true, `a host service on 0.0.0.0 is not reachable at ${host}`);
-      }
-
-      // The platform's services, on 127.0.0.1 (Postgres, Redis, the control API) or on 0.0.0.0
-      // (the service named in PODMAN_PROTECTED_ENDPOINTS), at every host address a container routes to.
-      const platformPorts = {
-        postgres: portOf(process.env.TEST_TEMPLATE_DATABASE_URL!),
-        redis: portOf(process.env.TEST_REDIS_URL!),
-        'control API': portOf(control.baseUrl),
-        'a platform service on 0.0.0.0': (platformService.address() as AddressInfo).port,
+      const expectations = {
+        // On 127.0.0.1 (Postgres, Redis, the control API) or on 0.0.0.0 (the service named in PODMAN_PROTECTED_ENDPOINTS).
+        platformPorts: {
+          postgres: portOf(process.env.TEST_TEMPLATE_DATABASE_URL!),
+          redis: portOf(process.env.TEST_REDIS_URL!),
+          'control API': portOf(control.baseUrl),
+          'a platform service on 0.0.0.0': (platformService.address() as AddressInfo).port,
+        },
+        // In tests an ordinary host service stands for the internet (e.g. a fake LLM provider).
+        openHostPort: await serve('0.0.0.0', 'open-to-all'),
       };
-      for (const [name, port] of Object.entries(platformPorts)) {
-        for (const host of ['host.containers.internal', netA.Gateway]) {
-          assert.equal(await connects(a.replica.id, host, port), false, `${name} (${host}:${port}) is reachable from a replica`);
-        }
-      }
-
-      assert.equal(await connects(a.replica.id, '169.254.169.254', 80), false, 'a connection to the metadata service opened');
+      await assertIsolated(control, a, b, expectations);
+      for (const agent of [a, b]) await assertNothingPublished(control, agent);
 
       // Isolation must outlive other agents: deleting a third agent (its network and
       // replica torn down) leaves A and B as separated as before.
@@ -290,8 +249,7 @@ describe('orchestration: container security (podman)', function () {
         const left = await podman(control, ['ps', '--all', '--filter', `label=platform.agent-id=${c.id}`, '--format', '{{.Names}}']);
         return left.code === 0 && left.stdout.trim() === '' ? true : undefined;
       });
-      assert.equal(await connects(a.replica.id, netB.IPAddress, 8080), false, 'after another agent was deleted, A opened a connection to B');
-      assert.equal(await connects(a.replica.id, '169.254.169.254', 80), false, 'after another agent was deleted, the metadata service opened');
+      await assertIsolated(control, a, b, expectations);
 
       const agentA = await control.request('GET', `/agents/${a.id}`, { token });
       assert.equal(agentA.body.status, 'running');
