@@ -37,8 +37,9 @@ export class AgentFirewall {
     this.endpoints = endpoints;
   }
 
-  fence(network: FencedNetwork): Promise<void> {
-    this.networks.set(network.name, network);
+  /** Adds bridges in one change: at a restart, no running agent's bridge is left out of the table for a moment. */
+  fence(...networks: FencedNetwork[]): Promise<void> {
+    for (const network of networks) this.networks.set(network.name, network);
     return this.apply();
   }
 

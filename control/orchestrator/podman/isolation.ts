@@ -74,8 +74,7 @@ export class NetworkIsolation {
       if (this.settings.firewall && !this.firewall) this.firewall = new AgentFirewall({ instance: this.settings.instance, backend: this.backend }, nftRunner());
       this.endpoints = await resolveEndpoints(this.protectedEndpoints, localAddresses());
       this.firewall?.setEndpoints(this.endpoints);
-      const ours = await this.networks(`${LABEL.instance}=${this.settings.instance}`);
-      for (const network of ours) await this.fence(network);
+      await this.fence(...(await this.networks(`${LABEL.instance}=${this.settings.instance}`)));
       const stale = await this.firewall?.removeStale(async (instance) => (await this.networks(`${LABEL.instance}=${instance}`)).length > 0);
       if (stale?.length) this.logger.info({ instances: stale }, 'removed the agent firewall tables of installations with no network left');
       await this.checkHost();
@@ -224,10 +223,11 @@ export class NetworkIsolation {
     return address;
   }
 
-  private async fence(info: NetworkInfo): Promise<void> {
-    if (!this.firewall) return;
-    if (!info.network_interface) throw new IsolationError(`podman names no bridge interface for network ${info.name}`);
-    await this.firewall.fence({ name: info.name, iface: info.network_interface });
+  private async fence(...infos: NetworkInfo[]): Promise<void> {
+    if (!this.firewall || infos.length === 0) return;
+    const missing = infos.find((info) => !info.network_interface);
+    if (missing) throw new IsolationError(`podman names no bridge interface for network ${missing.name}`);
+    await this.firewall.fence(...infos.map((info) => ({ name: info.name, iface: info.network_interface! })));
   }
 
   private networks(label?: string, name?: string): Promise<NetworkInfo[]> {
