@@ -1,4 +1,4 @@
-import type { AllocationListStub, AllocResourceUsage, JobListStub, JobRegisterRequest, JobRegisterResponse, NomadJob, NomadJobRead, ScalingRequest } from './api-types.js';
+import type { AllocResourceUsage, JobListStub, JobRegisterRequest, JobRegisterResponse, NomadJob, NomadJobRead, ScalingRequest } from './api-types.js';
 import type { ApiClient } from './http-client.js';
 import { GROUP } from './job-spec.js';
 
@@ -21,14 +21,6 @@ export class JobsApi {
 
   async list(prefix: string): Promise<JobListStub[]> {
     return (await this.nomad.json<JobListStub[] | null>('GET', '/v1/jobs', { query: { ...this.scope, prefix } })) ?? [];
-  }
-
-  async allocations(jobId: string): Promise<AllocationListStub[]> {
-    const allocations = await this.nomad.json<AllocationListStub[] | null>('GET', `/v1/job/${encodeURIComponent(jobId)}/allocations`, {
-      query: this.scope,
-      allowNotFound: true,
-    });
-    return (allocations ?? []).filter((allocation) => allocation.TaskGroup === GROUP);
   }
 
   scale(jobId: string, count: number, message: string): Promise<unknown> {
