@@ -47,6 +47,11 @@ async function main(): Promise<void> {
     env.MASTER_KEY_FILE = keyFile;
   }
 
+  // Besides Postgres, Redis and the control API (from their settings), the podman driver
+  // fences and probes authz (gRPC and metrics), the edge and Envoy's admin: no agent may reach them.
+  env.PODMAN_PROTECTED_ENDPOINTS ??= [env.AUTHZ_GRPC_PORT ?? '7091', env.AUTHZ_METRICS_PORT ?? '7092', env.EDGE_PORT ?? '7080', '9901']
+    .map((port) => `127.0.0.1:${port}`)
+    .join(',');
   supervisor.start(node('control', 'control/main.ts', env));
   const port = env.CONTROL_PORT ?? '7070';
   const host = env.CONTROL_HOST ?? '127.0.0.1';
