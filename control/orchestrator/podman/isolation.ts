@@ -70,6 +70,9 @@ export class NetworkIsolation {
   async start(): Promise<void> {
     try {
       this.backend = (await this.cli.run(['info', '--format', '{{.Host.NetworkBackend}}'])).stdout.trim() || 'unknown';
+      if (this.backend !== 'netavark') {
+        this.logger.warn({ backend: this.backend }, 'podman uses a network backend other than netavark (scripts/ensure-deps.sh says how to switch); agents run only if their isolation is proven on it');
+      }
       // The table names its backend: a podman on another backend cannot see our networks, so must not judge the table stale.
       if (this.settings.firewall && !this.firewall) this.firewall = new AgentFirewall({ instance: this.settings.instance, backend: this.backend }, nftRunner());
       this.endpoints = await resolveEndpoints(this.protectedEndpoints, localAddresses());
