@@ -7,6 +7,11 @@ describe('nomad-jobs/agent.example.json', () => {
     assert.equal(readFileSync(EXAMPLE_PATH, 'utf8'), renderExample());
   });
 
+  it('is the job of a real agent id and slug, as the control API makes them', () => {
+    assert.match(EXAMPLE_AGENT.agentId, /^agt_[0-9A-Za-z]{20}$/, 'ids are agt_ and 20 base62 characters (docs/decisions.md)');
+    assert.match(EXAMPLE_AGENT.slug, /^[a-z0-9-]+-[a-z0-9]{8}$/, 'slugs end in 8 random characters (control/domain/slug.ts)');
+  });
+
   it('carries no secret value: the model key is only in the Variable', () => {
     const text = readFileSync(EXAMPLE_PATH, 'utf8');
     for (const value of Object.values(EXAMPLE_AGENT.secretEnv)) assert.equal(text.includes(value), false);
