@@ -74,7 +74,7 @@ describe('agents on nomad (fake cluster): secrets and the Consul watch', functio
     assert.ok(env.split('\n').includes(`SECRET_TOKEN=${secret}`), `the secret did not arrive intact:\n${env}`);
   });
 
-  it('writes the addresses Consul reports into the Redis projection, and resumes the watch with the same index after Consul fails', async () => {
+  it('writes the addresses of replicas Consul reports passing into the Redis projection, and resumes the watch with the same index after Consul fails', async () => {
     const { token } = await control.signUp();
     const agent = await createRunning(token, { name: 'watched', api_key: 'sk-test', deploy: { replicas: 1 } });
     const slug = new URL(agent.url).hostname.split('.')[0]!;
@@ -87,7 +87,8 @@ describe('agents on nomad (fake cluster): secrets and the Consul watch', functio
     assert.equal(address, status!.replicas[0]!.address);
     assert.equal((await fetch(`http://${address}/health`)).status, 200);
 
-    const healthQueries = () => cluster.requests.filter((r: any) => r.path === `/v1/health/service/agent-${agent.id}`);
+    // One watch over every agent's checks, not one per agent.
+    const healthQueries = () => cluster.requests.filter((r: any) => r.path === '/v1/health/state/any');
     const before = healthQueries().length;
     cluster.failConsul(3);
     await control.request('POST', `/agents/${agent.id}/scale`, { token, body: { direction: 'up', count: 1 } });

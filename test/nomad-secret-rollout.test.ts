@@ -43,6 +43,7 @@ describe('nomad driver: a redeploy that changes a secret rolls like any other', 
       return replicas.filter((r) => r.state === 'running' && r.version === spec.version + 1).length === 3 ? true : undefined;
     });
 
+    await waitFor('the old replicas stopped', async () => (cluster.allocations(jobId).filter((a) => old.includes(a.ID)).every((a) => a.DesiredStatus === 'stop') ? true : undefined));
     for (const allocation of cluster.allocations(jobId).filter((a) => old.includes(a.ID))) {
       const task = allocation.TaskStates.agent;
       assert.equal(task.Restarts, 0, `replica ${allocation.ID} was restarted by the Variable write`);

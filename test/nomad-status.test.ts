@@ -112,6 +112,8 @@ describe('nomad driver: allocations → replica states', () => {
     const stopping = allocation(A, 'running', { State: 'running' }, { DesiredStatus: 'stop', DesiredDescription: 'alloc not needed due to job update' });
     const stopped = allocation(B, 'complete', { State: 'dead' }, { DesiredStatus: 'stop' });
     assert.deepEqual(replicasFrom(inputs([stopping, stopped])).map((r) => [r.id, r.state]), [[A, 'stopping']]);
+    const draining = replicasFrom(inputs([stopping], { passing: new Set([A]) }));
+    assert.deepEqual(draining.map((r) => [r.state, r.address]), [['running', '10.0.0.7:24571']], 'routable until Nomad takes it out of Consul');
   });
 
   it('versions come from the job Meta of the allocation’s job version', () => {

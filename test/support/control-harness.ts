@@ -82,7 +82,7 @@ const nomadEnvironment = (cluster: NomadCluster): Record<string, string> => ({
   CONSUL_HTTP_ADDR: cluster.consulAddr,
   ...(cluster.nomadToken ? { NOMAD_TOKEN: cluster.nomadToken } : {}),
   ...(cluster.consulToken ? { CONSUL_HTTP_TOKEN: cluster.consulToken } : {}),
-  NOMAD_POLL_INTERVAL_MS: '250',
+  NOMAD_WATCH_MIN_INTERVAL_MS: '20',
   RESTART_BUDGET: '2',
   DRAIN_SECONDS: '0.5',
   STOP_TIMEOUT_SECONDS: '2',

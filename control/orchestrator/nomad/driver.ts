@@ -54,6 +54,8 @@ export class NomadDriver implements Orchestrator {
   private allocations: AllocationsByJob = new Map();
   private passing: PassingAllocations = new Set();
   private readonly watches: BlockingWatch<unknown>[];
+  /** Both watches have answered at least once. */
+  private answered = false;
 
   constructor(
     private readonly nomad: ApiClient,
@@ -74,6 +76,7 @@ export class NomadDriver implements Orchestrator {
         this.observe();
       }, logger),
     ] as BlockingWatch<unknown>[];
+    void Promise.all(this.watches.map((watch) => watch.synced)).then(() => (this.answered = true));
   }
 
   /** Starts both watches, and says loudly what in Nomad or Consul keeps agents from running. */
@@ -168,10 +171,17 @@ export class NomadDriver implements Orchestrator {
     return this.statusFrom(held, this.allocationsOf(agentId));
   }
 
-  /** Before the watches first answered there is nothing to report; a down Nomad must not hang callers for long. */
-  private firstAnswers(): Promise<unknown> {
-    const bound = new Promise((resolve) => setTimeout(resolve, this.settings.requestTimeoutMs).unref());
-    return Promise.race([Promise.all(this.watches.map((watch) => watch.synced)), bound]);
+  /**
+   * Before the watches first answered there is nothing to report; a down Nomad must not
+   * hang callers for long. Once they have, this costs nothing: status() is called in
+   * tight loops (the edge's routing refresh, tests), so no timer per call.
+   */
+  private async firstAnswers(): Promise<void> {
+    if (this.answered) return;
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, this.settings.requestTimeoutMs)));
+    await Promise.race([Promise.all(this.watches.map((watch) => watch.synced)), bound]);
+    clearTimeout(timer);
   }
 
   private allocationsOf(agentId: string): AllocationListStub[] {

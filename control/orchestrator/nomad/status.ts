@@ -9,6 +9,7 @@ import { PORT_LABEL, TASK } from './job-spec.js';
  * | Allocation (DesiredStatus / ClientStatus)      | Task `agent`                                      | Replica      |
  * |------------------------------------------------|---------------------------------------------------|--------------|
  * | stop or evict / complete, failed, lost         | –                                                 | left out     |
+ * | stop or evict / running                        | still passing in Consul (not yet deregistered)    | `running`    |
  * | stop or evict / pending, running, unknown      | –                                                 | `stopping`   |
  * | any                                            | ever a "Driver Failure" "Failed to pull …"       | `failed`     |
  * | run / failed, or task Failed                   | exited (a "Terminated" event)                     | `crashed`    |
@@ -75,7 +76,13 @@ export function replicasFrom(inputs: ReplicaInputs): Replica[] {
 
 function observe(allocation: AllocationListStub, inputs: ReplicaInputs): { state: ReplicaState; error: string | null } | null {
   const terminal = ['complete', 'failed', 'lost'].includes(allocation.ClientStatus);
-  if (allocation.DesiredStatus !== 'run') return terminal ? null : { state: 'stopping', error: null };
+  if (allocation.DesiredStatus !== 'run') {
+    if (terminal) return null;
+    // Nomad takes a stopping allocation out of Consul first, then waits the group's
+    // shutdown_delay before the signal: until Consul says so, it still serves.
+    const draining = allocation.ClientStatus === 'running' && inputs.passing.has(allocation.ID);
+    return { state: draining ? 'running' : 'stopping', error: null };
+  }
 
   const pullFailure = inputs.pullFailures.get(allocation.ID);
   if (pullFailure) return { state: 'failed', error: `image ${inputs.image} could not be pulled: ${pullFailure}` };

@@ -12,8 +12,9 @@ import { renderTaskTemplates } from './templates.js';
  * succeed when the new allocations' Consul checks pass, and scale refused while one runs.
  *
  * Simplified, on purpose (tests wait for conditions, never for these timings): checks run
- * every 300 ms whatever their Interval; MinHealthyTime and MaxParallel are not applied (a
- * new version's allocations start together, old ones stop once all new ones are healthy);
+ * every 300 ms whatever their Interval; MaxParallel is not applied (a new version's
+ * allocations start together, old ones stop once all new ones have been healthy for
+ * MinHealthyTime, capped at 500 ms);
  * a failed allocation is not rescheduled (the driver's ReschedulePolicy has Attempts 0).
  */
 type Json = Record<string, any>;
@@ -142,10 +143,23 @@ export class FakeNomadState {
       for (let i = occupying.length; i < group.Count; i += 1) void this.place(stored, group, i);
       const live = current.filter((a) => LIVE.has(a.public.ClientStatus));
       for (const extra of live.slice(group.Count).reverse()) this.stop(extra);
-      if (old.length > 0 && live.length >= group.Count && live.slice(0, group.Count).every((a) => a.healthy)) for (const a of old) this.stop(a);
+      if (old.length > 0 && live.length >= group.Count && live.slice(0, group.Count).every((a) => a.healthy)) this.replaceAfterMinHealthy(stored, group, old);
       if (group.Count === 0) for (const a of old) this.stop(a);
     }
     this.settleDeployment(stored);
+  }
+
+  /**
+   * Old allocations stop once the new ones have been healthy for the update block's
+   * MinHealthyTime (capped here at 500 ms so tests stay quick), as a deployment does:
+   * there is always a healthy replica to route to.
+   */
+  private replaceAfterMinHealthy(stored: StoredJob, group: Json, old: Allocation[]): void {
+    const wait = Math.min((group.Update?.MinHealthyTime ?? 0) / 1e6, 500);
+    setTimeout(() => {
+      if (this.closed || this.jobs.get(stored.job.ID) !== stored) return;
+      for (const alloc of old) this.stop(alloc);
+    }, wait).unref();
   }
 
   private settleDeployment(stored: StoredJob): void {
