@@ -76,6 +76,27 @@ describe('nomad driver: the HTTP client', () => {
     assert.equal(seen.length, 1);
   });
 
+  it('never retries a job Nomad\'s validators refuse (a 500 with a go-multierror list), but retries a 429 past the connection limit', async () => {
+    handler = (_request, response) => {
+      response.statusCode = 500;
+      response.end('1 error occurred:\n\t* Task group agent validation failed: 1 error occurred:\n\t* Service name must be valid per RFC 1123\n\n');
+    };
+    await assert.rejects(client().json('PUT', '/v1/jobs', { body: {} }), /500 1 error occurred/);
+    assert.equal(seen.length, 1, 'the same job would be refused again');
+
+    seen.length = 0;
+    let calls = 0;
+    handler = (_request, response) => {
+      calls += 1;
+      if (calls === 1) {
+        response.writeHead(429, { connection: 'close' });
+        response.end('Your IP is issuing too many concurrent connections, please rate limit your calls\n');
+      } else response.end('[]');
+    };
+    assert.deepEqual(await client().json('GET', '/v1/jobs'), []);
+    assert.equal(seen.length, 2);
+  });
+
   it('turns a 404 into null when asked', async () => {
     handler = (_request, response) => {
       response.statusCode = 404;

@@ -63,6 +63,14 @@ export interface ApiResult<T> {
 const retryable = (status: number) => status >= 500 || status === 429;
 
 /**
+ * Nomad answers a job its validators refuse with a 500 (plain server errors are not
+ * coded: command/agent/http.go, `wrap`) whose body is a go-multierror list, "1 error
+ * occurred:" (go-multierror `ListFormatFunc`). That answer will not change: it is not
+ * retried, unlike "No cluster leader" and other 5xx.
+ */
+const refusedForGood = (status: number, body: string) => status === 500 && /^(rpc error: )?\d+ errors? occurred:/.test(body);
+
+/**
  * One HTTP API (Nomad or Consul): token header, TLS from the settings, a timeout per
  * request, a bounded pool of kept-alive connections, and bounded retries with
  * exponential back-off on 5xx, 429 and connection errors. Other 4xx answers are never
@@ -123,17 +131,18 @@ export class ApiClient {
       if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
       const timeout = AbortSignal.timeout(options.timeoutMs ?? this.options.timeoutMs);
       const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
+      let response: Response;
       try {
-        const response = await fetch(url, { method, headers, body, agent: this.agent, signal });
-        if (retryable(response.status) && attempt < this.options.attempts) {
-          lastError = new ApiError(this.options.api, method, path, response.status, await response.text());
-          continue;
-        }
-        return response;
+        response = await fetch(url, { method, headers, body, agent: this.agent, signal });
       } catch (error) {
         if (options.signal?.aborted) throw error;
         lastError = error;
+        continue;
       }
+      if (!retryable(response.status) || attempt === this.options.attempts) return response;
+      const answer = new ApiError(this.options.api, method, path, response.status, await response.text());
+      if (refusedForGood(response.status, answer.body)) throw answer;
+      lastError = answer;
     }
     if (lastError instanceof ApiError) throw lastError;
     throw new ApiUnreachableError(this.options.api, method, path, lastError);
