@@ -5,12 +5,15 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../scripts/lib/local-services.js';
+import { containersOf } from './support/podman.js';
+import { ensureTestImage, TEST_IMAGE } from './support/test-image.js';
 import { waitFor } from './support/wait.js';
 
 /**
  * The real `scripts/up.ts` (what `npm run up` runs once dependencies are installed), on
- * its own data dir and ports: the control API is killed with SIGKILL after a create, as
- * in issue 13; the supervisor starts it again with the agent still there; then Ctrl-C
+ * its own data dir and ports: the control API is killed with SIGKILL right after a create
+ * that deploys two replicas, as in issue 13; the supervisor starts it again, and the
+ * agent is there with both replicas, adopted (no container lost or doubled); then Ctrl-C
  * (SIGINT) stops everything it started, Postgres and Redis included, and up.ts exits.
  */
 describe('npm run up: supervises, then stops fully', function () {
@@ -42,7 +45,8 @@ describe('npm run up: supervises, then stops fully', function () {
       headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
-    return { status: response.status, body: await response.json() };
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : null };
   };
   const postmasterPid = () => {
     const file = join(workDir, 'data', 'postgres', 'postmaster.pid');
@@ -50,6 +54,7 @@ describe('npm run up: supervises, then stops fully', function () {
   };
 
   before(async () => {
+    ensureTestImage('runc');
     workDir = mkdtempSync(join(tmpdir(), 'platform-up-'));
     chmodSync(workDir, 0o755); // Postgres runs as the postgres user when we are root
     ports = {};
@@ -65,6 +70,7 @@ describe('npm run up: supervises, then stops fully', function () {
         AUTHZ_METRICS_PORT: String(ports.metrics),
         EDGE_PORT: String(ports.edge),
         PODMAN_INSTANCE: `up-test-${ports.control}`,
+        RUNTIME_IMAGE: TEST_IMAGE,
         LOG_LEVEL: 'warn',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -83,11 +89,11 @@ describe('npm run up: supervises, then stops fully', function () {
     if (workDir) rmSync(workDir, { recursive: true, force: true });
   });
 
-  it('restarts the control API after a SIGKILL right after a create, and keeps the agent', async () => {
+  it('restarts the control API after a SIGKILL right after a create that deploys, and adopts the agent with both replicas', async () => {
     const registered = await api('POST', '/auth/register', { email: 'up@example.com', password: 'a long password', name: 'Up' });
     assert.equal(registered.status, 201, JSON.stringify(registered.body));
     const token = registered.body.token as string;
-    const created = await api('POST', '/agents', { name: 'made before the kill' }, token);
+    const created = await api('POST', '/agents', { name: 'made before the kill', access: 'public', deploy: { replicas: 2, port: 8080 } }, token);
     assert.equal(created.status, 201, JSON.stringify(created.body));
 
     const [first] = started('control');
@@ -97,6 +103,16 @@ describe('npm run up: supervises, then stops fully', function () {
     await waitFor('the control API to answer again', async () => ((await api('GET', '/agents', undefined, token)).status === 200 ? true : undefined), 60_000);
     const listed = await api('GET', '/agents', undefined, token);
     assert.deepEqual(listed.body.agents.map((a: { id: string }) => a.id), [created.body.id]);
+    const agent = await waitFor('both replicas running', async () => {
+      const read = (await api('GET', `/agents/${created.body.id}`, undefined, token)).body;
+      return read.status === 'running' && read.replicas === 2 ? read : undefined;
+    }, 120_000);
+    assert.equal(agent.error, null);
+    const containers = containersOf(created.body.id);
+    assert.equal(containers.length, 2, `exactly the two replicas, none lost or doubled: ${containers.join(', ')}`);
+    // Leave nothing behind: the agent's containers and network go with it.
+    assert.equal((await api('DELETE', `/agents/${created.body.id}`, undefined, token)).status, 204);
+    await waitFor('the containers to go', async () => (containersOf(created.body.id).length === 0 ? true : undefined), 60_000);
   });
 
   it('stops every process it started on Ctrl-C, Postgres and Redis included, and exits 0', async () => {
