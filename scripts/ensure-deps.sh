@@ -37,6 +37,11 @@ fi
 if $want_containers || $want_test_tools; then
   static_busybox || missing+=(busybox-static)
 fi
+if $want_test_tools; then
+  # The isolation test proves the same effects on podman's other backend, CNI, which a
+  # fresh machine lacks once netavark satisfies podman's container-network-stack.
+  [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+fi
 
 if [ ${#missing[@]} -gt 0 ]; then
   echo "Installing from Debian: ${missing[*]}"
