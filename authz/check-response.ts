@@ -58,6 +58,13 @@ function denialOf(decision: Exclude<Decision, { outcome: 'allowed' }>): Denial {
       return { grpcCode: GrpcStatus.UNAVAILABLE, httpStatus: 503, body: 'no running replica\n' };
     case 'unavailable':
       return { grpcCode: GrpcStatus.UNAVAILABLE, httpStatus: 503, body: 'service unavailable: the edge cannot check requests right now\n' };
+    case 'overloaded':
+      return {
+        grpcCode: GrpcStatus.UNAVAILABLE,
+        httpStatus: 503,
+        body: 'service unavailable: the edge is overloaded, retry shortly\n',
+        headers: { 'retry-after': String(decision.retryAfterSeconds) },
+      };
   }
 }
 

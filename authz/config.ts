@@ -17,6 +17,10 @@ export interface AuthzConfig {
   readonly trustExternalAddress: boolean;
   /** Deadline of the one Redis round trip of a Check; past it the Check is a 503. */
   readonly redisTimeoutMs: number;
+  /** Checks this process sends to Redis at once; more wait in the queue. */
+  readonly maxInFlight: number;
+  /** Checks waiting for a slot; past this a Check is shed at once as a 503 with Retry-After. */
+  readonly maxQueued: number;
 }
 
 export class AuthzConfigError extends Error {
@@ -63,6 +67,12 @@ export function loadAuthzConfig(env: Env): AuthzConfig {
     trustExternalAddress: trust === 'true' || trust === '1',
     // Below Envoy's 250 ms ext_authz timeout, so authz answers its own 503 before Envoy gives up.
     redisTimeoutMs: integer('AUTHZ_REDIS_TIMEOUT_MS', 100, 1, 5_000, ' (keep it under envoy.yaml\'s 250 ms ext_authz timeout)'),
+    // A Check is one EVALSHA that Redis runs one at a time: 256 in flight already fill
+    // the auto-pipeline; more would only wait inside Redis, past their deadline.
+    maxInFlight: integer('AUTHZ_MAX_IN_FLIGHT', 256, 1, 100_000),
+    // ~1,000 queued Checks are a few hundred ms of Redis work on one core: a longer queue
+    // would answer after Envoy's 250 ms ext_authz timeout anyway.
+    maxQueued: integer('AUTHZ_MAX_QUEUED', 1_024, 0, 1_000_000),
   };
   if (problems.length > 0) throw new AuthzConfigError(problems);
   return Object.freeze(config);

@@ -7,6 +7,8 @@ export type Decision =
   | { outcome: 'agent_rate_limited'; retryAfterSeconds: number }
   | { outcome: 'no_replica' }
   /** Redis failed or missed its deadline: fail closed. */
-  | { outcome: 'unavailable' };
+  | { outcome: 'unavailable' }
+  /** More Checks waiting than authz queues (AUTHZ_MAX_QUEUED): shed without asking Redis. */
+  | { outcome: 'overloaded'; retryAfterSeconds: number };
 
 export type Outcome = Decision['outcome'];

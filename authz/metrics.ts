@@ -10,6 +10,7 @@ const OUTCOME_LABELS: Record<Outcome, string> = {
   agent_rate_limited: 'denied_429_agent',
   no_replica: 'denied_503',
   unavailable: 'error',
+  overloaded: 'shed',
 };
 
 export interface AuthzMetrics {

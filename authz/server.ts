@@ -9,7 +9,9 @@ import type { AuthzConfig } from './config.js';
 import type { CheckRequest } from './check-request.js';
 import { buildCheckResponse, type CheckResponseMessage } from './check-response.js';
 import { defineCheckScript } from './check-script.js';
+import { createAdmission } from './admission.js';
 import { createChecker } from './checker.js';
+import type { Decision } from './decision.js';
 import { withDeadline } from './deadline.js';
 import { healthService, healthServiceDefinition } from './health.js';
 import { createAuthzMetrics, type AuthzMetrics } from './metrics.js';
@@ -32,6 +34,8 @@ export interface RunningAuthz {
 }
 
 const REDIS_ERROR_LOG_INTERVAL_MS = 5_000;
+/** A shed Check's answer: the queue drains within a second at any load authz can bear. */
+const SHED: Decision = { outcome: 'overloaded', retryAfterSeconds: 1 };
 
 /** The composition root of authz: builds the checker from its deps and serves it. Port 0 picks free ports. */
 export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<RunningAuthz> {
@@ -39,6 +43,7 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
   const logRedisError = throttled(REDIS_ERROR_LOG_INTERVAL_MS, (error: Error) =>
     deps.logger.warn({ err: error }, 'Redis failed a Check; answering 503 until it recovers'),
   );
+  const admit = createAdmission({ maxInFlight: config.maxInFlight, maxQueued: config.maxQueued });
   const check = createChecker(config, {
     runCheckScript: defineCheckScript(deps.redis),
     clock: deps.clock,
@@ -52,8 +57,12 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
   grpcServer.addService(loadAuthorizationService().service, {
     Check(call: ServerUnaryCall<CheckRequest, CheckResponseMessage>, callback: sendUnaryData<CheckResponseMessage>) {
       const started = process.hrtime.bigint();
+      // A shed Check is a denial like any other (503 + Retry-After), never a gRPC error,
+      // so Envoy answers the caller with it rather than with status_on_error.
+      const admitted = admit(() => check(call.request));
+      const decided: Promise<Decision> = admitted === 'shed' ? Promise.resolve(SHED) : admitted;
       // The checker never rejects: every failure is already a decision (fail closed).
-      void check(call.request).then((decision) => {
+      void decided.then((decision) => {
         metrics.recordCheck(decision.outcome, Number(process.hrtime.bigint() - started) / 1e9);
         callback(null, buildCheckResponse(decision));
       });

@@ -35,6 +35,8 @@ export interface TestAuthzOptions {
   agentDomain: string;
   trustExternalAddress?: boolean;
   redisTimeoutMs?: number;
+  maxInFlight?: number;
+  maxQueued?: number;
 }
 
 export async function startTestAuthz(options: TestAuthzOptions): Promise<TestAuthz> {
@@ -45,6 +47,8 @@ export async function startTestAuthz(options: TestAuthzOptions): Promise<TestAut
     AUTHZ_METRICS_PORT: '0',
     AUTHZ_TRUST_EXTERNAL_ADDRESS: String(options.trustExternalAddress ?? false),
     AUTHZ_REDIS_TIMEOUT_MS: String(options.redisTimeoutMs ?? 100),
+    AUTHZ_MAX_IN_FLIGHT: options.maxInFlight === undefined ? undefined : String(options.maxInFlight),
+    AUTHZ_MAX_QUEUED: options.maxQueued === undefined ? undefined : String(options.maxQueued),
   });
   const authz = await startAuthz(config, { redis: options.redis, clock: options.clock, logger: pino({ level: 'silent' }) });
   const client = new AuthorizationTestClient(authz.grpcAddress);
