@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { readNomadSettings, type NomadSettings } from './orchestrator/nomad/settings.js';
 import { detectPodmanSettings, type PodmanSettings } from './orchestrator/podman/settings.js';
+import type { ClientLimits } from './http/client-limits.js';
 
 /**
  * Every setting of the control API, read from the environment once at start.
@@ -22,6 +23,8 @@ export interface Config {
   readonly loginRateLimitPerMinute: number;
   /** Trust X-Forwarded-For for the client address (only behind a proxy you run). */
   readonly trustProxy: boolean;
+  /** Slow clients are cut off and connections per address capped (control/http/client-limits.ts). */
+  readonly clientLimits: ClientLimits;
   readonly logLevel: LogLevel;
   /** Which driver runs the agents' containers. */
   readonly orchestrator: 'podman' | 'nomad';
@@ -90,6 +93,12 @@ export function loadConfig(env: Env): Config {
     tokenRateLimitPerMinute: read.integer('TOKEN_RATE_LIMIT_PER_MINUTE', 600, 1, 1_000_000),
     loginRateLimitPerMinute: read.integer('LOGIN_RATE_LIMIT_PER_MINUTE', 10, 1, 10_000),
     trustProxy: read.boolean('TRUST_PROXY', false),
+    clientLimits: Object.freeze({
+      headersTimeoutMs: read.integer('CONTROL_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
+      // Request bodies here are small JSON; a minute is generous even on a slow link.
+      requestTimeoutMs: read.integer('CONTROL_REQUEST_TIMEOUT_MS', 60_000, 100, 3_600_000),
+      maxConnectionsPerAddress: read.integer('CONTROL_MAX_CONNECTIONS_PER_ADDRESS', 256, 1, 1_000_000),
+    }),
     logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
     orchestrator: read.oneOf('ORCHESTRATOR', ['podman', 'nomad'] as const, 'podman'),
     podman: readPodman(env, problems),
@@ -105,6 +114,10 @@ export function loadConfig(env: Env): Config {
     }),
   };
 
+  // Node refuses a headersTimeout longer than requestTimeout.
+  if (config.clientLimits.headersTimeoutMs > config.clientLimits.requestTimeoutMs) {
+    problems.push('CONTROL_HEADERS_TIMEOUT_MS: must not exceed CONTROL_REQUEST_TIMEOUT_MS (the headers are part of the request)');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return Object.freeze(config);
 }

@@ -1,4 +1,3 @@
-import { createServer } from 'node:http';
 import { systemClock } from './clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import { buildControl } from './compose.js';
@@ -11,6 +10,7 @@ import { ReplicaMeter } from './services/replica-meter.js';
 import { UsageFlusher } from './services/usage-flusher.js';
 import { exclusivePass, LOOP_LOCKS } from './services/exclusive-pass.js';
 import { connectRedis } from './redis.js';
+import { createLimitedServer } from './http/client-limits.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -36,7 +36,7 @@ async function main(): Promise<void> {
   const flusher = new UsageFlusher(db, redis, systemClock, config.usageFlushIntervalMs, logger.child({ component: 'usage-flusher' }));
   flusher.start();
 
-  const server = createServer(app.callback());
+  const server = createLimitedServer(config.clientLimits, app.callback());
   server.listen(config.port, config.host, () => {
     logger.info({ url: `http://${config.host}:${config.port}/v1` }, 'control API listening');
   });

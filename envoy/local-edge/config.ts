@@ -1,14 +1,34 @@
-import type { LocalEdgeOptions } from './server.js';
+import { DEFAULT_EDGE_CLIENT_LIMITS, type LocalEdgeOptions } from './server.js';
 
 type Env = Record<string, string | undefined>;
 
-/** EDGE_HOST (127.0.0.1), EDGE_PORT (7080), AUTHZ_ADDRESS (127.0.0.1:7091, as envoy.yaml's authz cluster). */
+/**
+ * EDGE_HOST (127.0.0.1), EDGE_PORT (7080), AUTHZ_ADDRESS (127.0.0.1:7091, as envoy.yaml's
+ * authz cluster), and the client limits EDGE_HEADERS_TIMEOUT_MS, EDGE_REQUEST_TIMEOUT_MS and
+ * EDGE_MAX_CONNECTIONS_PER_ADDRESS (defaults: DEFAULT_EDGE_CLIENT_LIMITS).
+ */
 export function loadLocalEdgeConfig(env: Env): Readonly<LocalEdgeOptions> {
   const problems: string[] = [];
-  const port = Number(env.EDGE_PORT || 7080);
-  if (!Number.isInteger(port) || port < 0 || port > 65535) problems.push(`EDGE_PORT: expected a port from 0 to 65535, got "${env.EDGE_PORT}"`);
+  const integer = (name: string, fallback: number, min: number, max: number): number => {
+    const value = env[name];
+    if (value === undefined || value === '') return fallback;
+    const parsed = Number(value);
+    if (Number.isInteger(parsed) && parsed >= min && parsed <= max) return parsed;
+    problems.push(`${name}: expected an integer from ${min} to ${max}, got "${value}"`);
+    return fallback;
+  };
+  const port = integer('EDGE_PORT', 7080, 0, 65535);
   const authzAddress = env.AUTHZ_ADDRESS || '127.0.0.1:7091';
   if (!/^[^\s:]+:\d{1,5}$/.test(authzAddress)) problems.push(`AUTHZ_ADDRESS: expected host:port of authz's gRPC server, got "${authzAddress}"`);
+  const clientLimits = {
+    headersTimeoutMs: integer('EDGE_HEADERS_TIMEOUT_MS', DEFAULT_EDGE_CLIENT_LIMITS.headersTimeoutMs, 100, 600_000),
+    requestTimeoutMs: integer('EDGE_REQUEST_TIMEOUT_MS', DEFAULT_EDGE_CLIENT_LIMITS.requestTimeoutMs, 100, 3_600_000),
+    maxConnectionsPerAddress: integer('EDGE_MAX_CONNECTIONS_PER_ADDRESS', DEFAULT_EDGE_CLIENT_LIMITS.maxConnectionsPerAddress, 1, 1_000_000),
+  };
+  // Node refuses a headersTimeout longer than requestTimeout.
+  if (clientLimits.headersTimeoutMs > clientLimits.requestTimeoutMs) {
+    problems.push('EDGE_HEADERS_TIMEOUT_MS: must not exceed EDGE_REQUEST_TIMEOUT_MS (the headers are part of the request)');
+  }
   if (problems.length > 0) throw new Error(`Invalid local edge configuration:\n  - ${problems.join('\n  - ')}`);
-  return Object.freeze({ host: env.EDGE_HOST || '127.0.0.1', port, authzAddress });
+  return Object.freeze({ host: env.EDGE_HOST || '127.0.0.1', port, authzAddress, clientLimits: Object.freeze(clientLimits) });
 }

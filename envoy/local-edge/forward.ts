@@ -15,6 +15,8 @@ export function parseUpstream(upstream: string): UpstreamTarget | null {
 }
 
 export interface ForwardOptions {
+  /** Path and query in origin-form, as Envoy sends them upstream. */
+  path: string;
   agent: Agent;
   /** envoy.yaml `agents.connect_timeout`: a replica that does not accept in time is a 502. */
   connectTimeoutMs: number;
@@ -39,7 +41,7 @@ export function forwardRequest(
     host: target.host,
     port: target.port,
     method: downstream.method,
-    path: downstream.url,
+    path: options.path,
     headers: withoutUndefined(headers),
     agent: options.agent,
   });
@@ -60,6 +62,9 @@ export function forwardRequest(
   });
 
   upstream.on('error', (error) => {
+    // A replica that answered in full and then reset the connection (it stopped reading
+    // an upload it had refused) has still answered: let the pipe finish the relay.
+    if (upstream.res?.complete) return;
     if (response.headersSent) response.destroy();
     else options.onUpstreamFailure(error);
   });

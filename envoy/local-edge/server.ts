@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { once } from 'node:events';
-import { Agent, createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { applyAllowedMutations, verdictOf, type AuthzVerdict } from './authz-answer.js';
 import { createAuthzClient } from './authz-client.js';
@@ -8,6 +8,9 @@ import { buildCheckRequest } from './check-request.js';
 import { plainAddress, sanitiseDownstreamHeaders } from './downstream-headers.js';
 import { EDGE_REPLIES, EXT_AUTHZ_TIMEOUT_MS } from './envoy-parity.js';
 import { forwardRequest, parseUpstream } from './forward.js';
+import { framingProblem } from './framing.js';
+import { createUpstreamAgent } from './upstream-agent.js';
+import { createLimitedServer, type ClientLimits } from '../../control/http/client-limits.js';
 
 export interface LocalEdgeOptions {
   /** Default 7080, as envoy.yaml's listener; 0 picks a free port. */
@@ -20,7 +23,17 @@ export interface LocalEdgeOptions {
   authzTimeoutMs?: number;
   /** Default: envoy.yaml's agents.connect_timeout (2 s). */
   upstreamConnectTimeoutMs?: number;
+  /** Default: DEFAULT_EDGE_CLIENT_LIMITS. */
+  clientLimits?: Partial<ClientLimits>;
 }
+
+export const DEFAULT_EDGE_CLIENT_LIMITS: ClientLimits = Object.freeze({
+  // envoy.yaml's request_headers_timeout.
+  headersTimeoutMs: 10_000,
+  // Node's own default: uploads to an agent may be large and slow.
+  requestTimeoutMs: 300_000,
+  maxConnectionsPerAddress: 256,
+});
 
 export interface RunningLocalEdge {
   host: string;
@@ -38,10 +51,17 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
   const authzTimeoutMs = options.authzTimeoutMs ?? EXT_AUTHZ_TIMEOUT_MS;
   // Keep-alive to replicas, closing idle connections after 4 s like envoy.yaml's
   // upstream idle_timeout, before a replica's own server would close them under us.
-  const upstreamAgent = new Agent({ keepAlive: true, timeout: 4_000 });
+  const upstreamAgent = createUpstreamAgent({ keepAlive: true, timeout: 4_000 });
   const connectTimeoutMs = options.upstreamConnectTimeoutMs ?? 2_000;
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
+    const framing = framingProblem(request);
+    if (framing !== null) {
+      // The connection's framing is suspect: answer and close it rather than read on.
+      response.setHeader('connection', 'close');
+      replyPlain(response, 400, `bad request: ${framing}\n`);
+      return;
+    }
     const requestId = randomUUID();
     const peer = { address: plainAddress(request.socket.remoteAddress), port: request.socket.remotePort ?? 0 };
     const local = { address: plainAddress(request.socket.localAddress), port: request.socket.localPort ?? 0 };
@@ -53,7 +73,7 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
         requestId,
         method: request.method ?? 'GET',
         host: request.headers.host ?? '',
-        path: request.url ?? '/',
+        path: originForm(request.url),
         headers,
         peer,
         local,
@@ -77,20 +97,19 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
       return;
     }
     forwardRequest(request, response, target, applyAllowedMutations(headers, verdict), {
+      path: originForm(request.url),
       agent: upstreamAgent,
       connectTimeoutMs,
       onUpstreamFailure: () => replyPlain(response, 502, EDGE_REPLIES.badGateway),
     });
   }
 
-  const server = createServer((request, response) => {
+  const server = createLimitedServer({ ...DEFAULT_EDGE_CLIENT_LIMITS, ...options.clientLimits }, (request, response) => {
     handle(request, response).catch(() => {
       if (!response.headersSent) replyPlain(response, 502, EDGE_REPLIES.badGateway);
       else response.destroy();
     });
   });
-  // Matches envoy.yaml's request_headers_timeout; slow-header clients are cut.
-  server.headersTimeout = 10_000;
   server.listen(options.port ?? 7080, options.host ?? '127.0.0.1');
   await once(server, 'listening');
   const address = server.address() as AddressInfo;
@@ -106,6 +125,13 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
       authz.close();
     },
   };
+}
+
+/** The path and query of a request line in origin- or absolute-form (framing.ts has checked the authority). */
+function originForm(url: string | undefined): string {
+  if (!url || url.startsWith('/')) return url || '/';
+  const parsed = URL.canParse(url) ? new URL(url) : null;
+  return parsed ? parsed.pathname + parsed.search : '/';
 }
 
 function replyPlain(response: ServerResponse, status: number, body: string): void {

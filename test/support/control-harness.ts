@@ -1,5 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
+import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
@@ -15,6 +15,7 @@ import { buildControl, type Control } from '../../control/compose.js';
 import { connectDatabase } from '../../control/db/database.js';
 import { createLogger } from '../../control/logger.js';
 import { connectRedis } from '../../control/redis.js';
+import { createLimitedServer } from '../../control/http/client-limits.js';
 import { TEMPLATE_DATABASE } from './global.js';
 import type { BillingProvider } from '../../control/billing/provider.js';
 
@@ -143,7 +144,8 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   // As at the start of the real control API: adopt what runs, start what is missing.
   if (control.services.runner) await control.services.runner.reconcileAll();
   await control.services.edge.rebuild();
-  const server: Server = createServer(control.app.callback());
+  // As control/main.ts serves it: slow clients cut off, connections per address capped.
+  const server: Server = createLimitedServer(config.clientLimits, control.app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
 
