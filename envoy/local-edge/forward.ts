@@ -53,7 +53,9 @@ export function forwardRequest(
     socket.once('close', () => clearTimeout(timer));
   });
 
+  let relayed: IncomingMessage | undefined;
   upstream.on('response', (upstreamResponse) => {
+    relayed = upstreamResponse;
     response.writeHead(upstreamResponse.statusCode ?? 502, upstreamResponseHeaders(upstreamResponse.headers));
     response.flushHeaders();
     upstreamResponse.pipe(response);
@@ -64,7 +66,7 @@ export function forwardRequest(
   upstream.on('error', (error) => {
     // A replica that answered in full and then reset the connection (it stopped reading
     // an upload it had refused) has still answered: let the pipe finish the relay.
-    if (upstream.res?.complete) return;
+    if (relayed?.complete) return;
     if (response.headersSent) response.destroy();
     else options.onUpstreamFailure(error);
   });
