@@ -20,7 +20,10 @@ export interface AuthSettings {
   registrationMode: RegistrationMode;
   sessionTtlMinutes: number;
   loginRateLimitPerMinute: number;
+  registrationRateLimitPerHour: number;
 }
+
+const HOUR_MS = 3_600_000;
 
 export class AuthService {
   constructor(
@@ -35,9 +38,13 @@ export class AuthService {
   }
 
   /** Creates a user: the owner of a new free account, or a member of the account an invite names. */
-  async register(input: RegisterBody): Promise<SessionGrant> {
+  async register(input: RegisterBody, clientIp: string): Promise<SessionGrant> {
     const mode = this.settings.registrationMode;
     if (mode === 'closed') throw new PlatformError('REGISTRATION_CLOSED');
+    // Per address, not per email: each account brings its own per-token limit, so one
+    // address minting accounts would multiply it. Counted before the password is hashed.
+    const decision = await this.limiter.hit(`register:${clientIp}`, this.settings.registrationRateLimitPerHour, HOUR_MS);
+    if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
     if (mode === 'invite' && !input.invite_code) {
       throw new PlatformError('INVALID_INVITE', 'An invite code is required to register');
     }

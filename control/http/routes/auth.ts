@@ -24,8 +24,9 @@ export const authRoutes = (auth: AuthService) => [
       201: { description: 'Signed in as the new user', schema: SessionGrant },
       403: { description: 'INVALID_INVITE or REGISTRATION_CLOSED', schema: ErrorBody },
       409: { description: 'EMAIL_ALREADY_REGISTERED', schema: ErrorBody },
+      429: { description: 'RATE_LIMIT_EXCEEDED (per client address, REGISTRATION_RATE_LIMIT_PER_HOUR)', schema: ErrorBody },
     },
-    handler: async ({ body }) => ({ status: 201, body: await auth.register(body) }),
+    handler: async ({ body, clientIp }) => ({ status: 201, body: await auth.register(body, clientIp) }),
   }),
   defineRoute({
     method: 'post',
