@@ -57,7 +57,7 @@ export function buildServices({ config, db, redis, clock, logger, orchestrator, 
   const accessKeys = new AccessKeyService(db, clock, edge);
   const presenter = { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage };
   const jobSettings = { runtimeImage: config.runtimeImage, urlOf: (slug: string) => agentUrl(slug, config.agentUrl) };
-  const runner = orchestrator ? new AgentRunner(db, orchestrator, box, jobSettings, clock, logger, edge) : undefined;
+  const runner = orchestrator ? new AgentRunner(db, orchestrator, box, jobSettings, clock, logger, edge, config.orchestratorConcurrency) : undefined;
   return {
     edge,
     runner,
@@ -68,6 +68,7 @@ export function buildServices({ config, db, redis, clock, logger, orchestrator, 
       registrationMode: config.registrationMode,
       sessionTtlMinutes: config.sessionTtlMinutes,
       loginRateLimitPerMinute: config.loginRateLimitPerMinute,
+      registrationRateLimitPerHour: config.registrationRateLimitPerHour,
     }),
     apiKeys: new ApiKeyService(db, clock),
     accessKeys,

@@ -21,6 +21,8 @@ export interface Config {
   readonly sessionTtlMinutes: number;
   readonly tokenRateLimitPerMinute: number;
   readonly loginRateLimitPerMinute: number;
+  /** Registrations per client address per hour, so one address cannot mint accounts to multiply the per-token limit. */
+  readonly registrationRateLimitPerHour: number;
   /** Trust X-Forwarded-For for the client address (only behind a proxy you run). */
   readonly trustProxy: boolean;
   /** Slow clients are cut off and connections per address capped (control/http/client-limits.ts). */
@@ -29,6 +31,8 @@ export interface Config {
   /** Which driver runs the agents' containers. */
   readonly orchestrator: 'podman' | 'nomad';
   readonly podman: PodmanSettings;
+  /** Orchestrator steps (submit, scale, remove) in flight at once; the rest wait in a queue fair between accounts. */
+  readonly orchestratorConcurrency: number;
   /** The Nomad driver's settings; read (and checked) only when ORCHESTRATOR=nomad, else null. */
   readonly nomad: NomadSettings | null;
   /** How often the reconciler compares Postgres with what runs. */
@@ -92,6 +96,7 @@ export function loadConfig(env: Env): Config {
     sessionTtlMinutes: read.integer('SESSION_TTL_MINUTES', 60, 1, 24 * 60),
     tokenRateLimitPerMinute: read.integer('TOKEN_RATE_LIMIT_PER_MINUTE', 600, 1, 1_000_000),
     loginRateLimitPerMinute: read.integer('LOGIN_RATE_LIMIT_PER_MINUTE', 10, 1, 10_000),
+    registrationRateLimitPerHour: read.integer('REGISTRATION_RATE_LIMIT_PER_HOUR', 10, 1, 1_000_000),
     trustProxy: read.boolean('TRUST_PROXY', false),
     clientLimits: Object.freeze({
       headersTimeoutMs: read.integer('CONTROL_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
@@ -102,6 +107,7 @@ export function loadConfig(env: Env): Config {
     logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
     orchestrator: read.oneOf('ORCHESTRATOR', ['podman', 'nomad'] as const, 'podman'),
     podman: readPodman(env, problems),
+    orchestratorConcurrency: read.integer('ORCHESTRATOR_CONCURRENCY', 4, 1, 256),
     nomad: env.ORCHESTRATOR === 'nomad' ? Object.freeze(readNomadSettings(env, problems)) : null,
     reconcileIntervalMs: read.integer('RECONCILE_INTERVAL_SECONDS', 30, 1, 3600) * 1000,
     usageMeterIntervalMs: read.integer('USAGE_METER_INTERVAL_MS', 15_000, 100, 3_600_000),

@@ -57,6 +57,8 @@ async function main(): Promise<void> {
     await flusher.stop();
     await meter.pass().catch(() => undefined);
     await meter.stop();
+    // Steps in flight finish; queued ones are dropped, as Postgres holds them and the next start reconciles.
+    await services.runner?.close();
     await orchestrator.close();
     await Promise.allSettled([db.destroy(), redis.quit()]);
     process.exit(0);

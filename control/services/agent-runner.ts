@@ -5,17 +5,26 @@ import type { SecretBox } from '../crypto/secret-box.js';
 import { observedState } from '../domain/agent-status.js';
 import { jobSpecFor, type JobSettings } from '../domain/job-spec.js';
 import type { Orchestrator } from '../orchestrator/types.js';
+import type { AgentRow } from '../repositories/agents.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { EdgeSync } from './edge-sync.js';
+import type { AgentOperation, Step } from './fair-queue.js';
+import { OrchestrationQueue } from './orchestration-queue.js';
 
 /**
  * Keeps the orchestrator running what Postgres says, and Postgres showing what the
  * orchestrator reports. Postgres stays the source of truth: after a crash of the control
  * API, `reconcileAll` rebuilds every job from it.
+ *
+ * The API stores the desired state and hands the change to `request`, which returns at
+ * once: the orchestrator's work (a pull, a rollout) runs afterwards in an
+ * OrchestrationQueue, so no request waits for it and one account's slow deploys cannot
+ * hold up another's.
  */
 export class AgentRunner {
   /** Refreshes per agent run one after another, so an older observation never overwrites a newer one. */
   private readonly refreshing = new Map<string, Promise<void>>();
+  private readonly queue: OrchestrationQueue;
 
   constructor(
     private readonly db: Knex,
@@ -25,25 +34,42 @@ export class AgentRunner {
     private readonly clock: Clock,
     private readonly logger: Logger,
     private readonly edge: EdgeSync,
+    /** ORCHESTRATOR_CONCURRENCY: orchestrator steps in flight at once, across all agents. */
+    concurrency: number,
   ) {
     orchestrator.onChange((agentId) => void this.refresh(agentId));
+    this.queue = new OrchestrationQueue(concurrency, (step) => this.perform(step), logger.child({ component: 'orchestration-queue' }));
   }
 
-  /** Hands the agent's current configuration to the orchestrator. */
-  async run(agentId: string): Promise<void> {
+  /**
+   * Queues `operation` for an agent whose desired state is already committed: `run` hands
+   * the orchestrator the whole job, `scale` its replica count, `remove` (after the row is
+   * deleted) takes everything away. Each reads the row when it runs, so the latest state wins.
+   */
+  request(operation: AgentOperation, agent: Pick<AgentRow, 'id' | 'account_id'>): void {
+    this.queue.enqueue({ operation, agentId: agent.id, accountId: agent.account_id });
+  }
+
+  /** What the queue holds: steps waiting and steps in flight. */
+  get pending(): { waiting: number; inFlight: number } {
+    return this.queue.size;
+  }
+
+  /** Takes no more steps and waits for those in flight; what waited is redone by the next start's reconcile. */
+  close(): Promise<void> {
+    return this.queue.close();
+  }
+
+  private async perform({ operation, agentId }: Step): Promise<void> {
+    if (operation === 'remove') {
+      await this.orchestrator.remove(agentId);
+      return;
+    }
     const agent = await repositoriesOn(this.db).agents.findAny(agentId);
     if (!agent || agent.deployed_version === null) return;
-    await this.orchestrator.submit(jobSpecFor(agent, this.box, this.jobSettings));
+    if (operation === 'run') await this.orchestrator.submit(jobSpecFor(agent, this.box, this.jobSettings));
+    else await this.orchestrator.scale(agentId, agent.desired_replicas);
     await this.refresh(agentId);
-  }
-
-  async scale(agentId: string, count: number): Promise<void> {
-    await this.orchestrator.scale(agentId, count);
-    await this.refresh(agentId);
-  }
-
-  async remove(agentId: string): Promise<void> {
-    await this.orchestrator.remove(agentId);
   }
 
   /** Makes the orchestrator's jobs exactly the deployed agents, then brings every status up to date. */

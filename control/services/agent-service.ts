@@ -89,7 +89,8 @@ export class AgentService {
       await this.edge.putAgent(repos, row);
       return agentView(row, this.presenter, firstKey?.key ?? null);
     });
-    if (deploying) await this.runner?.run(row.id);
+    // The orchestrator's work (a pull may take minutes) happens after the answer.
+    if (deploying) this.runner?.request('run', row);
     return created;
   }
 
@@ -131,18 +132,19 @@ export class AgentService {
     });
   }
 
-  /** Containers and network go first: if the control API dies in between, the reconciler removes them anyway. */
+  /**
+   * The row and the edge's route go first and the answer does not wait for the containers:
+   * they are removed by a queued step, or, if the control API dies before it runs, by the
+   * next reconcile, which removes every job Postgres no longer holds.
+   */
   async delete(principal: Principal, id: string, expectedVersion?: number): Promise<void> {
-    const agent = await this.find(repositoriesOn(this.db), principal, id);
-    if (expectedVersion !== undefined && agent.version !== expectedVersion) {
-      throw new PlatformError('PRECONDITION_FAILED', `Agent is at version ${agent.version}, not ${expectedVersion}`, { current_version: agent.version });
-    }
-    await this.runner?.remove(id);
-    await inTransaction(this.db, async (repos) => {
-      await this.findForUpdate(repos, principal, id, expectedVersion);
+    const agent = await inTransaction(this.db, async (repos) => {
+      const current = await this.findForUpdate(repos, principal, id, expectedVersion);
       await repos.agents.delete(principal.accountId, id);
-      await this.edge.write((projection) => projection.removeAgent(agent.slug));
+      await this.edge.write((projection) => projection.removeAgent(current.slug));
+      return current;
     });
+    this.runner?.request('remove', agent);
   }
 
   /** Another account's agent is answered exactly like a missing one. */

@@ -25,8 +25,8 @@ export type AutoscaleOutcome =
 
 /**
  * Redeploy and scale: each changes the agent in one transaction under the account's and
- * the agent's row locks (quotas are checked there, before anything starts), then tells
- * the orchestrator.
+ * the agent's row locks (quotas are checked there, before anything starts), then queues
+ * the orchestrator's part, which runs after the answer (AgentRunner.request).
  */
 export class DeploymentService {
   constructor(
@@ -53,7 +53,7 @@ export class DeploymentService {
         error: null,
       }, this.clock.now()))!;
     });
-    await this.runner?.run(agentId);
+    this.runner?.request('run', updated);
     return agentView(updated, this.presenter);
   }
 
@@ -75,7 +75,7 @@ export class DeploymentService {
       if (target > previous) await this.checkQuota(repos, agent, this.replicaChange(agent, target));
       return { previous, updated: await this.setReplicas(repos, agent, target) };
     });
-    await this.applyReplicas(updated);
+    this.applyReplicas(updated);
     return {
       agent_id: agentId,
       previous_replicas: previous,
@@ -112,7 +112,7 @@ export class DeploymentService {
       }
       return { changed: true, previous: expected, current: target, limitedBy, updated: await this.setReplicas(repos, agent, target) };
     });
-    if (outcome.updated) await this.applyReplicas(outcome.updated);
+    if (outcome.updated) this.applyReplicas(outcome.updated);
     const { updated: _updated, ...result } = outcome;
     return result;
   }
@@ -130,10 +130,9 @@ export class DeploymentService {
     }, this.clock.now()))!;
   }
 
-  /** After the commit: a never-deployed agent gets its first job; a deployed one a new count. */
-  private async applyReplicas(updated: AgentRow): Promise<void> {
-    if (updated.deployed_version === updated.version) await this.runner?.run(updated.id);
-    else await this.runner?.scale(updated.id, updated.desired_replicas);
+  /** After the commit, queued: a never-deployed agent gets its first job; a deployed one a new count. */
+  private applyReplicas(updated: AgentRow): void {
+    this.runner?.request(updated.deployed_version === updated.version ? 'run' : 'scale', updated);
   }
 
   private async lockForChange(repos: Repositories, accountId: string, agentId: string, expectedVersion?: number): Promise<AgentRow> {

@@ -120,6 +120,8 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     // Derived from the database, so a resumed control can read what the first one sealed.
     MASTER_KEY: createHash('sha256').update(database).digest('base64'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
+    // Every signUp comes from 127.0.0.1, and suites share Redis: a test of the limit sets its own.
+    REGISTRATION_RATE_LIMIT_PER_HOUR: '1000000',
     ...(options.orchestrate ? { ...FAST_ORCHESTRATION, PODMAN_INSTANCE: `test-${database}`, RUNTIME_IMAGE: TEST_IMAGE } : {}),
     ...(options.nomad ? nomadEnvironment(options.nomad) : {}),
     ...env,
@@ -184,6 +186,8 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     baseUrl,
     database,
     crash: async () => {
+      // Queued and in-flight orchestrator steps die with the process; the next start's reconcile redoes them.
+      void control.services.runner?.close();
       await driver?.close();
       await stopServing();
     },
@@ -197,6 +201,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     driver,
     close: async () => {
       if (driver) {
+        await control.services.runner?.close(); // no queued step starts a job after the cleanup
         await driver.reconcile([]); // removes this suite's containers and networks (or Nomad jobs)
         await driver.close();
       }

@@ -5,7 +5,8 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../clock.js';
 import { randomBase62 } from '../../crypto/tokens.js';
 import type { JobEvent, JobSpec, JobStatus, LogEntry, LogQuery, Orchestrator, Replica, ReplicaMetrics, ReplicaState } from '../types.js';
-import { PodmanError, type PodmanCli } from './cli.js';
+import type { PodmanCli } from './cli.js';
+import { ImagePulls } from './image-pulls.js';
 import { NetworkIsolation, opens } from './isolation.js';
 import { parseLogOutput } from './log-lines.js';
 import type { ProtectedEndpoint } from './protected-endpoints.js';
@@ -65,6 +66,7 @@ export class PodmanDriver implements Orchestrator {
   private adopting = true;
   private closed = false;
   private readonly isolation: NetworkIsolation;
+  private readonly pulls: ImagePulls;
 
   constructor(
     private readonly cli: PodmanCli,
@@ -75,6 +77,8 @@ export class PodmanDriver implements Orchestrator {
     protectedEndpoints: ProtectedEndpoint[],
   ) {
     this.isolation = new NetworkIsolation(cli, settings, [...protectedEndpoints, ...settings.protectedEndpoints], logger);
+    // Pulls run outside the queue; the tick after one ends starts (or fails) the replicas waiting for it.
+    this.pulls = new ImagePulls(cli, settings.pullTimeoutMs, () => void this.serial(() => this.tick()));
   }
 
   start(): void {
@@ -253,9 +257,13 @@ export class PodmanDriver implements Orchestrator {
     // until the next deploy: replacing them would only repeat the failure forever.
     const dead = current.length - live.length;
     if (live.length < job.spec.count && dead === 0) {
-      // Image and network once per job, before the replicas start side by side.
-      const prepared = await this.prepare(job.spec).then(() => null, (error: unknown) => describe(error));
-      await Promise.all(Array.from({ length: job.spec.count - live.length }, () => this.launch(job, prepared)));
+      // Image and network once per job, before the replicas start side by side. While the
+      // image is being pulled the job waits with no replicas, and the queue moves on.
+      const image = await this.pulls.state(job.spec.image);
+      if (image.ready || image.error) {
+        const prepared = image.error ?? (await this.ensureNetwork(job.spec.agentId).then(() => null, (error: unknown) => describe(error)));
+        await Promise.all(Array.from({ length: job.spec.count - live.length }, () => this.launch(job, prepared)));
+      }
     } else if (live.length > job.spec.count) {
       const surplus = [...live].sort((a, b) => stateRank(a.state) - stateRank(b.state)).slice(0, live.length - job.spec.count);
       await this.stop(job, surplus, 'scaled down');
@@ -329,11 +337,6 @@ export class PodmanDriver implements Orchestrator {
     }
   }
 
-  private async prepare(spec: JobSpec): Promise<void> {
-    await this.ensureImage(spec.image);
-    await this.ensureNetwork(spec.agentId);
-  }
-
   /** Starts one replica; `preparationError` (image or network) fails it without trying. */
   private async launch(job: Job, preparationError: string | null): Promise<void> {
     const spec = job.spec;
@@ -373,19 +376,10 @@ export class PodmanDriver implements Orchestrator {
     try {
       writeFileSync(envFile, fileContent, { mode: 0o600 });
       await this.cli.run(['rm', '--force', record.id]).catch(() => undefined);
-      await this.cli.run(runArguments({ replicaId: record.id, spec: record.spec, envFile }, this.settings), 120_000, inherited);
+      // Creation has the pull's deadline: a container that cannot be created in it fails the replica.
+      await this.cli.run(runArguments({ replicaId: record.id, spec: record.spec, envFile }, this.settings), this.settings.pullTimeoutMs, inherited);
     } finally {
       rmSync(dir, { recursive: true, force: true });
-    }
-  }
-
-  private async ensureImage(image: string): Promise<void> {
-    const exists = await this.cli.run(['image', 'exists', image]).then(() => true, () => false);
-    if (exists) return;
-    try {
-      await this.cli.run(['pull', '--quiet', image], 300_000);
-    } catch (error) {
-      throw new Error(`image ${image} could not be pulled: ${error instanceof PodmanError ? error.stderr.trim().split('\n').pop() : describe(error)}`);
     }
   }
 

@@ -42,6 +42,8 @@ export interface PodmanSettings {
   drainMs: number;
   /** Seconds a replica gets to stop after SIGTERM. */
   stopTimeoutSeconds: number;
+  /** Deadline of one `podman pull` and one container creation; past it podman is killed and the replicas fail. */
+  pullTimeoutMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -108,6 +110,7 @@ export function detectPodmanSettings(env: Env): PodmanSettings {
     protectedEndpoints: parseEndpointList(env.PODMAN_PROTECTED_ENDPOINTS ?? ''),
     drainMs: numberFrom(env, 'DRAIN_SECONDS', 2) * 1000,
     stopTimeoutSeconds: numberFrom(env, 'STOP_TIMEOUT_SECONDS', 10),
+    pullTimeoutMs: Math.max(1, numberFrom(env, 'PULL_TIMEOUT_SECONDS', 120)) * 1000,
   };
 }
 
