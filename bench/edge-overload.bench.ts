@@ -1,0 +1,113 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
+import { Agent, createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Redis } from 'ioredis';
+import { edgeKeyNames } from '../authz/edge-keys.js';
+import { freePort, startRedis } from '../scripts/lib/local-services.js';
+import { runConcurrently, summarise, writeResult } from './stats.js';
+
+/**
+ * Issue 13 item 6: N concurrent keep-alive connections through the local edge and authz
+ * to one replica, each sending requests back to back. Counts the answers by status: a
+ * healthy edge answers 200; under overload it should shed some Checks (503 with
+ * Retry-After), not fail nearly all of them. authz and the local edge run as their own
+ * processes, as `npm run up` starts them; loopback only; the count is bounded.
+ *
+ *   BENCH_CONNECTIONS=500 BENCH_OVERLOAD_REQUESTS=20000 node --import tsx bench/edge-overload.bench.ts
+ */
+const CONNECTIONS = Number(process.env.BENCH_CONNECTIONS ?? 500);
+const REQUESTS = Number(process.env.BENCH_OVERLOAD_REQUESTS ?? 20_000);
+const SLUG = 'bench';
+const DOMAIN = 'agents.localhost';
+
+async function main(): Promise<void> {
+  const workDir = mkdtempSync(join(tmpdir(), 'edge-overload-'));
+  chmodSync(workDir, 0o755);
+  const redisService = await startRedis({ dataDir: join(workDir, 'redis'), port: await freePort(), persistent: false });
+  const redis = new Redis(redisService.url);
+  const replica = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n'));
+  replica.keepAliveTimeout = 10_000;
+  replica.listen(0, '127.0.0.1');
+  await new Promise((resolve) => replica.once('listening', resolve));
+  const replicaPort = (replica.address() as AddressInfo).port;
+  await redis.hset(edgeKeyNames.agent(SLUG), { id: 'agt_bench', account: 'acc_bench', access: 'public', caller_rpm: '1000000000', agent_rpm: '1000000000' });
+  await redis.sadd(edgeKeyNames.upstreams(SLUG), `127.0.0.1:${replicaPort}`);
+
+  const authzPort = await freePort();
+  const edgePort = await freePort();
+  const authz = await startProcess('authz/main.ts', {
+    REDIS_URL: redisService.url, AGENT_DOMAIN: DOMAIN, AUTHZ_GRPC_PORT: String(authzPort), AUTHZ_METRICS_PORT: String(await freePort()),
+  }, 'authz listening');
+  // All the bench's connections come from 127.0.0.1: lift the per-address cap above them.
+  const edge = await startProcess('envoy/local-edge/main.ts', {
+    EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: `127.0.0.1:${authzPort}`, EDGE_MAX_CONNECTIONS_PER_ADDRESS: String(CONNECTIONS + 10),
+  }, 'listening');
+  const keepAlive = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
+
+  try {
+    const byStatus: Record<string, number> = {};
+    const get = () =>
+      new Promise<void>((resolve) => {
+        httpRequest({ host: '127.0.0.1', port: edgePort, path: '/', headers: { host: `${SLUG}.${DOMAIN}:7080` }, agent: keepAlive }, (response) => {
+          response.resume();
+          response.on('end', () => {
+            const key = String(response.statusCode);
+            byStatus[key] = (byStatus[key] ?? 0) + 1;
+            resolve();
+          });
+        }).on('error', () => {
+          byStatus.connection_error = (byStatus.connection_error ?? 0) + 1;
+          resolve();
+        }).end();
+      });
+    await runConcurrently(CONNECTIONS, CONNECTIONS, get); // opens the connections
+    for (const key of Object.keys(byStatus)) delete byStatus[key];
+    const started = process.hrtime.bigint();
+    const samples = await runConcurrently(REQUESTS, CONNECTIONS, get);
+    const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const ok = byStatus['200'] ?? 0;
+    const result = {
+      measured_at: new Date().toISOString(),
+      machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', node: process.version },
+      connections: CONNECTIONS,
+      requests: REQUESTS,
+      by_status: byStatus,
+      ok_fraction: Math.round((ok / REQUESTS) * 1000) / 1000,
+      ok_per_second: Math.round(ok / seconds),
+      latency: summarise(samples),
+    };
+    const path = writeResult(`edge-overload-${CONNECTIONS}`, result);
+    console.log(`${CONNECTIONS} connections, ${REQUESTS} requests: ${JSON.stringify(byStatus)}, ${Math.round(result.ok_fraction * 100)}% answered 200, ${result.ok_per_second}/s. Written to ${path}`);
+  } finally {
+    keepAlive.destroy();
+    for (const child of [edge, authz]) {
+      child.kill('SIGTERM');
+      if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
+    }
+    await new Promise<void>((resolve) => replica.close(() => resolve()));
+    redis.disconnect();
+    await redisService.stop();
+    rmSync(workDir, { recursive: true, force: true });
+  }
+}
+
+/** Starts `node --import tsx <entry>` and resolves once a line of its stdout contains `ready`. */
+async function startProcess(entry: string, env: Record<string, string>, ready: string): Promise<ChildProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', entry], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  await new Promise<void>((resolve, reject) => {
+    let seen = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      seen += chunk.toString();
+      if (seen.includes(ready)) resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`${entry} exited with ${code} before it was ready`)));
+  });
+  child.stdout!.resume();
+  return child;
+}
+
+await main();
