@@ -221,9 +221,10 @@ export function lifecycleSuite(driver: LifecycleDriver): void {
       assert.notDeepEqual(await driver.leftovers(control, created.id), [], 'the agent owns something besides its replicas');
       const deleted = await control.request('DELETE', `/agents/${created.id}`, { token });
       assert.equal(deleted.status, 204);
-      assert.equal(await driver.replicasLeft(control, created.id), 0);
-      assert.deepEqual(await driver.leftovers(control, created.id), []);
+      // The answer comes once the row is gone; the containers follow from the orchestration queue.
       assert.equal((await control.request('GET', `/agents/${created.id}`, { token })).status, 404);
+      await waitFor('the replicas removed', async () => ((await driver.replicasLeft(control, created.id)) === 0 ? true : undefined));
+      await waitFor('what the agent owned removed', async () => ((await driver.leftovers(control, created.id)).length === 0 ? true : undefined));
     });
   });
 }
