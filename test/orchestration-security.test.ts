@@ -126,8 +126,11 @@ describe('orchestration: container security (podman)', function () {
     const deleted = await control.request('DELETE', `/agents/${id}`, { token });
     assert.equal(deleted.status, 204);
     assert.equal((await control.request('GET', `/agents/${id}`, { token })).status, 404);
-    const left = await podman(control, ['ps', '--all', '--filter', `label=platform.agent-id=${id}`, '--format', '{{.Names}}']);
-    assert.equal(left.stdout.trim(), '', 'the replica was removed');
+    // DELETE answers once Postgres forgets the agent; its containers go right after.
+    await waitFor('the replica to be removed', async () => {
+      const left = await podman(control, ['ps', '--all', '--filter', `label=platform.agent-id=${id}`, '--format', '{{.Names}}']);
+      return left.stdout.trim() === '' ? true : undefined;
+    }, 60_000);
   });
 
   it('gives the container exactly the environment of SPEC.md, secrets decrypted only there', async () => {
