@@ -11,6 +11,9 @@ import { resolveEndpoints, type ProtectedEndpoint, type ResolvedEndpoint } from 
 import { LABEL } from './run-args.js';
 import type { PodmanSettings } from './settings.js';
 
+/** The probe found nothing either way: its container did not run. */
+class ProbeCouldNotRun extends Error {}
+
 /** Agents would not be isolated on this network (or on this host): no replica may run there. */
 export class IsolationError extends Error {
   constructor(message: string) {
@@ -97,7 +100,10 @@ export class NetworkIsolation {
     if (!info) throw new IsolationError(`network ${network} does not exist`);
     await this.fence(info);
     if (this.verified.get(network) === info.id) return;
-    const problems = await this.probe(info, this.canary);
+    const problems = await this.probe(info, this.canary).catch((error: unknown) => {
+      if (error instanceof ProbeCouldNotRun) throw new IsolationError(`the isolation check could not run on ${network}: ${error.message}`);
+      throw error;
+    });
     if (problems.length > 0) {
       const message = `agents on ${network} would not be isolated: ${problems.join('; ')}`;
       this.logger.error({ network, problems }, `AGENT ISOLATION CHECK FAILED: ${message}. No replica runs there until it passes.`);
@@ -182,7 +188,8 @@ export class NetworkIsolation {
       const { stdout } = await this.cli.run(['exec', container, '/bin/busybox', 'sh', '-c', probeScript(this.settings.probeConnectTimeoutSeconds), 'probe', ...probeArguments(targets)], timeoutMs);
       return probeProblems(targets, stdout);
     } catch (error) {
-      return [`the probe container could not run (${describe(error)})`];
+      // Nothing was proven either way: said as such, not as a reachable target.
+      throw new ProbeCouldNotRun(`the probe container could not run (${describe(error)})`);
     } finally {
       await this.cli.run(['rm', '--force', '--time', '0', container]).catch(() => undefined);
     }
