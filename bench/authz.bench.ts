@@ -1,9 +1,6 @@
 import { execFile } from 'node:child_process';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { Agent, createServer, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { Agent, request as httpRequest } from 'node:http';
+import { cpus } from 'node:os';
 import { promisify } from 'node:util';
 import { credentials } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
@@ -15,7 +12,7 @@ import { startAuthz } from '../authz/server.js';
 import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../authz/check-script.js';
 import { COUNTER_TTL_SECONDS, edgeKeyNames, usageMonthOf, windowOf } from '../authz/edge-keys.js';
 import { startLocalEdge } from '../envoy/local-edge/server.js';
-import { freePort, startRedis } from '../scripts/lib/local-services.js';
+import { startEdgeFixture } from './edge-fixture.js';
 import { runConcurrently, summarise, writeResult, type LatencySummary } from './stats.js';
 
 /**
@@ -51,21 +48,10 @@ async function measure(count: number, inFlight: number, task: (i: number) => Pro
 }
 
 async function main(): Promise<void> {
-  const workDir = mkdtempSync(join(tmpdir(), 'authz-bench-'));
-  chmodSync(workDir, 0o755);
-  const redisService = await startRedis({ dataDir: join(workDir, 'redis'), port: await freePort(), persistent: false });
-  const redis = new Redis(redisService.url);
-  const replica = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n'));
-  replica.keepAliveTimeout = 10_000;
-  replica.listen(0, '127.0.0.1');
-  await new Promise((resolve) => replica.once('listening', resolve));
-  const replicaPort = (replica.address() as AddressInfo).port;
+  const fixture = await startEdgeFixture('authz-bench', SLUG);
+  const { redis, replicaPort } = fixture;
 
-  // A public agent whose limits never bite, so every Check runs all six steps and allows.
-  await redis.hset(edgeKeyNames.agent(SLUG), { id: 'agt_bench', account: 'acc_bench', access: 'public', caller_rpm: '1000000000', agent_rpm: '1000000000' });
-  await redis.sadd(edgeKeyNames.upstreams(SLUG), `127.0.0.1:${replicaPort}`);
-
-  const config = loadAuthzConfig({ REDIS_URL: redisService.url, AGENT_DOMAIN: DOMAIN, AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0' });
+  const config = loadAuthzConfig({ REDIS_URL: fixture.redisUrl, AGENT_DOMAIN: DOMAIN, AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0' });
   const authz = await startAuthz(config, { redis, clock: systemClock, logger: pino({ level: 'silent' }) });
   const edge = await startLocalEdge({ port: 0, authzAddress: authz.grpcAddress });
 
@@ -97,7 +83,7 @@ async function main(): Promise<void> {
     }
     client.close();
 
-    const ceiling = await redisBenchmarkCeiling(redis, redisService.url);
+    const ceiling = await redisBenchmarkCeiling(redis, fixture.redisUrl);
     console.log(`redis-benchmark EVALSHA of the same script (64 clients): ${ceiling}/s`);
 
     const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -137,10 +123,7 @@ async function main(): Promise<void> {
   } finally {
     await edge.close();
     await authz.close();
-    await new Promise<void>((resolve) => replica.close(() => resolve()));
-    redis.disconnect();
-    await redisService.stop();
-    rmSync(workDir, { recursive: true, force: true });
+    await fixture.stop();
   }
 }
 

@@ -1,13 +1,9 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { Agent, createServer, request as httpRequest } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { Redis } from 'ioredis';
-import { edgeKeyNames } from '../authz/edge-keys.js';
-import { freePort, startRedis } from '../scripts/lib/local-services.js';
+import { Agent, request as httpRequest } from 'node:http';
+import { cpus } from 'node:os';
+import { freePort } from '../scripts/lib/local-services.js';
+import { startEdgeFixture } from './edge-fixture.js';
 import { runConcurrently, summarise, writeResult } from './stats.js';
 
 /**
@@ -25,22 +21,13 @@ const SLUG = 'bench';
 const DOMAIN = 'agents.localhost';
 
 async function main(): Promise<void> {
-  const workDir = mkdtempSync(join(tmpdir(), 'edge-overload-'));
-  chmodSync(workDir, 0o755);
-  const redisService = await startRedis({ dataDir: join(workDir, 'redis'), port: await freePort(), persistent: false });
-  const redis = new Redis(redisService.url);
-  const replica = createServer((_request, response) => response.writeHead(200, { 'content-type': 'text/plain' }).end('ok\n'));
-  replica.keepAliveTimeout = 10_000;
-  replica.listen(0, '127.0.0.1');
-  await new Promise((resolve) => replica.once('listening', resolve));
-  const replicaPort = (replica.address() as AddressInfo).port;
-  await redis.hset(edgeKeyNames.agent(SLUG), { id: 'agt_bench', account: 'acc_bench', access: 'public', caller_rpm: '1000000000', agent_rpm: '1000000000' });
-  await redis.sadd(edgeKeyNames.upstreams(SLUG), `127.0.0.1:${replicaPort}`);
+  const fixture = await startEdgeFixture('edge-overload', SLUG);
+  const { redis, replicaPort } = fixture;
 
   const authzPort = await freePort();
   const edgePort = await freePort();
   const authz = await startProcess('authz/main.ts', {
-    REDIS_URL: redisService.url, AGENT_DOMAIN: DOMAIN, AUTHZ_GRPC_PORT: String(authzPort), AUTHZ_METRICS_PORT: String(await freePort()),
+    REDIS_URL: fixture.redisUrl, AGENT_DOMAIN: DOMAIN, AUTHZ_GRPC_PORT: String(authzPort), AUTHZ_METRICS_PORT: String(await freePort()),
   }, 'authz listening');
   // All the bench's connections come from 127.0.0.1: lift the per-address cap above them.
   const edge = await startProcess('envoy/local-edge/main.ts', {
@@ -88,10 +75,7 @@ async function main(): Promise<void> {
       child.kill('SIGTERM');
       if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
     }
-    await new Promise<void>((resolve) => replica.close(() => resolve()));
-    redis.disconnect();
-    await redisService.stop();
-    rmSync(workDir, { recursive: true, force: true });
+    await fixture.stop();
   }
 }
 
