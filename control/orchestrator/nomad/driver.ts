@@ -123,10 +123,10 @@ export class NomadDriver implements Orchestrator {
   reconcile(specs: JobSpec[]): Promise<void> {
     return this.serial(async () => {
       const existing = new Map<string, NomadJobRead>();
-      const ours = (await this.api.list('agent-')).filter((stub) => agentIdOf(stub.ID) !== null);
-      await mapBounded(ours, RECONCILE_READS, async (stub) => {
-        const job = await this.api.read(stub.ID);
-        if (job) existing.set(agentIdOf(stub.ID)!, job);
+      const ours = (await this.api.list('agent-')).filter((listed) => agentIdOf(listed.ID) !== null);
+      await mapBounded(ours, RECONCILE_READS, async (listed) => {
+        const job = await this.api.read(listed.ID);
+        if (job) existing.set(agentIdOf(listed.ID)!, job);
       });
       for (const agentId of [...this.jobs.keys()]) {
         if (!specs.some((spec) => spec.agentId === agentId) && !existing.has(agentId)) await this.release(agentId);
