@@ -38,6 +38,8 @@ export function allocationsWatch(
       query: {
         namespace: scope.namespace,
         region: scope.region ?? undefined,
+        // go-bexpr, applied per allocation by nomad/state/paginator/paginator.go; `matches`
+        // is a regular expression, as in Nomad's own filter tests (nomad/*_endpoint_test.go).
         filter: 'JobID matches "^agent-"',
         resources: true,
         task_states: true,
