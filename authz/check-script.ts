@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { EDGE_AGENT_FIELDS } from '../contract/edge-keys.js';
 
 /**
  * DESIGN.md §4's steps 1–6 as one Lua script, so a Check is one Redis round trip and
@@ -12,7 +13,7 @@ import type { Redis } from 'ioredis';
  * Returns { outcome [, agent id, upstream] }.
  */
 export const CHECK_SCRIPT = `
-local agent = redis.call('HMGET', KEYS[1], 'id', 'access', 'caller_rpm', 'agent_rpm')
+local agent = redis.call('HMGET', KEYS[1], '${EDGE_AGENT_FIELDS.id}', '${EDGE_AGENT_FIELDS.access}', '${EDGE_AGENT_FIELDS.callerRpm}', '${EDGE_AGENT_FIELDS.agentRpm}')
 if not agent[1] then return {'unknown_agent'} end
 local caller_rpm = tonumber(agent[3])
 local agent_rpm = tonumber(agent[4])

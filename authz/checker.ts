@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import type { Clock } from '../control/clock.js';
+import type { Clock } from '../contract/clock.js';
 import { slugFromHost } from './agent-host.js';
 import { factsOf, type CheckRequest } from './check-request.js';
 import type { CheckScriptReply, RunCheckScript } from './check-script.js';
-import { withDeadline } from './deadline.js';
+import { withDeadline } from '../contract/deadline.js';
 import type { Decision } from './decision.js';
-import { COUNTER_TTL_SECONDS, edgeKeyNames, secondsToWindowEnd, usageMonthOf, windowOf } from './edge-keys.js';
+import { COUNTER_TTL_SECONDS, edgeKeyNames, secondsToWindowEnd, usageMonthOf, windowOf } from '../contract/edge-keys.js';
 
 export interface CheckerSettings {
   agentDomain: string;

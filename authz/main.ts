@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { Redis } from 'ioredis';
-import { systemClock } from '../control/clock.js';
+import { systemClock } from '../contract/clock.js';
 import { loadAuthzConfig } from './config.js';
 import { startAuthz } from './server.js';
 

@@ -4,7 +4,7 @@ import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } f
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { AUTHORIZATION_SERVICE, loadAuthorizationService } from '../proto/load.js';
-import type { Clock } from '../control/clock.js';
+import type { Clock } from '../contract/clock.js';
 import type { AuthzConfig } from './config.js';
 import type { CheckRequest } from './check-request.js';
 import { buildCheckResponse, type CheckResponseMessage } from './check-response.js';
@@ -12,7 +12,7 @@ import { defineCheckScript } from './check-script.js';
 import { createAdmission } from './admission.js';
 import { createChecker } from './checker.js';
 import type { Decision } from './decision.js';
-import { withDeadline } from './deadline.js';
+import { withDeadline } from '../contract/deadline.js';
 import { healthService, healthServiceDefinition } from './health.js';
 import { createAuthzMetrics, type AuthzMetrics } from './metrics.js';
 import { createOpsServer } from './ops-server.js';

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { cpus, tmpdir } from 'node:os';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { systemClock } from '../control/clock.js';
+import { systemClock } from '../contract/clock.js';
 import { loadConfig } from '../control/config.js';
 import { buildControl } from '../control/compose.js';
 import { connectDatabase, migrate } from '../control/db/database.js';

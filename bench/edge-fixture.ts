@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
-import { edgeKeyNames } from '../authz/edge-keys.js';
+import { edgeAgentHash, edgeKeyNames } from '../contract/edge-keys.js';
 import { freePort, startRedis } from '../scripts/lib/local-services.js';
 
 /** What the edge benchmarks run against: a throwaway Redis, one replica answering "ok", and its agent in the projection. */
@@ -29,7 +29,7 @@ export async function startEdgeFixture(name: string, slug: string): Promise<Edge
   replica.listen(0, '127.0.0.1');
   await new Promise((resolve) => replica.once('listening', resolve));
   const replicaPort = (replica.address() as AddressInfo).port;
-  await redis.hset(edgeKeyNames.agent(slug), { id: 'agt_bench', account: 'acc_bench', access: 'public', caller_rpm: '1000000000', agent_rpm: '1000000000' });
+  await redis.hset(edgeKeyNames.agent(slug), edgeAgentHash({ id: 'agt_bench', accountId: 'acc_bench', slug, access: 'public', callerRpm: 1e9, agentRpm: 1e9 }));
   await redis.sadd(edgeKeyNames.upstreams(slug), `127.0.0.1:${replicaPort}`);
   return {
     redisUrl: redisService.url,

@@ -1,5 +1,5 @@
 import { ADMIN_USAGE, parseAdminCommand, UsageError, type AdminCommand } from './admin-command.js';
-import { systemClock } from './clock.js';
+import { systemClock } from '../contract/clock.js';
 import { ConfigError, loadAdminRedisUrl, loadDatabaseUrl } from './config.js';
 import { connectDatabase, migrate } from './db/database.js';
 import { EdgeProjection } from './edge/projection.js';

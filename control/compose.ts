@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { Clock } from './clock.js';
+import type { Clock } from '../contract/clock.js';
 import type { Config } from './config.js';
 import { SecretBox } from './crypto/secret-box.js';
 import { createApp } from './http/app.js';

@@ -1,4 +1,4 @@
-import { systemClock } from './clock.js';
+import { systemClock } from '../contract/clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import { buildControl } from './compose.js';
 import { connectDatabase, migrate } from './db/database.js';

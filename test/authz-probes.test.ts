@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { systemClock } from '../control/clock.js';
+import { systemClock } from '../contract/clock.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { connectTestRedis, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
 

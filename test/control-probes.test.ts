@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
-import { systemClock } from '../control/clock.js';
+import { systemClock } from '../contract/clock.js';
 import { buildControl } from '../control/compose.js';
 import { loadConfig } from '../control/config.js';
 import { connectDatabase } from '../control/db/database.js';

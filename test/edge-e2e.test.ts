@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { request as httpRequest } from 'node:http';
 import type { Logger } from 'pino';
-import { systemClock } from '../control/clock.js';
+import { systemClock } from '../contract/clock.js';
 import { createLogger } from '../control/logger.js';
 import { connectRedis } from '../control/redis.js';
 import { Reconciler } from '../control/services/reconciler.js';

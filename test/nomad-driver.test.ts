@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
-import { systemClock } from '../control/clock.js';
+import { systemClock } from '../contract/clock.js';
 import type { AllocationListStub, ConsulHealthCheck, JobRegisterRequest, NomadVariable, ScalingRequest } from '../control/orchestrator/nomad/api-types.js';
 import { NomadDriver } from '../control/orchestrator/nomad/driver.js';
 import { consulClient, nomadClient } from '../control/orchestrator/nomad/http-client.js';

@@ -7,7 +7,7 @@ import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { parse as parseYaml } from 'yaml';
 import { loadAuthzConfig } from '../authz/config.js';
-import { systemClock } from '../control/clock.js';
+import { systemClock } from '../contract/clock.js';
 import { ConfigError, loadConfig } from '../control/config.js';
 import { createApp } from '../control/http/app.js';
 import { loadEnvoyRoot } from '../proto/load.js';

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { edgeKeys } from '../control/edge/projection.js';
+import { edgeKeyNames } from '../contract/edge-keys.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { startFakeCluster } from './support/fake-nomad/index.js';
 import { lifecycleSuite } from './support/lifecycle-suite.js';
@@ -78,7 +78,7 @@ describe('agents on nomad (fake cluster): secrets and the Consul watch', functio
     const { token } = await control.signUp();
     const agent = await createRunning(token, { name: 'watched', api_key: 'sk-test', deploy: { replicas: 1 } });
     const slug = new URL(agent.url).hostname.split('.')[0]!;
-    const upstreams = () => control.redis.smembers(edgeKeys.upstreams(slug));
+    const upstreams = () => control.redis.smembers(edgeKeyNames.upstreams(slug));
     const [address] = await waitFor('the address in the projection', async () => {
       const members = await upstreams();
       return members.length === 1 ? members : undefined;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { systemClock } from '../control/clock.js';
+import { systemClock } from '../contract/clock.js';
 import { createNomadDriver } from '../control/orchestrator/create.js';
 import type { NomadDriver } from '../control/orchestrator/nomad/driver.js';
 import { startFakeCluster, type FakeCluster } from './support/fake-nomad/index.js';

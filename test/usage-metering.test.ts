@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import type { ManualClock } from '../control/clock.js';
-import { systemClock } from '../control/clock.js';
+import type { ManualClock } from '../contract/clock.js';
+import { systemClock } from '../contract/clock.js';
 import { repositoriesOn } from '../control/repositories/index.js';
 import { ReplicaMeter } from '../control/services/replica-meter.js';
 import { startControl, type TestControl } from './support/control-harness.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { systemClock, type ManualClock } from '../control/clock.js';
+import { systemClock, type ManualClock } from '../contract/clock.js';
 import { UsageFlusher } from '../control/services/usage-flusher.js';
 import { monthOf } from '../control/services/usage-service.js';
 import { startControl, type TestControl } from './support/control-harness.js';

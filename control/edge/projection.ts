@@ -1,33 +1,5 @@
 import type { Redis } from 'ioredis';
-
-/** What the edge must know of one agent to answer a request without asking Postgres. */
-export interface EdgeAgent {
-  id: string;
-  accountId: string;
-  slug: string;
-  access: 'public' | 'private';
-  /** The agent's rate_limit_rpm, or the default 120. */
-  callerRpm: number;
-  /** The plan's per-agent limit (max_agent_rpm). */
-  agentRpm: number;
-}
-
-export const DEFAULT_CALLER_RPM = 120;
-
-/**
- * Key names shared with authz (authz/ reads them in one Lua script). Every key is
- * hash-tagged with the slug: the edge knows only the hostname, and the slug, one to one
- * with the agent id, is what it can derive from it, so all of an agent's keys live in
- * one Redis Cluster slot.
- */
-export const edgeKeys = {
-  agent: (slug: string) => `edge:agent:{${slug}}`,
-  keys: (slug: string) => `edge:keys:{${slug}}`,
-  upstreams: (slug: string) => `edge:upstreams:{${slug}}`,
-  usage: (slug: string, month: string) => `edge:usage:{${slug}}:${month}`,
-  /** Not hash-tagged: an index of projected slugs, read only when rebuilding. */
-  index: 'edge:slugs',
-};
+import { edgeAgentHash, edgeKeyNames, type EdgeAgent } from '../../contract/edge-keys.js';
 
 export interface ProjectedAgent {
   agent: EdgeAgent;
@@ -46,31 +18,31 @@ export class EdgeProjection {
   async putAgent(agent: EdgeAgent): Promise<void> {
     await this.redis
       .multi()
-      .hset(edgeKeys.agent(agent.slug), fieldsOf(agent))
-      .sadd(edgeKeys.index, agent.slug)
+      .hset(edgeKeyNames.agent(agent.slug), edgeAgentHash(agent))
+      .sadd(edgeKeyNames.index, agent.slug)
       .exec()
       .then(throwOnFailure);
   }
 
   async addKey(slug: string, keyHash: string): Promise<void> {
-    await this.redis.sadd(edgeKeys.keys(slug), keyHash);
+    await this.redis.sadd(edgeKeyNames.keys(slug), keyHash);
   }
 
   async removeKey(slug: string, keyHash: string): Promise<void> {
-    await this.redis.srem(edgeKeys.keys(slug), keyHash);
+    await this.redis.srem(edgeKeyNames.keys(slug), keyHash);
   }
 
   async setUpstreams(slug: string, addresses: string[]): Promise<void> {
-    const multi = this.redis.multi().del(edgeKeys.upstreams(slug));
-    if (addresses.length > 0) multi.sadd(edgeKeys.upstreams(slug), ...addresses);
+    const multi = this.redis.multi().del(edgeKeyNames.upstreams(slug));
+    if (addresses.length > 0) multi.sadd(edgeKeyNames.upstreams(slug), ...addresses);
     await multi.exec().then(throwOnFailure);
   }
 
   async removeAgent(slug: string): Promise<void> {
     await this.redis
       .multi()
-      .del(edgeKeys.agent(slug), edgeKeys.keys(slug), edgeKeys.upstreams(slug))
-      .srem(edgeKeys.index, slug)
+      .del(edgeKeyNames.agent(slug), edgeKeyNames.keys(slug), edgeKeyNames.upstreams(slug))
+      .srem(edgeKeyNames.index, slug)
       .exec()
       .then(throwOnFailure);
   }
@@ -79,27 +51,19 @@ export class EdgeProjection {
   async replace({ agent, keyHashes, upstreams }: ProjectedAgent): Promise<void> {
     const multi = this.redis
       .multi()
-      .del(edgeKeys.agent(agent.slug), edgeKeys.keys(agent.slug), edgeKeys.upstreams(agent.slug))
-      .hset(edgeKeys.agent(agent.slug), fieldsOf(agent))
-      .sadd(edgeKeys.index, agent.slug);
-    if (keyHashes.length > 0) multi.sadd(edgeKeys.keys(agent.slug), ...keyHashes);
-    if (upstreams.length > 0) multi.sadd(edgeKeys.upstreams(agent.slug), ...upstreams);
+      .del(edgeKeyNames.agent(agent.slug), edgeKeyNames.keys(agent.slug), edgeKeyNames.upstreams(agent.slug))
+      .hset(edgeKeyNames.agent(agent.slug), edgeAgentHash(agent))
+      .sadd(edgeKeyNames.index, agent.slug);
+    if (keyHashes.length > 0) multi.sadd(edgeKeyNames.keys(agent.slug), ...keyHashes);
+    if (upstreams.length > 0) multi.sadd(edgeKeyNames.upstreams(agent.slug), ...upstreams);
     await multi.exec().then(throwOnFailure);
   }
 
   /** Removes every projected agent whose slug is not in `keep`. */
   async prune(keep: Set<string>): Promise<void> {
-    for (const slug of await this.redis.smembers(edgeKeys.index)) if (!keep.has(slug)) await this.removeAgent(slug);
+    for (const slug of await this.redis.smembers(edgeKeyNames.index)) if (!keep.has(slug)) await this.removeAgent(slug);
   }
 }
-
-const fieldsOf = (agent: EdgeAgent) => ({
-  id: agent.id,
-  account: agent.accountId,
-  access: agent.access,
-  caller_rpm: String(agent.callerRpm),
-  agent_rpm: String(agent.agentRpm),
-});
 
 /** MULTI reports a failed command in its results instead of rejecting. */
 function throwOnFailure(results: [Error | null, unknown][] | null): void {

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 import type { Config } from '../config.js';
 import { NomadDriver } from './nomad/driver.js';
 import { consulClient, nomadClient } from './nomad/http-client.js';

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 import { ID_PREFIX, newId, newSecret, previewOf, SECRET_PREFIX, sha256Hex } from '../crypto/tokens.js';
 import { notFound } from '../errors.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 import { ID_PREFIX, newId, newSecret, SECRET_PREFIX, sha256Hex } from '../crypto/tokens.js';
 import { isPlanName, type PlanName } from '../domain/plans.js';
 import { isRole, type Role } from '../domain/roles.js';

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { observedState } from '../domain/agent-status.js';
 import { jobSpecFor, type JobSettings } from '../domain/job-spec.js';

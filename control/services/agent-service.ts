@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { ID_PREFIX, newId } from '../crypto/tokens.js';
 import { DEFAULT_DEPLOY, resolveDeploy, runtimeLabels } from '../domain/deploy.js';

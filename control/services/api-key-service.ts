@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 import { notFound, PlatformError } from '../errors.js';
 import { ID_PREFIX, newId, newSecret, previewOf, SECRET_PREFIX, sha256Hex } from '../crypto/tokens.js';
 import { repositoriesOn } from '../repositories/index.js';

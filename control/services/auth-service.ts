@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 import type { RegistrationMode } from '../config.js';
 import { PlatformError, rateLimited } from '../errors.js';
 import { hashPassword, verifyAgainstDecoy, verifyPassword } from '../crypto/passwords.js';

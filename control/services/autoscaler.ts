@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { edgeKeyNames, windowOf } from '../../authz/edge-keys.js';
-import { systemClock, type Clock } from '../clock.js';
+import { edgeKeyNames, windowOf } from '../../contract/edge-keys.js';
+import { systemClock, type Clock } from '../../contract/clock.js';
 import type { AutoscaleSettings } from '../config.js';
 import { decideReplicas } from '../domain/autoscale.js';
 import { isQuotaExceeded } from '../errors.js';

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { resolveDeploy, runtimeLabels } from '../domain/deploy.js';
 import { limitsOf } from '../domain/plans.js';

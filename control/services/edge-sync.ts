@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { DEFAULT_CALLER_RPM, type EdgeAgent, type EdgeProjection } from '../edge/projection.js';
+import { DEFAULT_CALLER_RPM, type EdgeAgent } from '../../contract/edge-keys.js';
+import type { EdgeProjection } from '../edge/projection.js';
 import { limitsOf } from '../domain/plans.js';
 import { OUTAGE_RETRY_AFTER_SECONDS } from '../dependency-outage.js';
 import { PlatformError } from '../errors.js';

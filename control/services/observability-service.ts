@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 import { notFound } from '../errors.js';
 import type { LogEntry, Orchestrator } from '../orchestrator/types.js';
 import { repositoriesOn } from '../repositories/index.js';

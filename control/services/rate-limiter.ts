@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 
 export interface RateDecision {
   allowed: boolean;

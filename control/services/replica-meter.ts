@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import { repositoriesOn } from '../repositories/index.js';
 

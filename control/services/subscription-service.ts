@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
-import { withDeadline } from '../../authz/deadline.js';
+import { withDeadline } from '../../contract/deadline.js';
 import { BILLING_CALL_TIMEOUT_MS, type BillingProvider } from '../billing/provider.js';
 import { limitsOf, type PlanName } from '../domain/plans.js';
 import { notFound, PlatformError } from '../errors.js';

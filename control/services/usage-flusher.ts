@@ -2,11 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 import { repositoriesOn } from '../repositories/index.js';
+import { edgeKeyNames, edgeKeyPatterns, parseUsageFlushingKey, parseUsageKey } from '../../contract/edge-keys.js';
 
-const COUNTER = /^edge:usage:\{([^}]+)\}:(\d{4}-\d{2})$/;
-const FLUSHING = /^edge:usage-flushing:\{([^}]+)\}:(\d{4}-\d{2}):([0-9a-f-]{36})$/;
 
 /**
  * Moves the request counters authz keeps in Redis (`edge:usage:{slug}:YYYY-MM`, one INCR
@@ -53,15 +52,15 @@ export class UsageFlusher {
   }
 
   private async flushAll(): Promise<void> {
-    for (const key of await this.scan('edge:usage-flushing:*')) await this.finish(key);
-    for (const key of await this.scan('edge:usage:*')) {
-      const match = COUNTER.exec(key);
-      if (!match) continue;
-      const [, slug, month] = match;
+    for (const key of await this.scan(edgeKeyPatterns.usageFlushing)) await this.finish(key);
+    for (const key of await this.scan(edgeKeyPatterns.usage)) {
+      const counter = parseUsageKey(key);
+      if (!counter) continue;
+      const { slug, month } = counter;
       // Counters of agents this database does not know (deleted before their last flush,
       // or another installation sharing Redis) are left alone rather than billed to nobody.
-      if (!(await repositoriesOn(this.db).agents.findBySlug(slug!))) continue;
-      const flushing = `edge:usage-flushing:{${slug}}:${month}:${randomUUID()}`;
+      if (!(await repositoriesOn(this.db).agents.findBySlug(slug))) continue;
+      const flushing = edgeKeyNames.usageFlushing(slug, month, randomUUID());
       // The counter may have expired or been flushed by another copy since SCAN saw it.
       const renamed = await this.redis.renamenx(key, flushing).catch(() => 0);
       if (renamed === 1) await this.finish(flushing);
@@ -69,18 +68,18 @@ export class UsageFlusher {
   }
 
   private async finish(flushingKey: string): Promise<void> {
-    const match = FLUSHING.exec(flushingKey);
-    if (!match) return;
-    const [, slug, month, flushId] = match;
+    const flushing = parseUsageFlushingKey(flushingKey);
+    if (!flushing) return;
+    const { slug, month, flushId } = flushing;
     const count = Number(await this.redis.get(flushingKey));
-    const agent = await repositoriesOn(this.db).agents.findBySlug(slug!);
+    const agent = await repositoriesOn(this.db).agents.findBySlug(slug);
     if (!agent) {
       this.logger.warn({ slug }, 'usage being flushed for an agent deleted meanwhile: left in Redis');
       return;
     }
     if (count > 0) {
       await this.db.transaction((trx) =>
-        repositoriesOn(trx).usage.addRequests(flushId!, { accountId: agent.account_id, agentId: agent.id, month: month!, count }, this.clock.now()),
+        repositoriesOn(trx).usage.addRequests(flushId, { accountId: agent.account_id, agentId: agent.id, month, count }, this.clock.now()),
       );
     }
     await this.redis.del(flushingKey);

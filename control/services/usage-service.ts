@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
-import type { Clock } from '../clock.js';
+import type { Clock } from '../../contract/clock.js';
 import { limitsOf } from '../domain/plans.js';
-import { edgeKeys } from '../edge/projection.js';
+import { edgeKeyNames } from '../../contract/edge-keys.js';
 import { notFound } from '../errors.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { AccountUsage } from '../schemas/account.js';
@@ -48,7 +48,7 @@ export class UsageService {
   private async unflushedRequests(accountId: string, month: string): Promise<number> {
     const agents = await repositoriesOn(this.db).agents.ofAccount(accountId);
     if (agents.length === 0) return 0;
-    const counts = await this.redis.mget(...agents.map((agent) => edgeKeys.usage(agent.slug, month)));
+    const counts = await this.redis.mget(...agents.map((agent) => edgeKeyNames.usage(agent.slug, month)));
     return counts.reduce((sum, count) => sum + Number(count ?? 0), 0);
   }
 }

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
-import { ManualClock, systemClock } from '../../control/clock.js';
+import { ManualClock, systemClock } from '../../contract/clock.js';
 import { PodmanCli } from '../../control/orchestrator/podman/cli.js';
 import { PodmanDriver } from '../../control/orchestrator/podman/driver.js';
 import { podmanGlobalArgs } from '../../control/orchestrator/podman/settings.js';

@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { credentials, makeGenericClientConstructor, type ServiceError } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
-import type { Clock } from '../../control/clock.js';
+import type { Clock } from '../../contract/clock.js';
 import { loadAuthorizationService } from '../../proto/load.js';
 import { loadAuthzConfig } from '../../authz/config.js';
 import { startAuthz, type RunningAuthz } from '../../authz/server.js';

@@ -1,5 +1,5 @@
 import type { Logger } from 'pino';
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../../contract/clock.js';
 import type { JobEvent, JobSpec, JobStatus, LogEntry, LogQuery, Orchestrator, ReplicaMetrics } from '../types.js';
 import { allocationsWatch, type AllocationsByJob } from './allocations-watch.js';
 import type { AllocationListStub } from './api-types.js';

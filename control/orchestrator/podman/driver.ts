@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { Clock } from '../../clock.js';
+import type { Clock } from '../../../contract/clock.js';
 import { randomBase62 } from '../../crypto/tokens.js';
 import type { JobEvent, JobSpec, JobStatus, LogEntry, LogQuery, Orchestrator, Replica, ReplicaMetrics, ReplicaState } from '../types.js';
 import type { PodmanCli } from './cli.js';

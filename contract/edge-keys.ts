@@ -1,0 +1,94 @@
+/**
+ * The edge projection's Redis layout: what the control API writes and authz reads
+ * (docs/contract.md, "Edge projection"). Both sides import these names; neither spells a
+ * key itself. Every per-agent key carries the slug as a hash tag, so one Check's keys
+ * live in one Redis Cluster slot and one Lua script can touch them all: the edge knows
+ * only the hostname, and the slug, one to one with the agent id, is what it derives from it.
+ */
+export const edgeKeyNames = {
+  /** Hash of the agent's edge fields (EDGE_AGENT_FIELDS). */
+  agent: (slug: string) => `edge:agent:{${slug}}`,
+  /** Set of the SHA-256 hex digests of the agent's live access keys. */
+  keys: (slug: string) => `edge:keys:{${slug}}`,
+  /** Set of `host:port` of the replicas that take traffic. */
+  upstreams: (slug: string) => `edge:upstreams:{${slug}}`,
+  callerCounter: (slug: string, caller: string, window: number) => `edge:rl:{${slug}}:caller:${caller}:${window}`,
+  agentCounter: (slug: string, window: number) => `edge:rl:{${slug}}:agent:${window}`,
+  /** Allowed requests in a UTC month; authz INCRs it, the control API flushes it to Postgres. */
+  usage: (slug: string, month: string) => `edge:usage:{${slug}}:${month}`,
+  /** A usage counter renamed for its flush, so requests counted meanwhile start a fresh one. */
+  usageFlushing: (slug: string, month: string, flushId: string) => `edge:usage-flushing:{${slug}}:${month}:${flushId}`,
+  /** Not hash-tagged: an index of projected slugs, read only when rebuilding. */
+  index: 'edge:slugs',
+} as const;
+
+/** SCAN patterns for the keys the control API sweeps. */
+export const edgeKeyPatterns = {
+  usage: 'edge:usage:*',
+  usageFlushing: 'edge:usage-flushing:*',
+} as const;
+
+const USAGE_KEY = /^edge:usage:\{([^}]+)\}:(\d{4}-\d{2})$/;
+const USAGE_FLUSHING_KEY = /^edge:usage-flushing:\{([^}]+)\}:(\d{4}-\d{2}):([0-9a-f-]{36})$/;
+
+/** The slug and month of a usage counter's name, or undefined for any other key. */
+export function parseUsageKey(key: string): { slug: string; month: string } | undefined {
+  const match = USAGE_KEY.exec(key);
+  return match ? { slug: match[1]!, month: match[2]! } : undefined;
+}
+
+/** The slug, month and flush id of a flushing counter's name, or undefined for any other key. */
+export function parseUsageFlushingKey(key: string): { slug: string; month: string; flushId: string } | undefined {
+  const match = USAGE_FLUSHING_KEY.exec(key);
+  return match ? { slug: match[1]!, month: match[2]!, flushId: match[3]! } : undefined;
+}
+
+/** What the edge must know of one agent to answer a request without asking Postgres. */
+export interface EdgeAgent {
+  id: string;
+  accountId: string;
+  slug: string;
+  access: 'public' | 'private';
+  /** The agent's rate_limit_rpm, or DEFAULT_CALLER_RPM. */
+  callerRpm: number;
+  /** The plan's per-agent limit (max_agent_rpm). */
+  agentRpm: number;
+}
+
+/** The per-caller limit of an agent without a rate_limit_rpm of its own. */
+export const DEFAULT_CALLER_RPM = 120;
+
+/** Field names of the agent hash; authz's Check script reads id, access and both limits. */
+export const EDGE_AGENT_FIELDS = {
+  id: 'id',
+  accountId: 'account',
+  access: 'access',
+  callerRpm: 'caller_rpm',
+  agentRpm: 'agent_rpm',
+} as const;
+
+/** The agent hash as written to Redis (every value a string). */
+export const edgeAgentHash = (agent: EdgeAgent): Record<string, string> => ({
+  [EDGE_AGENT_FIELDS.id]: agent.id,
+  [EDGE_AGENT_FIELDS.accountId]: agent.accountId,
+  [EDGE_AGENT_FIELDS.access]: agent.access,
+  [EDGE_AGENT_FIELDS.callerRpm]: String(agent.callerRpm),
+  [EDGE_AGENT_FIELDS.agentRpm]: String(agent.agentRpm),
+});
+
+/** Fixed rate-limit windows are one minute long. */
+export const WINDOW_SECONDS = 60;
+/** Counters outlive their window by one more, then expire. */
+export const COUNTER_TTL_SECONDS = 2 * WINDOW_SECONDS;
+
+/** The window a moment falls in: whole minutes since the epoch. */
+export const windowOf = (now: Date): number => Math.floor(now.getTime() / 1000 / WINDOW_SECONDS);
+
+/** Whole seconds until the window of `now` ends, at least 1 (for Retry-After). */
+export function secondsToWindowEnd(now: Date): number {
+  const windowEndMs = (windowOf(now) + 1) * WINDOW_SECONDS * 1000;
+  return Math.max(1, Math.ceil((windowEndMs - now.getTime()) / 1000));
+}
+
+/** The usage bucket of a moment: its UTC month, `YYYY-MM`. */
+export const usageMonthOf = (now: Date): string => now.toISOString().slice(0, 7);

@@ -1,0 +1,58 @@
+import assert from 'node:assert/strict';
+import {
+  edgeAgentHash,
+  edgeKeyNames,
+  parseUsageFlushingKey,
+  parseUsageKey,
+  secondsToWindowEnd,
+  usageMonthOf,
+  windowOf,
+} from '../contract/edge-keys.js';
+
+/**
+ * The edge projection's format, pinned: the control API writes it, authz reads it, and a
+ * running Redis holds it across upgrades of either. A change here is a change of the
+ * contract (docs/contract.md), to be made on both sides in one release.
+ */
+describe('the control↔edge contract', () => {
+  const slug = 'support-bot-3f9a';
+
+  it('names every key of an agent with the slug as its Redis Cluster hash tag', () => {
+    assert.equal(edgeKeyNames.agent(slug), 'edge:agent:{support-bot-3f9a}');
+    assert.equal(edgeKeyNames.keys(slug), 'edge:keys:{support-bot-3f9a}');
+    assert.equal(edgeKeyNames.upstreams(slug), 'edge:upstreams:{support-bot-3f9a}');
+    assert.equal(edgeKeyNames.callerCounter(slug, '198.51.100.7', 29_000_000), 'edge:rl:{support-bot-3f9a}:caller:198.51.100.7:29000000');
+    assert.equal(edgeKeyNames.agentCounter(slug, 29_000_000), 'edge:rl:{support-bot-3f9a}:agent:29000000');
+    assert.equal(edgeKeyNames.usage(slug, '2031-03'), 'edge:usage:{support-bot-3f9a}:2031-03');
+    assert.equal(edgeKeyNames.index, 'edge:slugs');
+  });
+
+  it('writes the agent hash with the field names the Check script reads', () => {
+    assert.deepEqual(edgeAgentHash({ id: 'agt_1', accountId: 'acc_1', slug, access: 'private', callerRpm: 120, agentRpm: 300 }), {
+      id: 'agt_1',
+      account: 'acc_1',
+      access: 'private',
+      caller_rpm: '120',
+      agent_rpm: '300',
+    });
+  });
+
+  it('parses the usage keys it names, and nothing else', () => {
+    const flushId = '0f8e9c52-3d0c-4c4e-9b1e-6a7d2f1e0c11';
+    assert.deepEqual(parseUsageKey(edgeKeyNames.usage(slug, '2031-03')), { slug, month: '2031-03' });
+    assert.deepEqual(parseUsageFlushingKey(edgeKeyNames.usageFlushing(slug, '2031-03', flushId)), { slug, month: '2031-03', flushId });
+    assert.equal(edgeKeyNames.usageFlushing(slug, '2031-03', flushId), `edge:usage-flushing:{support-bot-3f9a}:2031-03:${flushId}`);
+    assert.equal(parseUsageKey(edgeKeyNames.usageFlushing(slug, '2031-03', flushId)), undefined);
+    assert.equal(parseUsageKey('edge:usage:{a}:2031-3'), undefined);
+    assert.equal(parseUsageFlushingKey(edgeKeyNames.usage(slug, '2031-03')), undefined);
+  });
+
+  it('counts in one-minute windows and UTC months', () => {
+    const moment = new Date('2031-03-31T23:59:45.250Z');
+    assert.equal(windowOf(moment), Math.floor(moment.getTime() / 60_000));
+    assert.equal(secondsToWindowEnd(moment), 15);
+    assert.equal(secondsToWindowEnd(new Date('2031-03-31T23:59:00.000Z')), 60);
+    assert.equal(usageMonthOf(moment), '2031-03');
+    assert.equal(usageMonthOf(new Date('2031-04-01T00:00:00.000Z')), '2031-04');
+  });
+});
