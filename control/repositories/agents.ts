@@ -138,6 +138,11 @@ export class AgentRepository {
     return this.db<AgentRow>('agents').where({ id }).first();
   }
 
+  /** Every agent's id, of every account: what the edge projection is rebuilt from. */
+  async allIds(): Promise<string[]> {
+    return (await this.db<AgentRow>('agents').select('id')).map((row) => row.id);
+  }
+
   /** Every agent that has been deployed: what the orchestrator should be running. */
   async deployed(): Promise<AgentRow[]> {
     return this.db<AgentRow>('agents').whereNotNull('deployed_version');

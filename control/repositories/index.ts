@@ -3,6 +3,7 @@ import { AccountRepository } from './accounts.js';
 import { AgentRepository } from './agents.js';
 import { InviteRepository } from './invites.js';
 import { AccessKeyRepository, ApiKeyRepository } from './keys.js';
+import { LoopLockRepository } from './loop-locks.js';
 import { SessionRepository } from './sessions.js';
 import { UsageRepository } from './usage.js';
 import { UserRepository } from './users.js';
@@ -17,6 +18,7 @@ export interface Repositories {
   agents: AgentRepository;
   accessKeys: AccessKeyRepository;
   usage: UsageRepository;
+  loopLocks: LoopLockRepository;
 }
 
 export function repositoriesOn(db: Knex): Repositories {
@@ -29,6 +31,7 @@ export function repositoriesOn(db: Knex): Repositories {
     agents: new AgentRepository(db),
     accessKeys: new AccessKeyRepository(db),
     usage: new UsageRepository(db),
+    loopLocks: new LoopLockRepository(db),
   };
 }
 

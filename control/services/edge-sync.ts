@@ -70,7 +70,7 @@ export class EdgeSync {
 
   /** Rebuilds the whole projection from Postgres and the orchestrator; agents gone from Postgres leave it. */
   async rebuild(): Promise<void> {
-    const ids = (await this.db('agents').select('id')).map((row: { id: string }) => row.id);
+    const ids = await repositoriesOn(this.db).agents.allIds();
     const keep = new Set<string>();
     for (const id of ids) {
       await inTransaction(this.db, async (repos) => {
