@@ -1,6 +1,9 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../../contract/clock.js';
-import type { JobEvent, JobSpec, JobStatus, LogEntry, LogQuery, Orchestrator, ReplicaMetrics } from '../types.js';
+import { EventRing, KEPT_EVENTS } from '../event-ring.js';
+import { selectEntries } from '../log-levels.js';
+import { SerialQueue } from '../serial-queue.js';
+import type { JobSpec, JobStatus, LogEntry, LogQuery, Orchestrator, ReplicaMetrics } from '../types.js';
 import { allocationsWatch, type AllocationsByJob } from './allocations-watch.js';
 import type { AllocationListStub } from './api-types.js';
 import type { BlockingWatch } from './blocking-watch.js';
@@ -22,7 +25,7 @@ import type { NomadJobRead } from './api-types.js';
 interface HeldJob {
   spec: JobSpec;
   /** The driver's own events (submitted, scaled); Nomad's task events are added when read. */
-  events: JobEvent[];
+  events: EventRing;
   /** Allocation id → first "Failed to pull" message: Nomad keeps only 10 events per task. */
   pullFailures: Map<string, string>;
   /** Nomad job version → our version, read back from the job's Meta after each registration. */
@@ -30,8 +33,6 @@ interface HeldJob {
   fingerprint: string;
 }
 
-const LEVEL_RANK = { debug: 0, info: 1, warn: 2, error: 3 } as const;
-const KEPT_EVENTS = 50;
 /** Job reads in flight at once while reconciling: well inside the driver's connection budget. */
 const RECONCILE_READS = 8;
 
@@ -49,7 +50,7 @@ export class NomadDriver implements Orchestrator {
   private readonly jobs = new Map<string, HeldJob>();
   private readonly listeners: ((agentId: string) => void)[] = [];
   private readonly api: JobsApi;
-  private queue: Promise<unknown> = Promise.resolve();
+  private readonly queue: SerialQueue;
   private closed = false;
   private allocations: AllocationsByJob = new Map();
   private passing: PassingAllocations = new Set();
@@ -65,6 +66,7 @@ export class NomadDriver implements Orchestrator {
     private readonly logger: Logger,
   ) {
     this.api = new JobsApi(nomad, settings.namespace, settings.region);
+    this.queue = new SerialQueue((error) => logger.error({ err: error }, 'nomad driver step failed'));
     const watchOptions = { minIntervalMs: settings.watchMinIntervalMs, backoffMs: 500, maxBackoffMs: 30_000 };
     this.watches = [
       allocationsWatch(nomad, settings, { ...watchOptions, waitSeconds: settings.nomadWaitSeconds }, (byJob) => {
@@ -203,12 +205,7 @@ export class NomadDriver implements Orchestrator {
         }),
       ),
     );
-    const minimum = LEVEL_RANK[query.level ?? 'debug'];
-    const entries = perStream
-      .flat()
-      .filter((entry) => LEVEL_RANK[entry.level] >= minimum)
-      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    return entries.slice(-query.limit);
+    return selectEntries(perStream.flat(), query);
   }
 
   async metrics(agentId: string): Promise<ReplicaMetrics[]> {
@@ -230,26 +227,21 @@ export class NomadDriver implements Orchestrator {
 
   async close(): Promise<void> {
     this.closed = true;
-    await this.queue.catch(() => undefined);
+    await this.queue.close();
     await Promise.all(this.watches.map((watch) => watch.stop()));
     this.nomad.close();
     this.consul.close();
   }
 
-  /** Runs `work` after everything queued before it; its failure goes to its caller and never breaks the queue. */
   private serial<T>(work: () => Promise<T>): Promise<T> {
-    const run = this.queue.then(work);
-    this.queue = run.catch((error) => {
-      if (!this.closed) this.logger.error({ err: error }, 'nomad driver step failed');
-    });
-    return run;
+    return this.queue.run(work);
   }
 
   /** The held job of the spec's agent, created when new. */
   private hold(spec: JobSpec): HeldJob {
     const existing = this.jobs.get(spec.agentId);
     if (existing) return existing;
-    const held: HeldJob = { spec, events: [], pullFailures: new Map(), versions: new Map(), fingerprint: '' };
+    const held: HeldJob = { spec, events: new EventRing(), pullFailures: new Map(), versions: new Map(), fingerprint: '' };
     this.jobs.set(spec.agentId, held);
     return held;
   }
@@ -304,7 +296,7 @@ export class NomadDriver implements Orchestrator {
       image: held.spec.image,
       restartBudget: this.settings.restartBudget,
     });
-    const events = [...held.events, ...eventsFrom(allocations)].sort((a, b) => a.at.getTime() - b.at.getTime()).slice(-KEPT_EVENTS);
+    const events = [...held.events.list(), ...eventsFrom(allocations)].sort((a, b) => a.at.getTime() - b.at.getTime()).slice(-KEPT_EVENTS);
     return { agentId: held.spec.agentId, version: held.spec.version, count: held.spec.count, replicas, events };
   }
 
@@ -326,8 +318,7 @@ export class NomadDriver implements Orchestrator {
   private event(agentId: string, type: string, message: string): void {
     const held = this.jobs.get(agentId);
     if (!held) return;
-    held.events.push({ at: this.clock.now(), replicaId: null, type, message });
-    if (held.events.length > KEPT_EVENTS) held.events.splice(0, held.events.length - KEPT_EVENTS);
+    held.events.add({ at: this.clock.now(), replicaId: null, type, message });
     this.logger.info({ agent_id: agentId, event: type }, message);
   }
 

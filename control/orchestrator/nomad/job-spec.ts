@@ -1,4 +1,4 @@
-import { DEFAULT_CAPABILITIES } from '../podman/run-args.js';
+import { DEFAULT_CAPABILITIES, NO_NEW_PRIVILEGES, PIDS_LIMIT } from '../container-policy.js';
 import type { JobSpec } from '../types.js';
 import type { NomadJob, NomadScalingPolicy, NomadTemplate } from './api-types.js';
 import type { NomadSettings } from './settings.js';
@@ -101,7 +101,7 @@ export function operatorMeta(spec: JobSpec): Record<string, string> {
 
 /**
  * The Nomad job of one agent (DESIGN.md §5): a service job with one group and one
- * docker task, the same container limits as the podman driver, a Consul service whose
+ * docker task, the container policy both drivers apply (../container-policy.ts), a Consul service whose
  * check gates rolling deploys, and secrets only through the Variable's template.
  */
 export function nomadJobFor(spec: JobSpec, settings: NomadSettings): NomadJob {
@@ -161,8 +161,8 @@ export function nomadJobFor(spec: JobSpec, settings: NomadSettings): NomadJob {
               ports: [PORT_LABEL],
               cap_drop: ['ALL'],
               cap_add: [...DEFAULT_CAPABILITIES],
-              security_opt: ['no-new-privileges'],
-              pids_limit: 512,
+              security_opt: [NO_NEW_PRIVILEGES],
+              pids_limit: PIDS_LIMIT,
               cpu_hard_limit: true,
             },
             Env: { ...spec.env },

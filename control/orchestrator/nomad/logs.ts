@@ -1,4 +1,4 @@
-import { levelOf } from '../podman/log-lines.js';
+import { levelOf } from '../log-levels.js';
 import type { LogEntry } from '../types.js';
 import type { ApiClient } from './http-client.js';
 import { TASK } from './job-spec.js';

@@ -1,28 +1,10 @@
-import type { LogEntry, LogLevel } from '../types.js';
+import { levelOf } from '../log-levels.js';
+import type { LogEntry } from '../types.js';
 
 const TIMESTAMP = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2}) /;
 // A partial line (written without a newline) is printed by `podman logs -t` with the
 // next chunk's timestamp glued on; removing those stitches the line back together.
 const EMBEDDED_TIMESTAMP = /\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{1,9}(?:Z|[+-]\d{2}:\d{2}) /g;
-
-const PINO_LEVELS: Record<number, LogLevel> = { 10: 'debug', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'error' };
-const NAMED_LEVELS: Record<string, LogLevel> = {
-  trace: 'debug', debug: 'debug', info: 'info', notice: 'info', warn: 'warn', warning: 'warn', error: 'error', fatal: 'error', critical: 'error',
-};
-
-/** The level a line declares as JSON (`{"level": "warn"}` or pino's numbers), else by its stream. */
-export function levelOf(message: string, source: 'stdout' | 'stderr'): LogLevel {
-  if (message.startsWith('{')) {
-    try {
-      const level = (JSON.parse(message) as { level?: unknown }).level;
-      if (typeof level === 'number' && PINO_LEVELS[level]) return PINO_LEVELS[level];
-      if (typeof level === 'string' && NAMED_LEVELS[level.toLowerCase()]) return NAMED_LEVELS[level.toLowerCase()]!;
-    } catch {
-      // not JSON after all: fall through to the stream's level
-    }
-  }
-  return source === 'stderr' ? 'error' : 'info';
-}
 
 /**
  * Parses `podman logs --timestamps` output of one stream of one replica. Each entry's

@@ -1,28 +1,6 @@
+import { DROPPED_CAPABILITIES, NO_NEW_PRIVILEGES, PIDS_LIMIT } from '../container-policy.js';
 import type { JobSpec } from '../types.js';
 import type { PodmanSettings } from './settings.js';
-
-/** podman's default capability set: what a replica may keep. */
-export const DEFAULT_CAPABILITIES = [
-  'CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'NET_BIND_SERVICE',
-  'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT',
-] as const;
-
-const ALL_CAPABILITIES = [
-  'AUDIT_CONTROL', 'AUDIT_READ', 'AUDIT_WRITE', 'BLOCK_SUSPEND', 'BPF', 'CHECKPOINT_RESTORE', 'CHOWN',
-  'DAC_OVERRIDE', 'DAC_READ_SEARCH', 'FOWNER', 'FSETID', 'IPC_LOCK', 'IPC_OWNER', 'KILL', 'LEASE',
-  'LINUX_IMMUTABLE', 'MAC_ADMIN', 'MAC_OVERRIDE', 'MKNOD', 'NET_ADMIN', 'NET_BIND_SERVICE',
-  'NET_BROADCAST', 'NET_RAW', 'PERFMON', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYSLOG',
-  'SYS_ADMIN', 'SYS_BOOT', 'SYS_CHROOT', 'SYS_MODULE', 'SYS_NICE', 'SYS_PACCT', 'SYS_PTRACE',
-  'SYS_RAWIO', 'SYS_RESOURCE', 'SYS_TIME', 'SYS_TTY_CONFIG', 'WAKE_ALARM',
-] as const;
-
-/**
- * Every capability outside the default set is dropped by name, so a host whose
- * containers.conf adds some (NET_RAW, MKNOD, AUDIT_WRITE were defaults once) cannot
- * widen it. The default set is not re-added with --cap-add: podman would then also
- * grant it to a non-root user, who otherwise runs with no effective capability.
- */
-export const DROPPED_CAPABILITIES = ALL_CAPABILITIES.filter((cap) => !(DEFAULT_CAPABILITIES as readonly string[]).includes(cap));
 
 export const LABEL = {
   /** Which platform installation owns the container; one host may run several (tests, `npm run up`). */
@@ -72,9 +50,12 @@ export function runArguments({ replicaId, spec, envFile }: ReplicaLaunch, settin
     '--label', `${LABEL.version}=${spec.version}`,
     '--label', `${LABEL.replicaId}=${replicaId}`,
     '--network', networkName(spec.agentId),
+    // Dropped by name, not `--cap-drop ALL` plus the defaults re-added with --cap-add:
+    // podman would then also grant them to a non-root user, who otherwise runs with no
+    // effective capability.
     '--cap-drop', DROPPED_CAPABILITIES.join(','),
-    '--security-opt', 'no-new-privileges',
-    '--pids-limit', String(settings.pidsLimit),
+    '--security-opt', NO_NEW_PRIVILEGES,
+    '--pids-limit', String(PIDS_LIMIT),
     '--ulimit', `nproc=${settings.nprocLimit}:${settings.nprocLimit}`,
     '--ulimit', `nofile=${settings.nofileLimit}:${settings.nofileLimit}`,
     '--cpus', String(spec.cpu),
