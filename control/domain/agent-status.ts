@@ -1,5 +1,5 @@
-import type { JobStatus } from '../orchestrator/types.js';
-import type { AgentStatus } from '../schemas/agents.js';
+import type { AgentStatus } from './agent.js';
+import type { JobStatus } from './job.js';
 
 export interface ObservedState {
   status: AgentStatus;

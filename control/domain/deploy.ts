@@ -1,8 +1,36 @@
 import type { SecretBox } from '../crypto/secret-box.js';
 import { validationError, type ValidationIssue } from '../errors.js';
-import type { StoredDeploy, StoredEnvEntry } from '../repositories/agents.js';
-import { RESERVED_ENV_KEYS, type DeployInput } from '../schemas/agents.js';
 import { secretEnvIssues } from './secret-env-limits.js';
+
+/** An env entry as stored: a secret keeps only its sealed (encrypted) value. */
+export type StoredEnvEntry = { key: string; secret: false; value: string } | { key: string; secret: true; sealed: string };
+
+export interface StoredDeploy {
+  /** null: the platform's runtime image, whichever it is at deploy time. */
+  image: string | null;
+  port: number;
+  replicas: number;
+  resources: { cpu: number; memory_mb: number; gpu: number; disk_gb: number; ephemeral_storage_gb: number };
+  env: StoredEnvEntry[];
+  auto_scale: boolean;
+  min_replicas: number;
+  max_replicas: number;
+}
+
+/** A deploy as asked for: any field left out keeps its value; env values still in the clear. */
+export interface DeployRequest {
+  image?: string;
+  port?: number;
+  replicas?: number;
+  resources?: Partial<StoredDeploy['resources']>;
+  env?: { key: string; value: string; secret?: boolean }[];
+  auto_scale?: boolean;
+  min_replicas?: number;
+  max_replicas?: number;
+}
+
+/** Variables the platform sets itself; deploy.env may not override them. */
+export const RESERVED_ENV_KEYS = ['AGENT_ID', 'AGENT_NAME', 'SYSTEM_PROMPT', 'LLM_MODEL', 'LLM_PROVIDER'] as const;
 
 export const DEFAULT_DEPLOY: Readonly<StoredDeploy> = Object.freeze({
   image: null,
@@ -20,7 +48,7 @@ export const DEFAULT_DEPLOY: Readonly<StoredDeploy> = Object.freeze({
  * deploy on redeploy), so omitted fields keep their values. A given `env` replaces the
  * whole list; its secret values are sealed here and never stored in the clear.
  */
-export function resolveDeploy(input: DeployInput | undefined, base: StoredDeploy, box: SecretBox): StoredDeploy {
+export function resolveDeploy(input: DeployRequest | undefined, base: StoredDeploy, box: SecretBox): StoredDeploy {
   const given = input ?? {};
   const resolved: StoredDeploy = {
     image: given.image ?? base.image,
@@ -36,14 +64,14 @@ export function resolveDeploy(input: DeployInput | undefined, base: StoredDeploy
   return resolved;
 }
 
-function sealEntry(entry: NonNullable<DeployInput['env']>[number], box: SecretBox): StoredEnvEntry {
+function sealEntry(entry: NonNullable<DeployRequest['env']>[number], box: SecretBox): StoredEnvEntry {
   return entry.secret
     ? { key: entry.key, secret: true, sealed: box.seal(entry.value) }
     : { key: entry.key, secret: false, value: entry.value };
 }
 
 /** Rules across fields that a JSON Schema cannot say; reported as 422 at the field that breaks them. */
-function assertConsistent(deploy: StoredDeploy, given: DeployInput): void {
+function assertConsistent(deploy: StoredDeploy, given: DeployRequest): void {
   const issues: ValidationIssue[] = [];
   const at = (...path: (string | number)[]) => ['body', 'deploy', ...path];
   if (deploy.min_replicas > deploy.max_replicas) {

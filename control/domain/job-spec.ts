@@ -1,6 +1,6 @@
 import type { SecretBox } from '../crypto/secret-box.js';
-import type { JobSpec } from '../orchestrator/types.js';
-import type { AgentRow } from '../repositories/agents.js';
+import type { AgentRow } from './agent.js';
+import type { JobSpec } from './job.js';
 import { PROVIDER_KEY_VARIABLE, type Provider } from './models.js';
 
 /**

@@ -1,46 +1,5 @@
 import type { Knex } from 'knex';
-import type { AccessMode, AgentStatus } from '../schemas/agents.js';
-
-/** An env entry as stored: a secret keeps only its sealed (encrypted) value. */
-export type StoredEnvEntry = { key: string; secret: false; value: string } | { key: string; secret: true; sealed: string };
-
-export interface StoredDeploy {
-  /** null: the platform's runtime image, whichever it is at deploy time. */
-  image: string | null;
-  port: number;
-  replicas: number;
-  resources: { cpu: number; memory_mb: number; gpu: number; disk_gb: number; ephemeral_storage_gb: number };
-  env: StoredEnvEntry[];
-  auto_scale: boolean;
-  min_replicas: number;
-  max_replicas: number;
-}
-
-export interface AgentRow {
-  id: string;
-  account_id: string;
-  name: string;
-  slug: string;
-  runtime: string;
-  framework: string;
-  model: string;
-  provider: string;
-  status: AgentStatus;
-  access: AccessMode;
-  rate_limit_rpm: number | null;
-  replicas: number;
-  desired_replicas: number;
-  deployed_version: number | null;
-  deploy: StoredDeploy;
-  api_key_sealed: string | null;
-  system_prompt: string | null;
-  tags: string[];
-  metadata: Record<string, string>;
-  error: string | null;
-  version: number;
-  created_at: Date;
-  updated_at: Date;
-}
+import type { AgentRow, AgentStatus } from '../domain/agent.js';
 
 export interface AgentFilter {
   status?: AgentStatus;

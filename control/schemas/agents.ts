@@ -1,14 +1,8 @@
 import { Type, type Static } from '@sinclair/typebox';
-import { NullableInteger, StringEnum, Timestamp } from './common.js';
-
-export const AGENT_STATUSES = ['pending', 'starting', 'running', 'scaling', 'stopped', 'failed', 'crashed'] as const;
-export type AgentStatus = (typeof AGENT_STATUSES)[number];
-
-export const ACCESS_MODES = ['public', 'private'] as const;
-export type AccessMode = (typeof ACCESS_MODES)[number];
-
-/** Variables the platform sets itself; deploy.env may not override them. */
-export const RESERVED_ENV_KEYS = ['AGENT_ID', 'AGENT_NAME', 'SYSTEM_PROMPT', 'LLM_MODEL', 'LLM_PROVIDER'] as const;
+import { ACCESS_MODES, AGENT_STATUSES } from '../domain/agent.js';
+import type { DeployRequest } from '../domain/deploy.js';
+import { LOG_LEVELS, LOG_SOURCES, type PublicLogEntry } from '../domain/log-entry.js';
+import { NullableInteger, StringEnum, Timestamp, type Holds, type SameType } from './common.js';
 
 // An OCI image reference: [registry[:port]/]path[:tag][@sha256:digest].
 const IMAGE_REFERENCE =
@@ -56,6 +50,8 @@ export const DeployInput = Type.Object(
   { additionalProperties: false },
 );
 export type DeployInput = Static<typeof DeployInput>;
+/** Compiles only while the body's deploy is the domain's request (build_path is refused before it reaches the domain). */
+export type DeployInputIsDeployRequest = Holds<SameType<Omit<DeployInput, 'build_path'>, DeployRequest>>;
 
 export const CreateAgentBody = Type.Object(
   {
@@ -180,7 +176,7 @@ export type ScaleResult = Static<typeof ScaleResult>;
 
 export const LogsQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
-  level: Type.Optional(StringEnum(['debug', 'info', 'warn', 'error'] as const, { description: 'the lowest level shown' })),
+  level: Type.Optional(StringEnum(LOG_LEVELS, { description: 'the lowest level shown' })),
   replica_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
 });
 export type LogsQuery = Static<typeof LogsQuery>;
@@ -190,12 +186,14 @@ export const LogEntry = Type.Object(
     agent_id: Type.String(),
     replica_id: Type.String(),
     timestamp: Timestamp,
-    level: StringEnum(['debug', 'info', 'warn', 'error'] as const),
+    level: StringEnum(LOG_LEVELS),
     message: Type.String(),
-    source: StringEnum(['stdout', 'stderr'] as const),
+    source: StringEnum(LOG_SOURCES),
   },
   { $id: 'LogEntry' },
 );
+/** Compiles only while the documented entry is the domain's (control/domain/log-entry.ts). */
+export type LogEntryIsPublicLogEntry = Holds<SameType<Static<typeof LogEntry>, PublicLogEntry>>;
 
 export const LogList = Type.Object({ logs: Type.Array(Type.Ref(LogEntry)), total: Type.Integer() }, { $id: 'LogList' });
 

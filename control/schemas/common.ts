@@ -19,3 +19,12 @@ export const ErrorBody = Type.Object(
 );
 
 export const Label = Type.String({ minLength: 1, maxLength: 128 });
+
+/** true only if A and B are the same type, optional and readonly modifiers included. */
+export type SameType<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+
+/**
+ * Compiles only if `Check` is true: `Holds<SameType<Static<typeof Schema>, DomainType>>`
+ * keeps a schema and the domain type it documents from drifting apart.
+ */
+export type Holds<Check extends true> = Check;

@@ -7,7 +7,7 @@ import type { KeyView } from '../schemas/keys.js';
 import { keyView } from './key-presenter.js';
 import type { Principal } from './principal.js';
 import type { EdgeSync } from './edge-sync.js';
-import type { AgentRow } from '../repositories/agents.js';
+import type { AgentRow } from '../domain/agent.js';
 
 export type IssuedKey = KeyView & { key: string };
 

@@ -1,5 +1,5 @@
 import type { AgentUrlSettings } from '../config.js';
-import type { AgentRow } from '../repositories/agents.js';
+import type { AgentRow } from '../domain/agent.js';
 import type { Agent } from '../schemas/agents.js';
 
 export const MASKED_SECRET = '***';

@@ -5,7 +5,7 @@ import type { SecretBox } from '../crypto/secret-box.js';
 import { observedState } from '../domain/agent-status.js';
 import { jobSpecFor, type JobSettings } from '../domain/job-spec.js';
 import type { Orchestrator } from '../orchestrator/types.js';
-import type { AgentRow } from '../repositories/agents.js';
+import type { AgentRow } from '../domain/agent.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { EdgeSync } from './edge-sync.js';
 import type { AgentOperation, Step } from './fair-queue.js';

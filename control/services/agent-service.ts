@@ -7,7 +7,7 @@ import { DEFAULT_MODEL, providerOf } from '../domain/models.js';
 import { limitsOf } from '../domain/plans.js';
 import { slugFor } from '../domain/slug.js';
 import { notFound, PlatformError, validationError } from '../errors.js';
-import type { AgentRow } from '../repositories/agents.js';
+import type { AgentRow } from '../domain/agent.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { Agent, CreateAgentBody, ListAgentsQuery, PatchAgentBody } from '../schemas/agents.js';
 import type { AccessKeyService } from './access-key-service.js';

@@ -7,7 +7,7 @@ import type { AutoscaleSettings } from '../config.js';
 import { decideReplicas } from '../domain/autoscale.js';
 import { isQuotaExceeded } from '../errors.js';
 import type { Orchestrator } from '../orchestrator/types.js';
-import type { AgentRow } from '../repositories/agents.js';
+import type { AgentRow } from '../domain/agent.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { DeploymentService, QuotaDetails } from './deployment-service.js';
 import type { ExclusivePass } from './exclusive-pass.js';

@@ -4,7 +4,7 @@ import type { SecretBox } from '../crypto/secret-box.js';
 import { resolveDeploy, runtimeLabels } from '../domain/deploy.js';
 import { limitsOf } from '../domain/plans.js';
 import { isQuotaExceeded, notFound, PlatformError, validationError } from '../errors.js';
-import type { AgentRow } from '../repositories/agents.js';
+import type { AgentRow } from '../domain/agent.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { Agent, DeployInput, ScaleBody, ScaleResult } from '../schemas/agents.js';
 import { agentView, type PresenterSettings } from './agent-presenter.js';

@@ -6,7 +6,7 @@ import { limitsOf } from '../domain/plans.js';
 import { OUTAGE_RETRY_AFTER_SECONDS } from '../dependency-outage.js';
 import { PlatformError } from '../errors.js';
 import type { Orchestrator } from '../orchestrator/types.js';
-import type { AgentRow } from '../repositories/agents.js';
+import type { AgentRow } from '../domain/agent.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 
 /**

@@ -1,12 +1,11 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
+import type { LogEntry, PublicLogEntry } from '../domain/log-entry.js';
 import { notFound } from '../errors.js';
-import type { LogEntry, Orchestrator } from '../orchestrator/types.js';
+import type { Orchestrator } from '../orchestrator/types.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { LogsQuery, MetricsSample } from '../schemas/agents.js';
 import type { Principal } from './principal.js';
-
-export type PublicLogEntry = Omit<LogEntry, 'id'>;
 
 const round = (value: number) => Math.round(value * 100) / 100;
 const average = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);

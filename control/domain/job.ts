@@ -1,0 +1,66 @@
+/**
+ * The job model the platform and its drivers share: what to run for an agent (built by
+ * job-spec.ts) and what runs (read back by agent-status.ts). The Orchestrator interface
+ * (control/orchestrator/types.ts) takes and returns these.
+ */
+
+export interface JobSpec {
+  agentId: string;
+  /** The agent's URL name: the Nomad driver names and tags its Consul service with it. */
+  slug: string;
+  /** Who the job belongs to, for operators (Nomad shows them in the job's Name and Meta). */
+  name: string;
+  accountId: string;
+  url: string;
+  /** The agent's version: replicas of older versions are replaced by a rollout. */
+  version: number;
+  image: string;
+  /** The port the container listens on. */
+  port: number;
+  count: number;
+  cpu: number;
+  memoryMb: number;
+  /** Plain environment, visible to whoever can read the job. */
+  env: Record<string, string>;
+  /** Secret environment (model key, secret deploy.env): delivered so that it never appears in a job listing. */
+  secretEnv: Record<string, string>;
+  /** How health is checked: the platform runtime serves /health, a custom image maybe nothing but a port. */
+  check: 'http' | 'tcp';
+  scaling: { enabled: boolean; min: number; max: number };
+}
+
+export type ReplicaState =
+  | 'pending' // accepted, not placed yet
+  | 'starting' // placed, not yet routable
+  | 'running' // routable
+  | 'restarting' // exited, waiting for its backoff
+  | 'failed' // could not start (image, runtime)
+  | 'crashed' // exited past the restart budget
+  | 'stopping';
+
+export interface Replica {
+  id: string;
+  version: number;
+  state: ReplicaState;
+  /** `ip:port` where the edge reaches this replica; null until placed. */
+  address: string | null;
+  restarts: number;
+  startedAt: Date | null;
+  error: string | null;
+}
+
+export interface JobEvent {
+  at: Date;
+  replicaId: string | null;
+  type: string;
+  message: string;
+}
+
+export interface JobStatus {
+  agentId: string;
+  /** The version being run or rolled out. */
+  version: number;
+  count: number;
+  replicas: Replica[];
+  events: JobEvent[];
+}

@@ -1,0 +1,20 @@
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export const LOG_SOURCES = ['stdout', 'stderr'] as const;
+export type LogSource = (typeof LOG_SOURCES)[number];
+
+/** One line a replica wrote, as the drivers read it. */
+export interface LogEntry {
+  /** Orders entries across replicas; an SSE client resumes after it with Last-Event-ID. */
+  id: string;
+  agent_id: string;
+  replica_id: string;
+  timestamp: string;
+  level: LogLevel;
+  message: string;
+  source: LogSource;
+}
+
+/** What GET /logs shows of an entry: its id travels only as the stream's event id. */
+export type PublicLogEntry = Omit<LogEntry, 'id'>;
