@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { readNomadSettings, type NomadSettings } from './orchestrator/nomad/settings.js';
-import { detectPodmanSettings, type PodmanSettings } from './orchestrator/podman/settings.js';
+import { readPodmanSettings, type LoadedPodmanSettings } from './orchestrator/podman/settings.js';
+import { ConfigError, SettingReader, type Env } from './settings-reader.js';
 import type { ClientLimits } from './http/client-limits.js';
 
 /**
@@ -30,7 +31,8 @@ export interface Config {
   readonly logLevel: LogLevel;
   /** Which driver runs the agents' containers. */
   readonly orchestrator: 'podman' | 'nomad';
-  readonly podman: PodmanSettings;
+  /** As loaded: what is left to the host (runtime, ulimits, firewall) is settled where the driver is created (podman/host.ts). */
+  readonly podman: LoadedPodmanSettings;
   /** Orchestrator steps (submit, scale, remove) in flight at once; the rest wait in a queue fair between accounts. */
   readonly orchestratorConcurrency: number;
   /** The Nomad driver's settings; read (and checked) only when ORCHESTRATOR=nomad, else null. */
@@ -66,30 +68,22 @@ export interface AgentUrlSettings {
   readonly port: number | null;
 }
 
-export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
-    this.name = 'ConfigError';
-  }
-}
-
-type Env = Record<string, string | undefined>;
+export { ConfigError };
 
 /** Reads and checks every setting, reporting all bad values at once rather than the first. */
 export function loadConfig(env: Env): Config {
-  const problems: string[] = [];
-  const read = new SettingReader(env, problems);
+  const read = new SettingReader(env);
 
   const config: Config = {
     host: read.string('CONTROL_HOST', '127.0.0.1'),
     port: read.port('CONTROL_PORT', 7070),
     databaseUrl: read.url('DATABASE_URL', ['postgres:', 'postgresql:']),
     redisUrl: read.url('REDIS_URL', ['redis:', 'rediss:']),
-    masterKey: readMasterKey(env, problems),
+    masterKey: readMasterKey(read),
     registrationMode: read.oneOf('REGISTRATION_MODE', ['open', 'invite', 'closed'] as const, 'open'),
     agentUrl: {
       scheme: read.oneOf('AGENT_URL_SCHEME', ['http', 'https'] as const, 'http'),
-      domain: read.hostname('AGENT_DOMAIN', 'agents.localhost'),
+      domain: read.matching('AGENT_DOMAIN', 'agents.localhost', DNS_NAME, 'a lower-case DNS name such as agents.example.com'),
       port: read.optionalPort('AGENT_URL_PORT', 7080),
     },
     runtimeImage: read.string('RUNTIME_IMAGE', 'localhost/agent-runtime:latest'),
@@ -106,9 +100,9 @@ export function loadConfig(env: Env): Config {
     }),
     logLevel: read.oneOf('LOG_LEVEL', ['debug', 'info', 'warn', 'error', 'silent'] as const, 'info'),
     orchestrator: read.oneOf('ORCHESTRATOR', ['podman', 'nomad'] as const, 'podman'),
-    podman: readPodman(env, problems),
+    podman: Object.freeze(readPodmanSettings(read)),
     orchestratorConcurrency: read.integer('ORCHESTRATOR_CONCURRENCY', 4, 1, 256),
-    nomad: env.ORCHESTRATOR === 'nomad' ? Object.freeze(readNomadSettings(env, problems)) : null,
+    nomad: env.ORCHESTRATOR === 'nomad' ? Object.freeze(readNomadSettings(read)) : null,
     reconcileIntervalMs: read.integer('RECONCILE_INTERVAL_SECONDS', 30, 1, 3600) * 1000,
     usageMeterIntervalMs: read.integer('USAGE_METER_INTERVAL_MS', 15_000, 100, 3_600_000),
     usageFlushIntervalMs: read.integer('USAGE_FLUSH_INTERVAL_MS', 30_000, 100, 3_600_000),
@@ -122,121 +116,28 @@ export function loadConfig(env: Env): Config {
 
   // Node refuses a headersTimeout longer than requestTimeout.
   if (config.clientLimits.headersTimeoutMs > config.clientLimits.requestTimeoutMs) {
-    problems.push('CONTROL_HEADERS_TIMEOUT_MS: must not exceed CONTROL_REQUEST_TIMEOUT_MS (the headers are part of the request)');
+    read.report('CONTROL_HEADERS_TIMEOUT_MS: must not exceed CONTROL_REQUEST_TIMEOUT_MS (the headers are part of the request)');
   }
-  if (problems.length > 0) throw new ConfigError(problems);
+  read.throwIfProblems();
   return Object.freeze(config);
 }
 
-function readPodman(env: Env, problems: string[]): PodmanSettings {
-  try {
-    return Object.freeze(detectPodmanSettings(env));
-  } catch (error) {
-    problems.push((error as Error).message);
-    return detectPodmanSettings({});
-  }
-}
+const DNS_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
-function readMasterKey(env: Env, problems: string[]): Buffer {
-  const inline = env.MASTER_KEY;
-  const file = env.MASTER_KEY_FILE;
-  let encoded: string;
-  if (inline) {
-    encoded = inline;
-  } else if (file) {
-    try {
-      encoded = readFileSync(file, 'utf8').trim();
-    } catch (error) {
-      problems.push(`MASTER_KEY_FILE: cannot read ${file} (${(error as Error).message})`);
-      return Buffer.alloc(0);
+function readMasterKey(read: SettingReader): Buffer {
+  const inline = read.optionalString('MASTER_KEY');
+  const encoded = inline ?? read.file('MASTER_KEY_FILE')?.trim();
+  if (encoded === undefined) {
+    if (read.optionalString('MASTER_KEY_FILE') === null) {
+      read.report('MASTER_KEY or MASTER_KEY_FILE: one is required, 32 bytes in base64 (openssl rand -base64 32); it encrypts model keys and secrets at rest');
     }
-  } else {
-    problems.push('MASTER_KEY or MASTER_KEY_FILE: one is required, 32 bytes in base64 (openssl rand -base64 32); it encrypts model keys and secrets at rest');
     return Buffer.alloc(0);
   }
   const key = Buffer.from(encoded, 'base64');
   if (key.length !== 32) {
-    problems.push(`MASTER_KEY: must decode from base64 to exactly 32 bytes, got ${key.length}`);
+    read.report(`MASTER_KEY: must decode from base64 to exactly 32 bytes, got ${key.length}`);
   }
   return key;
-}
-
-class SettingReader {
-  constructor(private readonly env: Env, private readonly problems: string[]) {}
-
-  private raw(name: string): string | undefined {
-    const value = this.env[name];
-    return value === undefined || value === '' ? undefined : value;
-  }
-
-  string(name: string, fallback: string): string {
-    return this.raw(name) ?? fallback;
-  }
-
-  url(name: string, protocols: string[]): string {
-    const value = this.raw(name);
-    if (value === undefined) {
-      this.problems.push(`${name}: required (a ${protocols[0]}// URL)`);
-      return '';
-    }
-    try {
-      const parsed = new URL(value);
-      if (!protocols.includes(parsed.protocol)) {
-        this.problems.push(`${name}: expected a ${protocols.join(' or ')}// URL, got ${parsed.protocol}//`);
-      }
-    } catch {
-      this.problems.push(`${name}: not a valid URL`);
-    }
-    return value;
-  }
-
-  integer(name: string, fallback: number, min: number, max: number): number {
-    const value = this.raw(name);
-    if (value === undefined) return fallback;
-    const parsed = Number(value);
-    if (!Number.isInteger(parsed) || parsed < min || parsed > max) {
-      this.problems.push(`${name}: expected an integer from ${min} to ${max}, got "${value}"`);
-      return fallback;
-    }
-    return parsed;
-  }
-
-  port(name: string, fallback: number): number {
-    return this.integer(name, fallback, 0, 65535);
-  }
-
-  optionalPort(name: string, fallback: number): number | null {
-    const value = this.env[name];
-    if (value === '' || value === 'none') return null;
-    return this.port(name, fallback);
-  }
-
-  boolean(name: string, fallback: boolean): boolean {
-    const value = this.raw(name);
-    if (value === undefined) return fallback;
-    if (['1', 'true', 'yes'].includes(value)) return true;
-    if (['0', 'false', 'no'].includes(value)) return false;
-    this.problems.push(`${name}: expected true or false, got "${value}"`);
-    return fallback;
-  }
-
-  oneOf<T extends string>(name: string, allowed: readonly T[], fallback: T): T {
-    const value = this.raw(name);
-    if (value === undefined) return fallback;
-    if (!(allowed as readonly string[]).includes(value)) {
-      this.problems.push(`${name}: expected one of ${allowed.join(', ')}, got "${value}"`);
-      return fallback;
-    }
-    return value as T;
-  }
-
-  hostname(name: string, fallback: string): string {
-    const value = this.raw(name) ?? fallback;
-    if (!/^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/.test(value)) {
-      this.problems.push(`${name}: expected a lower-case DNS name such as agents.example.com, got "${value}"`);
-    }
-    return value;
-  }
 }
 
 /**

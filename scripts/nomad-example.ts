@@ -11,6 +11,7 @@ import { fileURLToPath } from 'node:url';
 import type { JobRegisterRequest } from '../control/orchestrator/nomad/api-types.js';
 import { nomadJobFor } from '../control/orchestrator/nomad/job-spec.js';
 import { readNomadSettings } from '../control/orchestrator/nomad/settings.js';
+import { readSettings } from '../control/settings-reader.js';
 import type { JobSpec } from '../control/orchestrator/types.js';
 
 export const EXAMPLE_PATH = fileURLToPath(new URL('../nomad-jobs/agent.example.json', import.meta.url));
@@ -35,9 +36,7 @@ export const EXAMPLE_AGENT: JobSpec = {
 };
 
 export function renderExample(): string {
-  const problems: string[] = [];
-  const settings = readNomadSettings({ ORCHESTRATOR: 'nomad' }, problems);
-  if (problems.length > 0) throw new Error(problems.join('; '));
+  const settings = readSettings({ ORCHESTRATOR: 'nomad' }, readNomadSettings);
   const request: JobRegisterRequest = { Job: nomadJobFor(EXAMPLE_AGENT, settings), PreserveCounts: EXAMPLE_AGENT.scaling.enabled };
   return `${JSON.stringify(request, null, 2)}\n`;
 }

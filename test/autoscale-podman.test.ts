@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { systemClock } from '../contract/clock.js';
+import { podmanRuntime } from '../control/orchestrator/podman/host.js';
 import { Autoscaler } from '../control/services/autoscaler.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { expectStatus } from './support/control-api.js';
@@ -189,7 +190,7 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
 
   it('scales out on CPU alone, measured against each replica\'s share', async () => {
     // The test image with a busy loop beside its server: a 0.1-vCPU replica is at its limit, 100 % of its share.
-    const image = buildBusyImage(control.config.podman.runtime);
+    const image = buildBusyImage(podmanRuntime(control.config.podman));
     try {
       const { token } = await control.signUp();
       const { id } = await createRunningAgent(control, token, {
@@ -202,7 +203,7 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
       // Stop the busy replicas at once: they compete for the machine's cores.
       assert.equal((await control.request('DELETE', `/agents/${id}`, { token })).status, 204);
     } finally {
-      execFileSync('podman', [...runtimeArgs(control.config.podman.runtime), 'rmi', '--force', image], { stdio: 'pipe' });
+      execFileSync('podman', [...runtimeArgs(podmanRuntime(control.config.podman)), 'rmi', '--force', image], { stdio: 'pipe' });
     }
   });
 

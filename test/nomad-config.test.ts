@@ -25,6 +25,7 @@ describe('nomad driver: settings', () => {
       },
     );
     assert.deepEqual([nomad.namespace, nomad.region, nomad.datacenters, nomad.mhzPerVcpu, nomad.agentNodePool, nomad.watchMinIntervalMs, nomad.maxConnections], ['default', null, ['dc1'], 1000, 'agents', 1000, 32]);
+    assert.equal(nomad.scalingTargetCpuPercent, 70);
   });
 
   it('reads every setting, TLS files included', () => {
@@ -50,10 +51,12 @@ describe('nomad driver: settings', () => {
         NOMAD_AGENT_NODE_POOL: 'agent-nodes',
         NOMAD_WATCH_MIN_INTERVAL_MS: '500',
         NOMAD_MAX_CONNECTIONS: '16',
+        NOMAD_SCALING_TARGET_CPU_PERCENT: '55',
       }).nomad!;
       assert.deepEqual(nomad.nomad, { address: 'https://nomad.internal:4646', token: 'nomad-token', ca: '-----BEGIN ca.pem-----', cert: '-----BEGIN cert.pem-----', key: '-----BEGIN key.pem-----', skipVerify: true });
       assert.deepEqual([nomad.consul.address, nomad.consul.token, nomad.consul.ca], ['https://consul.internal:8501', 'consul-token', '-----BEGIN ca.pem-----']);
       assert.deepEqual([nomad.namespace, nomad.region, nomad.datacenters, nomad.mhzPerVcpu, nomad.agentNodePool, nomad.watchMinIntervalMs, nomad.maxConnections], ['agents', 'europe', ['eu1', 'eu2'], 2400, 'agent-nodes', 500, 16]);
+      assert.equal(nomad.scalingTargetCpuPercent, 55);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -69,5 +72,37 @@ describe('nomad driver: settings', () => {
       },
     );
     assert.throws(() => loadConfig({ ...BASE, ORCHESTRATOR: 'kubernetes' }), /ORCHESTRATOR: expected one of podman, nomad/);
+  });
+
+  it('names the bounds of every bad number, Nomad and podman settings in one list, a shared one once', () => {
+    assert.throws(
+      () => loadConfig({
+        ...BASE,
+        ORCHESTRATOR: 'nomad',
+        NOMAD_MHZ_PER_VCPU: '0',
+        NOMAD_MAX_CONNECTIONS: '200',
+        NOMAD_WATCH_MIN_INTERVAL_MS: 'soon',
+        NOMAD_SCALING_TARGET_CPU_PERCENT: '0',
+        NOMAD_SKIP_VERIFY: 'perhaps',
+        // Read by both drivers, with the same bounds.
+        RESTART_BUDGET: '1.5',
+        DRAIN_SECONDS: '-2',
+        PODMAN_POLL_INTERVAL_MS: '0',
+      }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.deepEqual([...error.problems].sort(), [
+          'DRAIN_SECONDS: expected a number from 0 to 3600, got "-2"',
+          'NOMAD_MAX_CONNECTIONS: expected an integer from 4 to 90, got "200"',
+          'NOMAD_MHZ_PER_VCPU: expected a number from 1 to 100000, got "0"',
+          'NOMAD_SCALING_TARGET_CPU_PERCENT: expected an integer from 1 to 100 (percent of the allocated CPU, which cpu_hard_limit caps at 100), got "0"',
+          'NOMAD_SKIP_VERIFY: expected true or false, got "perhaps"',
+          'NOMAD_WATCH_MIN_INTERVAL_MS: expected a number from 0 to 60000, got "soon"',
+          'PODMAN_POLL_INTERVAL_MS: expected a number from 10 to 60000, got "0"',
+          'RESTART_BUDGET: expected an integer from 0 to 100, got "1.5"',
+        ]);
+        return true;
+      },
+    );
   });
 });

@@ -129,4 +129,13 @@ describe('nomad driver: the job of an agent', () => {
     const many = nomadJobFor(sampleSpec({ count: 7, scaling: { enabled: false, min: 1, max: 5 } }), settings).TaskGroups[0]!.Scaling;
     assert.deepEqual([many.Min, many.Max], [1, 7]);
   });
+
+  it('aims the scaling policy at NOMAD_SCALING_TARGET_CPU_PERCENT of the allocated CPU (70 unless set)', () => {
+    const cpuCheck = (env: Record<string, string>) => {
+      const policy = nomadJobFor(sampleSpec(), defaultNomadSettings(env)).TaskGroups[0]!.Scaling.Policy;
+      return (policy.check as { cpu: Record<string, unknown>[] }[])[0]!.cpu[0];
+    };
+    assert.deepEqual(cpuCheck({}), { source: 'nomad-apm', query: 'avg_cpu-allocated', strategy: [{ 'target-value': [{ target: 70 }] }] });
+    assert.deepEqual(cpuCheck({ NOMAD_SCALING_TARGET_CPU_PERCENT: '45' }), { source: 'nomad-apm', query: 'avg_cpu-allocated', strategy: [{ 'target-value': [{ target: 45 }] }] });
+  });
 });

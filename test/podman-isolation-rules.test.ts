@@ -4,7 +4,9 @@ import { fenceScript, ownerComment, parseOwner, tableName } from '../control/orc
 import { probeProblems, probeTargets, type ProbeTarget } from '../control/orchestrator/podman/isolation-probe.js';
 import { parseEndpointList, platformEndpoints, resolveEndpoints, type ResolvedEndpoint } from '../control/orchestrator/podman/protected-endpoints.js';
 import { runArguments } from '../control/orchestrator/podman/run-args.js';
-import { detectPodmanSettings } from '../control/orchestrator/podman/settings.js';
+import { detectHost } from '../control/orchestrator/podman/host.js';
+import { readPodmanSettings } from '../control/orchestrator/podman/settings.js';
+import { readSettings } from '../control/settings-reader.js';
 import type { JobSpec } from '../control/orchestrator/types.js';
 
 /**
@@ -138,7 +140,7 @@ describe('podman isolation: firewall rules, probe and endpoints', () => {
     it('refuses a malformed PODMAN_PROTECTED_ENDPOINTS item', () => {
       assert.throws(() => parseEndpointList('localhost'), /PODMAN_PROTECTED_ENDPOINTS/);
       assert.throws(() => parseEndpointList('db:99999'), /PODMAN_PROTECTED_ENDPOINTS/);
-      assert.throws(() => detectPodmanSettings({ PODMAN_PROTECTED_ENDPOINTS: 'nope' }), /PODMAN_PROTECTED_ENDPOINTS/);
+      assert.throws(() => readSettings({ PODMAN_PROTECTED_ENDPOINTS: 'nope' }, readPodmanSettings), /PODMAN_PROTECTED_ENDPOINTS/);
     });
 
     it('tell the host\'s own services from other machines\'', async () => {
@@ -165,7 +167,7 @@ describe('podman isolation: firewall rules, probe and endpoints', () => {
       agentId: 'agt_x', slug: 'x', name: 'x', accountId: 'acc', url: 'http://x', version: 1, image: 'img', port: 8080, count: 1,
       cpu: 0.5, memoryMb: 256, env: {}, secretEnv: {}, check: 'http', scaling: { enabled: false, min: 1, max: 1 },
     };
-    const args = runArguments({ replicaId: 'agt_x-1', spec, envFile: '/tmp/env' }, detectPodmanSettings({}));
+    const args = runArguments({ replicaId: 'agt_x-1', spec, envFile: '/tmp/env' }, detectHost(readSettings({}, readPodmanSettings)));
     assert.ok(!args.some((arg) => arg === '--publish' || arg === '-p' || arg.startsWith('--publish=')), `published: ${args.join(' ')}`);
     assert.deepEqual(args.slice(args.indexOf('--network'), args.indexOf('--network') + 2), ['--network', 'agent-agt_x']);
   });

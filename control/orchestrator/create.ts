@@ -7,13 +7,14 @@ import type { NomadSettings } from './nomad/settings.js';
 import { PodmanCli } from './podman/cli.js';
 import { PodmanDriver } from './podman/driver.js';
 import { platformEndpoints } from './podman/protected-endpoints.js';
+import { detectHost } from './podman/host.js';
 import { podmanGlobalArgs } from './podman/settings.js';
 import type { Orchestrator } from './types.js';
 
 /** The one place a driver is chosen. */
 export function createOrchestrator(config: Config, clock: Clock, logger: Logger): Orchestrator {
   if (config.orchestrator === 'nomad' && config.nomad) return createNomadDriver(config.nomad, clock, logger);
-  const settings = config.podman;
+  const settings = detectHost(config.podman);
   const driver = new PodmanDriver(new PodmanCli(settings.binary, podmanGlobalArgs(settings)), settings, clock, logger.child({ component: 'podman' }), protectedEndpointsOf(config));
   driver.start();
   return driver;

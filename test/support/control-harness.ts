@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import { ManualClock, systemClock } from '../../contract/clock.js';
 import { PodmanCli } from '../../control/orchestrator/podman/cli.js';
 import { PodmanDriver } from '../../control/orchestrator/podman/driver.js';
+import { detectHost, podmanRuntime } from '../../control/orchestrator/podman/host.js';
 import { podmanGlobalArgs } from '../../control/orchestrator/podman/settings.js';
 import { createNomadDriver, protectedEndpointsOf } from '../../control/orchestrator/create.js';
 import type { Orchestrator } from '../../control/orchestrator/types.js';
@@ -133,12 +134,13 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   const logger = createLogger(config.logLevel);
   let driver: Orchestrator | undefined;
   if (options.nomad) {
-    ensureTestImage(config.podman.runtime); // the fake cluster runs allocations as podman containers
+    ensureTestImage(podmanRuntime(config.podman)); // the fake cluster runs allocations as podman containers
     driver = createNomadDriver(config.nomad!, systemClock, logger);
   } else if (options.orchestrate) {
-    ensureTestImage(config.podman.runtime);
+    const podman = detectHost(config.podman);
+    ensureTestImage(podman.runtime);
     // The driver lives in real time (backoff, grace periods); the manual clock is for tokens and windows.
-    const podmanDriver = new PodmanDriver(new PodmanCli(config.podman.binary, podmanGlobalArgs(config.podman)), config.podman, systemClock, logger, protectedEndpointsOf(config));
+    const podmanDriver = new PodmanDriver(new PodmanCli(podman.binary, podmanGlobalArgs(podman)), podman, systemClock, logger, protectedEndpointsOf(config));
     podmanDriver.start();
     driver = podmanDriver;
   }

@@ -1,4 +1,5 @@
 import { readNomadSettings, type NomadSettings } from '../../control/orchestrator/nomad/settings.js';
+import { readSettings } from '../../control/settings-reader.js';
 import type { JobSpec } from '../../control/orchestrator/types.js';
 
 /** A sample agent's job spec: what control/domain/job-spec.ts makes of a default-runtime agent with a model key. */
@@ -23,10 +24,7 @@ export function sampleSpec(overrides: Partial<JobSpec> = {}): JobSpec {
   };
 }
 
-/** The driver's settings from an environment with only the defaults. */
+/** The driver's settings from an environment with only the defaults (and `env`); a bad value throws its ConfigError. */
 export function defaultNomadSettings(env: Record<string, string> = {}): NomadSettings {
-  const problems: string[] = [];
-  const settings = readNomadSettings({ ORCHESTRATOR: 'nomad', ...env }, problems);
-  if (problems.length > 0) throw new Error(problems.join('; '));
-  return settings;
+  return readSettings({ ORCHESTRATOR: 'nomad', ...env }, readNomadSettings);
 }

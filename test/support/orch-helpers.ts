@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { podmanRuntime } from '../../control/orchestrator/podman/host.js';
 import type { TestControl } from './control-harness.js';
 
 /**
@@ -32,7 +33,7 @@ export interface PodmanResult {
 
 /** Runs podman with the control's OCI runtime; never throws on a non-zero exit (the test decides). */
 export function podman(control: TestControl, args: string[], timeoutMs = 60_000): Promise<PodmanResult> {
-  const runtime = control.config.podman.runtime;
+  const runtime = podmanRuntime(control.config.podman);
   return new Promise((resolve) => {
     execFile('podman', [...(runtime ? ['--runtime', runtime] : []), ...args], { timeout: timeoutMs, maxBuffer: 16 * 1024 * 1024 }, (error, stdout, stderr) => {
       const code = error ? (typeof error.code === 'number' ? error.code : -1) : 0;

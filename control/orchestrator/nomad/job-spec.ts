@@ -55,7 +55,7 @@ export function secretTemplate(agentId: string): NomadTemplate {
  * an owner scale to 0 or past min_replicas by hand: the range is widened to include the
  * count, so a manual scale is never refused, and the autoscaler works within it.
  */
-export function scalingBlock(spec: Pick<JobSpec, 'count' | 'scaling'>): NomadScalingPolicy {
+export function scalingBlock(spec: Pick<JobSpec, 'count' | 'scaling'>, settings: Pick<NomadSettings, 'scalingTargetCpuPercent'>): NomadScalingPolicy {
   return {
     Type: 'horizontal',
     Min: Math.min(spec.scaling.min, spec.count),
@@ -71,7 +71,7 @@ export function scalingBlock(spec: Pick<JobSpec, 'count' | 'scaling'>): NomadSca
             {
               source: 'nomad-apm',
               query: 'avg_cpu-allocated',
-              strategy: [{ 'target-value': [{ target: 70 }] }],
+              strategy: [{ 'target-value': [{ target: settings.scalingTargetCpuPercent }] }],
             },
           ],
         },
@@ -150,7 +150,7 @@ export function nomadJobFor(spec: JobSpec, settings: NomadSettings): NomadJob {
           Canary: 0,
         },
         ShutdownDelay: ms(settings.shutdownDelayMs),
-        Scaling: scalingBlock(spec),
+        Scaling: scalingBlock(spec, settings),
         Meta: meta,
         Tasks: [
           {

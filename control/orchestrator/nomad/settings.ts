@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import type { SettingReader } from '../../settings-reader.js';
 
 /** Where one HTTP API (Nomad's or Consul's) is and how to authenticate to it. */
 export interface ApiEndpoint {
@@ -42,6 +42,12 @@ export interface NomadSettings {
    * Consul `limits.http_max_conns_per_client`, 200), with a 429 that closes the connection.
    */
   maxConnections: number;
+  /**
+   * The `target` of the scaling block's target-value strategy on `avg_cpu-allocated`
+   * (NOMAD_SCALING_TARGET_CPU_PERCENT): the mean percent of its allocated CPU the Nomad
+   * Autoscaler keeps each replica at.
+   */
+  scalingTargetCpuPercent: number;
   /** Exits allowed before a replica is `crashed` (the podman driver's RESTART_BUDGET, same meaning). */
   restartBudget: number;
   /** Nomad's restart delay (fixed, Nomad adds jitter); at least the podman driver's base backoff. */
@@ -66,100 +72,49 @@ export interface NomadSettings {
   nomadWaitSeconds: number;
 }
 
-type Env = Record<string, string | undefined>;
+/**
+ * Reads the NOMAD_* and CONSUL_* settings, and the replica lifecycle ones shared with the
+ * podman driver (same bounds, so a bad value is listed once).
+ */
+export function readNomadSettings(read: SettingReader): NomadSettings {
+  const url = (name: string, fallback: string) => read.url(name, ['http:', 'https:'], fallback).replace(/\/+$/, '');
+  // PEM files are read now: a missing one is a problem at start, not at the first call.
+  const endpoint = (address: string, fallback: string, token: string, tls: 'NOMAD' | 'CONSUL') => ({
+    address: url(address, fallback),
+    token: read.optionalString(token),
+    ca: read.file(`${tls}_CACERT`),
+    cert: read.file(`${tls}_CLIENT_CERT`),
+    key: read.file(`${tls}_CLIENT_KEY`),
+  });
+  const name = (setting: string, fallback: string) => read.matching(setting, fallback, /^[a-zA-Z0-9_-]{1,128}$/, 'letters, digits, "_" or "-" (1 to 128)');
 
-const present = (env: Env, name: string) => (env[name] === undefined || env[name] === '' ? undefined : env[name]);
-
-/** Reads the NOMAD_* and CONSUL_* settings; every problem goes to `problems` (config.ts reports them all at once). */
-export function readNomadSettings(env: Env, problems: string[]): NomadSettings {
-  const url = (name: string, fallback: string) => {
-    const value = present(env, name) ?? fallback;
-    try {
-      const parsed = new URL(value);
-      if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') problems.push(`${name}: expected an http:// or https:// URL, got ${parsed.protocol}//`);
-    } catch {
-      problems.push(`${name}: not a valid URL ("${value}")`);
-    }
-    return value.replace(/\/+$/, '');
-  };
-  const pem = (name: string) => {
-    const path = present(env, name);
-    if (!path) return null;
-    try {
-      return readFileSync(path, 'utf8');
-    } catch (error) {
-      problems.push(`${name}: cannot read ${path} (${(error as Error).message})`);
-      return null;
-    }
-  };
-  const number = (name: string, fallback: number, min: number, max: number) => {
-    const value = present(env, name);
-    if (value === undefined) return fallback;
-    const parsed = Number(value);
-    if (!Number.isFinite(parsed) || parsed < min || parsed > max) {
-      problems.push(`${name}: expected a number from ${min} to ${max}, got "${value}"`);
-      return fallback;
-    }
-    return parsed;
-  };
-  const boolean = (name: string) => {
-    const value = present(env, name);
-    if (value === undefined) return false;
-    if (['1', 'true', 'yes'].includes(value)) return true;
-    if (['0', 'false', 'no'].includes(value)) return false;
-    problems.push(`${name}: expected true or false, got "${value}"`);
-    return false;
-  };
-  const name = (setting: string, fallback: string) => {
-    const value = present(env, setting) ?? fallback;
-    if (!/^[a-zA-Z0-9_-]{1,128}$/.test(value)) problems.push(`${setting}: letters, digits, "_" or "-" only, got "${value}"`);
-    return value;
-  };
-
-  // nomad/structs/node_pool.go, `validNodePoolName`: letters, digits, "_" and "-", at most 128.
-  const nodePool = (setting: string, fallback: string) => {
-    const value = present(env, setting) ?? fallback;
-    if (!/^[a-zA-Z0-9-_]{1,128}$/.test(value)) problems.push(`${setting}: a Nomad node pool name (letters, digits, "_" or "-"), got "${value}"`);
-    if (value === 'all') problems.push(`${setting}: "all" is every node, platform nodes too; name the pool of agent nodes`);
-    return value;
-  };
-
-  const datacenters = (present(env, 'NOMAD_DATACENTERS') ?? 'dc1').split(',').map((dc) => dc.trim()).filter(Boolean);
-  if (datacenters.length === 0) problems.push('NOMAD_DATACENTERS: at least one datacenter (comma-separated), e.g. dc1');
-  const region = present(env, 'NOMAD_REGION');
-  const restartBudget = number('RESTART_BUDGET', 5, 0, 100);
-  const restartDelayMs = Math.max(number('RESTART_BACKOFF_BASE_MS', 1000, 0, 3_600_000), 1000);
+  const restartBudget = read.integer('RESTART_BUDGET', 5, 0, 100);
+  // Nomad's restart delay is fixed and at least a second: the podman driver's base backoff, raised to 1 s.
+  const restartDelayMs = Math.max(read.number('RESTART_BACKOFF_BASE_MS', 1000, 0, 3_600_000), 1000);
+  const region = read.optionalString('NOMAD_REGION');
 
   return {
-    nomad: {
-      address: url('NOMAD_ADDR', 'http://127.0.0.1:4646'),
-      token: present(env, 'NOMAD_TOKEN') ?? null,
-      ca: pem('NOMAD_CACERT'),
-      cert: pem('NOMAD_CLIENT_CERT'),
-      key: pem('NOMAD_CLIENT_KEY'),
-      skipVerify: boolean('NOMAD_SKIP_VERIFY'),
-    },
-    consul: {
-      address: url('CONSUL_HTTP_ADDR', 'http://127.0.0.1:8500'),
-      token: present(env, 'CONSUL_HTTP_TOKEN') ?? null,
-      ca: pem('CONSUL_CACERT'),
-      cert: pem('CONSUL_CLIENT_CERT'),
-      key: pem('CONSUL_CLIENT_KEY'),
-      skipVerify: false,
-    },
+    nomad: { ...endpoint('NOMAD_ADDR', 'http://127.0.0.1:4646', 'NOMAD_TOKEN', 'NOMAD'), skipVerify: read.boolean('NOMAD_SKIP_VERIFY', false) },
+    consul: { ...endpoint('CONSUL_HTTP_ADDR', 'http://127.0.0.1:8500', 'CONSUL_HTTP_TOKEN', 'CONSUL'), skipVerify: false },
     namespace: name('NOMAD_NAMESPACE', 'default'),
-    region: region === undefined ? null : name('NOMAD_REGION', region),
-    datacenters,
-    mhzPerVcpu: number('NOMAD_MHZ_PER_VCPU', 1000, 1, 100_000),
-    agentNodePool: nodePool('NOMAD_AGENT_NODE_POOL', 'agents'),
-    watchMinIntervalMs: number('NOMAD_WATCH_MIN_INTERVAL_MS', 1000, 0, 60_000),
-    maxConnections: number('NOMAD_MAX_CONNECTIONS', 32, 4, 90),
+    region: region === null ? null : name('NOMAD_REGION', region),
+    datacenters: read.list('NOMAD_DATACENTERS', 'dc1', 'dc1'),
+    mhzPerVcpu: read.number('NOMAD_MHZ_PER_VCPU', 1000, 1, 100_000),
+    agentNodePool: readNodePool(read),
+    watchMinIntervalMs: read.number('NOMAD_WATCH_MIN_INTERVAL_MS', 1000, 0, 60_000),
+    maxConnections: read.integer('NOMAD_MAX_CONNECTIONS', 32, 4, 90),
+    // The Nomad Autoscaler's nomad-apm `avg_cpu-allocated` is CPU ticks over the group's
+    // allocated MHz × 100 (plugins/builtin/apm/nomad/plugin/job.go,
+    // `getTaskGroupResourceUsage`); cpu_hard_limit keeps it at or under 100. A target of 0
+    // would make the target-value strategy scale by the raw metric
+    // (plugins/builtin/strategy/target-value/plugin/plugin.go, `Run`), so at least 1.
+    scalingTargetCpuPercent: read.integer('NOMAD_SCALING_TARGET_CPU_PERCENT', 70, 1, 100, 'percent of the allocated CPU, which cpu_hard_limit caps at 100'),
     restartBudget,
     restartDelayMs,
     // Nomad refuses attempts × delay > interval; 30 minutes is far above both.
     restartIntervalMs: Math.max(30 * 60_000, (restartBudget + 1) * restartDelayMs),
-    shutdownDelayMs: number('DRAIN_SECONDS', 5, 0, 3600) * 1000,
-    killTimeoutMs: number('STOP_TIMEOUT_SECONDS', 10, 0, 3600) * 1000,
+    shutdownDelayMs: read.number('DRAIN_SECONDS', 5, 0, 3600) * 1000,
+    killTimeoutMs: read.integer('STOP_TIMEOUT_SECONDS', 10, 0, 3600) * 1000,
     minHealthyTimeMs: 10_000,
     healthyDeadlineMs: 5 * 60_000,
     progressDeadlineMs: 10 * 60_000,
@@ -168,4 +123,11 @@ export function readNomadSettings(env: Env, problems: string[]): NomadSettings {
     consulWaitSeconds: 60,
     nomadWaitSeconds: 60,
   };
+}
+
+// nomad/structs/node_pool.go, `validNodePoolName`: letters, digits, "_" and "-", at most 128.
+function readNodePool(read: SettingReader): string {
+  const pool = read.matching('NOMAD_AGENT_NODE_POOL', 'agents', /^[a-zA-Z0-9-_]{1,128}$/, 'a Nomad node pool name (letters, digits, "_" or "-")');
+  if (pool === 'all') read.report('NOMAD_AGENT_NODE_POOL: "all" is every node, platform nodes too; name the pool of agent nodes');
+  return pool;
 }

@@ -1,8 +1,7 @@
-import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import type { SettingReader } from '../../settings-reader.js';
 import { parseEndpointList, type ProtectedEndpoint } from './protected-endpoints.js';
 
-/** How containers are run on this host; detected once at start, each overridable. */
+/** How containers are run on this host: the settings as loaded, completed from the host by detectHost (host.ts). */
 export interface PodmanSettings {
   binary: string;
   /** Labels this installation's containers and networks; others on the host are never touched. */
@@ -16,7 +15,6 @@ export interface PodmanSettings {
    * set high (within the host's hard limit) and the per-container cap is the pids cgroup.
    */
   nprocLimit: number;
-  pidsLimit: number;
   /** A replica that never accepts connections joins the routing set after this (so the edge answers 502, not 503). */
   startGraceMs: number;
   /** Restarts allowed before a replica is `crashed`. */
@@ -46,81 +44,52 @@ export interface PodmanSettings {
   pullTimeoutMs: number;
 }
 
-type Env = Record<string, string | undefined>;
-
-const has = (command: string) => {
-  try {
-    execFileSync('sh', ['-c', `command -v ${command}`], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** The host's hard limit from /proc/self/limits ("Max open files", "Max processes"). */
-function hostHardLimit(name: 'Max open files' | 'Max processes'): number {
-  try {
-    const line = readFileSync('/proc/self/limits', 'utf8').split('\n').find((l) => l.startsWith(name));
-    const hard = line?.slice(name.length).trim().split(/\s+/)[1];
-    if (hard === 'unlimited') return Number.MAX_SAFE_INTEGER;
-    return hard ? Number(hard) : 1024;
-  } catch {
-    return 1024;
-  }
+/**
+ * The podman settings as the environment gives them. Loading probes nothing: what the
+ * operator leaves to the host is null (or, for the firewall, only asked for), and
+ * detectHost (host.ts) settles it where the driver is created.
+ */
+export interface LoadedPodmanSettings extends Omit<PodmanSettings, 'runtime' | 'nofileLimit' | 'nprocLimit' | 'firewall'> {
+  /** PODMAN_RUNTIME; null: runc when the host has it, else podman's configured runtime. */
+  runtime: string | null;
+  /** PODMAN_NOFILE_LIMIT; null: the host's hard limit, at most 65536. */
+  nofileLimit: number | null;
+  /** PODMAN_NPROC_LIMIT; null: the host's hard limit, at most the kernel's pid_max. */
+  nprocLimit: number | null;
+  /** PODMAN_FIREWALL: wanted; it runs only as root with nft on the host. */
+  firewall: boolean;
 }
 
-/** runc refuses an RLIMIT_NPROC above the kernel's pid_max (seen: 40000 fails where pid_max is 32768). */
-function kernelPidMax(): number {
-  try {
-    return Number(readFileSync('/proc/sys/kernel/pid_max', 'utf8').trim()) || 32_768;
-  } catch {
-    return 32_768;
-  }
-}
-
-const numberFrom = (env: Env, name: string, fallback: number) => {
-  const value = env[name];
-  if (value === undefined || value === '') return fallback;
-  const parsed = Number(value);
-  if (!Number.isFinite(parsed) || parsed < 0) throw new Error(`${name}: expected a non-negative number, got "${value}"`);
-  return parsed;
-};
-
-export function detectPodmanSettings(env: Env): PodmanSettings {
-  const binary = env.PODMAN_BINARY || 'podman';
-  const runtime = env.PODMAN_RUNTIME || (has('runc') ? 'runc' : null);
-  const instance = env.PODMAN_INSTANCE || 'default';
-  if (!/^[a-zA-Z0-9_.-]{1,64}$/.test(instance)) throw new Error(`PODMAN_INSTANCE: letters, digits, ".", "_" or "-" only, got "${instance}"`);
+/** Reads the PODMAN_* settings and the replica lifecycle ones (shared with the Nomad driver, same bounds). */
+export function readPodmanSettings(read: SettingReader): LoadedPodmanSettings {
   return {
-    binary,
-    instance,
-    runtime,
-    nofileLimit: numberFrom(env, 'PODMAN_NOFILE_LIMIT', Math.min(hostHardLimit('Max open files'), 65_536)),
-    nprocLimit: numberFrom(env, 'PODMAN_NPROC_LIMIT', Math.min(hostHardLimit('Max processes'), kernelPidMax())),
-    pidsLimit: 512,
-    startGraceMs: numberFrom(env, 'START_GRACE_SECONDS', 30) * 1000,
-    restartBudget: numberFrom(env, 'RESTART_BUDGET', 5),
-    restartBackoffBaseMs: numberFrom(env, 'RESTART_BACKOFF_BASE_MS', 1000),
-    restartBackoffMaxMs: numberFrom(env, 'RESTART_BACKOFF_MAX_MS', 30_000),
-    pollIntervalMs: numberFrom(env, 'PODMAN_POLL_INTERVAL_MS', 1000),
-    firewall: (env.PODMAN_FIREWALL ?? 'true') !== 'false' && process.getuid?.() === 0 && has('nft'),
-    networkBackend: networkBackendFrom(env.PODMAN_NETWORK_BACKEND),
-    probeBusybox: env.PODMAN_PROBE_BUSYBOX || '/bin/busybox',
-    probeConnectTimeoutSeconds: Math.max(1, Math.round(numberFrom(env, 'PODMAN_PROBE_TIMEOUT_SECONDS', 2))),
-    protectedEndpoints: parseEndpointList(env.PODMAN_PROTECTED_ENDPOINTS ?? ''),
-    drainMs: numberFrom(env, 'DRAIN_SECONDS', 2) * 1000,
-    stopTimeoutSeconds: numberFrom(env, 'STOP_TIMEOUT_SECONDS', 10),
-    pullTimeoutMs: Math.max(1, numberFrom(env, 'PULL_TIMEOUT_SECONDS', 120)) * 1000,
+    binary: read.string('PODMAN_BINARY', 'podman'),
+    // Part of nftables table and network names (firewall-rules.ts), so kept to a safe alphabet.
+    instance: read.matching('PODMAN_INSTANCE', 'default', /^[a-zA-Z0-9_.-]{1,64}$/, 'letters, digits, ".", "_" or "-" (1 to 64)'),
+    runtime: read.optionalString('PODMAN_RUNTIME'),
+    // Linux fs/file.c: setrlimit refuses RLIMIT_NOFILE above fs.nr_open, 1024*1024 unless raised (`sysctl_nr_open`).
+    nofileLimit: read.integer('PODMAN_NOFILE_LIMIT', null, 1, 1_048_576, "Linux's default fs.nr_open"),
+    // include/linux/threads.h `PID_MAX_LIMIT`: pid_max is at most 4*1024*1024 on 64-bit, and runc refuses more than pid_max.
+    nprocLimit: read.integer('PODMAN_NPROC_LIMIT', null, 1, 4_194_304, "Linux's highest pid_max"),
+    startGraceMs: read.number('START_GRACE_SECONDS', 30, 0, 3600) * 1000,
+    restartBudget: read.integer('RESTART_BUDGET', 5, 0, 100),
+    restartBackoffBaseMs: read.number('RESTART_BACKOFF_BASE_MS', 1000, 0, 3_600_000),
+    restartBackoffMaxMs: read.number('RESTART_BACKOFF_MAX_MS', 30_000, 0, 3_600_000),
+    pollIntervalMs: read.number('PODMAN_POLL_INTERVAL_MS', 1000, 10, 60_000),
+    firewall: read.boolean('PODMAN_FIREWALL', true),
+    networkBackend: read.oneOf('PODMAN_NETWORK_BACKEND', ['netavark', 'cni'] as const, null),
+    probeBusybox: read.string('PODMAN_PROBE_BUSYBOX', '/bin/busybox'),
+    // Whole seconds: busybox nc's -w takes an integer.
+    probeConnectTimeoutSeconds: read.integer('PODMAN_PROBE_TIMEOUT_SECONDS', 2, 1, 60),
+    protectedEndpoints: read.parsed('PODMAN_PROTECTED_ENDPOINTS', [], parseEndpointList),
+    drainMs: read.number('DRAIN_SECONDS', 2, 0, 3600) * 1000,
+    // Whole seconds: podman's --stop-timeout and rm --time take an unsigned integer.
+    stopTimeoutSeconds: read.integer('STOP_TIMEOUT_SECONDS', 10, 0, 3600),
+    pullTimeoutMs: read.number('PULL_TIMEOUT_SECONDS', 120, 1, 86_400) * 1000,
   };
 }
 
-function networkBackendFrom(value: string | undefined): PodmanSettings['networkBackend'] {
-  if (!value) return null;
-  if (value !== 'netavark' && value !== 'cni') throw new Error(`PODMAN_NETWORK_BACKEND: netavark or cni, got "${value}"`);
-  return value;
-}
-
-export const podmanGlobalArgs = (settings: PodmanSettings) => [
+export const podmanGlobalArgs = (settings: Pick<PodmanSettings, 'runtime' | 'networkBackend'>) => [
   ...(settings.runtime ? ['--runtime', settings.runtime] : []),
   ...(settings.networkBackend ? ['--network-backend', settings.networkBackend] : []),
 ];

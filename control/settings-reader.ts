@@ -1,0 +1,177 @@
+import { readFileSync } from 'node:fs';
+
+export type Env = Record<string, string | undefined>;
+
+/** Every bad setting at once, each with its bounds or what was expected, so one restart fixes them all. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+/**
+ * Runs `read` over the environment and returns what it built, or throws one ConfigError
+ * listing every problem the reads (and `read`'s own cross-field checks) reported.
+ */
+export function readSettings<T>(env: Env, read: (reader: SettingReader) => T): T {
+  const reader = new SettingReader(env);
+  const value = read(reader);
+  reader.throwIfProblems();
+  return value;
+}
+
+/**
+ * Reads settings from the environment. A bad value is reported (name, what was expected,
+ * what was found) and the default used in its place, so reading goes on and the caller
+ * learns of every problem at once rather than of the first. Reading is pure: it probes
+ * nothing on the host but the files a setting names.
+ */
+export class SettingReader {
+  private readonly found: string[] = [];
+
+  constructor(private readonly env: Env) {}
+
+  get problems(): readonly string[] {
+    return this.found;
+  }
+
+  /**
+   * A problem the typed reads cannot see (a cross-field check). The podman and Nomad
+   * readers share a few settings (RESTART_BUDGET, DRAIN_SECONDS, ...) with the same
+   * bounds: the same problem is listed once.
+   */
+  report(problem: string): void {
+    if (!this.found.includes(problem)) this.found.push(problem);
+  }
+
+  /** Throws one ConfigError listing every problem reported so far, if any. */
+  throwIfProblems(): void {
+    if (this.found.length > 0) throw new ConfigError([...this.found]);
+  }
+
+  private raw(name: string): string | undefined {
+    const value = this.env[name];
+    return value === undefined || value === '' ? undefined : value;
+  }
+
+  string(name: string, fallback: string): string {
+    return this.raw(name) ?? fallback;
+  }
+
+  /** The value, or null when the setting is unset or empty. */
+  optionalString(name: string): string | null {
+    return this.raw(name) ?? null;
+  }
+
+  /** A URL with one of `protocols`; required unless a fallback is given. */
+  url(name: string, protocols: readonly string[], fallback?: string): string {
+    const value = this.raw(name) ?? fallback;
+    if (value === undefined) {
+      this.report(`${name}: required (a ${protocols[0]}// URL)`);
+      return '';
+    }
+    try {
+      const parsed = new URL(value);
+      if (!protocols.includes(parsed.protocol)) {
+        this.report(`${name}: expected a ${protocols.join(' or ')}// URL, got ${parsed.protocol}//`);
+      }
+    } catch {
+      // The value itself is left out: a URL may carry a password.
+      this.report(`${name}: not a valid URL`);
+    }
+    return value;
+  }
+
+  /**
+   * An integer from `min` to `max`; `why`, when given, says where the bounds come from. A
+   * null fallback leaves an unset value to the caller (the host's limit, say).
+   */
+  integer<F extends number | null = number>(name: string, fallback: F, min: number, max: number, why?: string): number | F {
+    return this.bounded(name, fallback, min, max, 'an integer', Number.isInteger, why);
+  }
+
+  /** Like `integer`, fractions allowed (DRAIN_SECONDS=0.5). */
+  number<F extends number | null = number>(name: string, fallback: F, min: number, max: number, why?: string): number | F {
+    return this.bounded(name, fallback, min, max, 'a number', Number.isFinite, why);
+  }
+
+  private bounded<F>(name: string, fallback: F, min: number, max: number, kind: string, valid: (n: number) => boolean, why?: string): number | F {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    const parsed = Number(value);
+    if (!valid(parsed) || parsed < min || parsed > max) {
+      this.report(`${name}: expected ${kind} from ${min} to ${max}${why ? ` (${why})` : ''}, got "${value}"`);
+      return fallback;
+    }
+    return parsed;
+  }
+
+  port(name: string, fallback: number): number {
+    return this.integer(name, fallback, 0, 65535);
+  }
+
+  optionalPort(name: string, fallback: number): number | null {
+    const value = this.env[name];
+    if (value === '' || value === 'none') return null;
+    return this.port(name, fallback);
+  }
+
+  boolean(name: string, fallback: boolean): boolean {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if (['1', 'true', 'yes'].includes(value)) return true;
+    if (['0', 'false', 'no'].includes(value)) return false;
+    this.report(`${name}: expected true or false, got "${value}"`);
+    return fallback;
+  }
+
+  /** One of `allowed`; the fallback may lie outside them (null: leave the choice to the tool). */
+  oneOf<T extends string, F extends T | null = T>(name: string, allowed: readonly T[], fallback: F): T | F {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    if (!(allowed as readonly string[]).includes(value)) {
+      this.report(`${name}: expected one of ${allowed.join(', ')}, got "${value}"`);
+      return fallback;
+    }
+    return value as T;
+  }
+
+  /** A value `pattern` must match whole; `expected` says what it is, e.g. "a lower-case DNS name". */
+  matching(name: string, fallback: string, pattern: RegExp, expected: string): string {
+    const value = this.raw(name) ?? fallback;
+    if (!pattern.test(value)) this.report(`${name}: expected ${expected}, got "${value}"`);
+    return value;
+  }
+
+  /** A comma-separated list of at least one item; `example` shows one in the message. */
+  list(name: string, fallback: string, example: string): string[] {
+    const items = (this.raw(name) ?? fallback).split(',').map((item) => item.trim()).filter(Boolean);
+    if (items.length === 0) this.report(`${name}: expected at least one item (comma-separated), e.g. ${example}`);
+    return items;
+  }
+
+  /** The contents of the file the setting names, read once at start; null when unset. */
+  file(name: string): string | null {
+    const path = this.raw(name);
+    if (path === undefined) return null;
+    try {
+      return readFileSync(path, 'utf8');
+    } catch (error) {
+      this.report(`${name}: cannot read ${path} (${(error as Error).message})`);
+      return null;
+    }
+  }
+
+  /** A value `parse` turns into T, throwing an Error whose message names the setting and why. */
+  parsed<T>(name: string, fallback: T, parse: (value: string) => T): T {
+    const value = this.raw(name);
+    if (value === undefined) return fallback;
+    try {
+      return parse(value);
+    } catch (error) {
+      this.report((error as Error).message);
+      return fallback;
+    }
+  }
+}

@@ -1,0 +1,88 @@
+import assert from 'node:assert/strict';
+import { ConfigError, loadConfig } from '../control/config.js';
+import { detectHost } from '../control/orchestrator/podman/host.js';
+
+const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1/db', REDIS_URL: 'redis://127.0.0.1:6379', MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };
+
+/** The problems loadConfig reports for `env`, as the operator reads them. */
+function problemsOf(env: Record<string, string>): string[] {
+  try {
+    loadConfig({ ...BASE, ...env });
+  } catch (error) {
+    if (error instanceof ConfigError) return [...error.problems].sort();
+    throw error;
+  }
+  assert.fail('expected a ConfigError');
+}
+
+describe('podman driver: settings', () => {
+  it('has the documented defaults', () => {
+    const podman = loadConfig(BASE).podman;
+    assert.deepEqual(
+      { ...podman },
+      {
+        binary: 'podman', instance: 'default', runtime: null, nofileLimit: null, nprocLimit: null,
+        startGraceMs: 30_000, restartBudget: 5, restartBackoffBaseMs: 1000, restartBackoffMaxMs: 30_000, pollIntervalMs: 1000,
+        firewall: true, networkBackend: null, probeBusybox: '/bin/busybox', probeConnectTimeoutSeconds: 2, protectedEndpoints: [],
+        drainMs: 2000, stopTimeoutSeconds: 10, pullTimeoutMs: 120_000,
+      },
+    );
+  });
+
+  it('reports every bad podman setting at once, each with its bounds or what was expected', () => {
+    assert.deepEqual(
+      problemsOf({
+        PODMAN_INSTANCE: 'a b',
+        PODMAN_NOFILE_LIMIT: '0',
+        PODMAN_NPROC_LIMIT: '5000000',
+        PODMAN_POLL_INTERVAL_MS: 'fast',
+        PODMAN_FIREWALL: 'maybe',
+        PODMAN_NETWORK_BACKEND: 'slirp4netns',
+        PODMAN_PROBE_TIMEOUT_SECONDS: '1.5',
+        PODMAN_PROTECTED_ENDPOINTS: 'nope',
+        START_GRACE_SECONDS: '-1',
+        RESTART_BUDGET: '1.5',
+        STOP_TIMEOUT_SECONDS: '2.5',
+        PULL_TIMEOUT_SECONDS: '0',
+      }),
+      [
+        'PODMAN_FIREWALL: expected true or false, got "maybe"',
+        'PODMAN_INSTANCE: expected letters, digits, ".", "_" or "-" (1 to 64), got "a b"',
+        'PODMAN_NETWORK_BACKEND: expected one of netavark, cni, got "slirp4netns"',
+        'PODMAN_NOFILE_LIMIT: expected an integer from 1 to 1048576 (Linux\'s default fs.nr_open), got "0"',
+        'PODMAN_NPROC_LIMIT: expected an integer from 1 to 4194304 (Linux\'s highest pid_max), got "5000000"',
+        'PODMAN_POLL_INTERVAL_MS: expected a number from 10 to 60000, got "fast"',
+        'PODMAN_PROBE_TIMEOUT_SECONDS: expected an integer from 1 to 60, got "1.5"',
+        'PODMAN_PROTECTED_ENDPOINTS: expected host:port items, got "nope"',
+        'PULL_TIMEOUT_SECONDS: expected a number from 1 to 86400, got "0"',
+        'RESTART_BUDGET: expected an integer from 0 to 100, got "1.5"',
+        'START_GRACE_SECONDS: expected a number from 0 to 3600, got "-1"',
+        'STOP_TIMEOUT_SECONDS: expected an integer from 0 to 3600, got "2.5"',
+      ],
+    );
+  });
+
+  it('lists podman problems beside the others in one ConfigError', () => {
+    assert.deepEqual(problemsOf({ CONTROL_PORT: '70000', PODMAN_NOFILE_LIMIT: 'many', MASTER_KEY: '' }), [
+      'CONTROL_PORT: expected an integer from 0 to 65535, got "70000"',
+      'MASTER_KEY or MASTER_KEY_FILE: one is required, 32 bytes in base64 (openssl rand -base64 32); it encrypts model keys and secrets at rest',
+      'PODMAN_NOFILE_LIMIT: expected an integer from 1 to 1048576 (Linux\'s default fs.nr_open), got "many"',
+    ]);
+  });
+
+  it('leaves what the host decides to detectHost, where the driver is created', () => {
+    const loaded = loadConfig(BASE).podman;
+    assert.deepEqual([loaded.runtime, loaded.nofileLimit, loaded.nprocLimit], [null, null, null], 'loading probes nothing');
+    const host = detectHost(loaded);
+    assert.ok(Number.isInteger(host.nofileLimit) && host.nofileLimit >= 1 && host.nofileLimit <= 65_536, `nofile ${host.nofileLimit}`);
+    assert.ok(Number.isInteger(host.nprocLimit) && host.nprocLimit >= 1, `nproc ${host.nprocLimit}`);
+    assert.ok(host.runtime === null || host.runtime === 'runc', `runtime ${host.runtime}`);
+    assert.equal(host.firewall && process.getuid?.() !== 0, false, 'the firewall runs only as root');
+    assert.ok(Object.isFrozen(host));
+  });
+
+  it('keeps what the operator set over what the host offers', () => {
+    const host = detectHost(loadConfig({ ...BASE, PODMAN_RUNTIME: 'crun', PODMAN_NOFILE_LIMIT: '4096', PODMAN_NPROC_LIMIT: '2048', PODMAN_FIREWALL: 'false' }).podman);
+    assert.deepEqual([host.runtime, host.nofileLimit, host.nprocLimit, host.firewall], ['crun', 4096, 2048, false]);
+  });
+});
