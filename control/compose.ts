@@ -16,7 +16,7 @@ import { authRoutes } from './http/routes/auth.js';
 import { lifecycleRoutes } from './http/routes/lifecycle.js';
 import { observabilityRoutes } from './http/routes/observability.js';
 import { openApiRoute } from './http/routes/openapi.js';
-import type { Orchestrator } from './orchestrator/types.js';
+import type { StartedDriver } from './orchestrator/create.js';
 import { agentUrl } from './services/agent-presenter.js';
 import { AgentRunner } from './services/agent-runner.js';
 import { DeploymentService } from './services/deployment-service.js';
@@ -31,6 +31,13 @@ import { EdgeSync } from './services/edge-sync.js';
 import { EdgeProjection } from './edge/projection.js';
 import type { BillingProvider } from './billing/provider.js';
 import { SubscriptionService } from './services/subscription-service.js';
+import { Reconciler } from './services/reconciler.js';
+import { Autoscaler } from './services/autoscaler.js';
+import { ReplicaMeter } from './services/replica-meter.js';
+import { UsageFlusher } from './services/usage-flusher.js';
+import { exclusivePass, LOOP_LOCKS } from './services/exclusive-pass.js';
+import type { PassObserver } from './services/periodic-pass.js';
+import { pingDatabase } from './db/database.js';
 
 export interface ControlDependencies {
   config: Config;
@@ -38,19 +45,40 @@ export interface ControlDependencies {
   redis: Redis;
   clock: Clock;
   logger: Logger;
-  /** What runs the agents; without one, agents are recorded but nothing starts them. */
-  orchestrator?: Orchestrator;
+  /** What runs the agents (orchestrator/create.ts); without one, agents are recorded but nothing starts them. */
+  driver?: StartedDriver;
   /** Takes plan changes (POST /account/subscription); none by default, which answers 503. */
   billing?: BillingProvider;
+  /** Told of every pass of every background loop: its outcome and how long it took. */
+  onPass?: PassObserver;
 }
+
+export type Services = ReturnType<typeof buildServices>;
 
 export interface Control {
   app: Koa;
-  services: ReturnType<typeof buildServices>;
+  services: Services;
+  /** Built, not started: control/main.ts starts them before it serves. */
+  loops: BackgroundLoops;
+}
+
+/** The loops that keep the platform in step without any API call, in the order they start. */
+export interface BackgroundLoops {
+  reconciler: Reconciler;
+  /** Only where the platform scales auto-scaled agents itself (podman; Nomad has its Autoscaler). */
+  autoscaler?: Autoscaler;
+  /** Only with a driver: it meters the replicas the driver reports. */
+  meter?: ReplicaMeter;
+  flusher: UsageFlusher;
+  /** Resolves once the first reconcile (adopt what runs, restart what is missing) and the first metering pass are done. */
+  start(): Promise<void>;
+  /** Stops every loop, after a last flush of the edge's counts and a last measure of replica time; nothing if never started. */
+  stop(): Promise<void>;
 }
 
 /** The composition root: every service gets its collaborators here, and only here. */
-export function buildServices({ config, db, redis, clock, logger, orchestrator, billing }: ControlDependencies) {
+export function buildServices({ config, db, redis, clock, logger, driver, billing }: ControlDependencies) {
+  const orchestrator = driver?.orchestrator;
   const box = new SecretBox(config.masterKey);
   const limiter = new FixedWindowLimiter(redis, clock);
   const edge = new EdgeSync(db, new EdgeProjection(redis), orchestrator, logger.child({ component: 'edge-sync' }));
@@ -78,6 +106,45 @@ export function buildServices({ config, db, redis, clock, logger, orchestrator, 
   };
 }
 
+/** The background loops, wired as the services are; the platform-wide ones take their Postgres lock per pass. */
+export function buildLoops({ config, db, redis, clock, logger, driver, onPass }: ControlDependencies, services: Services): BackgroundLoops {
+  const loggerOf = (component: string) => logger.child({ component });
+  const reconciler = new Reconciler(services.runner, services.edge, config.reconcileIntervalMs, loggerOf('reconciler'), {
+    exclusive: exclusivePass(db, LOOP_LOCKS.reconciler), onPass,
+  });
+  const autoscaler = driver?.autoscaledBy === 'platform'
+    ? new Autoscaler(db, redis, driver, services.deployments, clock, config.autoscale, loggerOf('autoscaler'), {
+      exclusive: exclusivePass(db, LOOP_LOCKS.autoscaler), onPass,
+    })
+    : undefined;
+  // Replica time is the driver's: its clock says when a replica was seen running.
+  const meter = driver ? new ReplicaMeter(db, driver.orchestrator, driver.clock, config.usageMeterIntervalMs, loggerOf('replica-meter'), { onPass }) : undefined;
+  const flusher = new UsageFlusher(db, redis, clock, config.usageFlushIntervalMs, loggerOf('usage-flusher'), { onPass });
+  let started = false;
+  return {
+    reconciler,
+    autoscaler,
+    meter,
+    flusher,
+    async start() {
+      started = true;
+      await reconciler.start();
+      autoscaler?.start();
+      await meter?.start();
+      flusher.start();
+    },
+    async stop() {
+      if (!started) return;
+      started = false;
+      await autoscaler?.stop();
+      await reconciler.stop();
+      // The last counts of the edge reach Postgres, and replica time is measured once more.
+      await flusher.stop();
+      await meter?.stop();
+    },
+  };
+}
+
 export function buildControl(deps: ControlDependencies): Control {
   const services = buildServices(deps);
   const routes = [
@@ -94,12 +161,12 @@ export function buildControl(deps: ControlDependencies): Control {
     routes: [...routes, openApiRoute(routes, serverUrl)],
     authenticate: bearerAuthenticator(services.auth, services.limiter, deps.config.tokenRateLimitPerMinute, deps.logger),
     checkReadiness: readinessCheck(
-      { postgres: () => deps.db.raw('select 1'), redis: () => deps.redis.ping() },
+      { postgres: () => pingDatabase(deps.db), redis: () => deps.redis.ping() },
       READINESS_TIMEOUT_MS,
       deps.logger.child({ component: 'readiness' }),
     ),
     logger: deps.logger,
     trustProxy: deps.config.trustProxy,
   });
-  return { app, services };
+  return { app, services, loops: buildLoops(deps, services) };
 }

@@ -12,6 +12,8 @@ export interface Config {
   readonly host: string;
   readonly port: number;
   readonly databaseUrl: string;
+  /** Postgres cancels a statement of the control API that runs longer (a lock wait or a runaway plan); migrations are exempt. */
+  readonly databaseStatementTimeoutMs: number;
   readonly redisUrl: string;
   /** 32 bytes for AES-256-GCM; encrypts model keys and secret env values at rest. */
   readonly masterKey: Buffer;
@@ -78,6 +80,7 @@ export function loadConfig(env: Env): Config {
     host: read.string('CONTROL_HOST', '127.0.0.1'),
     port: read.port('CONTROL_PORT', 7070),
     databaseUrl: read.url('DATABASE_URL', ['postgres:', 'postgresql:']),
+    databaseStatementTimeoutMs: read.integer('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
     redisUrl: read.url('REDIS_URL', ['redis:', 'rediss:']),
     masterKey: readMasterKey(read),
     registrationMode: read.oneOf('REGISTRATION_MODE', ['open', 'invite', 'closed'] as const, 'open'),

@@ -40,3 +40,8 @@ export function connectDatabase(url: string, pool = { min: 0, max: 10 }): Databa
 export async function migrate(db: Database): Promise<void> {
   await db.migrate.latest({ migrationSource });
 }
+
+/** Resolves once Postgres answers a statement on a pooled connection: the readiness probe. */
+export async function pingDatabase(db: Database): Promise<void> {
+  await db.raw('select 1');
+}

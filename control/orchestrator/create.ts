@@ -11,13 +11,27 @@ import { detectHost } from './podman/host.js';
 import { podmanGlobalArgs } from './podman/settings.js';
 import type { Orchestrator } from './types.js';
 
+/** A started driver, with what composition needs to know of it besides its interface. */
+export interface StartedDriver {
+  orchestrator: Orchestrator;
+  /** The clock the driver stamps replicas' start with; the autoscaler ages replicas by it. */
+  clock: Clock;
+  /**
+   * Who scales auto-scaled agents: `platform`, the control API's own autoscaler (podman
+   * scales nothing by itself); `orchestrator`, the Nomad Autoscaler, from the job's scaling block.
+   */
+  autoscaledBy: 'platform' | 'orchestrator';
+}
+
 /** The one place a driver is chosen. */
-export function createOrchestrator(config: Config, clock: Clock, logger: Logger): Orchestrator {
-  if (config.orchestrator === 'nomad' && config.nomad) return createNomadDriver(config.nomad, clock, logger);
+export function createOrchestrator(config: Config, clock: Clock, logger: Logger): StartedDriver {
+  if (config.orchestrator === 'nomad' && config.nomad) {
+    return { orchestrator: createNomadDriver(config.nomad, clock, logger), clock, autoscaledBy: 'orchestrator' };
+  }
   const settings = detectHost(config.podman);
   const driver = new PodmanDriver(new PodmanCli(settings.binary, podmanGlobalArgs(settings)), settings, clock, logger.child({ component: 'podman' }), protectedEndpointsOf(config));
   driver.start();
-  return driver;
+  return { orchestrator: driver, clock, autoscaledBy: 'platform' };
 }
 
 /** The platform's own services, which agents must not reach (the podman driver proves it at start). */

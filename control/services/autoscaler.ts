@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { edgeKeyNames, windowOf } from '../../contract/edge-keys.js';
-import { systemClock, type Clock } from '../../contract/clock.js';
+import type { Clock } from '../../contract/clock.js';
 import type { AutoscaleSettings } from '../config.js';
 import { decideReplicas } from '../domain/autoscale.js';
 import { isQuotaExceeded } from '../errors.js';
@@ -10,13 +10,15 @@ import type { Orchestrator } from '../orchestrator/types.js';
 import type { AgentRow } from '../domain/agent.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { DeploymentService, QuotaDetails } from './deployment-service.js';
-import type { ExclusivePass } from './exclusive-pass.js';
+import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
 
-export interface AutoscalerOptions {
-  /** With more than one copy of the control API, only the copy holding the lock runs a pass. */
-  exclusive?: ExclusivePass;
-  /** The clock the orchestrator stamps replicas' start with (the driver's own; system time in production). */
-  orchestratorClock?: Clock;
+/** The driver whose replicas are scaled, with the clock it stamps their start with (its own, not the API's). */
+export interface ScaledDriver {
+  orchestrator: Orchestrator;
+  clock: Clock;
+}
+
+export interface AutoscalerOptions extends LoopOptions {
   /**
    * Replicas younger than this are left out of the CPU signal: podman's one-shot stats
    * average CPU over the container's life, so a replica seconds old reports its start-up
@@ -44,47 +46,36 @@ interface AgentMemory {
  * job's scaling block hands this to the Nomad Autoscaler instead.
  */
 export class Autoscaler {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
   private readonly memory = new Map<string, AgentMemory>();
-  /** Passes finished (run or skipped for another copy); tests wait on it instead of on time. */
-  completedPasses = 0;
+  private readonly loop: PeriodicPass;
 
   constructor(
     private readonly db: Knex,
     private readonly redis: Redis,
-    private readonly orchestrator: Orchestrator,
+    private readonly driver: ScaledDriver,
     private readonly deployments: DeploymentService,
     private readonly clock: Clock,
     private readonly settings: AutoscaleSettings,
     private readonly logger: Logger,
     private readonly options: AutoscalerOptions = {},
-  ) {}
-
-  private get exclusive(): ExclusivePass {
-    return this.options.exclusive ?? (async (pass) => (await pass(), true));
+  ) {
+    const { exclusive, onPass } = options;
+    this.loop = new PeriodicPass({
+      loop: 'autoscaler', intervalMs: settings.intervalMs, logger, exclusive, onPass, pass: () => this.scaleAll(), failureMessage: 'autoscale pass failed',
+    });
   }
 
   start(): void {
-    this.timer = setInterval(() => void this.runOnce(), this.settings.intervalMs);
-    this.timer.unref();
+    this.loop.start();
   }
 
   /** One pass at a time, and in one copy of the control API at a time. */
   runOnce(): Promise<void> {
-    this.running ??= this.exclusive(() => this.scaleAll())
-      .then(() => undefined)
-      .catch((error) => this.logger.error({ err: error }, 'autoscale pass failed'))
-      .finally(() => {
-        this.completedPasses += 1;
-        this.running = undefined;
-      });
-    return this.running;
+    return this.loop.runOnce();
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
   }
 
   private async scaleAll(): Promise<void> {
@@ -151,8 +142,9 @@ export class Autoscaler {
    * would never reach a 70 % target (Kubernetes' HPA likewise measures against requested CPU).
    */
   private async meanCpuOfAllotment(agent: AgentRow): Promise<number | null> {
-    const [metrics, status] = await Promise.all([this.orchestrator.metrics(agent.id), this.orchestrator.status(agent.id)]);
-    const settledSince = (this.options.orchestratorClock ?? systemClock).now().getTime() - (this.options.cpuWarmupMs ?? DEFAULT_CPU_WARMUP_MS);
+    const { orchestrator, clock } = this.driver;
+    const [metrics, status] = await Promise.all([orchestrator.metrics(agent.id), orchestrator.status(agent.id)]);
+    const settledSince = clock.now().getTime() - (this.options.cpuWarmupMs ?? DEFAULT_CPU_WARMUP_MS);
     const settled = new Set(
       (status?.replicas ?? []).filter((r) => r.startedAt !== null && r.startedAt.getTime() <= settledSince).map((r) => r.id),
     );

@@ -1,50 +1,43 @@
 import type { Logger } from 'pino';
 import type { AgentRunner } from './agent-runner.js';
 import type { EdgeSync } from './edge-sync.js';
-import type { ExclusivePass } from './exclusive-pass.js';
+import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
 
 /**
  * Brings the orchestrator in line with Postgres at start and then periodically, so a
  * crash of the control API, a container removed by hand or a lost notification heals
- * without anyone calling the API.
+ * without anyone calling the API. Without an orchestrator, only the edge is rebuilt.
  */
 export class Reconciler {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private readonly loop: PeriodicPass;
 
   constructor(
-    private readonly runner: AgentRunner,
+    private readonly runner: AgentRunner | undefined,
     private readonly edge: EdgeSync,
-    private readonly intervalMs: number,
-    private readonly logger: Logger,
-    /** With more than one copy of the control API, only the copy holding the lock runs a pass. */
-    private readonly exclusive: ExclusivePass = async (pass) => (await pass(), true),
-  ) {}
+    intervalMs: number,
+    logger: Logger,
+    options: LoopOptions = {},
+  ) {
+    this.loop = new PeriodicPass({ ...options, loop: 'reconciler', intervalMs, logger, pass: () => this.reconcile(), failureMessage: 'reconcile failed' });
+  }
 
+  /** Adopts what runs and restarts what is missing (awaited: before the API takes requests), then every interval. */
   async start(): Promise<void> {
-    await this.runOnce();
-    this.timer = setInterval(() => void this.runOnce(), this.intervalMs);
-    this.timer.unref();
+    await this.loop.runOnce();
+    this.loop.start();
   }
 
-  /** One pass at a time: a slow pass is not stacked on by the next tick. */
   runOnce(): Promise<void> {
-    this.running ??= this.exclusive(() =>
-      this.runner
-        .reconcileAll()
-        // Then the edge: a flushed or lost Redis heals here without any API call.
-        .then(() => this.edge.rebuild()),
-    )
-      .then(() => undefined)
-      .catch((error) => this.logger.error({ err: error }, 'reconcile failed'))
-      .finally(() => {
-        this.running = undefined;
-      });
-    return this.running;
+    return this.loop.runOnce();
   }
 
-  async stop(): Promise<void> {
-    if (this.timer) clearInterval(this.timer);
-    await this.running;
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  private async reconcile(): Promise<void> {
+    await this.runner?.reconcileAll();
+    // Then the edge: a flushed or lost Redis heals here without any API call.
+    await this.edge.rebuild();
   }
 }

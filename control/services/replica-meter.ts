@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import { repositoriesOn } from '../repositories/index.js';
+import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
 
 /**
  * Records replica time as intervals, whatever the driver: a replica's interval opens when
@@ -12,28 +13,31 @@ import { repositoriesOn } from '../repositories/index.js';
  * of replica time (see docs/usage.md).
  */
 export class ReplicaMeter {
-  private timer: NodeJS.Timeout | undefined;
   private readonly inFlight = new Map<string, Promise<void>>();
+  private readonly loop: PeriodicPass;
 
   constructor(
     private readonly db: Knex,
     private readonly orchestrator: Orchestrator,
     private readonly clock: Clock,
-    private readonly intervalMs: number,
+    intervalMs: number,
     private readonly logger: Logger,
-  ) {}
+    options: LoopOptions = {},
+  ) {
+    this.loop = new PeriodicPass({ ...options, loop: 'replica-meter', intervalMs, logger, pass: () => this.pass(), failureMessage: 'metering pass failed; the next pass retries' });
+  }
 
   async start(): Promise<void> {
     this.orchestrator.onChange((agentId) => void this.measure(agentId));
     await this.closeCrashLeft();
-    await this.pass();
-    this.timer = setInterval(() => void this.pass(), this.intervalMs);
-    this.timer.unref();
+    await this.loop.runOnce();
+    this.loop.start();
   }
 
+  /** Stops the timer and measures once more, so replica time runs up to the shutdown. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
+    await this.loop.stop();
+    await this.loop.runOnce();
     await Promise.allSettled(this.inFlight.values());
   }
 

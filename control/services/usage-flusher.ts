@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import { repositoriesOn } from '../repositories/index.js';
 import { edgeKeyNames, edgeKeyPatterns, parseUsageFlushingKey, parseUsageKey } from '../../contract/edge-keys.js';
-
+import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
 
 /**
  * Moves the request counters authz keeps in Redis (`edge:usage:{slug}:YYYY-MM`, one INCR
@@ -18,37 +18,36 @@ import { edgeKeyNames, edgeKeyPatterns, parseUsageFlushingKey, parseUsageKey } f
  * Leftover flushing keys (a crash between 1 and 3) are finished first on every pass.
  */
 export class UsageFlusher {
-  private timer: NodeJS.Timeout | undefined;
-  private running: Promise<void> | undefined;
+  private readonly loop: PeriodicPass;
 
   constructor(
     private readonly db: Knex,
     private readonly redis: Redis,
     private readonly clock: Clock,
-    private readonly intervalMs: number,
+    intervalMs: number,
     private readonly logger: Logger,
-  ) {}
+    options: LoopOptions = {},
+  ) {
+    this.loop = new PeriodicPass({
+      ...options, loop: 'usage-flusher', intervalMs, logger, pass: () => this.flushAll(), failureMessage: 'usage flush failed; counters stay in Redis for the next pass',
+    });
+  }
 
+  /** Flushes at once (not awaited: the API need not wait for it), then every interval. */
   start(): void {
-    void this.flush();
-    this.timer = setInterval(() => void this.flush(), this.intervalMs);
-    this.timer.unref();
+    void this.loop.runOnce();
+    this.loop.start();
   }
 
   /** Stops the timer and flushes once more, so a shutdown loses no count. */
   async stop(): Promise<void> {
-    clearInterval(this.timer);
-    this.timer = undefined;
-    await this.running;
-    await this.flush();
+    await this.loop.stop();
+    await this.loop.runOnce();
   }
 
   /** One pass at a time; failures are logged and the counters stay in Redis for the next. */
   flush(): Promise<void> {
-    this.running ??= this.flushAll()
-      .catch((error: unknown) => this.logger.warn({ err: error }, 'usage flush failed; counters stay in Redis for the next pass'))
-      .finally(() => (this.running = undefined));
-    return this.running;
+    return this.loop.runOnce();
   }
 
   private async flushAll(): Promise<void> {

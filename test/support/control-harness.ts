@@ -4,11 +4,9 @@ import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import { ManualClock, systemClock } from '../../contract/clock.js';
-import { PodmanCli } from '../../control/orchestrator/podman/cli.js';
-import { PodmanDriver } from '../../control/orchestrator/podman/driver.js';
-import { detectHost, podmanRuntime } from '../../control/orchestrator/podman/host.js';
-import { podmanGlobalArgs } from '../../control/orchestrator/podman/settings.js';
-import { createNomadDriver, protectedEndpointsOf } from '../../control/orchestrator/create.js';
+import { createOrchestrator } from '../../control/orchestrator/create.js';
+import { podmanRuntime } from '../../control/orchestrator/podman/host.js';
+import type { PassRecord } from '../../control/services/periodic-pass.js';
 import type { Orchestrator } from '../../control/orchestrator/types.js';
 import { ensureTestImage, TEST_IMAGE } from './test-image.js';
 import { loadConfig, type Config } from '../../control/config.js';
@@ -132,22 +130,19 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   // No key prefix: the edge's keys are named exactly as authz reads them (slugs are unique per test anyway).
   const redis = connectRedis(redisUrl);
   const logger = createLogger(config.logLevel);
-  let driver: Orchestrator | undefined;
-  if (options.nomad) {
-    ensureTestImage(podmanRuntime(config.podman)); // the fake cluster runs allocations as podman containers
-    driver = createNomadDriver(config.nomad!, systemClock, logger);
-  } else if (options.orchestrate) {
-    const podman = detectHost(config.podman);
-    ensureTestImage(podman.runtime);
-    // The driver lives in real time (backoff, grace periods); the manual clock is for tokens and windows.
-    const podmanDriver = new PodmanDriver(new PodmanCli(podman.binary, podmanGlobalArgs(podman)), podman, systemClock, logger, protectedEndpointsOf(config));
-    podmanDriver.start();
-    driver = podmanDriver;
-  }
-  const control = buildControl({ config, db, redis, clock, logger, orchestrator: driver, billing: options.billing });
-  // As at the start of the real control API: adopt what runs, start what is missing.
-  if (control.services.runner) await control.services.runner.reconcileAll();
-  await control.services.edge.rebuild();
+  // Chosen as control/main.ts chooses it: podman, or Nomad when the config names it (nomadEnvironment).
+  // The fake Nomad cluster runs allocations as podman containers too, of the same image.
+  if (options.orchestrate || options.nomad) ensureTestImage(podmanRuntime(config.podman));
+  // The driver lives in real time (backoff, grace periods); the manual clock is for tokens and windows.
+  const started = options.orchestrate || options.nomad ? createOrchestrator(config, systemClock, logger) : undefined;
+  const driver: Orchestrator | undefined = started?.orchestrator;
+  const passes: PassRecord[] = [];
+  const control = buildControl({ config, db, redis, clock, logger, driver: started, billing: options.billing, onPass: (pass) => passes.push(pass) });
+  // As at the start of the real control API: adopt what runs, start what is missing (the reconciler's
+  // first pass). The loops' timers are left off: tests drive each pass they rely on.
+  await control.loops.reconciler.runOnce();
+  // The loop logs a failed pass and goes on; a test must not start on a platform that did not reconcile.
+  if (passes.at(-1)?.outcome !== 'ran') throw new Error(`the first reconcile did not run (${passes.at(-1)?.outcome}); TEST_LOG_LEVEL=error shows why`);
   // As control/main.ts serves it: slow clients cut off, connections per address capped.
   const server: Server = createLimitedServer(config.clientLimits, control.app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -202,6 +197,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     signUp,
     driver,
     close: async () => {
+      await control.loops.stop(); // a test that started the loops has them stopped as control/main.ts does
       if (driver) {
         await control.services.runner?.close(); // no queued step starts a job after the cleanup
         await driver.reconcile([]); // removes this suite's containers and networks (or Nomad jobs)
