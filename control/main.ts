@@ -1,7 +1,7 @@
 import { systemClock } from '../contract/clock.js';
 import { ConfigError, loadConfig } from './config.js';
 import { buildControl } from './compose.js';
-import { connectDatabase, migrate } from './db/database.js';
+import { connectDatabase, DEFAULT_POOL, migrate } from './db/database.js';
 import { createLogger } from './logger.js';
 import { createOrchestrator } from './orchestrator/create.js';
 import { connectRedis } from './redis.js';
@@ -10,7 +10,7 @@ import { createLimitedServer } from './http/client-limits.js';
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
-  const db = connectDatabase(config.databaseUrl);
+  const db = connectDatabase(config.databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs);
   await migrate(db);
   const redis = connectRedis(config.redisUrl);
   const driver = createOrchestrator(config, systemClock, logger);

@@ -19,13 +19,38 @@ const migrations: Record<string, Knex.Migration> = {
 const migrationSource: Knex.MigrationSource<string> = {
   getMigrations: async () => Object.keys(migrations).sort(),
   getMigrationName: (name) => name,
-  getMigration: async (name) => migrations[name]!,
+  getMigration: async (name) => withoutStatementTimeout(migrations[name]!),
 };
 
-export function connectDatabase(url: string, pool = { min: 0, max: 10 }): Database {
+/**
+ * A migration that may run longer than a request's statement_timeout (an index built on a
+ * large table, say). knex runs migrations inside a transaction (Migrator._waterfallBatch),
+ * so SET LOCAL lifts the timeout for that transaction only and the pooled connection
+ * keeps its own afterwards (PostgreSQL docs, SET: "SET LOCAL … effects last only till
+ * the end of the current transaction").
+ */
+export function withoutStatementTimeout(migration: Knex.Migration): Knex.Migration {
+  return {
+    ...migration,
+    up: async (trx) => {
+      await trx.raw('SET LOCAL statement_timeout = 0');
+      return migration.up(trx);
+    },
+  };
+}
+
+/**
+ * A knex pool on `url`. With `statementTimeoutMs`, every connection of the pool asks
+ * Postgres to cancel a statement running longer (SQLSTATE 57014), so a query stuck on a
+ * lock or a runaway plan frees its connection instead of holding it for good; node-postgres
+ * sends it in the startup message (pg/lib/client.js getStartupConf, `statement_timeout`).
+ */
+export const DEFAULT_POOL = { min: 0, max: 10 };
+
+export function connectDatabase(url: string, pool = DEFAULT_POOL, statementTimeoutMs?: number): Database {
   const db = knex({
     client: 'pg',
-    connection: url,
+    connection: statementTimeoutMs === undefined ? url : { connectionString: url, statement_timeout: statementTimeoutMs },
     pool,
     // Timestamps come back as Date objects; counts (bigint) are parsed where read.
     acquireConnectionTimeout: 10_000,

@@ -11,7 +11,7 @@ import type { Orchestrator } from '../../control/orchestrator/types.js';
 import { ensureTestImage, TEST_IMAGE } from './test-image.js';
 import { loadConfig, type Config } from '../../control/config.js';
 import { buildControl, type Control } from '../../control/compose.js';
-import { connectDatabase } from '../../control/db/database.js';
+import { connectDatabase, DEFAULT_POOL } from '../../control/db/database.js';
 import { createLogger } from '../../control/logger.js';
 import { connectRedis } from '../../control/redis.js';
 import { createLimitedServer } from '../../control/http/client-limits.js';
@@ -126,7 +126,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     ...env,
   });
   const clock = new ManualClock(new Date());
-  const db = connectDatabase(databaseUrl);
+  const db = connectDatabase(databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs);
   // No key prefix: the edge's keys are named exactly as authz reads them (slugs are unique per test anyway).
   const redis = connectRedis(redisUrl);
   const logger = createLogger(config.logLevel);
