@@ -1,9 +1,13 @@
+import { keyPrefixProblem } from '../contract/key-prefix.js';
+
 /**
  * Every setting of authz, read from the environment once at start into a frozen object.
  * Nothing else in authz/ reads process.env.
  */
 export interface AuthzConfig {
   readonly redisUrl: string;
+  /** Put before every Redis key; the control API's REDIS_KEY_PREFIX, so both name the projection alike. */
+  readonly redisKeyPrefix: string;
   /** Agent hostnames are `<slug>.<agentDomain>`; any other hostname is a 404. */
   readonly agentDomain: string;
   readonly host: string;
@@ -50,6 +54,10 @@ export function loadAuthzConfig(env: Env): AuthzConfig {
   if (redisUrl === undefined) problems.push('REDIS_URL: required (a redis:// URL); authz answers every Check from Redis');
   else if (!/^rediss?:\/\//.test(redisUrl)) problems.push(`REDIS_URL: expected a redis:// or rediss:// URL, got "${redisUrl}"`);
 
+  const redisKeyPrefix = read('REDIS_KEY_PREFIX') ?? '';
+  const prefixProblem = keyPrefixProblem('REDIS_KEY_PREFIX', redisKeyPrefix);
+  if (prefixProblem) problems.push(prefixProblem);
+
   const agentDomain = (read('AGENT_DOMAIN') ?? 'agents.localhost').toLowerCase();
   if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(agentDomain)) {
     problems.push(`AGENT_DOMAIN: expected a DNS name such as agents.example.com, got "${agentDomain}"`);
@@ -60,6 +68,7 @@ export function loadAuthzConfig(env: Env): AuthzConfig {
 
   const config: AuthzConfig = {
     redisUrl: redisUrl ?? '',
+    redisKeyPrefix,
     agentDomain,
     host: read('AUTHZ_HOST') ?? '127.0.0.1',
     grpcPort: integer('AUTHZ_GRPC_PORT', 7091, 0, 65535),

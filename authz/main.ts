@@ -13,6 +13,8 @@ const config = loadAuthzConfig(process.env);
 const logger = pino({ name: 'authz', redact: { paths: ['*.authorization', 'headers.authorization'], censor: '[redacted]' } });
 
 const redis = new Redis(config.redisUrl, {
+  // The control API writes the projection under the same REDIS_KEY_PREFIX (docs/contract.md, "Edge projection").
+  keyPrefix: config.redisKeyPrefix,
   connectTimeout: 2_000,
   // Each Check has its own deadline (AUTHZ_REDIS_TIMEOUT_MS); this only bounds commands
   // nobody waits for any more.

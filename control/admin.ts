@@ -1,6 +1,6 @@
 import { ADMIN_USAGE, parseAdminCommand, UsageError, type AdminCommand } from './admin-command.js';
 import { systemClock } from '../contract/clock.js';
-import { ConfigError, loadAdminRedisUrl, loadDatabaseUrl } from './config.js';
+import { ConfigError, loadAdminRedis, loadDatabaseUrl } from './config.js';
 import { connectDatabase, migrate } from './db/database.js';
 import { EdgeProjection } from './edge/projection.js';
 import { PlatformError } from './errors.js';
@@ -32,8 +32,8 @@ async function main(): Promise<void> {
     return;
   }
   const db = connectDatabase(loadDatabaseUrl(process.env), { min: 0, max: 2 });
-  const redisUrl = loadAdminRedisUrl(process.env);
-  const redis = redisUrl ? connectRedis(redisUrl) : undefined;
+  const redisSettings = loadAdminRedis(process.env);
+  const redis = redisSettings ? connectRedis(redisSettings.url, redisSettings.keyPrefix) : undefined;
   const edge = redis ? new EdgeSync(db, new EdgeProjection(redis), undefined, createLogger('warn', 'admin')) : undefined;
   try {
     await migrate(db);

@@ -3,6 +3,7 @@ import { readNomadSettings, type NomadSettings } from './orchestrator/nomad/sett
 import { readPodmanSettings, type LoadedPodmanSettings } from './orchestrator/podman/settings.js';
 import { ConfigError, SettingReader, type Env } from './settings-reader.js';
 import type { ClientLimits } from './http/client-limits.js';
+import { keyPrefixProblem } from '../contract/key-prefix.js';
 
 /**
  * Every setting of the control API, read from the environment once at start.
@@ -15,6 +16,8 @@ export interface Config {
   /** Postgres cancels a statement of the control API that runs longer (a lock wait or a runaway plan); migrations are exempt. */
   readonly databaseStatementTimeoutMs: number;
   readonly redisUrl: string;
+  /** Put before every Redis key of the control API and authz, so installations (or test suites) can share one Redis. */
+  readonly redisKeyPrefix: string;
   /** 32 bytes for AES-256-GCM; encrypts model keys and secret env values at rest. */
   readonly masterKey: Buffer;
   readonly registrationMode: RegistrationMode;
@@ -82,6 +85,7 @@ export function loadConfig(env: Env): Config {
     databaseUrl: read.url('DATABASE_URL', ['postgres:', 'postgresql:']),
     databaseStatementTimeoutMs: read.integer('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
     redisUrl: read.url('REDIS_URL', ['redis:', 'rediss:']),
+    redisKeyPrefix: read.string('REDIS_KEY_PREFIX', ''),
     masterKey: readMasterKey(read),
     registrationMode: read.oneOf('REGISTRATION_MODE', ['open', 'invite', 'closed'] as const, 'open'),
     agentUrl: {
@@ -117,6 +121,8 @@ export function loadConfig(env: Env): Config {
     }),
   };
 
+  const prefixProblem = keyPrefixProblem('REDIS_KEY_PREFIX', config.redisKeyPrefix);
+  if (prefixProblem) read.report(prefixProblem);
   // Node refuses a headersTimeout longer than requestTimeout.
   if (config.clientLimits.headersTimeoutMs > config.clientLimits.requestTimeoutMs) {
     read.report('CONTROL_HEADERS_TIMEOUT_MS: must not exceed CONTROL_REQUEST_TIMEOUT_MS (the headers are part of the request)');
@@ -160,9 +166,13 @@ export function loadDatabaseUrl(env: Env): string {
 
 /**
  * Redis for operator commands, so that a plan change reaches the edge at once: REDIS_URL,
- * or the Redis that `npm run up` runs when the database is its too.
+ * or the Redis that `npm run up` runs when the database is its too, with the control
+ * API's REDIS_KEY_PREFIX so the command writes the projection the edge reads.
  */
-export function loadAdminRedisUrl(env: Env): string | undefined {
-  if (env.REDIS_URL) return env.REDIS_URL;
-  return env.DATABASE_URL ? undefined : `redis://127.0.0.1:${env.UP_REDIS_PORT ?? 7379}`;
+export function loadAdminRedis(env: Env): { url: string; keyPrefix: string } | undefined {
+  const keyPrefix = env.REDIS_KEY_PREFIX ?? '';
+  const problem = keyPrefixProblem('REDIS_KEY_PREFIX', keyPrefix);
+  if (problem) throw new ConfigError([problem]);
+  if (env.REDIS_URL) return { url: env.REDIS_URL, keyPrefix };
+  return env.DATABASE_URL ? undefined : { url: `redis://127.0.0.1:${env.UP_REDIS_PORT ?? 7379}`, keyPrefix };
 }

@@ -12,7 +12,7 @@ async function main(): Promise<void> {
   const logger = createLogger(config.logLevel);
   const db = connectDatabase(config.databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs);
   await migrate(db);
-  const redis = connectRedis(config.redisUrl);
+  const redis = connectRedis(config.redisUrl, config.redisKeyPrefix);
   const driver = createOrchestrator(config, systemClock, logger);
   const { app, services, loops } = buildControl({ config, db, redis, clock: systemClock, logger, driver });
   // Adopt what runs and restart what is missing before taking requests.

@@ -32,6 +32,25 @@ export function connectRedis(url: string, keyPrefix = ''): Redis {
   return client;
 }
 
+/**
+ * Every key matching `pattern`, by SCAN (never KEYS, which blocks Redis), named as the
+ * client's other commands name them. ioredis puts `keyPrefix` before key arguments only:
+ * a SCAN MATCH pattern is not one, and the names SCAN returns carry the prefix (ioredis
+ * README, "Transparent Key Prefixing"). So the prefix is added to the pattern here and
+ * taken off each name.
+ */
+export async function scanKeys(redis: Redis, pattern: string): Promise<string[]> {
+  const prefix = redis.options.keyPrefix ?? '';
+  const keys: string[] = [];
+  let cursor = '0';
+  do {
+    const [next, batch] = await redis.scan(cursor, 'MATCH', prefix + pattern, 'COUNT', 500);
+    keys.push(...batch.map((key) => key.slice(prefix.length)));
+    cursor = next;
+  } while (cursor !== '0');
+  return keys;
+}
+
 // The errors ioredis gives a command when it cannot reach Redis, as ioredis words them.
 const UNREACHABLE_MESSAGES = [
   "Stream isn't writeable and enableOfflineQueue options is false", // Redis.sendCommand, offline queue off

@@ -27,6 +27,7 @@ describe('control API logs', function () {
         ...process.env,
         DATABASE_URL: templateUrl.replace(/\/[^/]+$/, `/${database}`),
         REDIS_URL: process.env.TEST_REDIS_URL,
+        REDIS_KEY_PREFIX: `${database}:`,
         MASTER_KEY: randomBytes(32).toString('base64'),
         // Every suite registers from 127.0.0.1 into the run's one Redis: the per-address limit would trip.
         REGISTRATION_RATE_LIMIT_PER_HOUR: '1000000',

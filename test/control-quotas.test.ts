@@ -334,7 +334,7 @@ describe('control API: plan quotas and account usage', () => {
   describe('npm run admin -- account plan', () => {
     const admin = (...args: string[]) =>
       promisify(execFile)(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, '../control/admin.ts'), ...args], {
-        env: { ...process.env, DATABASE_URL: control.config.databaseUrl, REDIS_URL: control.config.redisUrl },
+        env: { ...process.env, DATABASE_URL: control.config.databaseUrl, REDIS_URL: control.config.redisUrl, REDIS_KEY_PREFIX: control.config.redisKeyPrefix },
       });
 
     it('moves an account by owner email and re-projects its agents\' per-agent limit at once', async () => {

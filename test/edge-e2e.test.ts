@@ -30,17 +30,20 @@ describe('the edge: agent URLs through the local edge, authz and real agents', f
   const logger: Logger = createLogger('silent');
 
   before(async () => {
-    // Created here, not at load time: mocha loads files before its global setup starts Redis.
-    authzRedis = connectRedis(process.env.TEST_REDIS_URL!);
     control = await startControl({}, { orchestrate: true });
-    const config = loadAuthzConfig({ REDIS_URL: process.env.TEST_REDIS_URL, AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: control.config.agentUrl.domain });
+    // As in production, authz is given the control API's REDIS_KEY_PREFIX (and connects as authz/main.ts does, with it).
+    const config = loadAuthzConfig({
+      REDIS_URL: process.env.TEST_REDIS_URL, REDIS_KEY_PREFIX: control.config.redisKeyPrefix,
+      AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: control.config.agentUrl.domain,
+    });
+    authzRedis = connectRedis(config.redisUrl, config.redisKeyPrefix);
     authz = await startAuthz(config, { redis: authzRedis, clock: systemClock, logger });
     edge = await startLocalEdge({ port: 0, authzAddress: authz.grpcAddress });
   });
   after(async () => {
     await edge?.close();
     await authz?.close();
-    authzRedis.disconnect();
+    authzRedis?.disconnect();
     await control?.close();
   });
 

@@ -100,6 +100,7 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
       metricsPort = await freePort();
       await startContainer('authz', {
         REDIS_URL: process.env.TEST_REDIS_URL!,
+        REDIS_KEY_PREFIX: 'platform-image:',
         AUTHZ_HOST: '127.0.0.1',
         AUTHZ_GRPC_PORT: String(grpcPort),
         AUTHZ_METRICS_PORT: String(metricsPort),
@@ -140,6 +141,7 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
       await startContainer('control', {
         DATABASE_URL: adminUrl.replace(/\/postgres$/, `/${database}`),
         REDIS_URL: process.env.TEST_REDIS_URL!,
+        REDIS_KEY_PREFIX: `${database}:`,
         MASTER_KEY: randomBytes(32).toString('base64'),
         CONTROL_HOST: '127.0.0.1',
         // Every suite registers from 127.0.0.1 into the run's one Redis: the per-address limit would trip.

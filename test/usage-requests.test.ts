@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { systemClock, type ManualClock } from '../contract/clock.js';
+import { scanKeys } from '../control/redis.js';
 import { UsageFlusher } from '../control/services/usage-flusher.js';
 import { monthOf } from '../control/services/usage-service.js';
 import { startControl, type TestControl } from './support/control-harness.js';
@@ -22,7 +23,7 @@ describe('account usage: requests counted at the edge', function () {
 
   before(async () => {
     control = await startControl();
-    authzRedis = connectTestRedis();
+    authzRedis = connectTestRedis(control.config.redisKeyPrefix); // the projection's keys are under the control's prefix
     authz = await startTestAuthz({ redis: authzRedis, clock: systemClock, agentDomain: control.config.agentUrl.domain });
   });
   after(async () => {
@@ -102,6 +103,6 @@ describe('account usage: requests counted at the edge', function () {
 
     await flusherOn(control).flush();
     assert.equal(await requestsOf(control, token), 7);
-    assert.deepEqual(await control.redis.keys(`edge:usage-flushing:{${agent.slug}}:*`), []);
+    assert.deepEqual(await scanKeys(control.redis, `edge:usage-flushing:{${agent.slug}}:*`), []);
   });
 });

@@ -5,6 +5,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import { repositoriesOn } from '../repositories/index.js';
 import { edgeKeyNames, edgeKeyPatterns, parseUsageFlushingKey, parseUsageKey } from '../../contract/edge-keys.js';
+import { scanKeys } from '../redis.js';
 import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
 
 /**
@@ -84,14 +85,8 @@ export class UsageFlusher {
     await this.redis.del(flushingKey);
   }
 
-  private async scan(pattern: string): Promise<string[]> {
-    const keys: string[] = [];
-    let cursor = '0';
-    do {
-      const [next, batch] = await this.redis.scan(cursor, 'MATCH', pattern, 'COUNT', 500);
-      keys.push(...batch);
-      cursor = next;
-    } while (cursor !== '0');
-    return keys;
+  /** Under REDIS_KEY_PREFIX too: scanKeys adds the prefix to the pattern and takes it off the names. */
+  private scan(pattern: string): Promise<string[]> {
+    return scanKeys(this.redis, pattern);
   }
 }

@@ -119,16 +119,18 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     // Derived from the database, so a resumed control can read what the first one sealed.
     MASTER_KEY: createHash('sha256').update(database).digest('base64'),
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
-    // Every signUp comes from 127.0.0.1, and suites share Redis: a test of the limit sets its own.
+    // Every signUp comes from 127.0.0.1: a test of the limit sets its own.
     REGISTRATION_RATE_LIMIT_PER_HOUR: '1000000',
+    // Redis keys of its own, named after the database so that a resumed control finds them again.
+    REDIS_KEY_PREFIX: `${database}:`,
     ...(options.orchestrate ? { ...FAST_ORCHESTRATION, PODMAN_INSTANCE: `test-${database}`, RUNTIME_IMAGE: TEST_IMAGE } : {}),
     ...(options.nomad ? nomadEnvironment(options.nomad) : {}),
     ...env,
   });
   const clock = new ManualClock(new Date());
   const db = connectDatabase(databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs);
-  // No key prefix: the edge's keys are named exactly as authz reads them (slugs are unique per test anyway).
-  const redis = connectRedis(redisUrl);
+  // An authz paired with this control reads the projection through this client, or one with config.redisKeyPrefix.
+  const redis = connectRedis(redisUrl, config.redisKeyPrefix);
   const logger = createLogger(config.logLevel);
   // Chosen as control/main.ts chooses it: podman, or Nomad when the config names it (nomadEnvironment).
   // The fake Nomad cluster runs allocations as podman containers too, of the same image.

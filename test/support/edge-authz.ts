@@ -7,17 +7,23 @@ import { loadAuthorizationService } from '../../proto/load.js';
 import { loadAuthzConfig } from '../../authz/config.js';
 import { startAuthz, type RunningAuthz } from '../../authz/server.js';
 import { healthServiceDefinition, type HealthCheckReply } from '../../authz/health.js';
+import { scanKeys } from '../../control/redis.js';
 
 /**
  * authz on port 0 with real Redis (the run's TEST_REDIS_URL), a gRPC client that calls
  * Check as Envoy does, and a writer of the control API's projection keys (the same key
- * names authz's Lua script reads; no key prefix, so tests isolate by agent domain and slug).
+ * names authz's Lua script reads). Each suite has a Redis key prefix of its own: authz
+ * reads through the client it is given, which carries the prefix.
  */
 
-export function connectTestRedis(): Redis {
+/**
+ * A client of the run's Redis under `keyPrefix`: a fresh one by default, for a suite of its
+ * own; the prefix of a control (`control.config.redisKeyPrefix`) for an authz paired with it.
+ */
+export function connectTestRedis(keyPrefix = `s_${randomBytes(4).toString('hex')}:`): Redis {
   const url = process.env.TEST_REDIS_URL;
   if (!url) throw new Error('TEST_REDIS_URL is unset: run through mocha (test/support/global.ts starts Redis)');
-  return new Redis(url, { maxRetriesPerRequest: 1 });
+  return new Redis(url, { maxRetriesPerRequest: 1, keyPrefix });
 }
 
 /** A DNS name no other suite uses, so hostnames cannot collide across files. */
@@ -42,6 +48,7 @@ export interface TestAuthzOptions {
 export async function startTestAuthz(options: TestAuthzOptions): Promise<TestAuthz> {
   const config = loadAuthzConfig({
     REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://unused',
+    REDIS_KEY_PREFIX: options.redis.options.keyPrefix,
     AGENT_DOMAIN: options.agentDomain,
     AUTHZ_GRPC_PORT: '0',
     AUTHZ_METRICS_PORT: '0',
@@ -195,7 +202,7 @@ export class EdgeProjectionWriter {
   /** Every key of every agent written here, counters and usage included. */
   async cleanUp(): Promise<void> {
     for (const slug of this.slugs) {
-      const names = await this.redis.keys(`edge:*{${slug}}*`);
+      const names = await scanKeys(this.redis, `edge:*{${slug}}*`);
       if (names.length > 0) await this.redis.del(...names);
     }
     this.slugs.clear();
