@@ -53,7 +53,7 @@ describe('database statement timeout', function () {
       const migrateWith = (migration: Knex.Migration, tableName: string) =>
         target.migrate.latest({
           tableName,
-          migrationSource: { getMigrations: async () => ['slow'], getMigrationName: (name) => name, getMigration: async () => migration },
+          migrationSource: { getMigrations: async () => ['slow'], getMigrationName: (name: string) => name, getMigration: async () => migration },
         });
       try {
         // The same migration, without the wrapper migrate() puts around each one, is cancelled.
