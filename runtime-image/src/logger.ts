@@ -1,9 +1,12 @@
+import { pino } from 'pino';
+
 export const LOG_LEVELS = ['debug', 'info', 'warn', 'error'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** Structured fields of one log line. Callers pass ids, counts and statuses, never user text or keys. */
 export type LogFields = Record<string, string | number | boolean | null | undefined>;
 
+/** The runtime's narrow view of a logger: a message and flat fields, so no object graph (or secret in it) is logged. */
 export interface Logger {
   debug(message: string, fields?: LogFields): void;
   info(message: string, fields?: LogFields): void;
@@ -12,21 +15,25 @@ export interface Logger {
 }
 
 /**
- * Writes one JSON object per line, the format the platform's log collector
- * reads from stdout. Lines below `minimumLevel` are dropped.
+ * Writes one JSON object per line with pino, in the format the platform's log collector
+ * reads from stdout and the README documents: `{level, time, message, …fields}`, the level
+ * by name and the time as ISO 8601 (no pid or hostname). Lines below `minimumLevel` are dropped.
  */
 export function createJsonLogger(
   writeLine: (line: string) => void,
   minimumLevel: LogLevel,
   clock: { now(): number } = Date,
 ): Logger {
-  const threshold = LOG_LEVELS.indexOf(minimumLevel);
-  const log = (level: LogLevel) => (message: string, fields: LogFields = {}) => {
-    if (LOG_LEVELS.indexOf(level) < threshold) return;
-    const time = new Date(clock.now()).toISOString();
-    writeLine(JSON.stringify({ time, level, message, ...fields }) + '\n');
-  };
+  const logger = pino(
+    {
+      level: minimumLevel,
+      base: undefined,
+      messageKey: 'message',
+      timestamp: () => `,"time":"${new Date(clock.now()).toISOString()}"`,
+      formatters: { level: (label) => ({ level: label }) },
+    },
+    { write: writeLine },
+  );
+  const log = (level: LogLevel) => (message: string, fields: LogFields = {}) => logger[level](fields, message);
   return { debug: log('debug'), info: log('info'), warn: log('warn'), error: log('error') };
 }
-
-export const silentLogger: Logger = createJsonLogger(() => {}, 'error');
