@@ -1,0 +1,87 @@
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import type { JobSpec } from '../types.js';
+import type { PodmanCli, PodmanOutput } from './cli.js';
+import { LABEL, networkName, runArguments, splitEnvironment } from './run-args.js';
+import type { PodmanSettings } from './settings.js';
+import type { PodmanStatsRow } from './stats.js';
+
+/** One row of `podman ps --format json`. */
+export interface ContainerInfo {
+  Names: string[];
+  State: string;
+  ExitCode: number;
+  Labels: Record<string, string> | null;
+  /** Seconds since the epoch: a restarted container may have a new address. */
+  StartedAt: number;
+}
+
+/** Lines read from the end of each replica's log. */
+const LOG_WINDOW = 1000;
+
+/** The podman commands on this installation's agent containers, each with its deadline. */
+export class AgentContainers {
+  constructor(
+    private readonly cli: PodmanCli,
+    private readonly settings: PodmanSettings,
+    private readonly logger: Logger,
+  ) {}
+
+  /** This installation's containers (of one agent with `agentId`), running or not. */
+  list(agentId?: string): Promise<ContainerInfo[]> {
+    const labels = [`${LABEL.instance}=${this.settings.instance}`, ...(agentId === undefined ? [] : [`${LABEL.agentId}=${agentId}`])];
+    return this.cli.json<ContainerInfo[]>(['ps', '--all', ...labels.flatMap((label) => ['--filter', `label=${label}`]), '--format', 'json'], 30_000);
+  }
+
+  /** Creates and starts the replica's container, replacing any of that name. */
+  async run(replicaId: string, spec: JobSpec): Promise<void> {
+    const { fileContent, inherited } = splitEnvironment(spec);
+    const dir = mkdtempSync(join(tmpdir(), 'agent-env-'));
+    const envFile = join(dir, 'env');
+    try {
+      writeFileSync(envFile, fileContent, { mode: 0o600 });
+      await this.discard(replicaId);
+      // Creation has the pull's deadline: a container that cannot be created in it fails the replica.
+      await this.cli.run(runArguments({ replicaId, spec, envFile }, this.settings), this.settings.pullTimeoutMs, inherited);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  async start(replicaId: string): Promise<void> {
+    await this.cli.run(['start', replicaId]);
+  }
+
+  /** Removes a container that never served (its start failed), if there is one. */
+  async discard(replicaId: string): Promise<void> {
+    await this.cli.run(['rm', '--force', replicaId]).catch(() => undefined);
+  }
+
+  /** Stops (SIGTERM, then the stop timeout) and removes; a failure is logged, and the next poll sees what is left. */
+  async remove(replicaIds: string[]): Promise<void> {
+    if (replicaIds.length === 0) return;
+    await this.cli.run(['rm', '--force', '--time', String(this.settings.stopTimeoutSeconds), ...replicaIds], 120_000).catch((error) => {
+      this.logger.warn({ err: error }, 'removing containers failed');
+    });
+  }
+
+  /** The replica's IPv4 address on its agent's network, or null while podman shows none. */
+  async addressOf(replicaId: string, agentId: string): Promise<string | null> {
+    const rows = await this.cli
+      .json<{ NetworkSettings?: { Networks?: Record<string, { IPAddress?: string }> } }[]>(['container', 'inspect', replicaId])
+      .catch(() => []);
+    return rows[0]?.NetworkSettings?.Networks?.[networkName(agentId)]?.IPAddress || null;
+  }
+
+  /** The newest lines of the replica's log, with podman's timestamps. */
+  logs(replicaId: string): Promise<PodmanOutput> {
+    return this.cli.run(['logs', '--timestamps', '--tail', String(LOG_WINDOW), replicaId], 15_000);
+  }
+
+  /** One sample of each running replica's CPU and memory; none when podman cannot tell. */
+  stats(replicaIds: string[]): Promise<PodmanStatsRow[]> {
+    return this.cli.json<PodmanStatsRow[]>(['stats', '--no-stream', '--format', 'json', ...replicaIds], 15_000).catch(() => []);
+  }
+}

@@ -1,0 +1,206 @@
+import type { JobSpec, Replica, ReplicaState } from '../types.js';
+
+/**
+ * The podman driver's replica state machine: what a replica becomes after what a poll saw
+ * of its container, and what a job needs next (start, stop the surplus, retire an older
+ * version). No podman, no timer, no I/O: the supervisor (supervisor.ts) looks, asks this
+ * module, and does what it says.
+ */
+
+export interface ReplicaRecord {
+  id: string;
+  spec: JobSpec;
+  state: ReplicaState;
+  address: string | null;
+  /** The container start `address` was read for (ps's StartedAt). */
+  addressOf: number | null;
+  restarts: number;
+  /** Epoch milliseconds from which a `restarting` replica is started again. */
+  restartAt: number;
+  startedAt: Date | null;
+  error: string | null;
+  /** A podman command for this replica is in flight; polls leave it alone. */
+  busy: boolean;
+}
+
+/** What one agent wants (spec) and the replicas that serve it, of any version. */
+export interface ReplicaJob {
+  spec: JobSpec;
+  replicas: Map<string, ReplicaRecord>;
+}
+
+/** Something that happened to a job, for its events and the log; the supervisor stamps the time. */
+export interface ReplicaEvent {
+  replicaId: string | null;
+  type: string;
+  message: string;
+}
+
+export interface RestartPolicy {
+  /** A replica that never accepts connections joins the routing set after this (so the edge answers 502, not 503). */
+  startGraceMs: number;
+  /** Restarts allowed before a replica is `crashed`. */
+  restartBudget: number;
+  restartBackoffBaseMs: number;
+  restartBackoffMaxMs: number;
+}
+
+/** A replica's container as a poll saw it. `portOpen`: its port accepted a connection from the host. */
+export type Sighting = { container: 'running'; portOpen: boolean } | { container: 'exited'; exitCode: number } | { container: 'missing' };
+
+/** What the supervisor does for a replica after a sighting: nothing, or start it again (its container exists or must be created). */
+export type Next = { restart: false } | { restart: true; containerExists: boolean };
+
+const NOTHING: Next = { restart: false };
+
+/** Failed, crashed or stopping: no poll changes it any more, only a new deploy or its removal does. */
+export const isSettled = (record: ReplicaRecord) => record.state === 'failed' || record.state === 'crashed' || record.state === 'stopping';
+
+/** A new replica of the job's spec; busy while its container is being created. */
+export const newReplica = (id: string, spec: JobSpec): ReplicaRecord => ({
+  id,
+  spec,
+  state: 'pending',
+  address: null,
+  addressOf: null,
+  restarts: 0,
+  restartAt: 0,
+  startedAt: null,
+  error: null,
+  busy: true,
+});
+
+/**
+ * A container of this installation found with no record (after a restart of the control
+ * API): taken over at the version its label says, routed once it proves ready again.
+ */
+export function adoptedReplica(
+  spec: JobSpec,
+  container: { id: string; state: string; version: number },
+  now: Date,
+): { record: ReplicaRecord; event: ReplicaEvent } {
+  const record: ReplicaRecord = {
+    ...newReplica(container.id, { ...spec, version: container.version }),
+    state: container.state === 'running' ? 'starting' : 'restarting',
+    startedAt: now,
+    busy: false,
+  };
+  return { record, event: { replicaId: container.id, type: 'adopted', message: `found ${container.state} container of version ${container.version}` } };
+}
+
+/**
+ * Applies a sighting of an unsettled replica. A running container is routed once its port
+ * opens or its start grace is over; one that ran and stopped counts an exit and waits out
+ * an exponential backoff, or is `crashed` past the restart budget; a `restarting` one is
+ * started again once its backoff is over.
+ */
+export function observe(record: ReplicaRecord, sighting: Sighting, nowMs: number, policy: RestartPolicy): { next: Next; events: ReplicaEvent[] } {
+  if (sighting.container === 'running') {
+    if (record.state === 'running') return { next: NOTHING, events: [] };
+    const graceOver = nowMs - (record.startedAt?.getTime() ?? nowMs) >= policy.startGraceMs;
+    if (sighting.portOpen || graceOver) {
+      record.state = 'running';
+      const message = graceOver ? 'start grace period over: routed without a listening port' : 'port accepts connections';
+      return { next: NOTHING, events: [{ replicaId: record.id, type: 'ready', message }] };
+    }
+    record.state = 'starting';
+    return { next: NOTHING, events: [] };
+  }
+  const containerExists = sighting.container === 'exited';
+  if (record.state === 'restarting') {
+    return { next: nowMs >= record.restartAt ? { restart: true, containerExists } : NOTHING, events: [] };
+  }
+  // It ran and now it does not: count the exit, then wait out the backoff or give up.
+  record.restarts += 1;
+  record.address = null;
+  record.addressOf = null;
+  const reason = sighting.container === 'exited' ? `exited with code ${sighting.exitCode}` : 'container disappeared';
+  if (record.restarts > policy.restartBudget) {
+    record.state = 'crashed';
+    record.error = `${reason}; restarted ${policy.restartBudget} times`;
+    return { next: NOTHING, events: [{ replicaId: record.id, type: 'crashed', message: record.error }] };
+  }
+  record.state = 'restarting';
+  record.restartAt = nowMs + restartDelayMs(record.restarts, policy);
+  return { next: NOTHING, events: [{ replicaId: record.id, type: 'exited', message: `${reason}; restart ${record.restarts} of ${policy.restartBudget} after backoff` }] };
+}
+
+/** The wait before the `restarts`-th restart: the base, doubled at each exit, capped. */
+export const restartDelayMs = (restarts: number, policy: RestartPolicy) =>
+  Math.min(policy.restartBackoffBaseMs * 2 ** (restarts - 1), policy.restartBackoffMaxMs);
+
+/** Its container runs again (a restart): routed once it proves ready, as at first. */
+export function restarted(record: ReplicaRecord, now: Date): void {
+  record.state = 'starting';
+  record.startedAt = now;
+}
+
+/** A new replica's container runs. */
+export function launched(record: ReplicaRecord, now: Date): ReplicaEvent {
+  restarted(record, now);
+  return { replicaId: record.id, type: 'started', message: `container started from ${record.spec.image}` };
+}
+
+/** Its container could not be created or started (image, network, runtime): not retried until the next deploy. */
+export function failed(record: ReplicaRecord, reason: string): ReplicaEvent {
+  record.state = 'failed';
+  record.error = reason;
+  return { replicaId: record.id, type: 'failed', message: reason };
+}
+
+/** What a job needs after its replicas were observed. */
+export interface JobPlan {
+  /** Replicas to start. */
+  launch: number;
+  /** Replicas of the current version past the count, to stop: those doing the least good. */
+  surplus: ReplicaRecord[];
+  /** Replicas of older versions, to stop: the current version is fully up (or asked to be 0). */
+  replaced: ReplicaRecord[];
+}
+
+/** Which replicas go first when scaling down: those doing the least good (a stable sort keeps the oldest first among equals). */
+const STOP_ORDER: ReplicaState[] = ['failed', 'crashed', 'pending', 'restarting', 'starting', 'stopping', 'running'];
+
+export function plan(job: ReplicaJob): JobPlan {
+  const { version, count } = job.spec;
+  const replicas = [...job.replicas.values()].filter((r) => r.state !== 'stopping');
+  const current = replicas.filter((r) => r.spec.version === version);
+  const live = current.filter((r) => r.state !== 'failed' && r.state !== 'crashed');
+  // A version whose replicas cannot start (bad image) or keep crashing is not relaunched
+  // until the next deploy: replacing them would only repeat the failure forever.
+  const dead = current.length - live.length;
+  const launch = live.length < count && dead === 0 ? count - live.length : 0;
+  const surplus = live.length > count ? [...live].sort((a, b) => STOP_ORDER.indexOf(a.state) - STOP_ORDER.indexOf(b.state)).slice(0, live.length - count) : [];
+  // Health-gated rollout: older versions stop once the current one is fully up (or asked to be 0).
+  const older = replicas.filter((r) => r.spec.version < version);
+  const ready = current.filter((r) => r.state === 'running').length;
+  return { launch, surplus, replaced: older.length > 0 && (ready >= count || count === 0) ? older : [] };
+}
+
+/**
+ * Takes replicas out of routing before their containers go. `drain`: one of them was
+ * routed, so requests in flight get the drain period before the containers stop.
+ */
+export function stopping(records: ReplicaRecord[], why: string): { drain: boolean; events: ReplicaEvent[] } {
+  const drain = records.some((r) => r.state === 'running');
+  for (const record of records) {
+    record.state = 'stopping';
+    record.address = null;
+    record.addressOf = null;
+  }
+  return { drain, events: records.map((r) => ({ replicaId: r.id, type: 'stopping', message: why })) };
+}
+
+/** Changes when anything a listener routes by changed: a replica's presence, state, address or restarts, or the count. */
+export const fingerprint = (job: ReplicaJob) =>
+  [...job.replicas.values()].map((r) => `${r.id}:${r.state}:${r.address}:${r.restarts}`).join('|') + `#${job.spec.count}`;
+
+export const toReplica = (record: ReplicaRecord): Replica => ({
+  id: record.id,
+  version: record.spec.version,
+  state: record.state,
+  address: record.address,
+  restarts: record.restarts,
+  startedAt: record.startedAt,
+  error: record.error,
+});

@@ -1,0 +1,195 @@
+import type { Clock } from '../../../contract/clock.js';
+import { randomBase62 } from '../../crypto/tokens.js';
+import type { SerialQueue } from '../serial-queue.js';
+import type { AgentNetworks } from './agent-networks.js';
+import type { PodmanCli } from './cli.js';
+import type { AgentContainers, ContainerInfo } from './containers.js';
+import { ImagePulls } from './image-pulls.js';
+import { opens } from './isolation.js';
+import type { JobTable, PodmanJob } from './job-table.js';
+import { adoptedReplica, failed, fingerprint, isSettled, launched, newReplica, observe, plan, restarted, stopping, type ReplicaRecord, type Sighting } from './replica-state.js';
+import { LABEL } from './run-args.js';
+import type { PodmanSettings } from './settings.js';
+
+export interface SupervisorParts {
+  jobs: JobTable;
+  containers: AgentContainers;
+  networks: AgentNetworks;
+  /** The driver's queue: every tick runs in it, so ticks and API calls never act on a replica at the same time. */
+  queue: SerialQueue;
+  cli: PodmanCli;
+  settings: PodmanSettings;
+  clock: Clock;
+}
+
+/**
+ * Keeps the containers as the jobs ask: each tick (every PODMAN_POLL_INTERVAL_MS, and after
+ * each change) lists the containers, adopts those of known agents, removes those no job
+ * claims, and converges each job as the replica state machine (replica-state.ts) decides.
+ * Listeners hear of every agent whose replicas changed.
+ */
+export class Supervisor {
+  private readonly listeners: ((agentId: string) => void)[] = [];
+  private readonly pulls: ImagePulls;
+  private timer: NodeJS.Timeout | undefined;
+  /** Until the first reconcile, containers without a job may belong to agents not yet loaded: keep them. */
+  private adopting = true;
+  private closed = false;
+
+  constructor(private readonly parts: SupervisorParts) {
+    // Pulls run outside the queue; the tick after one ends starts (or fails) the replicas waiting for it.
+    this.pulls = new ImagePulls(parts.cli, parts.settings.pullTimeoutMs, () => void parts.queue.run(() => this.tick()));
+  }
+
+  start(): void {
+    this.timer = setInterval(() => void this.parts.queue.run(() => this.tick()), this.parts.settings.pollIntervalMs);
+  }
+
+  stop(): void {
+    this.closed = true;
+    if (this.timer) clearInterval(this.timer);
+  }
+
+  onChange(listener: (agentId: string) => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** One tick: every container and job looked at once. */
+  async tick(): Promise<void> {
+    if (this.closed) return;
+    const containers = await this.parts.containers.list();
+    const byReplica = new Map(containers.map((c) => [c.Names[0]!, c]));
+    const changed = new Set<string>();
+    const strays = containers.filter((container) => !this.adopt(container, changed)).map((c) => c.Names[0]!);
+    if (!this.adopting) await this.parts.containers.remove(strays);
+    await Promise.all(this.parts.jobs.all().map((job) => this.converge(job, byReplica, changed)));
+    this.notify([...changed]);
+  }
+
+  /** Once the jobs are all known: a tick that removes the containers no job claims, then their networks. */
+  async sweep(): Promise<void> {
+    this.adopting = false;
+    await this.tick();
+    await this.parts.networks.removeStrays((agentId) => this.parts.jobs.has(agentId));
+  }
+
+  /** An agent's containers and network go now, not at the next tick. */
+  async removeAgent(agentId: string): Promise<void> {
+    const containers = await this.parts.containers.list(agentId);
+    await this.parts.containers.remove(containers.map((c) => c.Names[0]!));
+    await this.parts.networks.remove(agentId);
+    this.notify([agentId]);
+  }
+
+  /** Claims a container for its agent's job (adopting it if no record knows it); false when no job wants it. */
+  private adopt(container: ContainerInfo, changed: Set<string>): boolean {
+    const labels = container.Labels ?? {};
+    const replicaId = container.Names[0]!;
+    const job = this.parts.jobs.get(labels[LABEL.agentId] ?? '');
+    if (!job) return false;
+    if (job.replicas.has(replicaId)) return true;
+    const found = { id: replicaId, state: container.State, version: Number(labels[LABEL.version] ?? 0) };
+    const { record, event } = adoptedReplica(job.spec, found, this.parts.clock.now());
+    job.replicas.set(replicaId, record);
+    this.parts.jobs.record(job.spec.agentId, event);
+    changed.add(job.spec.agentId);
+    return true;
+  }
+
+  private async converge(job: PodmanJob, containers: Map<string, ContainerInfo>, changed: Set<string>): Promise<void> {
+    const before = fingerprint(job);
+    await Promise.all([...job.replicas.values()].filter((r) => !r.busy).map((record) => this.observe(job, record, containers.get(record.id))));
+    const next = plan(job);
+    if (next.launch > 0) {
+      // Image and network once per job, before the replicas start side by side. While the
+      // image is being pulled the job waits with no replicas, and the queue moves on.
+      const image = await this.pulls.state(job.spec.image);
+      if (image.ready || image.error) {
+        const prepared = image.error ?? (await this.parts.networks.ensure(job.spec.agentId).then(() => null, (error: unknown) => describe(error)));
+        await Promise.all(Array.from({ length: next.launch }, () => this.launch(job, prepared)));
+      }
+    } else if (next.surplus.length > 0) {
+      await this.retire(job, next.surplus, 'scaled down');
+    }
+    if (next.replaced.length > 0) await this.retire(job, next.replaced, `replaced by version ${job.spec.version}`);
+    if (fingerprint(job) !== before) changed.add(job.spec.agentId);
+  }
+
+  /** Looks at the replica's container (its address, whether its port opens) and applies what was seen. */
+  private async observe(job: PodmanJob, record: ReplicaRecord, container: ContainerInfo | undefined): Promise<void> {
+    if (isSettled(record)) return;
+    const now = this.parts.clock.now().getTime();
+    let sighting: Sighting;
+    if (container?.State === 'running') {
+      // No port is published: the edge reaches the replica at its address on the agent's network.
+      if (record.addressOf !== container.StartedAt) {
+        const ip = await this.parts.containers.addressOf(record.id, record.spec.agentId);
+        record.address = ip ? `${ip}:${record.spec.port}` : null;
+        record.addressOf = ip ? container.StartedAt : null;
+      }
+      const [host, port] = splitAddress(record.address);
+      sighting = { container: 'running', portOpen: record.state !== 'running' && host ? await opens(host, port) : false };
+    } else {
+      sighting = container ? { container: 'exited', exitCode: container.ExitCode } : { container: 'missing' };
+    }
+    const { next, events } = observe(record, sighting, now, this.parts.settings);
+    for (const event of events) this.parts.jobs.record(job.spec.agentId, event);
+    if (next.restart) await this.restart(job, record, next.containerExists);
+  }
+
+  private async restart(job: PodmanJob, record: ReplicaRecord, containerExists: boolean): Promise<void> {
+    record.busy = true;
+    try {
+      await this.parts.networks.secure(record.spec.agentId);
+      if (containerExists) await this.parts.containers.start(record.id);
+      else await this.parts.containers.run(record.id, record.spec);
+      restarted(record, this.parts.clock.now());
+    } catch (error) {
+      this.parts.jobs.record(job.spec.agentId, failed(record, describe(error)));
+    } finally {
+      record.busy = false;
+    }
+  }
+
+  /** Starts one replica; `preparationError` (image or network) fails it without trying. */
+  private async launch(job: PodmanJob, preparationError: string | null): Promise<void> {
+    const spec = job.spec;
+    const record = newReplica(`${spec.agentId}-${randomBase62(6).toLowerCase()}`, spec);
+    job.replicas.set(record.id, record);
+    try {
+      if (preparationError) throw new Error(preparationError);
+      await this.parts.containers.run(record.id, spec);
+      this.parts.jobs.record(spec.agentId, launched(record, this.parts.clock.now()));
+    } catch (error) {
+      this.parts.jobs.record(spec.agentId, failed(record, describe(error)));
+      await this.parts.containers.discard(record.id);
+    } finally {
+      record.busy = false;
+    }
+  }
+
+  /** Out of routing first; a replica that was routed gets the drain period before its container stops. */
+  private async retire(job: PodmanJob, records: ReplicaRecord[], why: string): Promise<void> {
+    const { drain, events } = stopping(records, why);
+    for (const event of events) this.parts.jobs.record(job.spec.agentId, event);
+    if (drain && this.parts.settings.drainMs > 0) {
+      this.notify([job.spec.agentId]);
+      await new Promise((resolve) => setTimeout(resolve, this.parts.settings.drainMs));
+    }
+    await this.parts.containers.remove(records.map((r) => r.id));
+    for (const record of records) job.replicas.delete(record.id);
+  }
+
+  private notify(agentIds: string[]): void {
+    for (const agentId of agentIds) for (const listener of this.listeners) listener(agentId);
+  }
+}
+
+const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
+
+/** `ip:port` → [ip, port]; [null, 0] for no address. */
+function splitAddress(address: string | null): [string | null, number] {
+  if (!address) return [null, 0];
+  const colon = address.lastIndexOf(':');
+  return [address.slice(0, colon), Number(address.slice(colon + 1))];
+}
