@@ -61,6 +61,12 @@ export interface AutoscaleSettings {
   readonly targetCpuPercent: number;
   /** How long after a change of the replica count the scaler leaves the agent alone. */
   readonly cooldownMs: number;
+  /**
+   * Replicas younger than this are left out of the CPU signal: podman's one-shot stats
+   * average CPU over the container's life, so a replica seconds old reports its start-up
+   * (near 100 % of a core) as its load.
+   */
+  readonly cpuWarmupMs: number;
 }
 
 export type RegistrationMode = 'open' | 'invite' | 'closed';
@@ -118,6 +124,7 @@ export function loadConfig(env: Env): Config {
       targetRpmPerReplica: read.integer('AUTOSCALE_TARGET_RPM_PER_REPLICA', 60, 1, 1_000_000),
       targetCpuPercent: read.integer('AUTOSCALE_TARGET_CPU_PERCENT', 70, 1, 1000),
       cooldownMs: read.integer('AUTOSCALE_COOLDOWN_MS', 60_000, 0, 86_400_000),
+      cpuWarmupMs: read.integer('AUTOSCALE_CPU_WARMUP_MS', 30_000, 0, 3_600_000),
     }),
   };
 

@@ -39,14 +39,15 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
       AUTOSCALE_TARGET_RPM_PER_REPLICA: '10',
       AUTOSCALE_TARGET_CPU_PERCENT: '70',
       AUTOSCALE_COOLDOWN_MS: String(4 * TICK_MS),
+      // A short warm-up keeps start-up CPU out (see docs/autoscaling.md).
+      AUTOSCALE_CPU_WARMUP_MS: '3000',
     }, { orchestrate: true });
     edge = await startTestAuthz({ redis: control.redis, clock: control.clock, agentDomain: control.config.agentUrl.domain });
     const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
     autoscaler = new Autoscaler(
       // The driver stamps replicas in real time, not by the test's clock.
       control.db, control.redis, { orchestrator: control.driver!, clock: systemClock }, control.control.services.deployments, control.clock, control.config.autoscale, logger,
-      // A short warm-up keeps start-up CPU out (see docs/autoscaling.md).
-      { cpuWarmupMs: 3_000, onPass: () => void (passes += 1) },
+      { onPass: () => void (passes += 1) },
     );
     // The start of a minute, so every window of load holds the same number of ticks.
     control.clock.set(new Date(Math.ceil((Date.now() + 60_000) / 60_000) * 60_000 + 1_000));

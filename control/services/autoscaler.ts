@@ -18,16 +18,7 @@ export interface ScaledDriver {
   clock: Clock;
 }
 
-export interface AutoscalerOptions extends LoopOptions {
-  /**
-   * Replicas younger than this are left out of the CPU signal: podman's one-shot stats
-   * average CPU over the container's life, so a replica seconds old reports its start-up
-   * (near 100 % of a core) as its load.
-   */
-  cpuWarmupMs?: number;
-}
-
-const DEFAULT_CPU_WARMUP_MS = 30_000;
+export type AutoscalerOptions = LoopOptions;
 
 /** What the scaler remembers of one agent between passes. */
 interface AgentMemory {
@@ -144,7 +135,8 @@ export class Autoscaler {
   private async meanCpuOfAllotment(agent: AgentRow): Promise<number | null> {
     const { orchestrator, clock } = this.driver;
     const [metrics, status] = await Promise.all([orchestrator.metrics(agent.id), orchestrator.status(agent.id)]);
-    const settledSince = clock.now().getTime() - (this.options.cpuWarmupMs ?? DEFAULT_CPU_WARMUP_MS);
+    // AutoscaleSettings.cpuWarmupMs: a young replica's stats are its start-up, not its load.
+    const settledSince = clock.now().getTime() - this.settings.cpuWarmupMs;
     const settled = new Set(
       (status?.replicas ?? []).filter((r) => r.startedAt !== null && r.startedAt.getTime() <= settledSince).map((r) => r.id),
     );
