@@ -34,7 +34,7 @@ interface Denial {
   headers?: Record<string, string>;
 }
 
-/** Edge bodies, plain text (SPEC.md "Edge responses on the agent URL"). */
+/** Edge bodies, plain text (docs/contract.md, "Edge replies"). */
 function denialOf(decision: Exclude<Decision, { outcome: 'allowed' }>): Denial {
   switch (decision.outcome) {
     case 'unknown_agent':

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import { EDGE_AGENT_FIELDS } from '../contract/edge-keys.js';
 
 /**
- * DESIGN.md §4's steps 1–6 as one Lua script, so a Check is one Redis round trip and
+ * The steps 1–6 of docs/contract.md ("Order of checks") as one Lua script, so a Check is one Redis round trip and
  * the steps see one consistent projection. Every key arrives in KEYS (all hash-tagged
  * with the slug), so the script runs unchanged on Redis Cluster.
  *
@@ -21,7 +21,7 @@ if not caller_rpm or not agent_rpm then
   return redis.error_reply('edge projection of ' .. KEYS[1] .. ' lacks caller_rpm or agent_rpm')
 end
 
--- Counted before the key check (SPEC: the per-caller limit comes first), so a caller
+-- Counted before the key check (docs/contract.md: the per-caller limit comes first), so a caller
 -- guessing keys is throttled like any other.
 local caller_count = redis.call('INCR', KEYS[4])
 if caller_count == 1 then redis.call('EXPIRE', KEYS[4], ARGV[2]) end

@@ -116,7 +116,7 @@ job "platform-edge" {
         }
         data = <<EOT
 # The production edge of the agent platform: every request to an agent URL
-# (http://<slug>.<agent domain>:7080) passes here. See envoy/README.md and DESIGN.md §4.
+# (http://<slug>.<agent domain>:7080) passes here. See envoy/README.md and docs/contract.md, "Edge".
 #
 #   caller ──► listener 0.0.0.0:7080 ──► ext_authz (gRPC) ──► cluster authz 127.0.0.1:7091
 #                                      └► router ──► cluster agents (ORIGINAL_DST: the replica
@@ -211,8 +211,8 @@ static_resources:
                           upstream_host: "%UPSTREAM_HOST%"
                           agent_id: "%REQ(X-AGENT-ID)%"
 
-                # Envoy's own failures on the way to a replica become SPEC.md's plain-text
-                # edge responses. Mappers match on response flags: authz's denials
+                # Envoy's own failures on the way to a replica become the plain-text
+                # edge replies of docs/contract.md. Mappers match on response flags: authz's denials
                 # (401/404/429/503 with their own bodies) are local replies too, flagged
                 # UAEX, and only the ext_authz error mapper matches UAEX (with a status
                 # authz never uses), so denials pass untouched. For the same reason there
@@ -221,13 +221,13 @@ static_resources:
                   mappers:
                     # UF: connect failed (nothing listens on deploy.port); URX: retries or
                     # connect attempts exhausted; UC/UR: the replica closed or reset the
-                    # stream before answering (it crashed). SPEC: 502.
+                    # stream before answering (it crashed). docs/contract.md, "Edge replies": 502.
                     - filter:
                         response_flag_filter: { flags: [UF, URX, UC, UR] }
                       status_code: 502
                       body: { inline_string: "bad gateway: the agent is not reachable\n" }
                     # UH: no host to send to. authz always names a replica when it allows,
-                    # so this means no destination reached the ORIGINAL_DST cluster. SPEC: 503.
+                    # so this means no destination reached the ORIGINAL_DST cluster. docs/contract.md: 503.
                     - filter:
                         response_flag_filter: { flags: [UH] }
                       status_code: 503
@@ -242,7 +242,7 @@ static_resources:
                     # as authz's own denials (envoy source/extensions/filters/http/ext_authz/
                     # ext_authz.cc, `Filter::onComplete`, CheckStatus::Error). status_on_error is
                     # therefore 504, a status authz never denies with: this mapper matches the
-                    # error alone and turns it into SPEC's plain-text 503, while authz's own 503s
+                    # error alone and turns it into a plain-text 503 (docs/contract.md), while authz's own 503s
                     # (no replica, Redis down) keep their bodies.
                     - filter:
                         and_filter:

@@ -4,7 +4,7 @@ import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, expectError, expectStatus } from './support/control-api.js';
 
 /**
- * Every endpoint the control API serves (SPEC.md and the issue), as `METHOD /path` with `{}` for path
+ * Every endpoint the control API serves (docs/contract.md and the OpenAPI document), as `METHOD /path` with `{}` for path
  * parameters; GET /openapi.json, the document itself, need not describe itself.
  */
 const SERVED = [

@@ -11,7 +11,7 @@ import { fieldPaths, fullValue, validValue, withValueAt, type FieldPath, type Re
  * Property-based fuzzing of every operation in the OpenAPI document (so new routes are
  * covered without editing this file): every body field, path id and query value gets
  * NUL, lone surrogates, odd Unicode, huge, deep, wrong-type and extra-field input. No
- * answer may be a 5xx, and every error must be SPEC.md's {code, message, details}.
+ * answer may be a 5xx, and every error must be docs/contract.md's {code, message, details}.
  *
  * FUZZ_RUNS sets the random cases per operation (default 25, about half a minute in
  * all); FUZZ_RUNS=5000 is the long run. FUZZ_SEED replays a failure that fast-check reported.

@@ -9,7 +9,7 @@ import { rewrite } from './support/upstream/envoy-local-reply.js';
 /**
  * envoy/envoy.yaml against Envoy's own v3 protos (from @grpc/grpc-js-xds), with no Envoy
  * binary: every field must exist, every `@type` must resolve, protoc-gen-validate rules
- * must hold; then the deliberate choices of DESIGN.md §4 are asserted one by one.
+ * must hold; then the deliberate choices of docs/contract.md ("Edge") are asserted one by one.
  */
 
 const BOOTSTRAP = 'envoy.config.bootstrap.v3.Bootstrap';
@@ -130,7 +130,7 @@ describe('envoy/envoy.yaml', function () {
     });
   });
 
-  describe('the edge path of DESIGN.md §4', function () {
+  describe('the edge path of docs/contract.md', function () {
     it('binds admin to 127.0.0.1 and the agent edge to 0.0.0.0:7080', function () {
       assert.deepEqual(config.admin.address.socket_address, { address: '127.0.0.1', port_value: 9901 });
       assert.deepEqual(edge(config).listener.address.socket_address, { address: '0.0.0.0', port_value: 7080 });
@@ -171,7 +171,7 @@ describe('envoy/envoy.yaml', function () {
       assert.equal(codes.values[edge(config).extAuthz.status_on_error.code], 504);
     });
 
-    it('answers the caller what SPEC asks, by Envoy’s local-reply rules: authz down is a plain-text 503, authz’s own denials pass untouched', function () {
+    it('answers the caller what docs/contract.md says, by Envoy’s local-reply rules: authz down is a plain-text 503, authz’s own denials pass untouched', function () {
       const { hcm, extAuthz } = edge(config);
       const onError = root.lookupEnum('envoy.type.v3.StatusCode').values[extAuthz.status_on_error.code]!;
       // ext_authz.cc, CheckStatus::Error: status_on_error, an EMPTY body, flag UAEX.

@@ -6,7 +6,7 @@ import { assertIsolated, assertNothingPublished } from './support/isolation-effe
 import { createRunningAgent, execIn, inspect, podman, waitFor } from './support/orch-helpers.js';
 
 /**
- * SPEC.md's container requirements checked on real podman containers: no capability
+ * The container requirements of docs/contract.md ("Runtime contract v1") checked on real podman containers: no capability
  * beyond the default set, no new privileges, 512 processes, the resource limits, exactly
  * the documented environment, and a network from which only the outside world is reachable.
  */
@@ -133,7 +133,7 @@ describe('orchestration: container security (podman)', function () {
     }, 60_000);
   });
 
-  it('gives the container exactly the environment of SPEC.md, secrets decrypted only there', async () => {
+  it('gives the container exactly the environment of docs/contract.md, secrets decrypted only there', async () => {
     const { token } = await control.signUp();
     const prompt = 'You are terse.\nLine two: "quoted" $HOME `tick`\n\n  indented line four';
     const secret = 'sv-secret value=with spaces';
@@ -176,11 +176,11 @@ describe('orchestration: container security (podman)', function () {
     for (const value of [process.env.TEST_TEMPLATE_DATABASE_URL!, process.env.TEST_REDIS_URL!]) {
       assert.ok(!text.includes(value), 'a platform service address leaked into the container');
     }
-    // Besides SPEC.md's variables and deploy.env, only what podman and the CGI server themselves set.
+    // Besides docs/contract.md's variables and deploy.env, only what podman and the CGI server themselves set.
     const platform = new Set([...Object.keys(expected), 'SYSTEM_PROMPT']);
     const fromRuntime = /^(PATH|HOME|HOSTNAME|TERM|container|PWD|SHLVL|GATEWAY_INTERFACE|SERVER_[A-Z_]+|REQUEST_[A-Z_]+|REMOTE_[A-Z_]+|HTTP_[A-Z_]+|SCRIPT_[A-Z_]+|PATH_INFO|QUERY_STRING|CONTENT_[A-Z_]+|_)$/;
     const unexpected = [...env.keys()].filter((key) => !platform.has(key) && !fromRuntime.test(key));
-    assert.deepEqual(unexpected, [], `variables beyond SPEC.md's table: ${unexpected.join(', ')}`);
+    assert.deepEqual(unexpected, [], `variables beyond docs/contract.md's table: ${unexpected.join(', ')}`);
 
     // Secrets stay out of the API's answers.
     for (const body of [agent, (await control.request('GET', `/agents/${id}`, { token })).body]) {

@@ -9,7 +9,7 @@ export interface ObservedState {
 }
 
 /**
- * An agent's state from its job (DESIGN.md §5): `running` as soon as one replica of any
+ * An agent's state from its job (docs/orchestration.md, "States"): `running` as soon as one replica of any
  * version is up; `scaling` from a scale request (`previous`) until the current version
  * has exactly the replicas asked for; `failed` when the current version cannot start;
  * `crashed` when all of its replicas used up their restarts; `pending` before anything

@@ -4,7 +4,7 @@ import type { JobSpec } from './job.js';
 import { PROVIDER_KEY_VARIABLE, type Provider } from './models.js';
 
 /**
- * The job the orchestrator runs for an agent: exactly SPEC.md's environment (the
+ * The job the orchestrator runs for an agent: exactly docs/contract.md's environment (the
  * platform's variables, the model key under its provider's variable unless deploy.env
  * sets that variable, then deploy.env) and nothing else. Secrets are decrypted here,
  * only to be handed to the orchestrator, which keeps them out of job listings.

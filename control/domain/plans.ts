@@ -1,4 +1,4 @@
-/** The seven quota figures of SPEC.md's `limits` object. */
+/** The seven quota figures of `GET /account/usage`'s `limits` object (README, "Plans"). */
 export interface PlanLimits {
   max_agents: number;
   max_replicas: number;

@@ -1,6 +1,6 @@
 /**
- * What an agent's container may do, whichever driver runs it (SPEC.md's container
- * requirements): podman's default capabilities and nothing more, no new privileges, and
+ * What an agent's container may do, whichever driver runs it (the container
+ * requirements of docs/contract.md): podman's default capabilities and nothing more, no new privileges, and
  * a cap on processes. The podman driver turns it into `podman run` flags (podman/run-args.ts),
  * the Nomad driver into the docker task's config (nomad/job-spec.ts).
  */

@@ -4,7 +4,7 @@ import { inTransaction } from '../repositories/index.js';
 /**
  * The loops that act for the whole platform (reconciler, autoscaler) run in one copy of
  * the control API at a time, whichever takes the loop's Postgres advisory lock for a pass
- * (DESIGN.md §9). The lock lasts as long as the pass's transaction (see
+ * (docs/decisions.md, "Loops in several copies of the control API"). The lock lasts as long as the pass's transaction (see
  * repositories/loop-locks.ts); the copy that skips tries again next tick.
  */
 export type ExclusivePass = (pass: () => Promise<void>) => Promise<boolean>;

@@ -14,7 +14,7 @@ export interface ToolDeclaration {
   parameters: Readonly<Record<string, string>>;
 }
 
-/** agent.yaml as SPEC.md shapes it; every key is optional. */
+/** agent.yaml as docs/contract.md shapes it ("Configuration of the default runtime"); every key is optional. */
 export interface AgentFile {
   name?: string;
   systemPrompt?: string;

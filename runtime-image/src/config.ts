@@ -63,7 +63,7 @@ export function loadConfig(env: Environment, options: { defaultTemplateDir: stri
     agent: {
       id: nonEmpty(env['AGENT_ID']) ?? DEFAULT_AGENT_ID,
       name: nonEmpty(env['AGENT_NAME']) ?? file.name ?? DEFAULT_AGENT_NAME,
-      // SPEC.md: the platform passes SYSTEM_PROMPT empty when none was configured, so empty means "not set".
+      // docs/contract.md: the platform passes SYSTEM_PROMPT empty when none was configured, so empty means "not set".
       systemPrompt: nonEmpty(env['SYSTEM_PROMPT']) ?? file.systemPrompt ?? DEFAULT_SYSTEM_PROMPT,
       model,
       provider,

@@ -5,7 +5,7 @@ export function isProvider(value: string): value is Provider {
   return (PROVIDERS as readonly string[]).includes(value);
 }
 
-/** The variable the platform puts the agent's model key in, per provider (SPEC.md, Environment). */
+/** The variable the platform puts the agent's model key in, per provider (docs/contract.md, "What the platform gives a container"). */
 export const KEY_VARIABLE: Readonly<Record<Provider, string>> = {
   openai: 'OPENAI_API_KEY',
   anthropic: 'ANTHROPIC_API_KEY',

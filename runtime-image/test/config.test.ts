@@ -135,7 +135,7 @@ describe('agent.yaml validation', () => {
       return true;
     });
 
-  it('accepts every key SPEC.md lists', () => {
+  it('accepts every key docs/contract.md lists', () => {
     const file = parseAgentFile(
       'name: n\nsystem_prompt: p\nllm: {provider: google, model: gemini-2.5-flash, temperature: 1}\ntools:\n  - {name: t, description: d, handler: "m.mjs:f", parameters: {x: an x}}\n',
       'agent.yaml',

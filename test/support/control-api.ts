@@ -9,7 +9,7 @@ import type { ApiResponse, TestControl } from './control-harness.js';
  * creating an agent, and invites (made in the database until the admin command exists).
  */
 
-/** Asserts SPEC.md's error body `{code, message, details}`; with `loc`, that a 422 names that field. */
+/** Asserts docs/contract.md's error body `{code, message, details}`; with `loc`, that a 422 names that field. */
 export function expectError(response: ApiResponse, status: number, code: string, loc?: (string | number)[]): void {
   const shown = JSON.stringify(response.body);
   assert.equal(response.status, status, `expected ${status} ${code}, got ${response.status} ${shown}`);

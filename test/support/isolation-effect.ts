@@ -3,7 +3,7 @@ import type { TestControl } from './control-harness.js';
 import { execIn, inspect, podman, type RunningAgent } from './orch-helpers.js';
 
 /**
- * What SPEC.md's isolation promise means from inside a replica, checked by its effect:
+ * What the isolation promise of docs/contract.md means from inside a replica, checked by its effect:
  * whether a TCP connection opens (busybox `nc -w 3`: refused, reset, unreachable or
  * timed out all count as not opened). No HTTP: a service that accepts the connection
  * but answers oddly is still reachable.

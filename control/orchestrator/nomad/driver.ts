@@ -37,7 +37,7 @@ interface HeldJob {
 const RECONCILE_READS = 8;
 
 /**
- * Runs agents as Nomad jobs (DESIGN.md §5): one job `agent-<id>` per agent, secrets in a
+ * Runs agents as Nomad jobs (docs/nomad.md, "The driver"): one job `agent-<id>` per agent, secrets in a
  * Nomad Variable, replicas from the job's allocations, routable replicas from Consul's
  * health API. Nomad restarts, reschedules and rolls out; this driver only registers,
  * observes and reports. Two blocking queries, whatever the number of agents, observe

@@ -100,7 +100,7 @@ export function operatorMeta(spec: JobSpec): Record<string, string> {
 }
 
 /**
- * The Nomad job of one agent (DESIGN.md §5): a service job with one group and one
+ * The Nomad job of one agent (docs/nomad.md, "The job"): a service job with one group and one
  * docker task, the container policy both drivers apply (../container-policy.ts), a Consul service whose
  * check gates rolling deploys, and secrets only through the Variable's template.
  */

@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import { isIP } from 'node:net';
 
-/** A platform service agents must never reach (SPEC.md: "cannot reach ... the platform's database"). */
+/** A platform service agents must never reach (docs/contract.md: agents do not reach "the platform's services"). */
 export interface ProtectedEndpoint {
   name: string;
   host: string;

@@ -35,7 +35,7 @@ export function splitEnvironment(spec: JobSpec): { fileContent: string; inherite
 }
 
 /**
- * The `podman run` arguments of one replica, with SPEC.md's container requirements:
+ * The `podman run` arguments of one replica, with the container requirements of docs/contract.md:
  * no capability beyond the default set, no new privileges, 512 processes, the cpu and
  * memory limits and its agent's own network. No port is published on the host (a local
  * process could reach a private agent without its key): the edge connects to the

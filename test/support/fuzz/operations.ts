@@ -95,11 +95,11 @@ export function describe(request: RawRequest): string {
 
 /**
  * 5xx answers that are the documented design, not a failure: `build_path` is refused as
- * 501 (SPEC.md). Anything else of 500 and above fails the fuzz test.
+ * 501 (docs/contract.md, "Errors"). Anything else of 500 and above fails the fuzz test.
  */
 const DESIGNED_5XX: ReadonlySet<ErrorCode> = new Set(['BUILD_NOT_SUPPORTED']);
 
-/** No unexpected 5xx, and every error is SPEC.md's body: a catalogued code at its status, message, details. */
+/** No unexpected 5xx, and every error is docs/contract.md's body: a catalogued code at its status, message, details. */
 export function assertWellFormed(request: RawRequest, response: RawResponse): void {
   const shown = `${describe(request)} → ${response.status} ${JSON.stringify(response.body)?.slice(0, 500)}`;
   if (response.status >= 500) assert.ok(DESIGNED_5XX.has(response.body?.code), `server error: ${shown}`);
