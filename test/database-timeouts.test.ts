@@ -27,15 +27,22 @@ describe('database statement timeout', function () {
 
   describe('on a pool', () => {
     const adminUrl = () => process.env.TEST_TEMPLATE_DATABASE_URL!.replace(/\/[^/]+$/, '/postgres');
+    // Long enough that Postgres's own bookkeeping (knex's migration tables) passes under load.
+    const TIMEOUT_MS = 1000;
     let db: Knex;
+    let admin: Knex; // without the timeout: CREATE DATABASE may take a while on a busy machine
     before(() => {
-      db = connectDatabase(adminUrl(), { min: 0, max: 2 }, 200);
+      db = connectDatabase(adminUrl(), { min: 0, max: 2 }, TIMEOUT_MS);
+      admin = connectDatabase(adminUrl(), { min: 0, max: 1 });
     });
-    after(async () => db?.destroy());
+    after(async () => {
+      await db?.destroy();
+      await admin?.destroy();
+    });
 
     it('is set on every connection, and a longer statement fails with 57014 while the pool goes on serving', async () => {
       const settings = await Promise.all([1, 2].map(() => db.transaction(async (trx) => (await trx.raw('SHOW statement_timeout')).rows[0].statement_timeout)));
-      assert.deepEqual(settings, ['200ms', '200ms']);
+      assert.deepEqual(settings, ['1s', '1s']);
 
       const error = await failureOf(() => db.raw('SELECT pg_sleep(5)'));
       assert.equal(error.code, QUERY_CANCELED, String(error));
@@ -47,9 +54,9 @@ describe('database statement timeout', function () {
 
     it('does not apply inside a migration, which may take longer', async () => {
       const database = `tmo_${randomBytes(4).toString('hex')}`;
-      await db.raw(`CREATE DATABASE ${database}`);
-      const target = connectDatabase(adminUrl().replace(/\/postgres$/, `/${database}`), { min: 0, max: 1 }, 200);
-      const slow: Knex.Migration = { up: async (knex) => knex.raw('SELECT pg_sleep(0.6)'), down: async () => undefined };
+      await admin.raw(`CREATE DATABASE ${database}`);
+      const target = connectDatabase(adminUrl().replace(/\/postgres$/, `/${database}`), { min: 0, max: 1 }, TIMEOUT_MS);
+      const slow: Knex.Migration = { up: async (knex) => knex.raw('SELECT pg_sleep(1.5)'), down: async () => undefined };
       const migrateWith = (migration: Knex.Migration, tableName: string) =>
         target.migrate.latest({
           tableName,
@@ -62,10 +69,10 @@ describe('database statement timeout', function () {
         await migrateWith(withoutStatementTimeout(slow), 'lifted_migrations');
         assert.deepEqual((await target('lifted_migrations').select('name')).map((row) => row.name), ['slow']);
         // SET LOCAL ended with the migration's transaction: the connection keeps its timeout.
-        assert.equal((await target.raw('SHOW statement_timeout')).rows[0].statement_timeout, '200ms');
+        assert.equal((await target.raw('SHOW statement_timeout')).rows[0].statement_timeout, '1s');
       } finally {
         await target.destroy();
-        await db.raw(`DROP DATABASE ${database} WITH (FORCE)`);
+        await admin.raw(`DROP DATABASE ${database} WITH (FORCE)`);
       }
     });
   });
