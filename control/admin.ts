@@ -1,6 +1,7 @@
 import { ADMIN_USAGE, parseAdminCommand, UsageError, type AdminCommand } from './admin-command.js';
 import { systemClock } from '../contract/clock.js';
-import { ConfigError, loadAdminRedis, loadDatabaseUrl } from './config.js';
+import { loadAdminRedis, loadDatabaseUrl } from './config.js';
+import { ConfigError } from './settings-reader.js';
 import { connectDatabase, migrate } from './db/database.js';
 import { EdgeProjection } from './edge/projection.js';
 import { PlatformError } from './errors.js';

@@ -79,7 +79,6 @@ export interface AgentUrlSettings {
   readonly port: number | null;
 }
 
-export { ConfigError };
 
 /** Reads and checks every setting, reporting all bad values at once rather than the first. */
 export function loadConfig(env: Env): Config {

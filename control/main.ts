@@ -1,5 +1,6 @@
 import { systemClock } from '../contract/clock.js';
-import { ConfigError, loadConfig } from './config.js';
+import { loadConfig } from './config.js';
+import { ConfigError } from './settings-reader.js';
 import { buildControl } from './compose.js';
 import { connectDatabase, DEFAULT_POOL, migrate } from './db/database.js';
 import { createLogger } from './logger.js';

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { ConfigError, loadConfig } from '../control/config.js';
+import { loadConfig } from '../control/config.js';
+import { ConfigError } from '../control/settings-reader.js';
 
 describe('auto-scaling settings (control/config.ts)', () => {
   const base = {

@@ -1,7 +1,8 @@
 import assert from 'node:assert/strict';
 import { ManualClock } from '../contract/clock.js';
 import { createLogger } from '../control/logger.js';
-import type { JobStatus, Orchestrator, ReplicaMetrics } from '../control/orchestrator/types.js';
+import type { Orchestrator, ReplicaMetrics } from '../control/orchestrator/types.js';
+import type { JobStatus } from '../control/domain/job.js';
 import { Autoscaler } from '../control/services/autoscaler.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent } from './support/control-api.js';

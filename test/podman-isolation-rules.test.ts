@@ -7,7 +7,7 @@ import { runArguments } from '../control/orchestrator/podman/run-args.js';
 import { detectHost } from '../control/orchestrator/podman/host.js';
 import { readPodmanSettings } from '../control/orchestrator/podman/settings.js';
 import { readSettings } from '../control/settings-reader.js';
-import type { JobSpec } from '../control/orchestrator/types.js';
+import type { JobSpec } from '../control/domain/job.js';
 
 /**
  * The pure parts of the podman driver's isolation: the nftables table it writes, the

@@ -14,7 +14,7 @@ import {
   type ReplicaRecord,
   type RestartPolicy,
 } from '../control/orchestrator/podman/replica-state.js';
-import type { JobSpec, ReplicaState } from '../control/orchestrator/types.js';
+import type { JobSpec, ReplicaState } from '../control/domain/job.js';
 import { sampleSpec } from './support/nomad-samples.js';
 
 /**

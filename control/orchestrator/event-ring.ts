@@ -1,4 +1,4 @@
-import type { JobEvent } from './types.js';
+import type { JobEvent } from '../domain/job.js';
 
 /** Events a job keeps: enough to see a crash loop or a rollout, bounded however long it runs. */
 export const KEPT_EVENTS = 50;

@@ -1,4 +1,5 @@
-import type { LogEntry, LogLevel, LogQuery } from './types.js';
+import type { LogQuery } from './types.js';
+import type { LogEntry, LogLevel } from '../domain/log-entry.js';
 
 const PINO_LEVELS: Record<number, LogLevel> = { 10: 'debug', 20: 'debug', 30: 'info', 40: 'warn', 50: 'error', 60: 'error' };
 const NAMED_LEVELS: Record<string, LogLevel> = {

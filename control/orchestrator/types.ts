@@ -1,10 +1,6 @@
 import type { JobSpec, JobStatus } from '../domain/job.js';
 import type { LogEntry, LogLevel } from '../domain/log-entry.js';
 
-// The drivers speak the domain's job model; re-exported so the port names what it takes.
-export type { JobEvent, JobSpec, JobStatus, Replica, ReplicaState } from '../domain/job.js';
-export type { LogEntry, LogLevel } from '../domain/log-entry.js';
-
 /**
  * What the control API asks of whatever runs containers. Shaped after Nomad's model so
  * both drivers fit it: one job per agent, a count of replicas, each replica with an id,

@@ -1,6 +1,6 @@
 import { readNomadSettings, type NomadSettings } from '../../control/orchestrator/nomad/settings.js';
 import { readSettings } from '../../control/settings-reader.js';
-import type { JobSpec } from '../../control/orchestrator/types.js';
+import type { JobSpec } from '../../control/domain/job.js';
 
 /** A sample agent's job spec: what control/domain/job-spec.ts makes of a default-runtime agent with a model key. */
 export function sampleSpec(overrides: Partial<JobSpec> = {}): JobSpec {

@@ -1,5 +1,5 @@
 import { DEFAULT_CAPABILITIES, NO_NEW_PRIVILEGES, PIDS_LIMIT } from '../container-policy.js';
-import type { JobSpec } from '../types.js';
+import type { JobSpec } from '../../domain/job.js';
 import type { NomadJob, NomadScalingPolicy, NomadTemplate } from './api-types.js';
 import type { NomadSettings } from './settings.js';
 

@@ -1,5 +1,5 @@
 import { levelOf } from '../log-levels.js';
-import type { LogEntry } from '../types.js';
+import type { LogEntry } from '../../domain/log-entry.js';
 import type { ApiClient } from './http-client.js';
 import { TASK } from './job-spec.js';
 import { FrameParser, LineAssembler, type LogLine } from './log-frames.js';

@@ -1,4 +1,4 @@
-import type { JobSpec } from '../types.js';
+import type { JobSpec } from '../../domain/job.js';
 import type { NomadJobRead } from './api-types.js';
 import { GROUP } from './job-spec.js';
 

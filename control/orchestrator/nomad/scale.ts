@@ -1,4 +1,4 @@
-import type { JobSpec } from '../types.js';
+import type { JobSpec } from '../../domain/job.js';
 import { ApiError } from './http-client.js';
 import type { JobsApi } from './jobs-api.js';
 import { GROUP, jobId } from './job-spec.js';

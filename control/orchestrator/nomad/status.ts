@@ -1,4 +1,4 @@
-import type { JobEvent, Replica, ReplicaState } from '../types.js';
+import type { JobEvent, Replica, ReplicaState } from '../../domain/job.js';
 import type { AllocationListStub, NomadTaskEvent, NomadTaskState } from './api-types.js';
 import { PORT_LABEL, TASK } from './job-spec.js';
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import type { JobSpec } from '../types.js';
+import type { JobSpec } from '../../domain/job.js';
 import type { PodmanCli, PodmanOutput } from './cli.js';
 import { LABEL, networkName, runArguments, splitEnvironment } from './run-args.js';
 import type { PodmanSettings } from './settings.js';

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../../contract/clock.js';
 import { EventRing } from '../event-ring.js';
-import type { JobSpec } from '../types.js';
+import type { JobSpec } from '../../domain/job.js';
 import type { ReplicaEvent, ReplicaJob } from './replica-state.js';
 
 export interface PodmanJob extends ReplicaJob {

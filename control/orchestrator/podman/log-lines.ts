@@ -1,5 +1,5 @@
 import { levelOf } from '../log-levels.js';
-import type { LogEntry } from '../types.js';
+import type { LogEntry } from '../../domain/log-entry.js';
 
 const TIMESTAMP = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2}) /;
 // A partial line (written without a newline) is printed by `podman logs -t` with the

@@ -1,4 +1,4 @@
-import type { JobSpec, Replica, ReplicaState } from '../types.js';
+import type { JobSpec, Replica, ReplicaState } from '../../domain/job.js';
 
 /**
  * The podman driver's replica state machine: what a replica becomes after what a poll saw

@@ -1,5 +1,5 @@
 import { DROPPED_CAPABILITIES, NO_NEW_PRIVILEGES, PIDS_LIMIT } from '../container-policy.js';
-import type { JobSpec } from '../types.js';
+import type { JobSpec } from '../../domain/job.js';
 import type { PodmanSettings } from './settings.js';
 
 export const LABEL = {
