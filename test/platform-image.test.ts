@@ -87,7 +87,7 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
       let tsx = true; try { require.resolve('tsx'); } catch { tsx = false; }
       console.log(JSON.stringify({ uid: process.getuid(), tsx, top: fs.readdirSync('.').sort(), dist: fs.readdirSync('dist').sort() }));`;
     const seen = JSON.parse(await podman(['run', '--rm', ...hostOptions, IMAGE, 'node', '-e', probe]));
-    assert.deepEqual(seen, { uid: 1000, tsx: false, top: ['dist', 'node_modules', 'package-lock.json', 'package.json'], dist: ['authz', 'control', 'envoy', 'proto'] });
+    assert.deepEqual(seen, { uid: 1000, tsx: false, top: ['dist', 'node_modules', 'package-lock.json', 'package.json'], dist: ['authz', 'contract', 'control', 'envoy', 'proto'] });
   });
 
   describe('authz from the image', function () {
