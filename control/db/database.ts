@@ -2,6 +2,7 @@ import knex, { type Knex } from 'knex';
 import * as initial from './migrations/001-initial.js';
 import * as deployments from './migrations/002-deployments.js';
 import * as usage from './migrations/003-usage.js';
+import * as deploymentHistory from './migrations/004-deployment-history.js';
 import { markOutages } from './outage.js';
 
 export type Database = Knex;
@@ -14,6 +15,7 @@ const migrations: Record<string, Knex.Migration> = {
   '001-initial': initial,
   '002-deployments': deployments,
   '003-usage': usage,
+  '004-deployment-history': deploymentHistory,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { AccountRepository } from './accounts.js';
 import { AgentRepository } from './agents.js';
+import { DeploymentRepository } from './deployments.js';
 import { InviteRepository } from './invites.js';
 import { AccessKeyRepository, ApiKeyRepository } from './keys.js';
 import { LoopLockRepository } from './loop-locks.js';
@@ -16,6 +17,7 @@ export interface Repositories {
   apiKeys: ApiKeyRepository;
   invites: InviteRepository;
   agents: AgentRepository;
+  deployments: DeploymentRepository;
   accessKeys: AccessKeyRepository;
   usage: UsageRepository;
   loopLocks: LoopLockRepository;
@@ -29,6 +31,7 @@ export function repositoriesOn(db: Knex): Repositories {
     apiKeys: new ApiKeyRepository(db),
     invites: new InviteRepository(db),
     agents: new AgentRepository(db),
+    deployments: new DeploymentRepository(db),
     accessKeys: new AccessKeyRepository(db),
     usage: new UsageRepository(db),
     loopLocks: new LoopLockRepository(db),
