@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { AgentRow, AgentStatus } from '../domain/agent.js';
+import { pageOf, type Page } from './page.js';
 
 export interface AgentFilter {
   status?: AgentStatus;
@@ -30,15 +31,11 @@ export class AgentRepository {
     return this.db<AgentRow>('agents').where({ account_id: accountId, id }).forUpdate().first();
   }
 
-  async list(accountId: string, filter: AgentFilter, offset: number, limit: number): Promise<{ rows: AgentRow[]; total: number }> {
+  async list(accountId: string, filter: AgentFilter, offset: number, limit: number): Promise<Page<AgentRow>> {
     const scoped = this.db<AgentRow>('agents').where({ account_id: accountId });
     if (filter.status) scoped.andWhere({ status: filter.status });
     if (filter.tag) scoped.andWhereRaw('tags @> ARRAY[?]::text[]', [filter.tag]);
-    const [rows, counted] = await Promise.all([
-      scoped.clone().orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]).offset(offset).limit(limit),
-      scoped.clone().count<{ count: string }[]>({ count: '*' }),
-    ]);
-    return { rows, total: Number(counted[0]?.count ?? 0) };
+    return pageOf(scoped, [{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }], offset, limit);
   }
 
   /** Applies `changes` and bumps the version; returns the new row, or undefined if it is gone. */

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { DeploymentEventRow, DeploymentRow, DeploymentStatus } from '../domain/deployment.js';
+import { pageOf, type Page } from './page.js';
 
 export type NewDeployment = Omit<DeploymentRow, 'number' | 'status' | 'orchestrator_version' | 'error' | 'finished_at'>;
 
@@ -28,13 +29,9 @@ export class DeploymentRepository {
   }
 
   /** Newest first. */
-  async list(agentId: string, offset: number, limit: number): Promise<{ rows: DeploymentRow[]; total: number }> {
+  async list(agentId: string, offset: number, limit: number): Promise<Page<DeploymentRow>> {
     const scoped = this.db<DeploymentRow>('deployments').where({ agent_id: agentId });
-    const [rows, counted] = await Promise.all([
-      scoped.clone().orderBy('number', 'desc').offset(offset).limit(limit),
-      scoped.clone().count<{ count: string }[]>({ count: '*' }),
-    ]);
-    return { rows, total: Number(counted[0]?.count ?? 0) };
+    return pageOf(scoped, [{ column: 'number', order: 'desc' }], offset, limit);
   }
 
   /** The agent's deployments still in progress, oldest first. */
