@@ -13,6 +13,7 @@ import { accountRoutes } from './http/routes/account.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { authRoutes } from './http/routes/auth.js';
+import { deploymentRoutes } from './http/routes/deployments.js';
 import { lifecycleRoutes } from './http/routes/lifecycle.js';
 import { observabilityRoutes } from './http/routes/observability.js';
 import { openApiRoute } from './http/routes/openapi.js';
@@ -20,6 +21,8 @@ import type { StartedDriver } from './orchestrator/create.js';
 import { agentUrl } from './services/agent-presenter.js';
 import { AgentRunner } from './services/agent-runner.js';
 import { DeploymentService } from './services/deployment-service.js';
+import { DeploymentHistoryService } from './services/deployment-history.js';
+import { DeploymentRecorder } from './services/deployment-recorder.js';
 import { ObservabilityService } from './services/observability-service.js';
 import { AccessKeyService } from './services/access-key-service.js';
 import { AgentService } from './services/agent-service.js';
@@ -86,10 +89,12 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const presenter = { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage };
   const jobSettings = { runtimeImage: config.runtimeImage, urlOf: (slug: string) => agentUrl(slug, config.agentUrl) };
   const runner = orchestrator ? new AgentRunner(db, orchestrator, box, jobSettings, clock, logger, edge, config.orchestratorConcurrency) : undefined;
+  const recorder = new DeploymentRecorder(clock, config.deploymentHistoryLimit);
   return {
     edge,
     runner,
-    deployments: new DeploymentService(db, clock, box, runner, presenter),
+    deployments: new DeploymentService(db, clock, box, runner, presenter, recorder),
+    deploymentHistory: new DeploymentHistoryService(db, presenter),
     observability: new ObservabilityService(db, orchestrator, clock),
     limiter,
     auth: new AuthService(db, clock, limiter, {
@@ -100,7 +105,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     }),
     apiKeys: new ApiKeyService(db, clock),
     accessKeys,
-    agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge),
+    agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge, recorder),
     usage: new UsageService(db, redis, clock),
     subscriptions: new SubscriptionService(db, edge, billing, logger.child({ component: 'subscriptions' })),
   };
@@ -152,6 +157,7 @@ export function buildControl(deps: ControlDependencies): Control {
     ...apiKeyRoutes(services.apiKeys),
     ...agentRoutes(services.agents),
     ...lifecycleRoutes(services.deployments),
+    ...deploymentRoutes(services.deploymentHistory, services.deployments),
     ...observabilityRoutes(services.observability),
     ...accessKeyRoutes(services.accessKeys),
     ...accountRoutes(services.usage, services.subscriptions),

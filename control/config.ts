@@ -50,6 +50,8 @@ export interface Config {
   readonly usageFlushIntervalMs: number;
   /** The podman driver's scaler of agents with deploy.auto_scale (docs/autoscaling.md). */
   readonly autoscale: AutoscaleSettings;
+  /** Deployments kept per agent; older ones are pruned when a new one is recorded (docs/deployments.md). */
+  readonly deploymentHistoryLimit: number;
 }
 
 export interface AutoscaleSettings {
@@ -125,6 +127,7 @@ export function loadConfig(env: Env): Config {
       cooldownMs: read.integer('AUTOSCALE_COOLDOWN_MS', 60_000, 0, 86_400_000),
       cpuWarmupMs: read.integer('AUTOSCALE_CPU_WARMUP_MS', 30_000, 0, 3_600_000),
     }),
+    deploymentHistoryLimit: read.integer('DEPLOYMENT_HISTORY_LIMIT', 50, 1, 1000),
   };
 
   const prefixProblem = keyPrefixProblem('REDIS_KEY_PREFIX', config.redisKeyPrefix);

@@ -9,6 +9,7 @@ export const errorCatalogue = {
   INVALID_INVITE: { status: 403, message: 'The invite code is not valid' },
   REGISTRATION_CLOSED: { status: 403, message: 'Registration is closed on this platform' },
   NOT_FOUND: { status: 404, message: 'Not found' },
+  DEPLOYMENT_NOT_FOUND: { status: 404, message: 'The agent has no such deployment' },
   METHOD_NOT_ALLOWED: { status: 405, message: 'Method not allowed' },
   EMAIL_ALREADY_REGISTERED: { status: 409, message: 'This email is already registered' },
   ALREADY_SUBSCRIBED: { status: 409, message: 'The account is already on this plan' },

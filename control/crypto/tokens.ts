@@ -36,6 +36,7 @@ export const ID_PREFIX = {
   accessKey: 'akey_',
   apiKey: 'pkey_',
   invite: 'inv_',
+  deployment: 'dep_',
 } as const;
 
 export const SECRET_PREFIX = {

@@ -2,7 +2,7 @@ import { Type, type Static } from '@sinclair/typebox';
 import { ACCESS_MODES, AGENT_STATUSES } from '../domain/agent.js';
 import type { DeployRequest } from '../domain/deploy.js';
 import { LOG_LEVELS, LOG_SOURCES, type PublicLogEntry } from '../domain/log-entry.js';
-import { NullableInteger, StringEnum, Timestamp, type Holds, type SameType } from './common.js';
+import { NullableInteger, PAGE_FIELDS, PAGE_QUERY, StringEnum, Timestamp, type Holds, type SameType } from './common.js';
 
 // An OCI image reference: [registry[:port]/]path[:tag][@sha256:digest].
 const IMAGE_REFERENCE =
@@ -85,8 +85,7 @@ export type PatchAgentBody = Static<typeof PatchAgentBody>;
 export const ListAgentsQuery = Type.Object({
   status: Type.Optional(StringEnum(AGENT_STATUSES)),
   tag: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
-  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+  ...PAGE_QUERY,
 });
 export type ListAgentsQuery = Static<typeof ListAgentsQuery>;
 
@@ -145,10 +144,7 @@ export type Agent = Static<typeof Agent>;
 export const AgentList = Type.Object(
   {
     agents: Type.Array(Type.Ref(Agent)),
-    total: Type.Integer(),
-    page: Type.Integer(),
-    page_size: Type.Integer(),
-    has_next: Type.Boolean(),
+    ...PAGE_FIELDS,
   },
   { $id: 'AgentList' },
 );

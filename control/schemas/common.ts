@@ -20,6 +20,20 @@ export const ErrorBody = Type.Object(
 
 export const Label = Type.String({ minLength: 1, maxLength: 128 });
 
+/** The query of every paged listing, with the same limits everywhere. */
+export const PAGE_QUERY = {
+  page: Type.Optional(Type.Integer({ minimum: 1, maximum: 1_000_000 })),
+  page_size: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: 'default 20' })),
+};
+
+/** What every paged listing answers beside its items. */
+export const PAGE_FIELDS = {
+  total: Type.Integer({ description: 'items across all pages' }),
+  page: Type.Integer(),
+  page_size: Type.Integer(),
+  has_next: Type.Boolean(),
+};
+
 /** true only if A and B are the same type, optional and readonly modifiers included. */
 export type SameType<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 

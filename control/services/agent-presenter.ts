@@ -1,6 +1,7 @@
 import type { AgentUrlSettings } from '../config.js';
 import type { AgentRow } from '../domain/agent.js';
-import type { Agent } from '../schemas/agents.js';
+import type { StoredDeploy } from '../domain/deploy.js';
+import type { Agent, Deploy } from '../schemas/agents.js';
 
 export const MASKED_SECRET = '***';
 
@@ -16,7 +17,6 @@ export function agentUrl(slug: string, settings: AgentUrlSettings): string {
 
 /** The agent as the API shows it: secrets masked, the model key never included. */
 export function agentView(row: AgentRow, settings: PresenterSettings, accessKey: string | null = null): Agent {
-  const deploy = row.deploy;
   return {
     id: row.id,
     name: row.name,
@@ -29,23 +29,28 @@ export function agentView(row: AgentRow, settings: PresenterSettings, accessKey:
     rate_limit_rpm: row.rate_limit_rpm,
     access_key: accessKey,
     replicas: row.replicas,
-    deploy: {
-      image: deploy.image ?? settings.runtimeImage,
-      port: deploy.port,
-      replicas: deploy.replicas,
-      resources: { ...deploy.resources },
-      env: deploy.env.map((entry) =>
-        entry.secret ? { key: entry.key, value: MASKED_SECRET, secret: true } : { key: entry.key, value: entry.value, secret: false },
-      ),
-      auto_scale: deploy.auto_scale,
-      min_replicas: deploy.min_replicas,
-      max_replicas: deploy.max_replicas,
-    },
+    deploy: deployView(row.deploy, settings),
     tags: row.tags,
     metadata: row.metadata,
     error: row.error,
     version: row.version,
     created_at: row.created_at.toISOString(),
     updated_at: row.updated_at.toISOString(),
+  };
+}
+
+/** A stored deploy object as the API shows it (an agent's, or a deployment's copy): secret values masked. */
+export function deployView(deploy: StoredDeploy, settings: PresenterSettings): Deploy {
+  return {
+    image: deploy.image ?? settings.runtimeImage,
+    port: deploy.port,
+    replicas: deploy.replicas,
+    resources: { ...deploy.resources },
+    env: deploy.env.map((entry) =>
+      entry.secret ? { key: entry.key, value: MASKED_SECRET, secret: true } : { key: entry.key, value: entry.value, secret: false },
+    ),
+    auto_scale: deploy.auto_scale,
+    min_replicas: deploy.min_replicas,
+    max_replicas: deploy.max_replicas,
   };
 }

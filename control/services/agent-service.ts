@@ -12,17 +12,15 @@ import { inTransaction, repositoriesOn, type Repositories } from '../repositorie
 import type { Agent, CreateAgentBody, ListAgentsQuery, PatchAgentBody } from '../schemas/agents.js';
 import type { AccessKeyService } from './access-key-service.js';
 import type { AgentRunner } from './agent-runner.js';
+import type { DeploymentRecorder } from './deployment-recorder.js';
 import type { EdgeSync } from './edge-sync.js';
 import { agentView, type PresenterSettings } from './agent-presenter.js';
+import { pageEnvelope, pageWindow, type PageEnvelope } from './paging.js';
 import type { Principal } from './principal.js';
 import { assertWithinLimits } from './quota.js';
 
-export interface AgentPage {
+export interface AgentPage extends PageEnvelope {
   agents: Agent[];
-  total: number;
-  page: number;
-  page_size: number;
-  has_next: boolean;
 }
 
 export class AgentService {
@@ -34,6 +32,7 @@ export class AgentService {
     private readonly presenter: PresenterSettings,
     private readonly runner: AgentRunner | undefined,
     private readonly edge: EdgeSync,
+    private readonly recorder: DeploymentRecorder,
   ) {}
 
   /**
@@ -85,6 +84,7 @@ export class AgentService {
         replicaMemoryMb: deploy.resources.memory_mb,
       });
       await repos.agents.insert(row);
+      if (deploying) await this.recorder.record(repos, row, { createdBy: principal.userId, rollbackOf: null });
       const firstKey = row.access === 'private' ? await this.accessKeys.issue(repos, row.id, 'default') : null;
       await this.edge.putAgent(repos, row);
       return agentView(row, this.presenter, firstKey?.key ?? null);
@@ -95,21 +95,14 @@ export class AgentService {
   }
 
   async list(principal: Principal, query: ListAgentsQuery): Promise<AgentPage> {
-    const page = query.page ?? 1;
-    const pageSize = query.page_size ?? 20;
+    const window = pageWindow(query);
     const { rows, total } = await repositoriesOn(this.db).agents.list(
       principal.accountId,
       { status: query.status, tag: query.tag },
-      (page - 1) * pageSize,
-      pageSize,
+      window.offset,
+      window.pageSize,
     );
-    return {
-      agents: rows.map((row) => agentView(row, this.presenter)),
-      total,
-      page,
-      page_size: pageSize,
-      has_next: page * pageSize < total,
-    };
+    return { agents: rows.map((row) => agentView(row, this.presenter)), ...pageEnvelope(window, total) };
   }
 
   async get(principal: Principal, id: string): Promise<Agent> {

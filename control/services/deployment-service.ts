@@ -1,14 +1,16 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
-import { resolveDeploy, runtimeLabels } from '../domain/deploy.js';
+import { resolveDeploy, runtimeLabels, type StoredDeploy } from '../domain/deploy.js';
 import { limitsOf } from '../domain/plans.js';
 import { isQuotaExceeded, notFound, PlatformError, validationError } from '../errors.js';
 import type { AgentRow } from '../domain/agent.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { Agent, DeployInput, ScaleBody, ScaleResult } from '../schemas/agents.js';
+import type { RollbackBody } from '../schemas/deployments.js';
 import { agentView, type PresenterSettings } from './agent-presenter.js';
 import type { AgentRunner } from './agent-runner.js';
+import type { DeploymentRecorder } from './deployment-recorder.js';
 import type { Principal } from './principal.js';
 import { assertWithinLimits, type FootprintChange } from './quota.js';
 
@@ -23,10 +25,14 @@ export type AutoscaleOutcome =
   | { changed: false }
   | { changed: true; previous: number; current: number; limitedBy?: QuotaDetails };
 
+/** What a rollout sets on the agent: a deploy object, and for a rollback the rest of the target's configuration. */
+type RolledOut = Pick<AgentRow, 'deploy'> & Partial<Pick<AgentRow, 'model' | 'provider' | 'api_key_sealed' | 'system_prompt'>>;
+
 /**
- * Redeploy and scale: each changes the agent in one transaction under the account's and
- * the agent's row locks (quotas are checked there, before anything starts), then queues
- * the orchestrator's part, which runs after the answer (AgentRunner.request).
+ * Redeploy, rollback and scale: each changes the agent in one transaction under the
+ * account's and the agent's row locks (quotas are checked there, before anything starts;
+ * a redeploy or rollback is recorded as a deployment there too), then queues the
+ * orchestrator's part, which runs after the answer (AgentRunner.request).
  */
 export class DeploymentService {
   constructor(
@@ -35,6 +41,7 @@ export class DeploymentService {
     private readonly box: SecretBox,
     private readonly runner: AgentRunner | undefined,
     private readonly presenter: PresenterSettings,
+    private readonly recorder: DeploymentRecorder,
   ) {}
 
   /** A new version from the current deploy object with `input` over it; the model key stays unless env sets its variable. */
@@ -43,18 +50,44 @@ export class DeploymentService {
     const updated = await inTransaction(this.db, async (repos) => {
       const agent = await this.lockForChange(repos, principal.accountId, agentId, expectedVersion);
       const deploy = resolveDeploy(input, agent.deploy, this.box);
-      await this.checkQuota(repos, agent, { agents: 0, replicas: deploy.replicas, replicaCpu: deploy.resources.cpu, replicaMemoryMb: deploy.resources.memory_mb });
-      return (await repos.agents.update(principal.accountId, agentId, {
-        deploy,
-        ...runtimeLabels(deploy),
-        desired_replicas: deploy.replicas,
-        deployed_version: agent.version + 1,
-        status: deploy.replicas === 0 ? 'stopped' : agent.replicas > 0 ? agent.status : 'pending',
-        error: null,
-      }, this.clock.now()))!;
+      await this.checkQuota(repos, agent, footprintOf(deploy));
+      return this.rollOut(repos, principal, agent, { deploy }, null);
     });
     this.runner?.request('run', updated);
     return agentView(updated, this.presenter);
+  }
+
+  /**
+   * A new version whose configuration is the target deployment's copy: deploy object
+   * (replicas and the sealed secret values included), model, model key and system prompt.
+   * It rolls out like any deploy: health-gated, the serving replicas stay if it fails.
+   */
+  async rollback(principal: Principal, agentId: string, input: RollbackBody, expectedVersion?: number): Promise<Agent> {
+    const updated = await inTransaction(this.db, async (repos) => {
+      const agent = await this.lockForChange(repos, principal.accountId, agentId, expectedVersion);
+      const target = await repos.deployments.find(agent.id, input.deployment_id);
+      if (!target) throw new PlatformError('DEPLOYMENT_NOT_FOUND');
+      await this.checkQuota(repos, agent, footprintOf(target.deploy));
+      const { deploy, model, provider, api_key_sealed, system_prompt } = target;
+      return this.rollOut(repos, principal, agent, { deploy, model, provider, api_key_sealed, system_prompt }, target.id);
+    });
+    this.runner?.request('run', updated);
+    return agentView(updated, this.presenter);
+  }
+
+  /** Sets the configuration as the agent's next version, the one the drivers roll out, and records the deployment. */
+  private async rollOut(repos: Repositories, principal: Principal, agent: AgentRow, configuration: RolledOut, rollbackOf: string | null): Promise<AgentRow> {
+    const replicas = configuration.deploy.replicas;
+    const updated = (await repos.agents.update(agent.account_id, agent.id, {
+      ...configuration,
+      ...runtimeLabels(configuration.deploy),
+      desired_replicas: replicas,
+      deployed_version: agent.version + 1,
+      status: replicas === 0 ? 'stopped' : agent.replicas > 0 ? agent.status : 'pending',
+      error: null,
+    }, this.clock.now()))!;
+    await this.recorder.record(repos, updated, { createdBy: principal.userId, rollbackOf });
+    return updated;
   }
 
   async scale(principal: Principal, agentId: string, input: ScaleBody, expectedVersion?: number): Promise<ScaleResult> {
@@ -118,7 +151,7 @@ export class DeploymentService {
   }
 
   private replicaChange(agent: AgentRow, replicas: number): FootprintChange {
-    return { agents: 0, replicas, replicaCpu: agent.deploy.resources.cpu, replicaMemoryMb: agent.deploy.resources.memory_mb };
+    return { ...footprintOf(agent.deploy), replicas };
   }
 
   private async setReplicas(repos: Repositories, agent: AgentRow, target: number): Promise<AgentRow> {
@@ -152,4 +185,9 @@ export class DeploymentService {
     if (!account || account.exempt) return;
     assertWithinLimits(limitsOf(account.plan), await repos.agents.footprint(agent.account_id, agent.id), change);
   }
+}
+
+/** What an agent running `deploy` asks of its plan. */
+function footprintOf(deploy: StoredDeploy): FootprintChange {
+  return { agents: 0, replicas: deploy.replicas, replicaCpu: deploy.resources.cpu, replicaMemoryMb: deploy.resources.memory_mb };
 }

@@ -1,0 +1,60 @@
+import type { Clock } from '../../contract/clock.js';
+import { ID_PREFIX, newId } from '../crypto/tokens.js';
+import type { AgentRow } from '../domain/agent.js';
+import type { DeploymentRow } from '../domain/deployment.js';
+import type { Repositories } from '../repositories/index.js';
+
+export interface DeploymentOrigin {
+  /** The user who asked (directly or through their personal API key). */
+  createdBy: string | null;
+  /** The deployment whose configuration a rollback restores. */
+  rollbackOf: string | null;
+}
+
+/**
+ * Records a rollout of an agent (a create that deploys, a deploy, a rollback) inside the
+ * transaction that changed the agent, under the agent's row lock, so the history holds
+ * exactly the changes that committed and numbers them without gaps or repeats.
+ */
+export class DeploymentRecorder {
+  constructor(
+    private readonly clock: Clock,
+    /** DEPLOYMENT_HISTORY_LIMIT: deployments kept per agent. */
+    private readonly historyLimit: number,
+  ) {}
+
+  /** `agent` is the row as changed: its deployed_version is the job version the drivers now roll out. */
+  async record(repos: Repositories, agent: AgentRow, origin: DeploymentOrigin): Promise<DeploymentRow> {
+    if (agent.deployed_version === null) throw new Error(`agent ${agent.id} has no deployed version to record`);
+    const now = this.clock.now();
+    const deployments = repos.deployments;
+    // The drivers stop rolling out an older version once a newer job arrives: those deployments end here.
+    for (const older of await deployments.inProgress(agent.id)) await deployments.finish(older.id, 'superseded', null, now);
+    const recorded = await deployments.insert({
+      id: newId(ID_PREFIX.deployment),
+      agent_id: agent.id,
+      account_id: agent.account_id,
+      agent_version: agent.deployed_version,
+      // The agent's own sealed values are copied, so a later change of the agent never alters this copy.
+      deploy: agent.deploy,
+      model: agent.model,
+      provider: agent.provider,
+      api_key_sealed: agent.api_key_sealed,
+      system_prompt: agent.system_prompt,
+      rollback_of: origin.rollbackOf,
+      created_by: origin.createdBy,
+      created_at: now,
+    });
+    await deployments.addEvent({ deployment_id: recorded.id, phase: 'queued', replica_id: null, message: `deployment ${recorded.number} queued`, at: now });
+    const settled = agent.desired_replicas === 0 ? await this.finishEmpty(repos, recorded, now) : recorded;
+    await deployments.prune(agent.id, this.historyLimit);
+    return settled;
+  }
+
+  /** At 0 replicas nothing rolls out and nothing can fail a health check: the deployment is done as recorded. */
+  private async finishEmpty(repos: Repositories, deployment: DeploymentRow, now: Date): Promise<DeploymentRow> {
+    const finished = await repos.deployments.finish(deployment.id, 'succeeded', null, now);
+    await repos.deployments.addEvent({ deployment_id: deployment.id, phase: 'succeeded', replica_id: null, message: 'nothing to roll out: 0 replicas', at: now });
+    return finished ?? deployment;
+  }
+}
