@@ -45,6 +45,10 @@ module.exports = {
     never('control-only-through-the-contract', 'the control API shares only contract/ with authz', '^control/', '^(authz|envoy)/'),
     // The local edge serves with the control API's slow-client and per-address limits: one implementation of that protection.
     never('local-edge-apart', 'the local edge talks to authz over gRPC, like Envoy', '^envoy/', '^(authz|control)/', { pathNot: '^control/http/client-limits\\.ts$' }),
+    // agentctl speaks to the platform over HTTP only; the API's shapes it names as types, never runs their code.
+    never('cli-over-http-only', 'cli/ imports only cli/, contract/ and (type-only) control/schemas/', '^cli/', '^(control|authz|envoy|proto|scripts|bench|test|runtime-image)/', { pathNot: '^control/schemas/' }),
+    never('cli-schema-types-only', 'cli/ names the API schemas as types only (import type)', '^cli/', '^control/schemas/', { dependencyTypesNot: ['type-only'] }),
+    never('nothing-imports-the-cli', 'agentctl is a client of the platform: nothing of the platform depends on it', '^(contract|control|authz|envoy|proto|scripts|bench|runtime-image)/', '^cli/'),
     never('runtime-is-its-own-package', 'runtime-image/ is built and shipped on its own', '^runtime-image/', '^(contract|control|authz|envoy|proto|scripts|bench|test)/'),
     never('drivers-apart-nomad', 'what both drivers share lives in control/orchestrator/', '^control/orchestrator/nomad/', '^control/orchestrator/podman/'),
     never('drivers-apart-podman', 'what both drivers share lives in control/orchestrator/', '^control/orchestrator/podman/', '^control/orchestrator/nomad/'),

@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..');
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
-const SOURCE_FOLDERS = ['contract', 'control', 'authz', 'envoy', 'proto', 'scripts', 'bench'];
+const SOURCE_FOLDERS = ['contract', 'control', 'authz', 'envoy', 'proto', 'scripts', 'bench', 'cli'];
 
 interface Violation {
   from: string;
@@ -79,6 +79,27 @@ describe('architecture', function () {
         'control-only-through-the-contract: control/http/app.ts → authz/checker.ts',
         'drivers-apart-nomad: control/orchestrator/nomad/job-spec.ts → control/orchestrator/podman/run-args.ts',
         'no-domain-to-services: control/domain/agent.ts → control/services/agent-service.ts',
+      ]);
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
+    }
+  });
+
+  it('the import rules keep agentctl an HTTP client: schema types only, no service, and nothing imports cli/', async () => {
+    const tree = treeWith({
+      'control/schemas/agents.ts': 'export const Agent = {};\nexport type Agent = { id: string };\n',
+      'control/services/agent-service.ts': "export const create = () => 'agent';\n",
+      'cli/types-only.ts': "import type { Agent } from '../control/schemas/agents.js';\nexport const id = (agent: Agent) => agent.id;\n",
+      'cli/schema-value.ts': "import { Agent } from '../control/schemas/agents.js';\nexport const schema = Agent;\n",
+      'cli/service.ts': "import { create } from '../control/services/agent-service.js';\nexport const made = create();\n",
+      'control/http/app.ts': "import { id } from '../../cli/types-only.js';\nexport const app = id;\n",
+    });
+    try {
+      const found = (await importViolations(tree, ['control', 'cli'])).map(describeViolation).sort();
+      assert.deepEqual(found, [
+        'cli-over-http-only: cli/service.ts → control/services/agent-service.ts',
+        'cli-schema-types-only: cli/schema-value.ts → control/schemas/agents.ts',
+        'nothing-imports-the-cli: control/http/app.ts → cli/types-only.ts',
       ]);
     } finally {
       rmSync(tree, { recursive: true, force: true });

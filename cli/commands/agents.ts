@@ -1,0 +1,137 @@
+import { readFileSync } from 'node:fs';
+import type { Agent, CreateAgentBody, DeployInput, ScaleResult } from '../../control/schemas/agents.js';
+import { command, group } from '../command.js';
+import { envEntries, withEnvFlags } from '../deploy-flags.js';
+import { UsageError } from '../errors.js';
+import { confirm } from '../prompt.js';
+import { resolveAgent, slugOf } from '../resolve-agent.js';
+import { printJson, table } from '../terminal.js';
+import { reportChange, showAgent } from '../agent-view.js';
+
+interface AgentPage {
+  agents: Agent[];
+  total: number;
+  page: number;
+  has_next: boolean;
+}
+
+const agentRow = (agent: Agent) => [agent.id, slugOf(agent), agent.name, agent.status, agent.replicas, agent.access, agent.deploy.image];
+
+const list = command({
+  command: 'list',
+  describe: "The account's agents, newest first",
+  builder: (yargs) =>
+    yargs
+      .option('status', { type: 'string', describe: 'only agents in this status' })
+      .option('tag', { type: 'string', describe: 'only agents with this tag' })
+      .option('page', { type: 'number', default: 1 })
+      .option('page-size', { type: 'number', default: 100 }),
+  run: async (args, { api, terminal, json }) => {
+    const page = await api.request<AgentPage>('GET', '/agents', { query: { status: args.status, tag: args.tag, page: args.page, page_size: args.pageSize } });
+    if (json) return printJson(terminal, page);
+    terminal.out(table(['id', 'slug', 'name', 'status', 'replicas', 'access', 'image'], page.agents.map(agentRow)));
+    if (page.has_next) terminal.err(`${page.total} agents; this is page ${page.page}: --page ${page.page + 1} for more`);
+  },
+});
+
+const get = command({
+  command: 'get <agent>',
+  describe: 'One agent (by id, slug or unique name)',
+  builder: (yargs) => yargs.positional('agent', { type: 'string', demandOption: true }),
+  run: async (args, { api, terminal, json }) => {
+    const agent = await resolveAgent(api, args.agent);
+    if (json) printJson(terminal, agent);
+    else showAgent(terminal, agent);
+  },
+});
+
+const create = command({
+  command: 'create',
+  describe: 'Create an agent; with --deploy (implied by any deploy flag) it starts running',
+  builder: (yargs) =>
+    withEnvFlags(yargs)
+      .option('name', { type: 'string', demandOption: true })
+      .option('image', { type: 'string', describe: 'a public image; default: the platform runtime' })
+      .option('port', { type: 'number', describe: 'the port the image listens on' })
+      .option('public', { type: 'boolean', describe: 'anyone may call it (default: an access key is needed)' })
+      .option('model', { type: 'string' })
+      .option('api-key', { type: 'string', describe: "the model provider's key" })
+      .option('system-prompt-file', { type: 'string', describe: 'a file holding the system prompt' })
+      .option('replicas', { type: 'number' })
+      .option('cpu', { type: 'number', describe: 'vCPUs per replica' })
+      .option('memory-mb', { type: 'number', describe: 'MiB per replica' })
+      .option('tag', { type: 'string', array: true, describe: 'repeatable' })
+      .option('deploy', { type: 'boolean', describe: 'deploy it now' })
+      .option('wait', { type: 'boolean', describe: 'follow the rollout; exit 0 at running, 1 at failed/crashed' }),
+  run: async (args, context) => {
+    const resources = args.cpu !== undefined || args.memoryMb !== undefined ? { cpu: args.cpu, memory_mb: args.memoryMb } : undefined;
+    const deploy: DeployInput = { image: args.image, port: args.port, replicas: args.replicas, resources, env: envEntries(args.env, args.secret) };
+    const deploying = Boolean(args.deploy) || Object.values(deploy).some((value) => value !== undefined);
+    if (args.wait && !deploying) throw new UsageError('--wait follows a rollout: add --deploy');
+    const body: CreateAgentBody = {
+      name: args.name,
+      model: args.model,
+      api_key: args.apiKey,
+      system_prompt: args.systemPromptFile === undefined ? undefined : readFileSync(args.systemPromptFile, 'utf8'),
+      access: args.public ? 'public' : undefined,
+      tags: args.tag,
+      deploy: deploying ? deploy : undefined,
+    };
+    await reportChange(context, await context.api.request<Agent>('POST', '/agents', { body }), args.wait);
+  },
+});
+
+const deploy = command({
+  command: 'deploy <agent>',
+  describe: 'Redeploy: new replicas start, old ones stop once the new ones are up; omitted settings keep their values',
+  builder: (yargs) =>
+    withEnvFlags(yargs.positional('agent', { type: 'string', demandOption: true }))
+      .option('image', { type: 'string' })
+      .option('wait', { type: 'boolean', describe: 'follow the rollout; exit 0 at running, 1 at failed/crashed' }),
+  run: async (args, context) => {
+    const agent = await resolveAgent(context.api, args.agent);
+    const body: DeployInput = { image: args.image, env: envEntries(args.env, args.secret) };
+    await reportChange(context, await context.api.request<Agent>('POST', `/agents/${agent.id}/deploy`, { body }), args.wait);
+  },
+});
+
+const scale = command({
+  command: 'scale <agent> <count>',
+  describe: 'Run <count> replicas',
+  builder: (yargs) => yargs.positional('agent', { type: 'string', demandOption: true }).positional('count', { type: 'number', demandOption: true }),
+  run: async (args, { api, terminal, json }) => {
+    if (!Number.isInteger(args.count) || args.count < 0) throw new UsageError(`<count> must be a whole number of replicas, not ${args.count}`);
+    const agent = await resolveAgent(api, args.agent);
+    // deploy.replicas is the count asked for; `replicas` is what runs right now.
+    const change = args.count - agent.deploy.replicas;
+    if (change === 0) {
+      if (json) printJson(terminal, agent);
+      else terminal.out(`${agent.name} already asks for ${agent.deploy.replicas} replicas`);
+      return;
+    }
+    // The API takes a step up or down; If-Match keeps a concurrent change from being stepped past.
+    const result = await api.request<ScaleResult>('POST', `/agents/${agent.id}/scale`, {
+      body: { direction: change > 0 ? 'up' : 'down', count: Math.abs(change) },
+      headers: { 'if-match': `"${agent.version}"` },
+    });
+    if (json) printJson(terminal, result);
+    else terminal.out(`${agent.name}: ${result.previous_replicas} → ${result.current_replicas} replicas (${result.status})`);
+  },
+});
+
+const remove = command({
+  command: 'delete <agent>',
+  describe: 'Stop the agent and delete it with its access keys',
+  builder: (yargs) => yargs.positional('agent', { type: 'string', demandOption: true }).option('yes', { type: 'boolean', describe: 'do not ask' }),
+  run: async (args, { api, terminal }) => {
+    const agent = await resolveAgent(api, args.agent);
+    if (!args.yes) {
+      if (!terminal.stdinIsTty) throw new UsageError('delete asks for confirmation on a terminal: pass --yes');
+      if (!(await confirm(`Delete ${agent.name} (${agent.id})?`))) return terminal.err('Not deleted');
+    }
+    await api.request('DELETE', `/agents/${agent.id}`, { headers: { 'if-match': `"${agent.version}"` } });
+    terminal.err(`Deleted ${agent.name} (${agent.id})`);
+  },
+});
+
+export const agents = group('agents', 'Create, list, deploy, scale and delete agents', [list, get, create, deploy, scale, remove]);

@@ -1,0 +1,65 @@
+import type { Static } from '@sinclair/typebox';
+import type { LogEntry, MetricsSample } from '../../control/schemas/agents.js';
+import { command } from '../command.js';
+import { resolveAgent } from '../resolve-agent.js';
+import { printJson, table, type Terminal } from '../terminal.js';
+
+type Log = Static<typeof LogEntry>;
+
+const logLine = (entry: Log) => `${entry.timestamp} ${entry.replica_id} ${entry.level.toUpperCase().padEnd(5)} ${entry.message}`;
+const sampleRow = (sample: MetricsSample) => [sample.timestamp, sample.replicas, sample.cpu_percent.toFixed(1), sample.memory_mb.toFixed(0), sample.memory_percent.toFixed(1)];
+const METRICS_HEADERS = ['time', 'replicas', 'cpu %', 'memory mb', 'memory %'];
+
+/** A followed stream prints one JSON document per line with --json, so a script reads it line by line. */
+const printEvent = (terminal: Terminal, json: boolean, data: unknown, line: string) => (json ? terminal.out(JSON.stringify(data)) : terminal.out(line));
+
+export const logs = command({
+  command: 'logs <agent>',
+  describe: 'Recent output of every replica, newest last; --follow keeps printing',
+  builder: (yargs) =>
+    yargs
+      .positional('agent', { type: 'string', demandOption: true })
+      .option('follow', { alias: 'f', type: 'boolean', describe: 'keep printing new lines until interrupted' })
+      .option('replica', { type: 'string', describe: 'one replica only' })
+      .option('level', { type: 'string', describe: 'the lowest level shown (debug, info, warn, error)' })
+      .option('limit', { type: 'number', describe: 'at most this many entries (1–1000)' }),
+  run: async (args, { api, terminal, json }) => {
+    const agent = await resolveAgent(api, args.agent);
+    const query = { limit: args.limit, level: args.level, replica_id: args.replica };
+    if (!args.follow) {
+      const list = await api.request<{ logs: Log[] }>('GET', `/agents/${agent.id}/logs`, { query });
+      if (json) return printJson(terminal, list);
+      for (const entry of list.logs) terminal.out(logLine(entry));
+      return;
+    }
+    for await (const event of api.events(`/agents/${agent.id}/logs/stream`, { query })) {
+      if (event.event !== 'log') continue;
+      const entry = JSON.parse(event.data) as Log;
+      printEvent(terminal, json, entry, logLine(entry));
+    }
+  },
+});
+
+export const metrics = command({
+  command: 'metrics <agent>',
+  describe: 'Live CPU and memory averaged over replicas; --watch samples every --interval seconds',
+  builder: (yargs) =>
+    yargs
+      .positional('agent', { type: 'string', demandOption: true })
+      .option('watch', { alias: 'w', type: 'boolean', describe: 'keep sampling until interrupted' })
+      .option('interval', { type: 'number', describe: 'seconds between samples with --watch (1–60, default 5)' }),
+  run: async (args, { api, terminal, json }) => {
+    const agent = await resolveAgent(api, args.agent);
+    if (!args.watch) {
+      const sample = await api.request<MetricsSample>('GET', `/agents/${agent.id}/metrics`);
+      if (json) return printJson(terminal, sample);
+      return terminal.out(table(METRICS_HEADERS, [sampleRow(sample)]));
+    }
+    if (!json) terminal.out(table(METRICS_HEADERS, []));
+    for await (const event of api.events(`/agents/${agent.id}/metrics/stream`, { query: { interval: args.interval } })) {
+      if (event.event !== 'metrics') continue;
+      const sample = JSON.parse(event.data) as MetricsSample;
+      printEvent(terminal, json, sample, sampleRow(sample).join('  '));
+    }
+  },
+});

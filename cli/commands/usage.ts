@@ -1,0 +1,24 @@
+import type { AccountUsage } from '../../control/schemas/account.js';
+import { command } from '../command.js';
+import { bar, details, printJson, table } from '../terminal.js';
+
+export const usage = command({
+  command: 'usage',
+  describe: "What runs now against the plan's limits, and what was metered this month",
+  builder: (yargs) => yargs,
+  run: async (_args, { api, terminal, json }) => {
+    const account = await api.request<AccountUsage>('GET', '/account/usage');
+    if (json) return printJson(terminal, account);
+    const { usage: now, limits, period } = account;
+    const rows: [string, number, number][] = [
+      ['agents', now.agents, limits.max_agents],
+      ['replicas', now.replicas, limits.max_replicas],
+      ['vcpu', now.vcpu, limits.max_vcpu],
+      ['memory mb', now.memory_mb, limits.max_memory_mb],
+    ];
+    terminal.out(`plan ${account.plan}${account.exempt ? ' (exempt from limits)' : ''}`);
+    terminal.out(table(['', 'used', 'limit', ...(terminal.isTty ? [''] : [])], rows.map(([name, used, limit]) => [name, used, limit, ...(terminal.isTty ? [bar(used, limit)] : [])])));
+    terminal.out(`\nsince ${period.start}`);
+    terminal.out(details([['replica hours', period.replica_hours], ['vcpu hours', period.vcpu_hours], ['memory gb hours', period.memory_gb_hours], ['requests', period.requests]]));
+  },
+});
