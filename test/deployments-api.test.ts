@@ -122,7 +122,7 @@ describe('deployments: history and rollback through the API', () => {
   describe('what a deployment shows', () => {
     it('never shows a secret: env values are "***", the model key is absent, the prompt only as its SHA-256', async () => {
       const { token } = await control.signUp();
-      const secrets = ['sk-model-key-of-the-owner', 'first-secret-value', 'second-secret-value', 'prompt-with-a-private-detail'];
+      const secrets = ['sk-model-key-of-the-owner', 'first-secret-value', 'second-secret-value', 'prompt-with-a-private-detail'] as const;
       const agent = await createAgent(control, token, {
         api_key: secrets[0],
         system_prompt: secrets[3],
