@@ -46,6 +46,22 @@ describe('the fake Nomad + Consul', function () {
     assert.ok(Number(response.headers.get('x-nomad-index')) > 0);
   });
 
+  it('keeps a job\'s version when it is registered again unchanged, and adds one when it changed (Job.Register, upsertJobImpl)', async () => {
+    const request = example();
+    request.Job.ID = request.Job.Name = 'agent-versions';
+    request.Job.TaskGroups[0].Tasks[0].Config.image = 'registry.invalid/never:1';
+    const register = async () => {
+      const response = await nomad('PUT', '/v1/jobs', request);
+      assert.equal(response.status, 200, await response.clone().text());
+      return ((await (await nomad('GET', '/v1/job/agent-versions')).json()) as { Version: number }).Version;
+    };
+    assert.equal(await register(), 0);
+    assert.equal(await register(), 0, 'the same spec: no new version');
+    request.Job.Meta.agent_version = '99';
+    assert.equal(await register(), 1);
+    assert.equal(await register(), 1);
+  });
+
   it('refuses an empty Variable, as Nomad does', async () => {
     const response = await nomad('PUT', '/v1/var/nomad/jobs/agent-x', { Namespace: 'default', Path: 'nomad/jobs/agent-x', Items: {} });
     assert.equal(response.status, 400);

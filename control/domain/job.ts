@@ -1,3 +1,5 @@
+import type { RolloutPhase } from './deployment.js';
+
 /**
  * The job model the platform and its drivers share: what to run for an agent (built by
  * job-spec.ts) and what runs (read back by agent-status.ts). The Orchestrator interface
@@ -54,6 +56,23 @@ export interface JobEvent {
   replicaId: string | null;
   type: string;
   message: string;
+}
+
+/**
+ * A step of a rollout as a driver sees it, for the deployment's progress stream. Drivers
+ * report the steps between queued and the end; the platform decides the end (succeeded,
+ * failed) from the job's status, the same way for both drivers.
+ */
+export interface RolloutProgress {
+  agentId: string;
+  /** The job version (JobSpec.version) being rolled out. */
+  version: number;
+  phase: Exclude<RolloutPhase, 'queued' | 'succeeded' | 'failed'>;
+  replicaId: string | null;
+  message: string;
+  at: Date;
+  /** The orchestrator's own version of the job (Nomad's job Version), once it is known. */
+  orchestratorVersion?: number;
 }
 
 export interface JobStatus {

@@ -1,4 +1,4 @@
-import type { JobSpec, JobStatus } from '../domain/job.js';
+import type { JobSpec, JobStatus, RolloutProgress } from '../domain/job.js';
 import type { LogEntry, LogLevel } from '../domain/log-entry.js';
 
 /**
@@ -21,6 +21,8 @@ export interface Orchestrator {
   metrics(agentId: string): Promise<ReplicaMetrics[]>;
   /** Called with an agent id whenever something about its replicas changed. */
   onChange(listener: (agentId: string) => void): void;
+  /** Called with each step of a rollout (pulling, starting, health_check, routing, draining). */
+  onProgress(listener: (progress: RolloutProgress) => void): void;
   close(): Promise<void>;
 }
 

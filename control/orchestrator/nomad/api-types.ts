@@ -194,6 +194,8 @@ export interface NomadTaskEvent {
   Time: number;
   Message?: string;
   DisplayMessage?: string;
+  /** Deprecated in Nomad for Details, still sent: the driver's own message (a "Driver" event). */
+  DriverMessage?: string;
   DriverError?: string;
   ExitCode?: number;
   Signal?: number;
@@ -215,6 +217,7 @@ export interface NomadTaskState {
 export interface AllocationListStub {
   ID: string;
   Name: string;
+  NodeName?: string;
   JobID: string;
   JobVersion: number;
   TaskGroup: string;

@@ -4,7 +4,7 @@ import { EventRing, KEPT_EVENTS } from '../event-ring.js';
 import { selectEntries } from '../log-levels.js';
 import { SerialQueue } from '../serial-queue.js';
 import type { LogQuery, Orchestrator, ReplicaMetrics } from '../types.js';
-import type { JobSpec, JobStatus } from '../../domain/job.js';
+import type { JobSpec, JobStatus, RolloutProgress } from '../../domain/job.js';
 import type { LogEntry } from '../../domain/log-entry.js';
 import { allocationsWatch, type AllocationsByJob } from './allocations-watch.js';
 import type { AllocationListStub } from './api-types.js';
@@ -17,10 +17,11 @@ import { recentLines, toEntries, type LogStream } from './logs.js';
 import { mapBounded } from './map-bounded.js';
 import { preflight } from './preflight.js';
 import { planReconcile } from './reconcile.js';
+import { progressFrom, registeredStep, type ReportedSteps } from './rollout-progress.js';
 import { scaleJob } from './scale.js';
 import type { NomadSettings } from './settings.js';
 import { metricsFrom } from './stats.js';
-import { eventsFrom, replicasFrom } from './status.js';
+import { eventsFrom, ourVersions, replicasFrom } from './status.js';
 import { deleteSecrets, writeSecrets } from './variables.js';
 import type { NomadJobRead } from './api-types.js';
 
@@ -32,6 +33,10 @@ interface HeldJob {
   pullFailures: Map<string, string>;
   /** Nomad job version → our version, read back from the job's Meta after each registration. */
   versions: Map<number, number>;
+  /** The rollout steps each allocation was reported at (rollout-progress.ts). */
+  reported: ReportedSteps;
+  /** A registration is in flight: allocations of a Nomad version not read yet may be its own. */
+  registering: boolean;
   fingerprint: string;
 }
 
@@ -51,6 +56,7 @@ export class NomadDriver implements Orchestrator {
   readonly name = 'nomad';
   private readonly jobs = new Map<string, HeldJob>();
   private readonly listeners: ((agentId: string) => void)[] = [];
+  private readonly progressListeners: ((progress: RolloutProgress) => void)[] = [];
   private readonly api: JobsApi;
   private readonly queue: SerialQueue;
   private closed = false;
@@ -95,11 +101,16 @@ export class NomadDriver implements Orchestrator {
     this.listeners.push(listener);
   }
 
+  /** Each rollout step: the job's registration (with Nomad's job version), then its allocations' steps as the watches see them. */
+  onProgress(listener: (progress: RolloutProgress) => void): void {
+    this.progressListeners.push(listener);
+  }
+
   submit(spec: JobSpec): Promise<void> {
     return this.serial(async () => {
       const held = this.hold(spec);
       if (spec.version >= held.spec.version) held.spec = spec;
-      await this.register(held.spec);
+      this.registered(held.spec, await this.register(held.spec));
       this.event(spec.agentId, 'submitted', `version ${spec.version}, ${spec.count} replica(s) of ${spec.image}`);
       this.notify(spec.agentId);
     });
@@ -126,6 +137,8 @@ export class NomadDriver implements Orchestrator {
 
   reconcile(specs: JobSpec[]): Promise<void> {
     return this.serial(async () => {
+      // The allocations as Nomad shows them before jobs are adopted (see `firstSeen`).
+      await this.firstAnswers();
       const existing = new Map<string, NomadJobRead>();
       const ours = (await this.api.list('agent-')).filter((listed) => agentIdOf(listed.ID) !== null);
       await mapBounded(ours, RECONCILE_READS, async (listed) => {
@@ -141,17 +154,21 @@ export class NomadDriver implements Orchestrator {
             await this.removeJob(action.agentId);
             continue;
           }
+          const firstSeen = !this.jobs.has(action.spec.agentId);
           const held = this.hold(action.spec);
           held.spec = action.spec;
+          const found = existing.get(action.spec.agentId);
+          if (found) this.remember(held, found);
+          // A job first seen here (after a restart of the control API): the steps its
+          // allocations already show happened before, and are not reported again.
+          if (firstSeen) this.progress(held);
           if (action.kind === 'adopt') {
-            this.remember(held, existing.get(action.spec.agentId)!);
             this.event(action.spec.agentId, 'adopted', `found job ${jobId(action.spec.agentId)} at version ${action.spec.version}`);
           } else if (action.kind === 'scale') {
-            this.remember(held, existing.get(action.spec.agentId)!);
             await scaleJob(this.api, held.spec, () => this.register(held.spec, { setCount: true }));
             await this.learnVersion(action.spec.agentId);
           } else {
-            await this.register(action.spec);
+            this.registered(action.spec, await this.register(action.spec));
             this.event(action.spec.agentId, 'submitted', `version ${action.spec.version}, ${action.spec.count} replica(s) of ${action.spec.image}`);
           }
         } catch (error) {
@@ -243,26 +260,51 @@ export class NomadDriver implements Orchestrator {
   private hold(spec: JobSpec): HeldJob {
     const existing = this.jobs.get(spec.agentId);
     if (existing) return existing;
-    const held: HeldJob = { spec, events: new EventRing(), pullFailures: new Map(), versions: new Map(), fingerprint: '' };
+    const held: HeldJob = { spec, events: new EventRing(), pullFailures: new Map(), versions: new Map(), reported: new Map(), registering: false, fingerprint: '' };
     this.jobs.set(spec.agentId, held);
     return held;
   }
 
-  /** Secrets first (the template would block without them), then the job; an old Variable goes when nothing is secret any more. */
-  private async register(spec: JobSpec, { setCount = false } = {}): Promise<void> {
+  /**
+   * Secrets first (the template would block without them), then the job; an old Variable
+   * goes when nothing is secret any more. Returns the job as Nomad holds it after: its
+   * register response has no Version (api/jobs.go, `JobRegisterResponse`), the job has.
+   */
+  private async register(spec: JobSpec, { setCount = false } = {}): Promise<NomadJobRead | null> {
+    const held = this.jobs.get(spec.agentId);
+    if (held) held.registering = true;
+    try {
+      return await this.registerJob(spec, setCount);
+    } finally {
+      if (held) held.registering = false;
+    }
+  }
+
+  private async registerJob(spec: JobSpec, setCount: boolean): Promise<NomadJobRead | null> {
     const hasSecrets = Object.keys(spec.secretEnv).length > 0;
     await writeSecrets(this.nomad, spec.agentId, spec.secretEnv, this.settings.namespace);
     // With auto-scaling on, the autoscaler owns the count: a redeploy keeps it. A scale
     // that falls back to registering must set it, whatever the autoscaler did.
     await this.api.register(nomadJobFor(spec, this.settings), spec.scaling.enabled && !setCount);
     if (!hasSecrets) await deleteSecrets(this.nomad, spec.agentId, this.settings.namespace);
-    await this.learnVersion(spec.agentId);
+    return this.learnVersion(spec.agentId);
   }
 
-  private async learnVersion(agentId: string): Promise<void> {
+  private async learnVersion(agentId: string): Promise<NomadJobRead | null> {
     const held = this.jobs.get(agentId);
     const job = await this.api.read(jobId(agentId));
     if (held && job) this.remember(held, job);
+    return job;
+  }
+
+  /**
+   * The rollout's first step on Nomad: the job registered, under the version operators see
+   * in Nomad's UI; then the steps of its allocations that were held back while it was not known.
+   */
+  private registered(spec: JobSpec, job: NomadJobRead | null): void {
+    const held = this.jobs.get(spec.agentId);
+    if (!job || !held) return;
+    this.tellProgress([registeredStep(spec, job, this.clock.now()), ...this.progress(held)]);
   }
 
   private remember(held: HeldJob, job: NomadJobRead): void {
@@ -281,19 +323,11 @@ export class NomadDriver implements Orchestrator {
   }
 
   private statusFrom(held: HeldJob, allocations: AllocationListStub[]): JobStatus {
-    const known = [...held.versions.entries()].sort((a, b) => a[0] - b[0]);
-    // Our version of a Nomad version: Meta changes only when we register, so a version we
-    // did not read (the autoscaler's count changes) has the Meta of the last one before it.
-    const versions = new Map<number, number>();
-    for (const allocation of allocations) {
-      const before = known.filter(([nomadVersion]) => nomadVersion <= allocation.JobVersion).pop();
-      if (before) versions.set(allocation.JobVersion, before[1]);
-    }
     const replicas = replicasFrom({
       allocations,
       passing: this.passing,
       pullFailures: held.pullFailures,
-      versions,
+      versions: ourVersions(held.versions, allocations),
       fallbackVersion: held.spec.version,
       image: held.spec.image,
       restartBudget: this.settings.restartBudget,
@@ -302,13 +336,30 @@ export class NomadDriver implements Orchestrator {
     return { agentId: held.spec.agentId, version: held.spec.version, count: held.spec.count, replicas, events };
   }
 
+  /** The rollout steps the job's allocations reached since the last look. */
+  private progress(held: HeldJob): RolloutProgress[] {
+    const allocations = this.allocationsOf(held.spec.agentId);
+    return progressFrom({
+      agentId: held.spec.agentId,
+      version: held.spec.version,
+      allocations,
+      passing: this.passing,
+      versions: ourVersions(held.versions, allocations),
+      // Until the registration's version is read, its allocations would pass for the previous version's.
+      unknownAbove: held.registering ? Math.max(-1, ...held.versions.keys()) : null,
+      at: this.clock.now(),
+    }, held.reported);
+  }
+
   /**
-   * After either watch answered: tells the listeners about the agents whose replicas
-   * changed. All in memory, so one pass over 5,000 agents costs milliseconds.
+   * After either watch answered: tells the progress listeners each new rollout step, then
+   * the listeners about the agents whose replicas changed. All in memory, so one pass over
+   * 5,000 agents costs milliseconds.
    */
   private observe(): void {
     if (this.closed) return;
     for (const held of this.jobs.values()) {
+      this.tellProgress(this.progress(held));
       const status = this.statusFrom(held, this.allocationsOf(held.spec.agentId));
       const fingerprint = status.replicas.map((r) => `${r.id}:${r.state}:${r.address}:${r.restarts}:${r.version}`).join('|');
       if (fingerprint === held.fingerprint) continue;
@@ -322,6 +373,10 @@ export class NomadDriver implements Orchestrator {
     if (!held) return;
     held.events.add({ at: this.clock.now(), replicaId: null, type, message });
     this.logger.info({ agent_id: agentId, event: type }, message);
+  }
+
+  private tellProgress(steps: RolloutProgress[]): void {
+    for (const step of steps) for (const listener of this.progressListeners) listener(step);
   }
 
   private notify(agentId: string): void {

@@ -14,7 +14,7 @@ import { GROUP, jobId } from './job-spec.js';
  *   include the count, so a manual scale to 0 or past min_replicas is never refused.
  * Returns how it was done, for the job's events.
  */
-export async function scaleJob(jobs: JobsApi, spec: JobSpec, register: () => Promise<void>): Promise<'scaled' | 'registered'> {
+export async function scaleJob(jobs: JobsApi, spec: JobSpec, register: () => Promise<unknown>): Promise<'scaled' | 'registered'> {
   const job = await jobs.read(jobId(spec.agentId));
   if (!job || job.Stop) {
     await register();

@@ -36,6 +36,22 @@ export interface ReplicaInputs {
   restartBudget: number;
 }
 
+/**
+ * Our version of each allocation's Nomad job version, from `known` (Nomad version → the
+ * agent_version of its Meta, read after each registration): Meta changes only when we
+ * register, so a version we did not read (the autoscaler's count changes) has the Meta of
+ * the last one before it.
+ */
+export function ourVersions(known: ReadonlyMap<number, number>, allocations: AllocationListStub[]): Map<number, number> {
+  const sorted = [...known.entries()].sort((a, b) => a[0] - b[0]);
+  const versions = new Map<number, number>();
+  for (const allocation of allocations) {
+    const before = sorted.filter(([nomadVersion]) => nomadVersion <= allocation.JobVersion).pop();
+    if (before) versions.set(allocation.JobVersion, before[1]);
+  }
+  return versions;
+}
+
 const PULL_FAILURE = /failed to pull/i;
 
 const eventText = (event: NomadTaskEvent) =>

@@ -3,7 +3,7 @@ import type { Clock } from '../../../contract/clock.js';
 import { selectEntries } from '../log-levels.js';
 import { SerialQueue } from '../serial-queue.js';
 import type { LogQuery, Orchestrator, ReplicaMetrics } from '../types.js';
-import type { JobSpec, JobStatus } from '../../domain/job.js';
+import type { JobSpec, JobStatus, RolloutProgress } from '../../domain/job.js';
 import type { LogEntry } from '../../domain/log-entry.js';
 import { AgentNetworks } from './agent-networks.js';
 import type { PodmanCli } from './cli.js';
@@ -56,6 +56,11 @@ export class PodmanDriver implements Orchestrator {
 
   onChange(listener: (agentId: string) => void): void {
     this.supervisor.onChange(listener);
+  }
+
+  /** Each rollout step, from the job's events as they are recorded (rollout-phases.ts). */
+  onProgress(listener: (progress: RolloutProgress) => void): void {
+    this.jobs.onProgress(listener);
   }
 
   submit(spec: JobSpec): Promise<void> {

@@ -1,16 +1,20 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../../contract/clock.js';
 import { EventRing } from '../event-ring.js';
-import type { JobSpec } from '../../domain/job.js';
+import type { JobSpec, RolloutProgress } from '../../domain/job.js';
 import type { ReplicaEvent, ReplicaJob } from './replica-state.js';
+import { progressOf } from './rollout-phases.js';
 
 export interface PodmanJob extends ReplicaJob {
   events: EventRing;
+  /** The version whose image step (present, or pulled) was reported: once per version, not per tick. */
+  imageReportedFor: number | null;
 }
 
 /** What the podman driver was asked to run, one job per agent, with each job's replicas and events. */
 export class JobTable {
   private readonly jobs = new Map<string, PodmanJob>();
+  private readonly progressListeners: ((progress: RolloutProgress) => void)[] = [];
 
   constructor(
     private readonly clock: Clock,
@@ -32,7 +36,7 @@ export class JobTable {
   /** Holds `spec` for its agent; a spec older than the one held is ignored (a late retry of an earlier deploy). */
   want(spec: JobSpec): void {
     const job = this.jobs.get(spec.agentId);
-    if (!job) this.jobs.set(spec.agentId, { spec, replicas: new Map(), events: new EventRing() });
+    if (!job) this.jobs.set(spec.agentId, { spec, replicas: new Map(), events: new EventRing(), imageReportedFor: null });
     else if (spec.version >= job.spec.version) job.spec = spec;
   }
 
@@ -55,11 +59,20 @@ export class JobTable {
     this.jobs.delete(agentId);
   }
 
-  /** Adds the event to its job's events (none once the job is gone) and to the log. */
-  record(agentId: string, { replicaId, type, message }: ReplicaEvent): void {
+  /** Told of each rollout step, as `record` sees it (rollout-phases.ts). */
+  onProgress(listener: (progress: RolloutProgress) => void): void {
+    this.progressListeners.push(listener);
+  }
+
+  /** Adds the event to its job's events (none once the job is gone) and to the log, and tells progress listeners when it is a rollout step. */
+  record(agentId: string, event: ReplicaEvent): void {
     const job = this.jobs.get(agentId);
     if (!job) return;
-    job.events.add({ at: this.clock.now(), replicaId, type, message });
+    const { replicaId, type, message } = event;
+    const at = this.clock.now();
+    job.events.add({ at, replicaId, type, message });
     this.logger.info({ agent_id: agentId, replica_id: replicaId, event: type }, message);
+    const progress = progressOf(job, event, at);
+    if (progress) for (const listener of this.progressListeners) listener(progress);
   }
 }

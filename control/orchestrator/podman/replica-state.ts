@@ -135,6 +135,20 @@ export function restarted(record: ReplicaRecord, now: Date): void {
   record.startedAt = now;
 }
 
+/** The image step of a version about to get replicas: `ready` when the image is here, otherwise a pull starts or runs. */
+export const imageStep = (spec: JobSpec, ready: boolean): ReplicaEvent => ({
+  replicaId: null,
+  type: 'pulling',
+  message: ready ? `image ${spec.image} is present` : `pulling image ${spec.image}`,
+});
+
+/** A new replica's container is being created. */
+export const creating = (record: ReplicaRecord): ReplicaEvent => ({
+  replicaId: record.id,
+  type: 'creating',
+  message: `creating container from ${record.spec.image}`,
+});
+
 /** A new replica's container runs. */
 export function launched(record: ReplicaRecord, now: Date): ReplicaEvent {
   restarted(record, now);

@@ -7,7 +7,22 @@ import type { AgentContainers, ContainerInfo } from './containers.js';
 import { ImagePulls } from './image-pulls.js';
 import { opens } from './isolation.js';
 import type { JobTable, PodmanJob } from './job-table.js';
-import { adoptedReplica, failed, fingerprint, isSettled, launched, newReplica, observe, plan, restarted, stopping, type ReplicaRecord, type Sighting } from './replica-state.js';
+import {
+  adoptedReplica,
+  creating,
+  failed,
+  fingerprint,
+  imageStep,
+  isSettled,
+  launched,
+  newReplica,
+  observe,
+  plan,
+  restarted,
+  stopping,
+  type ReplicaRecord,
+  type Sighting,
+} from './replica-state.js';
 import { LABEL } from './run-args.js';
 import type { PodmanSettings } from './settings.js';
 
@@ -104,6 +119,10 @@ export class Supervisor {
       // Image and network once per job, before the replicas start side by side. While the
       // image is being pulled the job waits with no replicas, and the queue moves on.
       const image = await this.pulls.state(job.spec.image);
+      if (job.imageReportedFor !== job.spec.version) {
+        job.imageReportedFor = job.spec.version;
+        this.parts.jobs.record(job.spec.agentId, imageStep(job.spec, image.ready));
+      }
       if (image.ready || image.error) {
         const prepared = image.error ?? (await this.parts.networks.ensure(job.spec.agentId).then(() => null, (error: unknown) => describe(error)));
         await Promise.all(Array.from({ length: next.launch }, () => this.launch(job, prepared)));
@@ -158,6 +177,7 @@ export class Supervisor {
     job.replicas.set(record.id, record);
     try {
       if (preparationError) throw new Error(preparationError);
+      this.parts.jobs.record(spec.agentId, creating(record));
       await this.parts.containers.run(record.id, spec);
       this.parts.jobs.record(spec.agentId, launched(record, this.parts.clock.now()));
     } catch (error) {

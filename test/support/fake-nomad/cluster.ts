@@ -84,6 +84,15 @@ export class FakeNomadState {
 
   register(job: Json, preserveCounts: boolean): StoredJob {
     const previous = this.jobs.get(job.ID);
+    // nomad/job_endpoint.go, `Job.Register`: a job whose spec did not change
+    // (structs.Job.SpecChanged, which ignores status, version and indexes; PreserveCounts is
+    // applied later, in the state store) is not written again: same version, no new
+    // deployment, only an evaluation. Otherwise nomad/state/state_store.go, `upsertJobImpl`,
+    // sets the version to the existing one + 1.
+    if (previous && !specChanged(previous.job, job)) {
+      this.reconcile(job.ID);
+      return previous;
+    }
     if (previous && preserveCounts) {
       for (const group of job.TaskGroups ?? []) {
         const old = (previous.job.TaskGroups ?? []).find((g: Json) => g.Name === group.Name);
@@ -224,7 +233,15 @@ export class FakeNomadState {
     for (;;) {
       if (alloc.stopRequested) return;
       let exitCode: number | null = null;
-      if (!(await imagePresent(image))) {
+      const present = await imagePresent(image);
+      // drivers/docker/driver.go, `createImage`: the image is pulled (and `pullImage` emits
+      // "Downloading image", which client/allocrunner/alloc_runner.go, `GetTaskEventHandler`,
+      // turns into a "Driver" task event with the annotations as Details) when its tag is
+      // "latest" or it is not on the client; here, a present one is "pulled" from nowhere.
+      if (!present || imageTag(image) === 'latest') {
+        this.event(alloc, task, { Type: 'Driver', DisplayMessage: 'Downloading image', DriverMessage: 'Downloading image', Details: { image } });
+      }
+      if (!present) {
         const message = `Failed to pull \`${image}\`: Error response from daemon: pull access denied for ${image.split(':')[0]}, repository does not exist or may require 'docker login'`;
         this.event(alloc, task, { Type: 'Driver Failure', DisplayMessage: message, DriverError: message });
       } else {
@@ -234,7 +251,6 @@ export class FakeNomadState {
           // Stopped (or the fake closed) while the container was being created: it must not outlive the fake.
           if (alloc.stopRequested || this.closed) return void (await removeTask(alloc.container));
         }
-        this.event(alloc, task, { Type: 'Driver', DisplayMessage: `Downloading image` });
         await startTask(alloc.container);
         this.setRunning(alloc, task);
         exitCode = await this.waitForExit(alloc);
@@ -465,6 +481,30 @@ export class FakeNomadState {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The fields structs.Job.SpecChanged copies from the existing job before comparing, so they never count as a change. */
+const NOT_SPEC = new Set(['Status', 'StatusDescription', 'Stable', 'Version', 'CreateIndex', 'ModifyIndex', 'JobModifyIndex', 'SubmitTime']);
+
+function specChanged(existing: Json, incoming: Json): boolean {
+  const spec = (job: Json) => canonical(Object.fromEntries(Object.entries({ Stop: false, ...job }).filter(([key]) => !NOT_SPEC.has(key))));
+  return spec(existing) !== spec(incoming);
+}
+
+/** JSON with object keys sorted, so two equal jobs compare equal whatever their key order (reflect.DeepEqual's sense). */
+function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value && typeof value === 'object') {
+    return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonical((value as Json)[key])}`).join(',')}}`;
+  }
+  return JSON.stringify(value ?? null);
+}
+
+/** The tag of an image reference, "latest" when it names none (a colon after the last slash). */
+function imageTag(image: string): string {
+  const name = image.split('@')[0]!;
+  const colon = name.lastIndexOf(':');
+  return colon > name.lastIndexOf('/') ? name.slice(colon + 1) : 'latest';
+}
 
 function waitOn(waiters: Set<() => void>, ms: number): Promise<void> {
   return new Promise((resolve) => {
