@@ -2,7 +2,8 @@
 // The agentctl command (cli/main.ts). In the repository it runs the TypeScript source
 // through tsx (a devDependency), so `npx agentctl` needs no build and is never stale;
 // where tsx is absent (npm install -g . without dev dependencies) it runs the JavaScript
-// that `npm run build:cli` compiles into dist/cli/ (the `prepare` script runs it).
+// that `npm run build:cli` compiles into dist/cli/. No script runs that build for you: run
+// it in the checkout before such an install, or the shim has nothing to run.
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 
