@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { command } from '../command.js';
-import { ApiRefused, UsageError } from '../errors.js';
+import { ApiRefused } from '../errors.js';
 import { postThroughEdge, readText } from '../edge-request.js';
 import { readEvents } from '../event-stream.js';
 import { resolveAgent } from '../resolve-agent.js';
@@ -28,6 +28,12 @@ async function refused(response: IncomingMessage): Promise<ApiRefused> {
   return new ApiRefused(response.statusCode ?? 0, `HTTP_${response.statusCode}`, text.trim().slice(0, 200) || 'no body');
 }
 
+/** The edge's 401 to a call without a key says only "Bearer": name the two ways to give one. */
+function withHint(refusal: ApiRefused, keyMissing: boolean): ApiRefused {
+  if (refusal.status !== 401 || !keyMissing) return refusal;
+  return new ApiRefused(refusal.status, refusal.code, `${refusal.message.replace(/\.?$/, '.')} The agent is private: pass --key agk_… or set AGENTCTL_ACCESS_KEY`);
+}
+
 export const invoke = command({
   command: 'invoke <agent> <input>',
   describe: "Call the agent through the edge (its url) and print its answer",
@@ -41,12 +47,12 @@ export const invoke = command({
   run: async (args, { api, settings, terminal, json }) => {
     const agent = await resolveAgent(api, args.agent);
     const key = args.key ?? settings.accessKey;
-    if (agent.access === 'private' && !key) throw new UsageError(`${agent.name} is private: pass --key agk_… or set AGENTCTL_ACCESS_KEY`);
     const headers: Record<string, string> = { accept: args.stream ? 'text/event-stream' : 'application/json' };
     if (key) headers.authorization = `Bearer ${key}`;
     const body = { input: args.input, ...(args.session ? { session_id: args.session } : {}) };
     const response = await postThroughEdge(agent.url, settings.edgeUrl, '/invoke', body, headers);
-    if ((response.statusCode ?? 0) >= 300) throw await refused(response);
+    // The edge, not this command, decides who may call (the agent may have been made private meanwhile).
+    if ((response.statusCode ?? 0) >= 300) throw withHint(await refused(response), agent.access === 'private' && !key);
 
     const streamed = String(response.headers['content-type'] ?? '').startsWith('text/event-stream');
     if (!streamed) {
