@@ -6,9 +6,11 @@ import { observedState } from '../domain/agent-status.js';
 import { jobSpecFor, type JobSettings } from '../domain/job-spec.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import type { AgentRow } from '../domain/agent.js';
+import type { JobStatus } from '../domain/job.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { EdgeSync } from './edge-sync.js';
 import type { AgentOperation, Step } from './fair-queue.js';
+import { KeyedSerial } from './keyed-serial.js';
 import { OrchestrationQueue } from './orchestration-queue.js';
 
 /**
@@ -23,8 +25,9 @@ import { OrchestrationQueue } from './orchestration-queue.js';
  */
 export class AgentRunner {
   /** Refreshes per agent run one after another, so an older observation never overwrites a newer one. */
-  private readonly refreshing = new Map<string, Promise<void>>();
+  private readonly refreshing: KeyedSerial;
   private readonly queue: OrchestrationQueue;
+  private readonly observers: ((agent: AgentRow, job: JobStatus | null) => Promise<void>)[] = [];
 
   constructor(
     private readonly db: Knex,
@@ -37,6 +40,7 @@ export class AgentRunner {
     /** ORCHESTRATOR_CONCURRENCY: orchestrator steps in flight at once, across all agents. */
     concurrency: number,
   ) {
+    this.refreshing = new KeyedSerial((agentId, error) => logger.warn({ err: error, agent_id: agentId }, 'could not record agent state'));
     orchestrator.onChange((agentId) => void this.refresh(agentId));
     this.queue = new OrchestrationQueue(concurrency, (step) => this.perform(step), logger.child({ component: 'orchestration-queue' }));
   }
@@ -79,16 +83,13 @@ export class AgentRunner {
     await Promise.all(agents.map((agent) => this.refresh(agent.id)));
   }
 
+  /** Called after each refresh with the agent as stored and its job's status (the deployment tracker decides a rollout's end from them). */
+  onObserved(observer: (agent: AgentRow, job: JobStatus | null) => Promise<void>): void {
+    this.observers.push(observer);
+  }
+
   refresh(agentId: string): Promise<void> {
-    const previous = this.refreshing.get(agentId) ?? Promise.resolve();
-    const next = previous.then(() => this.writeObserved(agentId)).catch((error) => {
-      this.logger.warn({ err: error, agent_id: agentId }, 'could not record agent state');
-    });
-    this.refreshing.set(agentId, next);
-    void next.finally(() => {
-      if (this.refreshing.get(agentId) === next) this.refreshing.delete(agentId);
-    });
-    return next;
+    return this.refreshing.run(agentId, () => this.writeObserved(agentId));
   }
 
   private async writeObserved(agentId: string): Promise<void> {
@@ -96,8 +97,11 @@ export class AgentRunner {
     const agents = repositoriesOn(this.db).agents;
     const agent = await agents.findAny(agentId);
     if (!agent) return;
-    const observed = observedState(agent.desired_replicas, await this.orchestrator.status(agentId), agent.status);
-    if (observed.status === agent.status && observed.replicas === agent.replicas && observed.error === agent.error) return;
-    await agents.setObserved(agentId, agent.version, observed, this.clock.now());
+    const job = await this.orchestrator.status(agentId);
+    const observed = observedState(agent.desired_replicas, job, agent.status);
+    if (observed.status !== agent.status || observed.replicas !== agent.replicas || observed.error !== agent.error) {
+      await agents.setObserved(agentId, agent.version, observed, this.clock.now());
+    }
+    for (const observer of this.observers) await observer(agent, job);
   }
 }

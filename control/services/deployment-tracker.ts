@@ -1,0 +1,87 @@
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { Clock } from '../../contract/clock.js';
+import type { AgentRow } from '../domain/agent.js';
+import type { DeploymentEventRow } from '../domain/deployment.js';
+import type { JobStatus, RolloutProgress } from '../domain/job.js';
+import { rolloutOutcome } from '../domain/rollout-outcome.js';
+import { inTransaction, repositoriesOn } from '../repositories/index.js';
+import type { EventNotifier } from './event-notifier.js';
+import { KeyedSerial } from './keyed-serial.js';
+
+/**
+ * Writes each rollout's history as it happens: the drivers' steps (Orchestrator.onProgress)
+ * become events of the in-progress deployment of their version, and after every refresh of
+ * an agent (AgentRunner.onObserved) the job's status decides whether that deployment
+ * succeeded or failed (domain/rollout-outcome.ts). A deployment ends once: its end and its
+ * last event are written in one transaction, and `finish` only changes one in progress, so a
+ * newer deploy that superseded it meanwhile wins. A restarted control API ends what was in
+ * progress at its first reconcile, which refreshes every agent.
+ */
+export class DeploymentTracker {
+  /** Per agent, so steps are written in the order the driver reported them, and the end after them. */
+  private readonly serial: KeyedSerial;
+
+  constructor(
+    private readonly db: Knex,
+    /** The driver's clock: the steps' times come from it too. */
+    private readonly clock: Clock,
+    private readonly notifier: EventNotifier,
+    private readonly logger: Logger,
+  ) {
+    this.serial = new KeyedSerial((agentId, error) => logger.warn({ err: error, agent_id: agentId }, 'could not record deployment progress'));
+  }
+
+  /** A driver's step; nothing when its version has no deployment in progress (a scale, a replica's restart later on). */
+  record(progress: RolloutProgress): void {
+    void this.serial.run(progress.agentId, () => this.append(progress));
+  }
+
+  /** Ends the deployment in progress of the agent's deployed version once its job says how it went. */
+  settle(agent: AgentRow, job: JobStatus | null): Promise<void> {
+    return this.serial.run(agent.id, () => this.conclude(agent, job));
+  }
+
+  private async append(progress: RolloutProgress): Promise<void> {
+    const deployments = repositoriesOn(this.db).deployments;
+    const deployment = await deployments.findByVersion(progress.agentId, progress.version);
+    if (deployment?.status !== 'in_progress') return;
+    if (progress.orchestratorVersion !== undefined && deployment.orchestrator_version !== progress.orchestratorVersion) {
+      await deployments.setOrchestratorVersion(deployment.id, progress.orchestratorVersion);
+    }
+    if (repeats(await deployments.eventsAfter(deployment.id, 0), progress)) return;
+    const { phase, replicaId, message, at } = progress;
+    await deployments.addEvent({ deployment_id: deployment.id, phase, replica_id: replicaId, message, at });
+    this.notifier.notify(deployment.id);
+  }
+
+  private async conclude(agent: AgentRow, job: JobStatus | null): Promise<void> {
+    if (agent.deployed_version === null) return;
+    const deployment = await repositoriesOn(this.db).deployments.findByVersion(agent.id, agent.deployed_version);
+    if (deployment?.status !== 'in_progress') return;
+    const outcome = rolloutOutcome(job, agent.desired_replicas, deployment.agent_version);
+    if (!outcome) return;
+    const now = this.clock.now();
+    const [error, message] = outcome.status === 'failed' ? [outcome.error, outcome.error] : [null, outcome.message];
+    const ended = await inTransaction(this.db, async (repos) => {
+      if (!(await repos.deployments.finish(deployment.id, outcome.status, error, now))) return false;
+      await repos.deployments.addEvent({ deployment_id: deployment.id, phase: outcome.status, replica_id: null, message, at: now });
+      return true;
+    });
+    if (!ended) return;
+    this.logger.info({ agent_id: agent.id, deployment_id: deployment.id, status: outcome.status }, message);
+    this.notifier.notify(deployment.id);
+  }
+}
+
+/**
+ * A replica's step is recorded once per deployment: a driver reports again what it sees
+ * after a restart of the control API, and a replica that restarts is routed again without
+ * being a new step of the rollout. A step of the whole job (no replica) is not recorded
+ * twice in a row.
+ */
+function repeats(events: DeploymentEventRow[], progress: RolloutProgress): boolean {
+  if (progress.replicaId !== null) return events.some((event) => event.replica_id === progress.replicaId && event.phase === progress.phase);
+  const last = events.at(-1);
+  return last !== undefined && last.replica_id === null && last.phase === progress.phase && last.message === progress.message;
+}
