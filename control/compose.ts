@@ -14,6 +14,7 @@ import { agentRoutes } from './http/routes/agents.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { authRoutes } from './http/routes/auth.js';
 import { deploymentRoutes } from './http/routes/deployments.js';
+import { deploymentEventRoutes } from './http/routes/deployment-events.js';
 import { lifecycleRoutes } from './http/routes/lifecycle.js';
 import { observabilityRoutes } from './http/routes/observability.js';
 import { openApiRoute } from './http/routes/openapi.js';
@@ -23,6 +24,9 @@ import { AgentRunner } from './services/agent-runner.js';
 import { DeploymentService } from './services/deployment-service.js';
 import { DeploymentHistoryService } from './services/deployment-history.js';
 import { DeploymentRecorder } from './services/deployment-recorder.js';
+import { DeploymentEventFeed } from './services/deployment-event-feed.js';
+import { DeploymentTracker } from './services/deployment-tracker.js';
+import { EventNotifier } from './services/event-notifier.js';
 import { ObservabilityService } from './services/observability-service.js';
 import { AccessKeyService } from './services/access-key-service.js';
 import { AgentService } from './services/agent-service.js';
@@ -90,11 +94,19 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const jobSettings = { runtimeImage: config.runtimeImage, urlOf: (slug: string) => agentUrl(slug, config.agentUrl) };
   const runner = orchestrator ? new AgentRunner(db, orchestrator, box, jobSettings, clock, logger, edge, config.orchestratorConcurrency) : undefined;
   const recorder = new DeploymentRecorder(clock, config.deploymentHistoryLimit);
+  // Rollouts' progress: the driver's steps and every refresh of an agent reach the tracker; event streams wait on the notifier.
+  const deploymentNotifier = new EventNotifier();
+  if (driver && runner) {
+    const tracker = new DeploymentTracker(db, driver.clock, deploymentNotifier, logger.child({ component: 'deployment-tracker' }));
+    driver.orchestrator.onProgress((progress) => tracker.record(progress));
+    runner.onObserved((agent, job) => tracker.settle(agent, job));
+  }
   return {
     edge,
     runner,
     deployments: new DeploymentService(db, clock, box, runner, presenter, recorder),
     deploymentHistory: new DeploymentHistoryService(db, presenter),
+    deploymentEvents: new DeploymentEventFeed(db, deploymentNotifier),
     observability: new ObservabilityService(db, orchestrator, clock),
     limiter,
     auth: new AuthService(db, clock, limiter, {
@@ -158,6 +170,7 @@ export function buildControl(deps: ControlDependencies): Control {
     ...agentRoutes(services.agents),
     ...lifecycleRoutes(services.deployments),
     ...deploymentRoutes(services.deploymentHistory, services.deployments),
+    ...deploymentEventRoutes(services.deploymentHistory, services.deploymentEvents),
     ...observabilityRoutes(services.observability),
     ...accessKeyRoutes(services.accessKeys),
     ...accountRoutes(services.usage, services.subscriptions),

@@ -29,7 +29,7 @@ export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], serverU
         Object.entries(route.responses).map(([status, response]) => [
           status,
           response.schema
-            ? { description: response.description, content: { 'application/json': { schema: collect(response.schema) } } }
+            ? { description: response.description, content: { [response.contentType ?? 'application/json']: { schema: collect(response.schema) } } }
             : { description: response.description },
         ]),
       ),

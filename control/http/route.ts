@@ -24,6 +24,8 @@ export interface RouteResult {
 export interface ResponseSpec {
   description: string;
   schema?: TSchema;
+  /** The body's media type when it is not JSON (a server-sent event stream: `text/event-stream`). */
+  contentType?: string;
 }
 
 /**

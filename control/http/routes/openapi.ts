@@ -1,6 +1,7 @@
 import { Agent, Deploy, LogEntry } from '../../schemas/agents.js';
 import { User } from '../../schemas/auth.js';
 import { Deployment } from '../../schemas/deployments.js';
+import { DeploymentProgress, DeploymentStreamEnd } from '../../schemas/deployment-events.js';
 import { AccessKey, ApiKey } from '../../schemas/keys.js';
 import { defineRoute, type RouteSpec } from '../route.js';
 import { buildOpenApi } from '../openapi.js';
@@ -14,7 +15,7 @@ export const openApiRoute = (documented: RouteSpec[], serverUrl: string) => {
     tag: 'Meta',
     auth: 'none',
     responses: { 200: { description: 'The OpenAPI 3.1 document of the control API' } },
-    handler: async () => ({ status: 200, body: (document ??= buildOpenApi([...documented, route], [User, Agent, Deploy, Deployment, LogEntry, AccessKey, ApiKey], serverUrl)) }),
+    handler: async () => ({ status: 200, body: (document ??= buildOpenApi([...documented, route], [User, Agent, Deploy, Deployment, DeploymentProgress, DeploymentStreamEnd, LogEntry, AccessKey, ApiKey], serverUrl)) }),
   });
   return route;
 };

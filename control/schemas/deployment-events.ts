@@ -1,0 +1,27 @@
+import { Type, type Static } from '@sinclair/typebox';
+import { DEPLOYMENT_STATUSES, ROLLOUT_PHASES } from '../domain/deployment.js';
+import { StringEnum, Timestamp } from './common.js';
+
+/** The data of an `event: progress` of a deployment's stream. */
+export const DeploymentProgress = Type.Object(
+  {
+    phase: StringEnum(ROLLOUT_PHASES),
+    replica_id: Type.Optional(Type.String({ description: 'the replica (podman container, Nomad allocation) the step is about; absent for a step of the whole job' })),
+    message: Type.String(),
+    at: Timestamp,
+  },
+  { $id: 'DeploymentProgress' },
+);
+export type DeploymentProgress = Static<typeof DeploymentProgress>;
+
+/** The data of the last event of a deployment's stream, `event: end`. */
+export const DeploymentStreamEnd = Type.Object({ status: StringEnum(DEPLOYMENT_STATUSES) }, { $id: 'DeploymentStreamEnd' });
+export type DeploymentStreamEnd = Static<typeof DeploymentStreamEnd>;
+
+/** What the stream's response body is, for the OpenAPI document: a text of events whose data are the two schemas above. */
+export const DeploymentEventStream = Type.String({
+  description:
+    'Server-sent events. Each step: `id: <event id>`, `event: progress`, `data: DeploymentProgress`; past steps are replayed first, ' +
+    'or those after `Last-Event-ID`. Last, always: `event: end`, `data: DeploymentStreamEnd` (after a `succeeded` or `failed` step, ' +
+    'or when the deployment ended without one: superseded, cancelled); then the server closes the stream. Comment lines keep it alive.',
+});
