@@ -98,7 +98,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const deploymentNotifier = new EventNotifier();
   if (driver && runner) {
     const tracker = new DeploymentTracker(db, driver.clock, deploymentNotifier, logger.child({ component: 'deployment-tracker' }));
-    driver.orchestrator.onProgress((progress) => tracker.record(progress));
+    driver.orchestrator.onProgress((progress) => void tracker.record(progress));
     runner.onObserved((agent, job) => tracker.settle(agent, job));
   }
   return {

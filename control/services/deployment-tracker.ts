@@ -32,9 +32,9 @@ export class DeploymentTracker {
     this.serial = new KeyedSerial((agentId, error) => logger.warn({ err: error, agent_id: agentId }, 'could not record deployment progress'));
   }
 
-  /** A driver's step; nothing when its version has no deployment in progress (a scale, a replica's restart later on). */
-  record(progress: RolloutProgress): void {
-    void this.serial.run(progress.agentId, () => this.append(progress));
+  /** A driver's step; nothing when its version has no deployment in progress (a scale, a replica's restart later on), or when it was recorded already. */
+  record(progress: RolloutProgress): Promise<void> {
+    return this.serial.run(progress.agentId, () => this.append(progress));
   }
 
   /** Ends the deployment in progress of the agent's deployed version once its job says how it went. */
@@ -75,13 +75,12 @@ export class DeploymentTracker {
 }
 
 /**
- * A replica's step is recorded once per deployment: a driver reports again what it sees
- * after a restart of the control API, and a replica that restarts is routed again without
- * being a new step of the rollout. A step of the whole job (no replica) is not recorded
- * twice in a row.
+ * Each step is recorded once per deployment: a replica's phase, or a step of the whole job
+ * (no replica) with its message. A driver reports again what it sees after a restart of the
+ * control API, and a replica that restarts is routed again without being a new step of the
+ * rollout; a new registration on Nomad says its new version, so it is a step of its own.
  */
 function repeats(events: DeploymentEventRow[], progress: RolloutProgress): boolean {
-  if (progress.replicaId !== null) return events.some((event) => event.replica_id === progress.replicaId && event.phase === progress.phase);
-  const last = events.at(-1);
-  return last !== undefined && last.replica_id === null && last.phase === progress.phase && last.message === progress.message;
+  return events.some((event) =>
+    event.phase === progress.phase && event.replica_id === progress.replicaId && (progress.replicaId !== null || event.message === progress.message));
 }
