@@ -1,40 +1,29 @@
 import type { Agent } from '../control/schemas/agents.js';
+import type { DeploymentProgress, DeploymentStreamEnd } from '../control/schemas/deployment-events.js';
 import type { Deployment, DeploymentList } from '../control/schemas/deployments.js';
 import type { ApiClient } from './api-client.js';
 import { ApiRefused, CliError, EXIT } from './errors.js';
 import type { Terminal } from './terminal.js';
 
-/**
- * The data of the deployment events stream's `progress` and `end` events (issue 15: GET
- * /agents/{id}/deployments/{deployment_id}/events). Typed here until control/schemas
- * documents the stream's events; only the fields read below.
- */
-interface ProgressData {
-  phase: string;
-  replica_id?: string | null;
-  message: string;
-}
-interface EndData {
-  status: string;
-}
-
 const POLL_MS = 1000;
 
 /**
  * `--wait`: follows the rollout of `agent` (the response of the change that started it)
- * until it ends, from the deployment's event stream where the API has one, else by polling
- * the agent's status. Returns normally when the deployment succeeded, or at `running` (or
- * `stopped` when it runs no replicas); throws exit 1 with the reason when the deployment
- * failed, or at `failed` or `crashed` with the agent's `error`. Progress goes to stderr,
- * so stdout keeps only the result.
+ * until it ends. Where the API keeps deployments, the newest one decides: its event stream
+ * is read to its `end` (progress on stderr, so stdout keeps only the result), or, where the
+ * API has no stream or the stream stops short, its status is polled; it returns when the
+ * deployment succeeded and throws exit 1 with the reason otherwise. Without deployments it
+ * polls the agent's status: `running` (or `stopped` with no replicas) returns, `failed` or
+ * `crashed` throws exit 1 with the agent's `error`.
  */
 export async function followRollout(api: ApiClient, agent: Agent, terminal: Terminal): Promise<void> {
   const deploymentId = await newestDeployment(api, agent.id);
-  const ended = deploymentId ? await followEvents(api, agent.id, deploymentId, terminal) : undefined;
-  if (ended === undefined) return pollStatus(api, agent.id, terminal);
-  if (ended === 'succeeded') return;
-  const deployment = await api.request<Deployment>('GET', `/agents/${agent.id}/deployments/${deploymentId}`);
-  throw new CliError(`deployment ${deployment.number} of ${agent.name} is ${deployment.status}: ${deployment.error ?? 'no reason given'}`, EXIT.refused);
+  if (!deploymentId) return pollAgent(api, agent.id, terminal);
+  const ended = (await followEvents(api, agent.id, deploymentId, terminal)) ?? (await pollDeployment(api, agent.id, deploymentId, terminal));
+  if (ended.status === 'succeeded') return;
+  // The deployment's error is its failed replica's; the agent's says the same where the deployment has none.
+  const current = await api.request<Agent>('GET', `/agents/${agent.id}`);
+  throw new CliError(`deployment ${ended.number} of ${current.name} is ${ended.status}: ${ended.error ?? current.error ?? 'no reason given'}`, EXIT.refused);
 }
 
 /** The newest deployment's id, or undefined where the API keeps no deployments (before issue 15). */
@@ -49,43 +38,66 @@ async function newestDeployment(api: ApiClient, agentId: string): Promise<string
   }
 }
 
-/** The deployment's status from the stream's `end` event; undefined when there is no stream or it stopped short. */
-async function followEvents(api: ApiClient, agentId: string, deploymentId: string, terminal: Terminal): Promise<string | undefined> {
+/** The deployment as it ended, after its stream's `end`; undefined when there is no stream or it stopped short. */
+async function followEvents(api: ApiClient, agentId: string, deploymentId: string, terminal: Terminal): Promise<Deployment | undefined> {
   const progress = progressLine(terminal);
   try {
     for await (const event of api.events(`/agents/${agentId}/deployments/${deploymentId}/events`)) {
       if (event.event === 'progress') {
-        const data = JSON.parse(event.data) as ProgressData;
+        const data = JSON.parse(event.data) as DeploymentProgress;
         progress(`${data.phase}${data.replica_id ? ` ${data.replica_id}` : ''}: ${data.message}`);
       } else if (event.event === 'end') {
-        const { status } = JSON.parse(event.data) as EndData;
+        const { status } = JSON.parse(event.data) as DeploymentStreamEnd;
         progress.done(`deployment ${status}`);
-        return status;
+        return await deploymentOf(api, agentId, deploymentId);
       }
     }
     progress.done('');
     return undefined;
   } catch (error) {
     progress.done('');
-    // An API with deployments but without their event stream: the status tells the end.
+    // An API with deployments but without their event stream: the deployment's status tells the end.
     if (error instanceof ApiRefused && error.status === 404) return undefined;
     throw error;
   }
 }
 
-async function pollStatus(api: ApiClient, agentId: string, terminal: Terminal): Promise<void> {
+const deploymentOf = (api: ApiClient, agentId: string, deploymentId: string) => api.request<Deployment>('GET', `/agents/${agentId}/deployments/${deploymentId}`);
+
+/**
+ * Polls the deployment until it is no longer in progress. Its status, not the agent's, says
+ * when a redeploy of a running agent is done: the agent is `running` all along on its old
+ * replicas, while the deployment succeeds only once the new version alone serves.
+ */
+async function pollDeployment(api: ApiClient, agentId: string, deploymentId: string, terminal: Terminal): Promise<Deployment> {
+  return poll<Deployment>(terminal, async () => {
+    const deployment = await deploymentOf(api, agentId, deploymentId);
+    if (deployment.status === 'in_progress') return { waiting: `deployment ${deployment.number} in progress` };
+    return { ended: deployment, line: `deployment ${deployment.number} ${deployment.status}` };
+  });
+}
+
+async function pollAgent(api: ApiClient, agentId: string, terminal: Terminal): Promise<void> {
+  const agent = await poll<Agent>(terminal, async () => {
+    const current = await api.request<Agent>('GET', `/agents/${agentId}`);
+    const ended = ['running', 'stopped', 'failed', 'crashed'].includes(current.status);
+    return ended ? { ended: current, line: `${current.name} is ${current.status} (${current.replicas} replicas)` } : { waiting: current.status };
+  });
+  if (agent.status === 'failed' || agent.status === 'crashed') throw new CliError(`${agent.name} is ${agent.status}: ${agent.error ?? 'no reason given'}`, EXIT.refused);
+}
+
+type Look<T> = { waiting: string } | { ended: T; line: string };
+
+/** Looks every POLL_MS until `look` sees an end, showing what it waits on (with a spinner on a terminal). */
+async function poll<T>(terminal: Terminal, look: () => Promise<Look<T>>): Promise<T> {
   const progress = progressLine(terminal);
   for (let tick = 0; ; tick++) {
-    const agent = await api.request<Agent>('GET', `/agents/${agentId}`);
-    if (agent.status === 'running' || agent.status === 'stopped') {
-      progress.done(`${agent.name} is ${agent.status} (${agent.replicas} replicas)`);
-      return;
+    const seen = await look();
+    if ('ended' in seen) {
+      progress.done(seen.line);
+      return seen.ended;
     }
-    if (agent.status === 'failed' || agent.status === 'crashed') {
-      progress.done('');
-      throw new CliError(`${agent.name} is ${agent.status}: ${agent.error ?? 'no reason given'}`, EXIT.refused);
-    }
-    progress(`${agent.status}${terminal.isTty ? ` ${'|/-\\'[tick % 4]}` : ''}`);
+    progress(`${seen.waiting}${terminal.isTty ? ` ${'|/-\\'[tick % 4]}` : ''}`);
     await new Promise((resolve) => setTimeout(resolve, POLL_MS));
   }
 }

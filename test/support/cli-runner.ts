@@ -56,19 +56,38 @@ export class CliUser {
   }
 }
 
+/** A running command's stdout as it grows, for a test that acts between two things it prints. */
+export function watchOutput(child: ChildProcess) {
+  let stdout = '';
+  let stderr = '';
+  let ended: number | null | undefined;
+  const waiters = new Set<() => void>();
+  const wake = () => waiters.forEach((waiter) => waiter());
+  child.stdout!.on('data', (chunk: Buffer) => ((stdout += chunk), wake()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk));
+  child.on('close', (code) => ((ended = code), wake()));
+  return {
+    /** Resolves with all stdout so far once it matches `pattern`; rejects if the command ends first. */
+    until(pattern: RegExp): Promise<string> {
+      return new Promise((done, fail) => {
+        const check = () => {
+          if (pattern.test(stdout)) return waiters.delete(check), done(stdout);
+          if (ended !== undefined) return waiters.delete(check), fail(new Error(`ended (${ended}) before ${pattern}: ${stdout} ${stderr}`));
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    stop: () => child.kill('SIGINT'),
+  };
+}
+
 /** Collects a running command's stdout until `until` matches it, then stops the command. */
-export function readUntil(child: ChildProcess, until: RegExp): Promise<string> {
-  return new Promise((done, fail) => {
-    let stdout = '';
-    let stderr = '';
-    child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk));
-    child.stdout!.on('data', (chunk: Buffer) => {
-      stdout += chunk;
-      if (until.test(stdout)) {
-        child.kill('SIGINT');
-        done(stdout);
-      }
-    });
-    child.on('close', (code) => fail(new Error(`ended (${code}) before ${until}: ${stdout} ${stderr}`)));
-  });
+export async function readUntil(child: ChildProcess, until: RegExp): Promise<string> {
+  const output = watchOutput(child);
+  try {
+    return await output.until(until);
+  } finally {
+    output.stop();
+  }
 }

@@ -1,0 +1,36 @@
+import { pino } from 'pino';
+import { systemClock } from '../../contract/clock.js';
+import { loadAuthzConfig } from '../../authz/config.js';
+import { startAuthz } from '../../authz/server.js';
+import { connectRedis } from '../../control/redis.js';
+import { startLocalEdge } from '../../envoy/local-edge/server.js';
+import type { TestControl } from './control-harness.js';
+
+export interface LocalEdgeStack {
+  /** Where callers connect; the agent's hostname goes in Host. */
+  url: string;
+  close(): Promise<void>;
+}
+
+/**
+ * The edge in front of a test control's agents, as production pairs them: authz reads the
+ * control's projection with the control's REDIS_KEY_PREFIX (and connects as authz/main.ts
+ * does), and the local edge obeys authz.
+ */
+export async function startLocalEdgeStack(control: TestControl): Promise<LocalEdgeStack> {
+  const config = loadAuthzConfig({
+    REDIS_URL: process.env.TEST_REDIS_URL, REDIS_KEY_PREFIX: control.config.redisKeyPrefix,
+    AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: control.config.agentUrl.domain,
+  });
+  const redis = connectRedis(config.redisUrl, config.redisKeyPrefix);
+  const authz = await startAuthz(config, { redis, clock: systemClock, logger: pino({ level: 'silent' }) });
+  const edge = await startLocalEdge({ port: 0, authzAddress: authz.grpcAddress });
+  return {
+    url: `http://127.0.0.1:${edge.port}`,
+    async close() {
+      await edge.close();
+      await authz.close();
+      redis.disconnect();
+    },
+  };
+}
