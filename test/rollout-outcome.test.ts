@@ -20,6 +20,14 @@ describe('rollout outcome (control/domain/rollout-outcome.ts)', () => {
     assert.equal(rolloutOutcome(job(4, replica('n1', 4, 'running'), replica('n2', 4, 'running'), replica('n3', 4, 'stopping')), 2, 4), null, 'a surplus replica still stopping');
   });
 
+  it('succeeds for an auto-scaled agent at any count within its bounds (the Nomad Autoscaler keeps its own count)', () => {
+    const three = job(4, replica('n1', 4, 'running'), replica('n2', 4, 'running'), replica('n3', 4, 'running'));
+    assert.deepEqual(rolloutOutcome(three, { min: 1, max: 5 }, 4), { status: 'succeeded', message: '3 replica(s) of version 4 running; no older replica left' });
+    assert.equal(rolloutOutcome(three, { min: 1, max: 2 }, 4), null, 'above the bounds: still scaling in');
+    assert.equal(rolloutOutcome(job(4, replica('o1', 3, 'running'), replica('n1', 4, 'running')), { min: 1, max: 5 }, 4), null, 'an older replica remains');
+    assert.equal(rolloutOutcome(job(4, replica('n1', 4, 'starting')), { min: 1, max: 5 }, 4), null, 'not running yet');
+  });
+
   it('fails when a replica of the new version could not start or used up its restarts, while the old ones serve', () => {
     const crashed = job(4, replica('o1', 3, 'running'), replica('n1', 4, 'crashed', 'exited with code 3; restarted 2 times'));
     assert.deepEqual(rolloutOutcome(crashed, 1, 4), { status: 'failed', error: 'exited with code 3; restarted 2 times' });

@@ -59,7 +59,8 @@ export class DeploymentTracker {
     if (agent.deployed_version === null) return;
     const deployment = await repositoriesOn(this.db).deployments.findByVersion(agent.id, agent.deployed_version);
     if (deployment?.status !== 'in_progress') return;
-    const outcome = rolloutOutcome(job, agent.desired_replicas, deployment.agent_version);
+    const target = agent.deploy.auto_scale ? { min: agent.deploy.min_replicas, max: agent.deploy.max_replicas } : agent.desired_replicas;
+    const outcome = rolloutOutcome(job, target, deployment.agent_version);
     if (!outcome) return;
     const now = this.clock.now();
     const [error, message] = outcome.status === 'failed' ? [outcome.error, outcome.error] : [null, outcome.message];
