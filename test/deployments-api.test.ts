@@ -96,6 +96,18 @@ describe('deployments: history and rollback through the API', () => {
       assert.equal(older.error, null);
     });
 
+    it('cancels a rollout still in progress when the agent is scaled to 0, and only then', async () => {
+      const { token } = await control.signUp();
+      const agent = await createAgent(control, token, { deploy: { replicas: 2 } });
+      expectStatus(await control.request('POST', `/agents/${agent.id}/scale`, { token, body: { direction: 'down', count: 1 } }), 200);
+      assert.equal((await history(token, agent.id)).deployments[0].status, 'in_progress', 'a scale to 1 leaves the rollout going');
+      expectStatus(await control.request('POST', `/agents/${agent.id}/scale`, { token, body: { direction: 'down', count: 1 } }), 200);
+      const [cancelled] = (await history(token, agent.id)).deployments;
+      assert.equal(cancelled.status, 'cancelled');
+      assert.equal(cancelled.error, 'scaled to 0 replicas before the rollout finished');
+      assert.equal(cancelled.finished_at, control.clock.now().toISOString());
+    });
+
     it('ends a deployment to 0 replicas succeeded at once: nothing rolls out', async () => {
       const { token } = await control.signUp();
       const agent = await createAgent(control, token, { deploy: { replicas: 1 } });

@@ -51,6 +51,14 @@ export class DeploymentRecorder {
     return settled;
   }
 
+  /**
+   * A scale to 0 replicas while a rollout goes on stops it: nothing of its version will
+   * run, so its deployment ends `cancelled` rather than staying in progress for ever.
+   */
+  async cancelInProgress(repos: Repositories, agentId: string, reason: string): Promise<void> {
+    for (const deployment of await repos.deployments.inProgress(agentId)) await repos.deployments.finish(deployment.id, 'cancelled', reason, this.clock.now());
+  }
+
   /** At 0 replicas nothing rolls out and nothing can fail a health check: the deployment is done as recorded. */
   private async finishEmpty(repos: Repositories, deployment: DeploymentRow, now: Date): Promise<DeploymentRow> {
     const finished = await repos.deployments.finish(deployment.id, 'succeeded', null, now);

@@ -155,6 +155,7 @@ export class DeploymentService {
   }
 
   private async setReplicas(repos: Repositories, agent: AgentRow, target: number): Promise<AgentRow> {
+    if (target === 0) await this.recorder.cancelInProgress(repos, agent.id, 'scaled to 0 replicas before the rollout finished');
     return (await repos.agents.update(agent.account_id, agent.id, {
       deploy: { ...agent.deploy, replicas: target },
       desired_replicas: target,
