@@ -17,6 +17,8 @@ const CONTROL_LAYERS = [
   { name: 'schemas', path: '^control/schemas/' },
   { name: 'services', path: '^control/(services|billing)/' },
   { name: 'http', path: '^control/http/' },
+  // Prometheus families fed by the observers the layers below offer; prom-client stays out of those layers.
+  { name: 'metrics', path: '^control/metrics/' },
   { name: 'composition', path: '^control/(compose|main|admin|admin-command)\\.ts$' },
 ];
 

@@ -45,6 +45,9 @@ import { UsageFlusher } from './services/usage-flusher.js';
 import { exclusivePass, LOOP_LOCKS } from './services/exclusive-pass.js';
 import type { PassObserver } from './services/periodic-pass.js';
 import { pingDatabase } from './db/database.js';
+import { createControlMetrics, type ControlMetrics } from './metrics/control-metrics.js';
+import { instrumentOrchestrator } from './orchestrator/instrumented.js';
+import { repositoriesOn } from './repositories/index.js';
 
 export interface ControlDependencies {
   config: Config;
@@ -67,6 +70,8 @@ export interface Control {
   services: Services;
   /** Built, not started: control/main.ts starts them before it serves. */
   loops: BackgroundLoops;
+  /** Fed by the app, the loops and the driver; control/main.ts serves it on CONTROL_METRICS_PORT. */
+  metrics: ControlMetrics;
 }
 
 /** The loops that keep the platform in step without any API call, in the order they start. */
@@ -162,7 +167,9 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
   };
 }
 
-export function buildControl(deps: ControlDependencies): Control {
+export function buildControl(given: ControlDependencies): Control {
+  const metrics = createControlMetrics({ countAgentsByStatus: () => repositoriesOn(given.db).agents.countByStatus() });
+  const deps = withMetrics(given, metrics);
   const services = buildServices(deps);
   const routes = [
     ...authRoutes(services.auth),
@@ -186,6 +193,20 @@ export function buildControl(deps: ControlDependencies): Control {
     ),
     logger: deps.logger,
     trustProxy: deps.config.trustProxy,
+    onRequest: metrics.onRequest,
   });
-  return { app, services, loops: buildLoops(deps, services) };
+  return { app, services, loops: buildLoops(deps, services), metrics };
+}
+
+/** The same dependencies with every loop pass and every driver call reported to `metrics` as well. */
+function withMetrics(deps: ControlDependencies, metrics: ControlMetrics): ControlDependencies {
+  const { driver, onPass } = deps;
+  return {
+    ...deps,
+    driver: driver && { ...driver, orchestrator: instrumentOrchestrator(driver.orchestrator, metrics.onOrchestratorCall) },
+    onPass: (pass) => {
+      metrics.onPass(pass);
+      onPass?.(pass);
+    },
+  };
 }

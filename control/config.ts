@@ -12,6 +12,8 @@ import { keyPrefixProblem } from '../contract/key-prefix.js';
 export interface Config {
   readonly host: string;
   readonly port: number;
+  /** Prometheus metrics (GET /metrics) on the control host, apart from the API port. */
+  readonly metricsPort: number;
   readonly databaseUrl: string;
   /** Postgres cancels a statement of the control API that runs longer (a lock wait or a runaway plan); migrations are exempt. */
   readonly databaseStatementTimeoutMs: number;
@@ -89,6 +91,7 @@ export function loadConfig(env: Env): Config {
   const config: Config = {
     host: read.string('CONTROL_HOST', '127.0.0.1'),
     port: read.port('CONTROL_PORT', 7070),
+    metricsPort: read.port('CONTROL_METRICS_PORT', 7072),
     databaseUrl: read.url('DATABASE_URL', ['postgres:', 'postgresql:']),
     databaseStatementTimeoutMs: read.integer('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
     redisUrl: read.url('REDIS_URL', ['redis:', 'rediss:']),
@@ -132,6 +135,9 @@ export function loadConfig(env: Env): Config {
 
   const prefixProblem = keyPrefixProblem('REDIS_KEY_PREFIX', config.redisKeyPrefix);
   if (prefixProblem) read.report(prefixProblem);
+  if (config.metricsPort !== 0 && config.metricsPort === config.port) {
+    read.report('CONTROL_METRICS_PORT: must differ from CONTROL_PORT (both listen on CONTROL_HOST)');
+  }
   // Node refuses a headersTimeout longer than requestTimeout.
   if (config.clientLimits.headersTimeoutMs > config.clientLimits.requestTimeoutMs) {
     read.report('CONTROL_HEADERS_TIMEOUT_MS: must not exceed CONTROL_REQUEST_TIMEOUT_MS (the headers are part of the request)');

@@ -7,6 +7,7 @@ import { createLogger } from './logger.js';
 import { createOrchestrator } from './orchestrator/create.js';
 import { connectRedis } from './redis.js';
 import { createLimitedServer } from './http/client-limits.js';
+import { startMetricsServer } from './metrics/server.js';
 
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
@@ -15,7 +16,10 @@ async function main(): Promise<void> {
   await migrate(db);
   const redis = connectRedis(config.redisUrl, config.redisKeyPrefix);
   const driver = createOrchestrator(config, systemClock, logger);
-  const { app, services, loops } = buildControl({ config, db, redis, clock: systemClock, logger, driver });
+  const { app, services, loops, metrics } = buildControl({ config, db, redis, clock: systemClock, logger, driver });
+  // Up before the first reconcile, so a slow start shows in its metrics.
+  const metricsServer = await startMetricsServer(metrics.registry, config.metricsPort, config.host);
+  logger.info({ url: `http://${config.host}:${metricsServer.port}/metrics` }, 'control metrics listening');
   // Adopt what runs and restart what is missing before taking requests.
   await loops.start();
 
@@ -38,7 +42,7 @@ async function main(): Promise<void> {
     // Steps in flight finish; queued ones are dropped, as Postgres holds them and the next start reconciles.
     await services.runner?.close();
     await driver.orchestrator.close();
-    await Promise.allSettled([db.destroy(), redis.quit()]);
+    await Promise.allSettled([db.destroy(), redis.quit(), metricsServer.close()]);
     process.exit(0);
   };
   process.on('SIGTERM', () => void stop('SIGTERM'));

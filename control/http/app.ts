@@ -9,6 +9,7 @@ import { mountProbes, PROBE_PATHS } from './health.js';
 import { parseIfMatch } from './if-match.js';
 import { readJsonBody } from './json-body.js';
 import { requestLog } from './request-log.js';
+import { requestObserver, type RequestObserver } from './request-observer.js';
 import type { RouteSpec } from './route.js';
 import { assertStorable, assertStorableParams } from './storable-text.js';
 import { compileValidator } from './validation.js';
@@ -21,6 +22,8 @@ export interface AppDependencies {
   checkReadiness: () => Promise<Readiness>;
   logger: Logger;
   trustProxy: boolean;
+  /** Told of every answered request (metrics: control/metrics/). */
+  onRequest?: RequestObserver;
 }
 
 export const API_PREFIX = '/v1';
@@ -30,6 +33,7 @@ export function createApp(deps: AppDependencies): Koa {
   // Koa's own error printing would bypass our logger; every error is rendered by errorMiddleware.
   app.silent = true;
   app.use(requestLog(deps.logger, PROBE_PATHS));
+  if (deps.onRequest) app.use(requestObserver(deps.onRequest));
   app.use(errorMiddleware(deps.logger));
 
   const router = new Router();

@@ -112,6 +112,12 @@ export class AgentRepository {
     await this.db('agents').where({ id, version }).update({ ...observed, updated_at: now });
   }
 
+  /** How many agents of every account are in each status (statuses with none are absent). */
+  async countByStatus(): Promise<Map<string, number>> {
+    const rows: { status: string; count: number }[] = await this.db('agents').select('status').count({ count: '*' }).groupBy('status');
+    return new Map(rows.map((row) => [row.status, Number(row.count)]));
+  }
+
   /** What runs now (current replicas) across the account's agents. */
   async running(accountId: string): Promise<AccountFootprint> {
     const row = await this.db('agents')
