@@ -7,7 +7,8 @@ import { startAuthz } from './server.js';
 /**
  * authz as a process: Envoy's ext_authz service on AUTHZ_HOST:AUTHZ_GRPC_PORT (gRPC,
  * insecure HTTP/2: Envoy reaches it on the same host) and, on AUTHZ_METRICS_PORT,
- * Prometheus metrics (/metrics) and the probes /livez and /readyz (authz/ops-server.ts).
+ * Prometheus metrics (/metrics: authz's families and the process's) and the probes /livez,
+ * /readyz and /healthz (authz/ops-server.ts).
  */
 const config = loadAuthzConfig(process.env);
 const logger = pino({ name: 'authz', redact: { paths: ['*.authorization', 'headers.authorization'], censor: '[redacted]' } });

@@ -1,4 +1,5 @@
 import { Counter, Histogram, Registry } from 'prom-client';
+import { processMetrics } from '../contract/process-metrics.js';
 import type { Outcome } from './decision.js';
 
 /** The metric label of each outcome. `error` is Redis failing, which the caller sees as a 503. */
@@ -14,6 +15,7 @@ const OUTCOME_LABELS: Record<Outcome, string> = {
 };
 
 export interface AuthzMetrics {
+  /** What GET /metrics serves: authz's families and the process's (CPU, heap, event-loop lag). */
   readonly registry: Registry;
   recordCheck(outcome: Outcome, seconds: number): void;
   recordRedisError(): void;
@@ -42,7 +44,7 @@ export function createAuthzMetrics(): AuthzMetrics {
   });
   for (const label of Object.values(OUTCOME_LABELS)) checks.labels(label).inc(0);
   return {
-    registry,
+    registry: Registry.merge([registry, processMetrics()]),
     recordCheck(outcome, seconds) {
       checks.labels(OUTCOME_LABELS[outcome]).inc();
       latency.observe(seconds);

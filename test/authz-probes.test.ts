@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
 import { systemClock } from '../contract/clock.js';
 import { freePort } from '../scripts/lib/local-services.js';
+import { parseSamples, sampleValue } from './support/prometheus-text.js';
 import { connectTestRedis, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
 
 /**
@@ -15,7 +16,7 @@ async function getJson(url: string): Promise<{ status: number; body: any }> {
   return { status: response.status, body: await response.json() };
 }
 
-describe('authz probes: /livez and /readyz on the metrics port', function () {
+describe('authz probes: /livez, /readyz, /healthz and /metrics on the metrics port', function () {
   const domain = uniqueAgentDomain('authz-probes');
 
   describe('with Redis answering', function () {
@@ -38,6 +39,16 @@ describe('authz probes: /livez and /readyz on the metrics port', function () {
       assert.deepEqual(await getJson(`${root}/readyz`), ready);
       assert.deepEqual(await getJson(`${root}/healthz`), ready);
       assert.deepEqual(await running.client.healthCheck(), { status: 'SERVING' });
+    });
+
+    it("serves authz's families and the default process metrics (CPU, heap, event-loop lag) on /metrics", async () => {
+      const response = await fetch(`${root}/metrics`);
+      assert.equal(response.status, 200);
+      const samples = parseSamples(await response.text());
+      assert.equal(sampleValue(samples, 'authz_checks_total', { outcome: 'allowed' }), 0);
+      assert.ok(sampleValue(samples, 'process_cpu_user_seconds_total')! > 0);
+      assert.ok(sampleValue(samples, 'nodejs_heap_size_used_bytes')! > 0);
+      assert.ok(sampleValue(samples, 'nodejs_eventloop_lag_seconds')! >= 0);
     });
 
     it('still serves /metrics, answers 404 elsewhere and 405 to other methods', async () => {

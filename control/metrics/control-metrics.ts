@@ -1,4 +1,5 @@
 import { Registry } from 'prom-client';
+import { processMetrics } from '../../contract/process-metrics.js';
 import type { RequestObserver } from '../http/request-observer.js';
 import type { OrchestratorCallObserver } from '../orchestrator/instrumented.js';
 import type { PassObserver } from '../services/periodic-pass.js';
@@ -6,7 +7,6 @@ import { agentMetrics } from './agent-metrics.js';
 import { httpMetrics } from './http-metrics.js';
 import { loopMetrics } from './loop-metrics.js';
 import { orchestratorMetrics } from './orchestrator-metrics.js';
-import { processMetrics } from './process-metrics.js';
 
 /** The control API's Prometheus families, fed through the observers the lower layers offer. */
 export interface ControlMetrics {
