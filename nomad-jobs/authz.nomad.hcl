@@ -105,6 +105,10 @@ job "platform-authz" {
       port     = "metrics"
       tags     = ["platform", "prometheus"]
 
+      meta {
+        metrics_path = "/metrics"
+      }
+
       # Liveness: GET /livez never asks Redis; it fails only when the process cannot
       # answer at all (a wedged event loop), which a restart does cure.
       check {

@@ -58,6 +58,8 @@ job "platform-control" {
     # the node's loopback. The control API listens on this dynamic port of the node.
     network {
       port "http" {}
+      # Prometheus metrics (GET /metrics), on the same address as the API.
+      port "metrics" {}
     }
 
     # Rolling, one copy at a time, health-gated: the other copy serves meanwhile.
@@ -115,6 +117,20 @@ job "platform-control" {
       }
     }
 
+    # For a Prometheus consul_sd_configs job: services tagged "prometheus", scraped at the
+    # path in their metrics_path meta (docs/operations/metrics.md has the scrape config).
+    # No check of its own: the API's /livez above restarts a wedged process.
+    service {
+      name     = "platform-control-metrics"
+      provider = "consul"
+      port     = "metrics"
+      tags     = ["platform", "prometheus"]
+
+      meta {
+        metrics_path = "/metrics"
+      }
+    }
+
     task "control" {
       driver = "docker"
 
@@ -136,6 +152,7 @@ job "platform-control" {
         ORCHESTRATOR     = "nomad"
         CONTROL_HOST     = "${NOMAD_IP_http}"
         CONTROL_PORT     = "${NOMAD_PORT_http}"
+        CONTROL_METRICS_PORT = "${NOMAD_PORT_metrics}"
         # The node's own agents, on loopback: Nomad's and Consul's defaults. The control API
         # checks at start that Consul answers here and logs how to fix it if not.
         NOMAD_ADDR       = "http://127.0.0.1:4646"

@@ -38,6 +38,11 @@ job "platform-edge" {
       port "edge" {
         static = 7080
       }
+      # Envoy's stats for Prometheus: envoy.yaml's prometheus_stats listener, which passes
+      # GET /stats/prometheus to the admin listener (127.0.0.1:9901) and nothing else.
+      port "stats" {
+        static = 9902
+      }
     }
 
     # One edge node at a time, 30 s apart, so the load balancer always has the others.
@@ -68,6 +73,26 @@ job "platform-edge" {
         name     = "edge listener"
         type     = "tcp"
         interval = "10s"
+        timeout  = "2s"
+      }
+    }
+
+    # For a Prometheus consul_sd_configs job: services tagged "prometheus", scraped at the
+    # path in their metrics_path meta (docs/operations/metrics.md has the scrape config).
+    service {
+      name     = "platform-edge-metrics"
+      provider = "consul"
+      port     = "stats"
+      tags     = ["platform", "prometheus"]
+
+      meta {
+        metrics_path = "/stats/prometheus"
+      }
+
+      check {
+        name     = "edge stats listener"
+        type     = "tcp"
+        interval = "30s"
         timeout  = "2s"
       }
     }
@@ -306,6 +331,45 @@ static_resources:
                     typed_config:
                       "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
 
+    # Prometheus scrapes Envoy's own stats here (Consul service platform-edge-metrics in
+    # nomad-jobs/envoy.nomad.hcl). Only GET /stats/prometheus goes through, to the admin
+    # listener, which stays on 127.0.0.1: it can also drain listeners, change log levels
+    # and quit Envoy. A listener of its own proxying to the admin cluster is the way Envoy's
+    # maintainers point to (envoyproxy/envoy issue 2182). Edge nodes face the internet:
+    # firewall 9902 to the Prometheus network (docs/operations/metrics.md).
+    - name: prometheus_stats
+      address:
+        socket_address: { address: 0.0.0.0, port_value: 9902 }
+      filter_chains:
+        - filters:
+            - name: envoy.filters.network.http_connection_manager
+              typed_config:
+                "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+                stat_prefix: prometheus_stats
+                codec_type: AUTO
+                request_headers_timeout: 10s
+                route_config:
+                  name: prometheus_stats
+                  virtual_hosts:
+                    - name: stats
+                      domains: ["*"]
+                      routes:
+                        - match:
+                            path: /stats/prometheus
+                            headers:
+                              - name: ":method"
+                                string_match: { exact: GET }
+                          route: { cluster: envoy_admin, timeout: 10s }
+                        # Every other admin endpoint stays off the network.
+                        - match: { prefix: "/" }
+                          direct_response:
+                            status: 404
+                            body: { inline_string: "not found\n" }
+                http_filters:
+                  - name: envoy.filters.http.router
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+
   clusters:
     # Every agent replica, whatever agent it belongs to. ORIGINAL_DST makes the host per
     # request from ext_authz's dynamic metadata: namespace envoy.filters.http.ext_authz,
@@ -385,6 +449,18 @@ static_resources:
           unhealthy_threshold: 2
           healthy_threshold: 1
           grpc_health_check: {}
+
+    # Envoy's admin listener, for the prometheus_stats listener above only.
+    - name: envoy_admin
+      type: STATIC
+      connect_timeout: 0.25s
+      load_assignment:
+        cluster_name: envoy_admin
+        endpoints:
+          - lb_endpoints:
+              - endpoint:
+                  address:
+                    socket_address: { address: 127.0.0.1, port_value: 9901 }
 EOT
       }
 

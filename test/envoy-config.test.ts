@@ -136,6 +136,30 @@ describe('envoy/envoy.yaml', function () {
       assert.deepEqual(edge(config).listener.address.socket_address, { address: '0.0.0.0', port_value: 7080 });
     });
 
+    it("lets Prometheus reach only GET /stats/prometheus of the admin, through a listener of its own on 0.0.0.0:9902", function () {
+      const listener = (config.static_resources.listeners as Node[]).find((l) => l.name === 'prometheus_stats');
+      assert.ok(listener, 'listener prometheus_stats');
+      assert.deepEqual(listener.address.socket_address, { address: '0.0.0.0', port_value: 9902 });
+      const hcm = listener.filter_chains[0].filters[0].typed_config;
+      assert.deepEqual(hcm.http_filters.map((f: Node) => f.name), ['envoy.filters.http.router']);
+      const hosts = hcm.route_config.virtual_hosts as Node[];
+      assert.equal(hosts.length, 1);
+      const [stats, rest, ...more] = hosts[0]!.routes as Node[];
+      assert.equal(more.length, 0);
+      // An exact path (no prefix: /stats/prometheus/../quitquitquit must not match) and GET only.
+      assert.deepEqual(stats!.match, { path: '/stats/prometheus', headers: [{ name: ':method', string_match: { exact: 'GET' } }] });
+      assert.equal(stats!.route.cluster, 'envoy_admin');
+      assert.equal(stats!.route.prefix_rewrite, undefined);
+      assert.deepEqual(rest!.match, { prefix: '/' });
+      assert.equal(rest!.direct_response.status, 404);
+      // The admin cluster is the admin listener itself, on loopback.
+      const admin = cluster(config, 'envoy_admin');
+      assert.deepEqual(admin.load_assignment.endpoints[0].lb_endpoints.map((e: Node) => e.endpoint.address.socket_address), [config.admin.address.socket_address]);
+      // No other listener or route reaches the admin cluster.
+      const clustersRouted = JSON.stringify(config.static_resources.listeners).match(/"cluster":"envoy_admin"/g) ?? [];
+      assert.equal(clustersRouted.length, 1);
+    });
+
     it('takes the client address from the TCP peer by default', function () {
       const { hcm } = edge(config);
       assert.equal(hcm.use_remote_address, true);

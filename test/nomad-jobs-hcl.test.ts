@@ -5,12 +5,14 @@ import type { AddressInfo } from 'node:net';
 import { parse as parseHcl } from '@cdktf/hcl2json';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
+import { Registry } from 'prom-client';
 import { parse as parseYaml } from 'yaml';
 import { loadAuthzConfig } from '../authz/config.js';
 import { systemClock } from '../contract/clock.js';
 import { loadConfig } from '../control/config.js';
 import { ConfigError } from '../control/settings-reader.js';
 import { createApp } from '../control/http/app.js';
+import { startMetricsServer } from '../control/metrics/server.js';
 import { loadEnvoyRoot } from '../proto/load.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { connectTestRedis, startTestAuthz } from './support/edge-authz.js';
@@ -337,6 +339,57 @@ describe('nomad-jobs/*.hcl', function () {
       assert.ok(template.includes('timeout: 0.25s'));
       const drifted = parseYaml(renderEnvoyTemplate(template.replace('timeout: 0.25s', 'timeout: 0.5s'), AUTHZ_INSTANCES));
       assert.notDeepStrictEqual(drifted, envoyYamlWithAuthz(AUTHZ_INSTANCES));
+    });
+  });
+
+  describe('Prometheus targets for consul_sd', function () {
+    /** Services a consul_sd job keeps: tagged "prometheus", scraped at their metrics_path meta. */
+    const scrapeTargets = (job: ParsedJob): Body[] => ((job.group.service ?? []) as Body[]).filter((s) => (s.tags as string[]).includes('prometheus'));
+    const metricsPath = (service: Body): string => service.meta?.[0]?.metrics_path;
+
+    it('control: platform-control-metrics on the port CONTROL_METRICS_PORT is set to, at the path the metrics server answers', async function () {
+      const control = await readJob('control.nomad.hcl');
+      const [target, ...others] = scrapeTargets(control);
+      assert.equal(others.length, 0);
+      assert.equal(target!.name, 'platform-control-metrics');
+      assert.equal(control.task.env[0].CONTROL_METRICS_PORT, `\${NOMAD_PORT_${target!.port}}`);
+      assert.notEqual(target!.port, (control.group.service as Body[]).find((s) => s.name === 'platform-control')!.port);
+      const server = await startMetricsServer(new Registry(), 0, '127.0.0.1');
+      try {
+        assert.equal((await fetch(`http://127.0.0.1:${server.port}${metricsPath(target!)}`)).status, 200);
+      } finally {
+        await server.close();
+      }
+    });
+
+    it('authz: authz-metrics, at the path its metrics port answers', async function () {
+      const [target, ...others] = scrapeTargets(await readJob('authz.nomad.hcl'));
+      assert.equal(others.length, 0);
+      assert.equal(target!.name, 'authz-metrics');
+      const redis = connectTestRedis();
+      const running = await startTestAuthz({ redis, clock: systemClock, agentDomain: 'nomad-jobs-metrics.test' });
+      try {
+        const response = await fetch(`http://127.0.0.1:${running.authz.metricsPort}${metricsPath(target!)}`);
+        assert.equal(response.status, 200);
+        assert.match(await response.text(), /^# TYPE authz_checks_total counter$/m);
+      } finally {
+        await running.close();
+        redis.disconnect();
+      }
+    });
+
+    it("Envoy: platform-edge-metrics on the static port of envoy.yaml's prometheus_stats listener, whose one proxied path is the meta's", async function () {
+      const envoy = await readJob('envoy.nomad.hcl');
+      const [target, ...others] = scrapeTargets(envoy);
+      assert.equal(others.length, 0);
+      assert.equal(target!.name, 'platform-edge-metrics');
+      const config = parseYaml(readFileSync(ENVOY_YAML, 'utf8')) as Body;
+      const listener = (config.static_resources.listeners as Body[]).find((l) => l.name === 'prometheus_stats')!;
+      const port = (envoy.group.network[0].port as Record<string, Body[]>)[target!.port]![0]!;
+      assert.equal(port.static, listener.address.socket_address.port_value);
+      const routes = listener.filter_chains[0].filters[0].typed_config.route_config.virtual_hosts[0].routes as Body[];
+      const proxied = routes.filter((r) => r.route);
+      assert.deepEqual(proxied.map((r) => [r.match.path, r.route.cluster]), [[metricsPath(target!), 'envoy_admin']]);
     });
   });
 
