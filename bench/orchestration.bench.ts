@@ -35,6 +35,8 @@ async function main(): Promise<void> {
       REDIS_URL: redis.url,
       MASTER_KEY: randomBytes(32).toString('base64'),
       CONTROL_PORT: String(port),
+      // Any free port: the default 7072 may be taken by another control API on this host.
+      CONTROL_METRICS_PORT: '0',
       PODMAN_INSTANCE: instance,
       RUNTIME_IMAGE: TEST_IMAGE,
       LOG_LEVEL: 'warn',

@@ -32,6 +32,8 @@ describe('control API logs', function () {
         // Every suite registers from 127.0.0.1 into the run's one Redis: the per-address limit would trip.
         REGISTRATION_RATE_LIMIT_PER_HOUR: '1000000',
         CONTROL_PORT: String(port),
+        // Any free port: the default 7072 may be taken by another control API on this host.
+        CONTROL_METRICS_PORT: '0',
         PODMAN_INSTANCE: `test-${database}`,
         LOG_LEVEL: 'debug',
       },

@@ -147,6 +147,8 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
         // Every suite registers from 127.0.0.1 into the run's one Redis: the per-address limit would trip.
         REGISTRATION_RATE_LIMIT_PER_HOUR: '1000000',
         CONTROL_PORT: String(port),
+        // Any free port: the default 7072 may be taken by another control API on this host.
+        CONTROL_METRICS_PORT: '0',
         LOG_LEVEL: 'warn',
       }, [], `${root}/livez`);
     });
