@@ -1,9 +1,13 @@
+/** Headers an error response carries beside its body: the error middleware sets them, the OpenAPI document declares them. */
+export type ErrorHeader = 'WWW-Authenticate' | 'Retry-After';
+
 /**
  * The one catalogue of error codes the control API answers with. Domain code throws
  * `PlatformError` by code; the HTTP layer alone turns a code into a status and body.
+ * A code with `headers: ['Retry-After']` is thrown with `details.retry_after` (seconds).
  */
 export const errorCatalogue = {
-  AUTHENTICATION_FAILED: { status: 401, message: 'Missing, invalid or expired token' },
+  AUTHENTICATION_FAILED: { status: 401, message: 'Missing, invalid or expired token', headers: ['WWW-Authenticate'] },
   AUTHORISATION_DENIED: { status: 403, message: 'Your role does not allow this operation' },
   QUOTA_EXCEEDED: { status: 403, message: 'This would pass a limit of your plan' },
   INVALID_INVITE: { status: 403, message: 'The invite code is not valid' },
@@ -18,19 +22,23 @@ export const errorCatalogue = {
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is larger than allowed' },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, message: 'The request body must be application/json' },
   VALIDATION_ERROR: { status: 422, message: 'The request is not valid' },
-  RATE_LIMIT_EXCEEDED: { status: 429, message: 'Too many requests' },
+  RATE_LIMIT_EXCEEDED: { status: 429, message: 'Too many requests', headers: ['Retry-After'] },
   INTERNAL_ERROR: { status: 500, message: 'Internal error' },
   BUILD_NOT_SUPPORTED: { status: 501, message: 'Building from source (build_path) is not supported; give deploy.image' },
   DEPLOYMENT_FAILED: { status: 502, message: 'The container could not be started' },
   BILLING_PROVIDER_FAILED: { status: 502, message: 'The billing provider did not accept the change; the plan is unchanged' },
   BILLING_NOT_CONFIGURED: { status: 503, message: 'No billing provider is configured' },
-  EDGE_UNAVAILABLE: { status: 503, message: "The edge's store (Redis) cannot be reached; nothing was changed" },
-  DATABASE_UNAVAILABLE: { status: 503, message: 'The database (Postgres) cannot be reached; retry after the time in Retry-After' },
-  CACHE_UNAVAILABLE: { status: 503, message: 'The cache (Redis) cannot be reached; retry after the time in Retry-After' },
+  EDGE_UNAVAILABLE: { status: 503, message: "The edge's store (Redis) cannot be reached; nothing was changed", headers: ['Retry-After'] },
+  DATABASE_UNAVAILABLE: { status: 503, message: 'The database (Postgres) cannot be reached; retry after the time in Retry-After', headers: ['Retry-After'] },
+  CACHE_UNAVAILABLE: { status: 503, message: 'The cache (Redis) cannot be reached; retry after the time in Retry-After', headers: ['Retry-After'] },
   NOT_READY: { status: 503, message: 'A dependency of the control API (Postgres or Redis) does not answer' },
-} as const satisfies Record<string, { status: number; message: string }>;
+} as const satisfies Record<string, { status: number; message: string; headers?: readonly ErrorHeader[] }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;
+
+/** The headers a code's response carries (none for most). */
+export const errorHeaders = (code: ErrorCode): readonly ErrorHeader[] =>
+  (errorCatalogue[code] as { headers?: readonly ErrorHeader[] }).headers ?? [];
 
 export interface ValidationIssue {
   loc: (string | number)[];

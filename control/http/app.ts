@@ -57,6 +57,8 @@ export function createApp(deps: AppDependencies): Koa {
 function mount(router: Router, route: RouteSpec, authenticate: Authenticator): void {
   const validateBody = route.body ? compileValidator(route.body, 'body') : undefined;
   const validateQuery = route.query ? compileValidator(route.query, 'query') : undefined;
+  // Only what the route declares is read, so the OpenAPI document's parameters are all it honours.
+  const reads = new Set(route.reads ?? []);
 
   router[route.method](API_PREFIX + route.path, async (ctx) => {
     const principal = route.auth === 'none' ? undefined : await authenticate(ctx.get('Authorization'));
@@ -84,8 +86,8 @@ function mount(router: Router, route: RouteSpec, authenticate: Authenticator): v
       params: ctx.params,
       principal,
       clientIp: ctx.ip,
-      expectedVersion: parseIfMatch(ctx.get('If-Match') || undefined),
-      lastEventId: ctx.get('Last-Event-ID') || undefined,
+      expectedVersion: reads.has('If-Match') ? parseIfMatch(ctx.get('If-Match') || undefined) : undefined,
+      lastEventId: reads.has('Last-Event-ID') ? ctx.get('Last-Event-ID') || undefined : undefined,
     });
     ctx.status = result.status;
     for (const [name, value] of Object.entries(result.headers ?? {})) ctx.set(name, value);

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { dependencyOutage } from '../dependency-outage.js';
-import { errorCatalogue, PlatformError } from '../errors.js';
+import { errorCatalogue, errorHeaders, PlatformError } from '../errors.js';
 
 /**
  * The one place where errors become responses: a PlatformError by its catalogue entry,
@@ -16,13 +16,18 @@ export function errorMiddleware(logger: Logger): Middleware {
       const requestId = ctx.state.requestId as string;
       const error = caught instanceof PlatformError ? caught : fromOutage(caught, logger, requestId) ?? fromUnexpected(caught, logger, requestId);
       ctx.status = errorCatalogue[error.code].status;
-      const retryAfter = error.details.retry_after;
-      if (typeof retryAfter === 'number') ctx.set('Retry-After', String(retryAfter));
-      if (error.code === 'AUTHENTICATION_FAILED') ctx.set('WWW-Authenticate', 'Bearer');
+      // The catalogue names each code's headers, so the OpenAPI document declares exactly these.
+      for (const header of errorHeaders(error.code)) {
+        const value = header === 'WWW-Authenticate' ? 'Bearer' : retryAfterOf(error);
+        if (value !== undefined) ctx.set(header, value);
+      }
       ctx.body = { code: error.code, message: error.message, details: error.details };
     }
   };
 }
+
+const retryAfterOf = (error: PlatformError): string | undefined =>
+  typeof error.details.retry_after === 'number' ? String(error.details.retry_after) : undefined;
 
 function fromOutage(caught: unknown, logger: Logger, requestId: string): PlatformError | undefined {
   const outage = dependencyOutage(caught);

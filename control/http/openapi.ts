@@ -1,5 +1,6 @@
 import type { TSchema } from '@sinclair/typebox';
 import { ErrorBody } from '../schemas/common.js';
+import { HEADERS, operationResponses, PARAMETERS } from './openapi-responses.js';
 import type { RouteSpec } from './route.js';
 
 type JsonObject = Record<string, unknown>;
@@ -21,29 +22,16 @@ export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], serverU
       summary: route.summary,
       tags: [route.tag],
       operationId: `${route.method}${path.replace(/[{}]/g, '').replace(/[/-](\w)/g, (_, c: string) => c.toUpperCase())}`,
+      // Public operations say so: no security requirement overrides the document's bearer default.
+      security: route.auth === 'none' ? [] : [{ bearer: [] }],
       parameters: [
         ...[...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
         ...queryParameters(route.query),
+        ...(route.reads ?? []).map((header) => ({ $ref: `#/components/parameters/${header}` })),
       ],
-      responses: Object.fromEntries(
-        Object.entries(route.responses).map(([status, response]) => [
-          status,
-          response.schema
-            ? { description: response.description, content: { [response.contentType ?? 'application/json']: { schema: collect(response.schema) } } }
-            : { description: response.description },
-        ]),
-      ),
+      responses: operationResponses(route, collect),
     };
     if (route.body) operation.requestBody = { required: true, content: { 'application/json': { schema: collect(route.body) } } };
-    if (route.auth !== 'none') {
-      operation.security = [{ bearer: [] }];
-      (operation.responses as JsonObject)['401'] ??= { description: 'AUTHENTICATION_FAILED', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
-    }
-    if (route.body || route.query) {
-      (operation.responses as JsonObject)['422'] ??= { description: 'VALIDATION_ERROR: details.errors lists {loc, msg, type}', content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } } };
-    }
-    // A token is looked up in Postgres and counted in Redis; a body is stored or checked there.
-    if (route.auth !== 'none' || route.body) addOutageResponse(operation.responses as JsonObject);
     (paths[path] ??= {})[route.method] = operation;
   }
 
@@ -51,23 +39,14 @@ export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], serverU
     openapi: '3.1.0',
     info: { title: 'Agent hosting platform control API', version: '1' },
     servers: [{ url: serverUrl }],
+    security: [{ bearer: [] }],
     paths,
     components: {
       schemas: components,
+      headers: HEADERS,
+      parameters: PARAMETERS,
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A personal API key (agnt_…) or a session token' } },
     },
-  };
-}
-
-const OUTAGE = 'DATABASE_UNAVAILABLE or CACHE_UNAVAILABLE: Postgres or Redis cannot serve now; retry after Retry-After seconds';
-
-/** The 503 of a dependency outage, joined to a 503 the route already documents. */
-function addOutageResponse(responses: JsonObject): void {
-  const documented = responses['503'] as { description: string } | undefined;
-  responses['503'] = {
-    description: documented ? `${documented.description}; or ${OUTAGE}` : OUTAGE,
-    headers: { 'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 1 } } },
-    content: { 'application/json': { schema: { $ref: '#/components/schemas/Error' } } },
   };
 }
 

@@ -9,9 +9,9 @@ export interface RouteInput<Body, Query, Caller> {
   params: Record<string, string>;
   principal: Caller;
   clientIp: string;
-  /** The version named by If-Match, when the request sent one. */
+  /** The version named by If-Match, when the route reads it and the request sent one. */
   expectedVersion: number | undefined;
-  /** Where a server-sent event stream resumes. */
+  /** Where a server-sent event stream resumes, when the route reads Last-Event-ID. */
   lastEventId: string | undefined;
 }
 
@@ -21,11 +21,18 @@ export interface RouteResult {
   headers?: Record<string, string>;
 }
 
+/** Request headers a route may read: only these are parsed for it, and the document declares them as its parameters. */
+export type RequestHeader = 'If-Match' | 'Last-Event-ID';
+
+/** Response headers a handler sets itself (error headers come from the catalogue, X-Request-Id from the request log). */
+export type ResultHeader = 'ETag';
+
 export interface ResponseSpec {
   description: string;
   schema?: TSchema;
   /** The body's media type when it is not JSON (a server-sent event stream: `text/event-stream`). */
   contentType?: string;
+  headers?: ResultHeader[];
 }
 
 /**
@@ -41,6 +48,8 @@ export interface RouteSpec<B extends TSchema = TSchema, Q extends TSchema = TSch
   auth: A;
   /** Writes are refused to viewers. */
   writes?: boolean;
+  /** If-Match: the change applies only to that agent version (412 otherwise). Last-Event-ID: a stream resumes after it. */
+  reads?: RequestHeader[];
   body?: B;
   query?: Q;
   responses: Record<number, ResponseSpec>;

@@ -20,7 +20,7 @@ export const agentRoutes = (agents: AgentService) => [
     writes: true,
     body: CreateAgentBody,
     responses: {
-      201: { description: 'Created; a private agent carries its first access key in access_key, once', schema: Agent },
+      201: { description: 'Created; a private agent carries its first access key in access_key, once', schema: Agent, headers: ['ETag'] },
       403: { description: 'QUOTA_EXCEEDED or AUTHORISATION_DENIED', schema: ErrorBody },
       501: { description: 'BUILD_NOT_SUPPORTED: build_path was given', schema: ErrorBody },
     },
@@ -42,7 +42,7 @@ export const agentRoutes = (agents: AgentService) => [
     summary: 'One agent; its ETag is its version',
     tag: 'Agents',
     auth: 'any',
-    responses: { 200: { description: 'The agent', schema: Agent }, 404: notFound },
+    responses: { 200: { description: 'The agent', schema: Agent, headers: ['ETag'] }, 404: notFound },
     handler: async ({ principal, params }) => withEtag(200, await agents.get(principal, params.id!)),
   }),
   defineRoute({
@@ -53,7 +53,8 @@ export const agentRoutes = (agents: AgentService) => [
     auth: 'any',
     writes: true,
     body: PatchAgentBody,
-    responses: { 200: { description: 'The changed agent', schema: Agent }, 404: notFound, 412: staleVersion },
+    reads: ['If-Match'],
+    responses: { 200: { description: 'The changed agent', schema: Agent, headers: ['ETag'] }, 404: notFound, 412: staleVersion },
     handler: async ({ principal, params, body, expectedVersion }) =>
       withEtag(200, await agents.patch(principal, params.id!, body, expectedVersion)),
   }),
@@ -64,6 +65,7 @@ export const agentRoutes = (agents: AgentService) => [
     tag: 'Agents',
     auth: 'any',
     writes: true,
+    reads: ['If-Match'],
     responses: { 204: { description: 'Deleted' }, 404: notFound, 412: staleVersion },
     handler: async ({ principal, params, expectedVersion }) => {
       await agents.delete(principal, params.id!, expectedVersion);

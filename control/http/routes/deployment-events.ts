@@ -17,7 +17,8 @@ export const deploymentEventRoutes = (history: DeploymentHistoryService, feed: D
       'past ones first (send Last-Event-ID to resume after one), then live; always a last `end` with the status, then the stream ends',
     tag: 'Deployments',
     auth: 'any',
-    responses: { 200: { description: 'text/event-stream', schema: DeploymentEventStream, contentType: 'text/event-stream' }, 404: notFound },
+    reads: ['Last-Event-ID'],
+    responses: { 200: { description: 'The rollout events', schema: DeploymentEventStream, contentType: 'text/event-stream' }, 404: notFound },
     handler: async ({ principal, params, lastEventId }) => {
       const deployment = await history.find(principal, params.id!, params.deploymentId!);
       const after = resumeAfter(lastEventId);

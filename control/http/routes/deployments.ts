@@ -36,8 +36,9 @@ export const deploymentRoutes = (history: DeploymentHistoryService, deployments:
     auth: 'any',
     writes: true,
     body: RollbackBody,
+    reads: ['If-Match'],
     responses: {
-      202: { description: 'Accepted; version + 1, and a new deployment with rollback_of set', schema: Agent },
+      202: { description: 'Accepted; version + 1, and a new deployment with rollback_of set', schema: Agent, headers: ['ETag'] },
       403: { description: "QUOTA_EXCEEDED (the target's replicas or resources pass the plan) or AUTHORISATION_DENIED", schema: ErrorBody },
       404: notFound,
       412: { description: 'PRECONDITION_FAILED: If-Match names an older version', schema: ErrorBody },

@@ -17,7 +17,8 @@ export const lifecycleRoutes = (deployments: DeploymentService) => [
     auth: 'any',
     writes: true,
     body: DeployInput,
-    responses: { 202: { description: 'Accepted; version + 1', schema: Agent }, 403: quota, 404: notFound, 412: stale },
+    reads: ['If-Match'],
+    responses: { 202: { description: 'Accepted; version + 1', schema: Agent, headers: ['ETag'] }, 403: quota, 404: notFound, 412: stale },
     handler: async ({ principal, params, body, expectedVersion }) => {
       const agent = await deployments.deploy(principal, params.id!, body, expectedVersion);
       return { status: 202, body: agent, headers: { ETag: etagOf(agent.version) } };
@@ -31,6 +32,7 @@ export const lifecycleRoutes = (deployments: DeploymentService) => [
     auth: 'any',
     writes: true,
     body: ScaleBody,
+    reads: ['If-Match'],
     responses: {
       200: { description: 'The new replica count', schema: ScaleResult }, 403: quota, 404: notFound, 412: stale,
       422: { description: 'VALIDATION_ERROR at body.count: the count would leave the bounds', schema: ErrorBody },

@@ -1,6 +1,7 @@
 import type { ObservabilityService } from '../../services/observability-service.js';
 import { LogList, LogsQuery, MetricsSample, MetricsStreamQuery } from '../../schemas/agents.js';
 import { ErrorBody } from '../../schemas/common.js';
+import { LogEventStream, MetricsEventStream } from '../../schemas/observability-streams.js';
 import { defineRoute } from '../route.js';
 import { pause, SSE_HEADERS, sseStream, type SseEvent } from '../sse.js';
 
@@ -25,7 +26,8 @@ export const observabilityRoutes = (observability: ObservabilityService) => [
     tag: 'Observability',
     auth: 'any',
     query: LogsQuery,
-    responses: { 200: { description: 'text/event-stream' }, 404: notFound },
+    reads: ['Last-Event-ID'],
+    responses: { 200: { description: 'The log events', schema: LogEventStream, contentType: 'text/event-stream' }, 404: notFound },
     handler: async ({ principal, params, query, lastEventId }) => {
       await observability.assertAgentOf(principal, params.id!);
       const agentId = params.id!;
@@ -64,7 +66,7 @@ export const observabilityRoutes = (observability: ObservabilityService) => [
     tag: 'Observability',
     auth: 'any',
     query: MetricsStreamQuery,
-    responses: { 200: { description: 'text/event-stream' }, 404: notFound },
+    responses: { 200: { description: 'The metrics events', schema: MetricsEventStream, contentType: 'text/event-stream' }, 404: notFound },
     handler: async ({ principal, params, query }) => {
       await observability.assertAgentOf(principal, params.id!);
       const agentId = params.id!;

@@ -3,6 +3,7 @@ import { User } from '../../schemas/auth.js';
 import { Deployment } from '../../schemas/deployments.js';
 import { DeploymentProgress, DeploymentStreamEnd } from '../../schemas/deployment-events.js';
 import { AccessKey, ApiKey } from '../../schemas/keys.js';
+import { OpenApiDocument } from '../../schemas/meta.js';
 import { defineRoute, type RouteSpec } from '../route.js';
 import { buildOpenApi } from '../openapi.js';
 
@@ -14,7 +15,7 @@ export const openApiRoute = (documented: RouteSpec[], serverUrl: string) => {
     summary: 'This document',
     tag: 'Meta',
     auth: 'none',
-    responses: { 200: { description: 'The OpenAPI 3.1 document of the control API' } },
+    responses: { 200: { description: 'The OpenAPI 3.1 document of the control API', schema: OpenApiDocument } },
     handler: async () => ({ status: 200, body: (document ??= buildOpenApi([...documented, route], [User, Agent, Deploy, Deployment, DeploymentProgress, DeploymentStreamEnd, LogEntry, AccessKey, ApiKey], serverUrl)) }),
   });
   return route;
