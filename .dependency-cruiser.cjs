@@ -51,6 +51,10 @@ module.exports = {
     never('cli-over-http-only', 'cli/ imports only cli/, contract/ and (type-only) control/schemas/', '^cli/', '^(control|authz|envoy|proto|scripts|bench|test|runtime-image)/', { pathNot: '^control/schemas/' }),
     never('cli-schema-types-only', 'cli/ names the API schemas as types only (import type)', '^cli/', '^control/schemas/', { dependencyTypesNot: ['type-only'] }),
     never('nothing-imports-the-cli', 'agentctl is a client of the platform: nothing of the platform depends on it', '^(contract|control|authz|envoy|proto|scripts|bench|runtime-image)/', '^cli/'),
+    // The web console runs in the browser and speaks to the platform over HTTP only, like agentctl.
+    never('console-over-http-only', 'console/ imports only console/ and (type-only) control/schemas/', '^console/', '^(contract|control|authz|envoy|proto|scripts|bench|test|runtime-image|cli)/', { pathNot: '^control/schemas/' }),
+    never('console-schema-types-only', 'console/ names the API schemas as types only (import type)', '^console/', '^control/schemas/', { dependencyTypesNot: ['type-only'] }),
+    never('nothing-imports-the-console', 'the console is a client of the platform, served as built files: nothing of ours imports it', '^(contract|control|authz|envoy|proto|scripts|bench|test|runtime-image|cli)/', '^console/'),
     never('runtime-is-its-own-package', 'runtime-image/ is built and shipped on its own', '^runtime-image/', '^(contract|control|authz|envoy|proto|scripts|bench|test)/'),
     never('drivers-apart-nomad', 'what both drivers share lives in control/orchestrator/', '^control/orchestrator/nomad/', '^control/orchestrator/podman/'),
     never('drivers-apart-podman', 'what both drivers share lives in control/orchestrator/', '^control/orchestrator/podman/', '^control/orchestrator/nomad/'),
@@ -64,6 +68,6 @@ module.exports = {
     exclude: { path: '(^|/)(node_modules|dist)/' },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
-    enhancedResolveOptions: { extensions: ['.ts', '.js', '.json'] },
+    enhancedResolveOptions: { extensions: ['.ts', '.tsx', '.js', '.json'] },
   },
 };

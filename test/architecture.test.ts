@@ -8,7 +8,7 @@ import { promisify } from 'node:util';
 const run = promisify(execFile);
 const ROOT = resolve(import.meta.dirname, '..');
 const bin = (name: string) => join(ROOT, 'node_modules', '.bin', name);
-const SOURCE_FOLDERS = ['contract', 'control', 'authz', 'envoy', 'proto', 'scripts', 'bench', 'cli'];
+const SOURCE_FOLDERS = ['contract', 'control', 'authz', 'envoy', 'proto', 'scripts', 'bench', 'cli', 'console'];
 
 interface Violation {
   from: string;
@@ -100,6 +100,27 @@ describe('architecture', function () {
         'cli-over-http-only: cli/service.ts → control/services/agent-service.ts',
         'cli-schema-types-only: cli/schema-value.ts → control/schemas/agents.ts',
         'nothing-imports-the-cli: control/http/app.ts → cli/types-only.ts',
+      ]);
+    } finally {
+      rmSync(tree, { recursive: true, force: true });
+    }
+  });
+
+  it('the import rules keep the web console a browser client: schema types only, no service, and nothing imports console/', async () => {
+    const tree = treeWith({
+      'control/schemas/agents.ts': 'export const Agent = {};\nexport type Agent = { id: string };\n',
+      'control/services/agent-service.ts': "export const create = () => 'agent';\n",
+      'console/src/types-only.tsx': "import type { Agent } from '../../control/schemas/agents.js';\nexport const id = (agent: Agent) => agent.id;\n",
+      'console/src/schema-value.ts': "import { Agent } from '../../control/schemas/agents.js';\nexport const schema = Agent;\n",
+      'console/src/service.ts': "import { create } from '../../control/services/agent-service.js';\nexport const made = create();\n",
+      'control/http/app.ts': "import { id } from '../../console/src/types-only.js';\nexport const app = id;\n",
+    });
+    try {
+      const found = (await importViolations(tree, ['control', 'console'])).map(describeViolation).sort();
+      assert.deepEqual(found, [
+        'console-over-http-only: console/src/service.ts → control/services/agent-service.ts',
+        'console-schema-types-only: console/src/schema-value.ts → control/schemas/agents.ts',
+        'nothing-imports-the-console: control/http/app.ts → console/src/types-only.tsx',
       ]);
     } finally {
       rmSync(tree, { recursive: true, force: true });

@@ -1,0 +1,55 @@
+import { useState } from 'preact/hooks';
+import { messageOf } from '../api.js';
+import { Field } from '../field.js';
+import { readEvents } from '../sse.js';
+import type { Agent } from '../types.js';
+
+/**
+ * Calls the agent as its users do: POST /invoke on its URL, through the edge, with an access
+ * key when it is private, and shows the runtime's streamed deltas as they arrive
+ * (runtime-image/README.md, "Streaming": delta texts, then done or error).
+ */
+export function TryItTab({ agent }: { agent: Agent }) {
+  const [answer, setAnswer] = useState('');
+  const [error, setError] = useState('');
+  const [busy, setBusy] = useState(false);
+
+  const send = async (event: Event) => {
+    event.preventDefault();
+    const form = new FormData(event.currentTarget as HTMLFormElement);
+    const key = String(form.get('key') ?? '').trim();
+    setAnswer('');
+    setError('');
+    setBusy(true);
+    try {
+      const response = await fetch(`${agent.url}/invoke`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(key ? { authorization: `Bearer ${key}` } : {}) },
+        body: JSON.stringify({ input: String(form.get('input') ?? '') }),
+      });
+      if (!response.ok || !response.body) {
+        const body = await response.json().catch(() => ({}));
+        throw new Error(body.error?.message ?? body.message ?? `The edge answered ${response.status}`);
+      }
+      await readEvents(response.body, (item) => {
+        const data = item.data as { text?: string; error?: { message?: string } };
+        if (item.event === 'delta') setAnswer((before) => before + (data.text ?? ''));
+        if (item.event === 'error') setError(data.error?.message ?? 'The agent failed');
+      });
+    } catch (caught) {
+      setError(messageOf(caught));
+    } finally {
+      setBusy(false);
+    }
+  };
+
+  return (
+    <form onSubmit={send}>
+      <label class="field"><span>Input</span><textarea name="input" rows={3} required /></label>
+      {agent.access === 'private' && <Field label="Access key" name="key" type="password" autoComplete="off" required />}
+      <button type="submit" disabled={busy}>Send</button>
+      {error && <p role="alert" class="error">{error}</p>}
+      <output class="answer" aria-live="polite">{answer}</output>
+    </form>
+  );
+}

@@ -1,0 +1,12 @@
+/** The API's shapes the console reads, named from control/schemas (type-only: nothing of the API runs here). */
+import type { Agent } from '../../control/schemas/agents.js';
+import type { KeyView } from '../../control/schemas/keys.js';
+
+export type { Agent, MetricsSample } from '../../control/schemas/agents.js';
+export type { AccountUsage } from '../../control/schemas/account.js';
+export type AccessKey = KeyView;
+export type AccessKeyCreated = KeyView & { key: string };
+
+/** The status filter's choices: the API's statuses (a value the schema file cannot lend without running it). */
+export const AGENT_STATUSES = ['pending', 'starting', 'running', 'scaling', 'stopped', 'failed', 'crashed'] as const satisfies readonly Agent['status'][];
+
