@@ -6,6 +6,7 @@ import type { Clock } from '../contract/clock.js';
 import type { Config } from './config.js';
 import { SecretBox } from './crypto/secret-box.js';
 import { createApp } from './http/app.js';
+import { CONSOLE_BUILD_DIR } from './http/console-static.js';
 import { READINESS_TIMEOUT_MS, readinessCheck } from './readiness.js';
 import { bearerAuthenticator } from './http/authenticate.js';
 import { accessKeyRoutes } from './http/routes/access-keys.js';
@@ -194,6 +195,7 @@ export function buildControl(given: ControlDependencies): Control {
     logger: deps.logger,
     trustProxy: deps.config.trustProxy,
     onRequest: metrics.onRequest,
+    console: { root: CONSOLE_BUILD_DIR, edgeOrigin: agentUrl('*', deps.config.agentUrl) },
   });
   return { app, services, loops: buildLoops(deps, services), metrics };
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the platform image (the control API and authz as compiled JavaScript, see Containerfile)
+# Builds the platform image (the control API and authz as compiled JavaScript, and the web console
+# as built by scripts/build-console.ts, see Containerfile)
 # with podman and tags it $PLATFORM_IMAGE (default localhost/agent-platform:latest).
 #
 # The same steps as runtime-image/scripts/build-image.sh, with its base-image logic
@@ -32,7 +33,8 @@ source_hash() {
   {
     echo "$base_id"
     { find Containerfile package.json package-lock.json tsconfig.json tsconfig.build.json -type f -print0
-      find "${SOURCE_DIRS[@]}" -type f -name '*.ts' -print0; } | sort -z | xargs -0 sha256sum
+      find "${SOURCE_DIRS[@]}" -type f -name '*.ts' -print0
+      find console -path console/dist -prune -o -type f -print0; find scripts/build-console.ts -print0; } | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
 }
 
@@ -47,6 +49,9 @@ prepare_context() {
   fi
   note "compiling TypeScript"
   npx tsc -p tsconfig.build.json --outDir "$context/dist" >&2 || fail "TypeScript compilation failed"
+  note "building the web console"
+  # Two folders above dist/control/http/console-static.js, as console/dist is above control/http/ in the repository.
+  node --import tsx scripts/build-console.ts "$context/dist/console/dist" >&2 || fail "the console build failed"
   cp package.json package-lock.json Containerfile "$context/"
   note "gathering production dependencies"
   # With install scripts, as any install on this host: argon2 (a native addon) takes its prebuilt

@@ -2,7 +2,7 @@
 # Installs what the platform needs and is missing: Debian packages (PostgreSQL,
 # Redis; with --containers podman, runc, netavark + aardvark-dns, nftables, iptables and
 # a static busybox; with --test-tools the same busybox, from which the orchestration
-# tests build their tiny image) and npm dependencies. With --containers it also selects
+# tests build their tiny image, and Chromium for the console's browser tests) and npm dependencies. With --containers it also selects
 # podman's netavark network backend (select_netavark below).
 # Used by `npm run up` and `npm test`, so a fresh machine needs nothing by hand.
 set -euo pipefail
@@ -41,6 +41,8 @@ if $want_test_tools; then
   # The isolation test proves the same effects on podman's other backend, CNI, which a
   # fresh machine lacks once netavark satisfies podman's container-network-stack.
   [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
+  # The web console's browser tests drive Debian's Chromium through playwright-core (test/support/browser.ts).
+  [ -x /usr/bin/chromium ] || missing+=(chromium)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

@@ -7,6 +7,9 @@ cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh --containers --test-tools
 echo "Type-checking"
 npx tsc --noEmit -p tsconfig.json
+# The web console: browser code, type-checked with the DOM library, and built for the browser tests.
+npx tsc --noEmit -p console/tsconfig.json
+node --import tsx scripts/build-console.ts
 
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

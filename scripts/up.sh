@@ -5,4 +5,6 @@ cd "$(dirname "$0")/.."
 bash scripts/ensure-deps.sh --containers
 # The image agents run when they name none; rebuilt only when its sources changed.
 bash runtime-image/scripts/build-image.sh >/dev/null
+# The web console the control API serves at / (console/dist).
+node --import tsx scripts/build-console.ts >/dev/null
 exec node --import tsx scripts/up.ts

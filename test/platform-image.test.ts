@@ -87,7 +87,7 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
       let tsx = true; try { require.resolve('tsx'); } catch { tsx = false; }
       console.log(JSON.stringify({ uid: process.getuid(), tsx, top: fs.readdirSync('.').sort(), dist: fs.readdirSync('dist').sort() }));`;
     const seen = JSON.parse(await podman(['run', '--rm', ...hostOptions, IMAGE, 'node', '-e', probe]));
-    assert.deepEqual(seen, { uid: 1000, tsx: false, top: ['dist', 'node_modules', 'package-lock.json', 'package.json'], dist: ['authz', 'contract', 'control', 'envoy', 'proto'] });
+    assert.deepEqual(seen, { uid: 1000, tsx: false, top: ['dist', 'node_modules', 'package-lock.json', 'package.json'], dist: ['authz', 'console', 'contract', 'control', 'envoy', 'proto'] });
   });
 
   describe('authz from the image', function () {
@@ -173,6 +173,17 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
       const ready = await fetch(`${root}/readyz`);
       assert.equal(ready.status, 200);
       assert.deepEqual(await ready.json(), { status: 'ok', dependencies: { postgres: 'ok', redis: 'ok' } });
+    });
+
+    it('serves the web console built into the image at /, with its Content-Security-Policy', async function () {
+      const page = await fetch(`${root}/`);
+      assert.equal(page.status, 200);
+      assert.match(page.headers.get('content-security-policy')!, /default-src 'self'/);
+      const script = /src="(\/assets\/main-[A-Z0-9]+\.js)"/.exec(await page.text())?.[1];
+      assert.ok(script, 'index.html names its script');
+      const asset = await fetch(root + script);
+      assert.equal(asset.status, 200);
+      assert.match(asset.headers.get('content-type')!, /^text\/javascript/);
     });
 
     it('registers a user (argon2, a native addon, loads in the image)', async function () {

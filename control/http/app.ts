@@ -4,6 +4,7 @@ import type { Logger } from 'pino';
 import { canWrite } from '../domain/roles.js';
 import { PlatformError } from '../errors.js';
 import type { Authenticator } from './authenticate.js';
+import { serveConsole } from './console-static.js';
 import { errorMiddleware } from './error-middleware.js';
 import { mountProbes, PROBE_PATHS } from './health.js';
 import { parseIfMatch } from './if-match.js';
@@ -24,6 +25,8 @@ export interface AppDependencies {
   trustProxy: boolean;
   /** Told of every answered request (metrics: control/metrics/). */
   onRequest?: RequestObserver;
+  /** The web console's build folder and the agents' origin its "Try it" calls; no console without it. */
+  console?: { root: string; edgeOrigin: string };
 }
 
 export const API_PREFIX = '/v1';
@@ -35,6 +38,11 @@ export function createApp(deps: AppDependencies): Koa {
   app.use(requestLog(deps.logger, PROBE_PATHS));
   if (deps.onRequest) app.use(requestObserver(deps.onRequest));
   app.use(errorMiddleware(deps.logger));
+
+  if (deps.console) {
+    const isReserved = (path: string) => path === API_PREFIX || path.startsWith(`${API_PREFIX}/`) || PROBE_PATHS.has(path);
+    app.use(serveConsole({ ...deps.console, isReserved }));
+  }
 
   const router = new Router();
   mountProbes(router, deps.checkReadiness);
