@@ -48,8 +48,8 @@ async function main(): Promise<void> {
   }
 
   // Besides Postgres, Redis and the control API (from their settings), the podman driver
-  // fences and probes authz (gRPC and metrics), the edge and Envoy's admin: no agent may reach them.
-  env.PODMAN_PROTECTED_ENDPOINTS ??= [env.AUTHZ_GRPC_PORT ?? '7091', env.AUTHZ_METRICS_PORT ?? '7092', env.EDGE_PORT ?? '7080', '9901']
+  // fences and probes authz (gRPC and metrics), the edge and Envoy's admin and stats listener: no agent may reach them.
+  env.PODMAN_PROTECTED_ENDPOINTS ??= [env.AUTHZ_GRPC_PORT ?? '7091', env.AUTHZ_METRICS_PORT ?? '7092', env.EDGE_PORT ?? '7080', '9901', '9902']
     .map((port) => `127.0.0.1:${port}`)
     .join(',');
   supervisor.start(node('control', 'control/main.ts', env));
@@ -70,6 +70,7 @@ async function main(): Promise<void> {
   console.log(`
 Platform is up.
   Control API  ${base}          (OpenAPI: ${base}/openapi.json)
+  Metrics      http://${host}:${env.CONTROL_METRICS_PORT ?? '7072'}/metrics (control API), http://127.0.0.1:${env.AUTHZ_METRICS_PORT ?? '7092'}/metrics (authz)
   Edge         http://127.0.0.1:${edgePort}  (${hasEnvoy() ? 'Envoy' : 'the local edge: no envoy binary on PATH'}); agents at http://<slug>.${env.AGENT_DOMAIN ?? 'agents.localhost'}:${edgePort}
   Data         ${dataDir}
 

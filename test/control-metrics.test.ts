@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
+import { loadConfig } from '../control/config.js';
 import { createControlMetrics } from '../control/metrics/control-metrics.js';
 import { startMetricsServer, type MetricsServer } from '../control/metrics/server.js';
+import { protectedEndpointsOf } from '../control/orchestrator/create.js';
 import { instrumentOrchestrator } from '../control/orchestrator/instrumented.js';
 import type { Orchestrator } from '../control/orchestrator/types.js';
 import { startControl, type TestControl } from './support/control-harness.js';
@@ -88,6 +91,21 @@ describe('control metrics: GET /metrics on the metrics port', function () {
     assert.equal((await fetch(`http://127.0.0.1:${server.port}/v1/agents`)).status, 404);
     assert.equal((await fetch(`http://127.0.0.1:${server.port}/livez`)).status, 404);
     assert.equal((await fetch(`http://127.0.0.1:${server.port}/metrics`, { method: 'POST' })).status, 405);
+  });
+});
+
+describe('control metrics: the port', function () {
+  const settings = { DATABASE_URL: 'postgres://u:p@127.0.0.1/platform', REDIS_URL: 'redis://127.0.0.1:6379', MASTER_KEY: randomBytes(32).toString('base64') };
+
+  it('is CONTROL_METRICS_PORT, 7072 by default, never the API port', function () {
+    assert.equal(loadConfig(settings).metricsPort, 7072);
+    assert.equal(loadConfig({ ...settings, CONTROL_METRICS_PORT: '9100' }).metricsPort, 9100);
+    assert.throws(() => loadConfig({ ...settings, CONTROL_PORT: '7000', CONTROL_METRICS_PORT: '7000' }), /CONTROL_METRICS_PORT: must differ from CONTROL_PORT/);
+  });
+
+  it('is fenced from agents like the API port: its families count every account', function () {
+    const endpoints = protectedEndpointsOf(loadConfig({ ...settings, CONTROL_HOST: '10.0.0.5', CONTROL_METRICS_PORT: '9100' }));
+    assert.ok(endpoints.some((e) => e.host === '10.0.0.5' && e.port === 9100), JSON.stringify(endpoints));
   });
 });
 

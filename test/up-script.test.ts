@@ -58,7 +58,7 @@ describe('npm run up: supervises, then stops fully', function () {
     workDir = mkdtempSync(join(tmpdir(), 'platform-up-'));
     chmodSync(workDir, 0o755); // Postgres runs as the postgres user when we are root
     ports = {};
-    for (const name of ['postgres', 'redis', 'control', 'grpc', 'metrics', 'edge']) ports[name] = await freePort();
+    for (const name of ['postgres', 'redis', 'control', 'controlMetrics', 'grpc', 'metrics', 'edge']) ports[name] = await freePort();
     up = spawn(process.execPath, ['--import', 'tsx', 'scripts/up.ts'], {
       env: {
         ...process.env,
@@ -66,6 +66,7 @@ describe('npm run up: supervises, then stops fully', function () {
         UP_POSTGRES_PORT: String(ports.postgres),
         UP_REDIS_PORT: String(ports.redis),
         CONTROL_PORT: String(ports.control),
+        CONTROL_METRICS_PORT: String(ports.controlMetrics),
         AUTHZ_GRPC_PORT: String(ports.grpc),
         AUTHZ_METRICS_PORT: String(ports.metrics),
         EDGE_PORT: String(ports.edge),
@@ -113,6 +114,16 @@ describe('npm run up: supervises, then stops fully', function () {
     // Leave nothing behind: the agent's containers and network go with it.
     assert.equal((await api('DELETE', `/agents/${created.body.id}`, undefined, token)).status, 204);
     await waitFor('the containers to go', async () => (containersOf(created.body.id).length === 0 ? true : undefined), 60_000);
+  });
+
+  it('serves the control API\'s metrics on CONTROL_METRICS_PORT, counting the traffic above by route template', async () => {
+    const response = await fetch(`http://127.0.0.1:${ports.controlMetrics}/metrics`);
+    assert.equal(response.status, 200);
+    const text = await response.text();
+    // The restarted control API counted the agent reads and the delete since its start.
+    assert.match(text, /^platform_control_http_requests_total\{method="GET",route="\/v1\/agents\/:id",status="200"\} [1-9]/m);
+    assert.match(text, /^platform_control_orchestrator_call_duration_seconds_count\{driver="podman",operation="reconcile"\} [1-9]/m);
+    assert.match(text, /^process_cpu_user_seconds_total [0-9.e-]+$/m);
   });
 
   it('stops every process it started on Ctrl-C, Postgres and Redis included, and exits 0', async () => {

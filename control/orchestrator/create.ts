@@ -36,7 +36,12 @@ export function createOrchestrator(config: Config, clock: Clock, logger: Logger)
 
 /** The platform's own services, which agents must not reach (the podman driver proves it at start). */
 export const protectedEndpointsOf = (config: Config) =>
-  platformEndpoints({ databaseUrl: config.databaseUrl, redisUrl: config.redisUrl, controlHost: config.host, controlPort: config.port }, []);
+  platformEndpoints(
+    { databaseUrl: config.databaseUrl, redisUrl: config.redisUrl, controlHost: config.host, controlPort: config.port },
+    // Its metrics count every account's agents and requests. With 0 (any free port, tests only) the port is
+    // chosen after the driver starts and is left unfenced: set a fixed port wherever agents run.
+    config.metricsPort ? [{ name: 'control API metrics', host: config.host, port: config.metricsPort }] : [],
+  );
 
 export function createNomadDriver(settings: NomadSettings, clock: Clock, logger: Logger): NomadDriver {
   const driver = new NomadDriver(
