@@ -25,6 +25,12 @@ export function pipelineCodes(route: RouteSpec): ErrorCode[] {
   return [...new Set(codes)];
 }
 
+/** What a reader of the document needs beyond the catalogue's message. */
+const NOTES: Partial<Record<ErrorCode, string>> = {
+  METHOD_NOT_ALLOWED: 'answered to a method this path does not serve; Allow lists those it does',
+  VALIDATION_ERROR: 'the request is not valid; details.errors lists {loc, msg, type}',
+};
+
 /** Headers set outside the error middleware on an error status: @koa/router's allowedMethods sets Allow on 405. */
 const ROUTER_HEADERS: Record<number, string[]> = { 405: ['Allow'] };
 
@@ -83,7 +89,7 @@ export function operationResponses(route: RouteSpec, collect: (schema: TSchema) 
   for (const [status, codes] of byStatus) {
     const existing = responses[status] as { description: string } | undefined;
     const unnamed = codes.filter((code) => !existing?.description.includes(code));
-    const added = unnamed.map((code) => `${code}: ${errorCatalogue[code].message}`).join('; or ');
+    const added = unnamed.map((code) => `${code}: ${NOTES[code] ?? errorCatalogue[code].message}`).join('; or ');
     if (existing && unnamed.length === 0) continue;
     responses[status] = {
       description: existing ? `${existing.description}; or ${added}` : added,
