@@ -230,6 +230,27 @@ describe('the web console', function () {
       assert.deepEqual(keys.body.access_keys.map((key: { label: string }) => key.label).includes('console test'), false);
     });
 
+    it('shows the deployment history, the first deployment succeeded', async function () {
+      await page.getByRole('tab', { name: 'Deployments' }).click();
+      const first = page.getByRole('row').filter({ hasText: 'succeeded' });
+      await first.waitFor();
+      assert.match(await first.innerText(), /^1\s/);
+      await assertAccessible('the deployments tab');
+    });
+
+    it('shows usage against the plan as bars, and creates and revokes a personal API key', async function () {
+      await page.getByRole('link', { name: 'Account' }).click();
+      await page.getByRole('heading', { name: 'Account' }).waitFor();
+      await page.getByText(/^Agents: 1 of \d+$/).waitFor();
+      assert.equal(await page.getByRole('meter').count(), 4);
+      await page.getByLabel('Label').fill('laptop');
+      await page.getByRole('button', { name: 'Create API key' }).click();
+      assert.match(await page.locator('code.secret').innerText(), /^agnt_\S+$/);
+      await assertAccessible('the account page');
+      await page.getByRole('button', { name: 'Revoke laptop' }).click();
+      await page.getByText('No API keys.').waitFor();
+    });
+
     it('lists the agent with its status in words, filtered by status and tag', async function () {
       await page.getByRole('link', { name: 'Agents' }).click();
       const row = page.getByRole('row').filter({ hasText: agentName });
