@@ -202,6 +202,15 @@ describe('the web console', function () {
       );
     });
 
+    it('filters the logs by lowest level on the server: at error, only the replicas\' stderr lines are left', async function () {
+      await page.getByLabel('Lowest level').selectOption('error');
+      await page.waitForFunction(() => {
+        const levels = [...document.querySelectorAll('.logs li .level')].map((level) => level.textContent);
+        return levels.length > 0 && levels.every((level) => level === 'error');
+      }, undefined, { timeout: 30_000 });
+      assert.equal(await page.getByRole('list', { name: 'Log lines' }).getByRole('listitem').filter({ hasText: 'serving on 8080' }).count(), 0);
+    });
+
     it('draws the CPU chart point by point from the metrics stream (three samples at least)', async function () {
       // The harness's clock is moved by hand: here it follows real time, so samples are seconds apart as in production.
       const ticking = setInterval(() => control.clock.advance(1000), 1000);
