@@ -16,6 +16,7 @@ import { createLogger } from '../../control/logger.js';
 import { connectRedis } from '../../control/redis.js';
 import { createLimitedServer } from '../../control/http/client-limits.js';
 import { TEMPLATE_DATABASE } from './global.js';
+import { OpenApiChecker } from './openapi-checker.js';
 import type { BillingProvider } from '../../control/billing/provider.js';
 
 export interface ApiResponse<T = any> {
@@ -149,6 +150,8 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   const server: Server = createLimitedServer(config.clientLimits, control.app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  // Every answer a test gets is held to the document this control serves: an undocumented status, header or body fails that test.
+  const checker = new OpenApiChecker((await (await fetch(`${baseUrl}/openapi.json`)).json()) as Record<string, any>);
 
   const request = async <T>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResponse<T>> => {
     const headers: Record<string, string> = { ...options.headers };
@@ -160,6 +163,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     }
     const response = await fetch(baseUrl + path, { method, headers, body });
     const text = await response.text();
+    checker.check({ method, path, status: response.status, headers: response.headers, text });
     return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
   };
 
