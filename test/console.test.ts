@@ -61,8 +61,14 @@ describe('the web console', function () {
     });
 
     it('answers client routes with the page, caches hashed assets for good and revalidates by ETag', async function () {
-      const page = await fetch(`${root}/agents/ag_anything`);
+      const page = await fetch(`${root}/agents/ag_anything`, { headers: { accept: 'text/html,application/xhtml+xml,*/*;q=0.8' } });
       assert.equal(page.status, 200);
+      // Only a page load gets the app: an API client's or a script's request for a missing path is the API's 404.
+      for (const missing of ['/agents/ag_anything', '/assets/main-GONE.js']) {
+        const notFound = await fetch(root + missing);
+        assert.equal(notFound.status, 404, missing);
+        assert.equal((await notFound.json()).code, 'NOT_FOUND');
+      }
       const html = await page.text();
       assert.match(html, /<div id="app">/);
       assert.equal(page.headers.get('cache-control'), 'no-cache');

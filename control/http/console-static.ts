@@ -53,7 +53,8 @@ export function consoleHeaders(edgeOrigin: string): Record<string, string> {
 
 /**
  * Serves the built console for GET and HEAD outside the API: a file under the build folder,
- * else index.html, so that a client route such as /agents/ag_1 loads the app. Hashed assets
+ * else, for a page load (Accept: text/html), index.html, so that a client route such as
+ * /agents/ag_1 loads the app; anything else not there goes on to the API's 404. Hashed assets
  * (assets/name-HASH.js) are cached for a year; index.html is revalidated by its ETag each time,
  * so a new build is seen at the next load.
  */
@@ -61,7 +62,11 @@ export function serveConsole(options: ConsoleOptions): Koa.Middleware {
   const headers = consoleHeaders(options.edgeOrigin);
   return async (ctx, next) => {
     if ((ctx.method !== 'GET' && ctx.method !== 'HEAD') || options.isReserved(ctx.path)) return next();
-    const file = (await fileUnder(options.root, ctx.path)) ?? (await fileUnder(options.root, '/index.html'));
+    // Only a page load (a browser navigating asks for HTML) falls back to the app: an API
+    // client's or a script's request for a path that is not there stays the API's 404.
+    const pageLoad = ctx.path === '/' || ctx.get('Accept').includes('text/html');
+    const file = (await fileUnder(options.root, ctx.path)) ?? (pageLoad ? await fileUnder(options.root, '/index.html') : undefined);
+    if (!file && !pageLoad) return next();
     if (!file) {
       ctx.status = 503;
       ctx.type = 'text/plain';
