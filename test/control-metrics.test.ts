@@ -126,8 +126,10 @@ describe('control metrics: orchestrator calls', function () {
   it('times every call by driver and operation and counts the failed ones, passing results and errors through', async () => {
     const metrics = createControlMetrics({ countAgentsByStatus: async () => new Map() });
     const refused = new Error('no such job');
+    // The decorator is what is under test here, so the driver answers as scripted: one call
+    // succeeds, one is refused. The real podman driver through the composition is below.
     const driver = {
-      name: 'stub',
+      name: 'scripted',
       status: async () => null,
       scale: async () => {
         throw refused;
@@ -138,10 +140,10 @@ describe('control metrics: orchestrator calls', function () {
     await assert.rejects(instrumented.scale('a', 2), (error) => error === refused);
 
     const samples = parseSamples(await metrics.registry.metrics());
-    assert.equal(sampleValue(samples, 'platform_control_orchestrator_call_duration_seconds_count', { driver: 'stub', operation: 'status' }), 1);
-    assert.equal(sampleValue(samples, 'platform_control_orchestrator_call_duration_seconds_count', { driver: 'stub', operation: 'scale' }), 1);
-    assert.equal(sampleValue(samples, 'platform_control_orchestrator_call_errors_total', { driver: 'stub', operation: 'scale' }), 1);
-    assert.equal(sampleValue(samples, 'platform_control_orchestrator_call_errors_total', { driver: 'stub', operation: 'status' }), undefined);
+    assert.equal(sampleValue(samples, 'platform_control_orchestrator_call_duration_seconds_count', { driver: 'scripted', operation: 'status' }), 1);
+    assert.equal(sampleValue(samples, 'platform_control_orchestrator_call_duration_seconds_count', { driver: 'scripted', operation: 'scale' }), 1);
+    assert.equal(sampleValue(samples, 'platform_control_orchestrator_call_errors_total', { driver: 'scripted', operation: 'scale' }), 1);
+    assert.equal(sampleValue(samples, 'platform_control_orchestrator_call_errors_total', { driver: 'scripted', operation: 'status' }), undefined);
   });
 
   describe('with the podman driver', function () {

@@ -7,9 +7,10 @@ import { createLogger } from '../control/logger.js';
 import { connectRedis } from '../control/redis.js';
 import { Reconciler } from '../control/services/reconciler.js';
 import { loadAuthzConfig } from '../authz/config.js';
-import { startAuthz, type RunningAuthz } from '../authz/server.js';
-import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
+import { startAuthz } from '../authz/server.js';
+import { startLocalEdge } from '../envoy/local-edge/server.js';
 import { startControl, type TestControl } from './support/control-harness.js';
+import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
 import { waitFor } from './support/wait.js';
 
 interface EdgeResponse {
@@ -25,26 +26,15 @@ interface EdgeResponse {
 describe('the edge: agent URLs through the local edge, authz and real agents', function () {
   this.timeout(180_000);
   let control: TestControl;
-  let authz: RunningAuthz;
-  let edge: RunningLocalEdge;
-  let authzRedis: ReturnType<typeof connectRedis>;
+  let edge: LocalEdgeStack;
   const logger: Logger = createLogger('silent');
 
   before(async () => {
     control = await startControl({}, { orchestrate: true });
-    // As in production, authz is given the control API's REDIS_KEY_PREFIX (and connects as authz/main.ts does, with it).
-    const config = loadAuthzConfig({
-      REDIS_URL: process.env.TEST_REDIS_URL, REDIS_KEY_PREFIX: control.config.redisKeyPrefix,
-      AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: control.config.agentUrl.domain,
-    });
-    authzRedis = connectRedis(config.redisUrl, config.redisKeyPrefix);
-    authz = await startAuthz(config, { redis: authzRedis, clock: systemClock, logger });
-    edge = await startLocalEdge({ port: 0, authzAddress: authz.grpcAddress });
+    edge = await startLocalEdgeStack(control);
   });
   after(async () => {
     await edge?.close();
-    await authz?.close();
-    authzRedis?.disconnect();
     await control?.close();
   });
 

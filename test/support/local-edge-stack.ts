@@ -9,6 +9,7 @@ import type { TestControl } from './control-harness.js';
 export interface LocalEdgeStack {
   /** Where callers connect; the agent's hostname goes in Host. */
   url: string;
+  port: number;
   close(): Promise<void>;
 }
 
@@ -27,6 +28,7 @@ export async function startLocalEdgeStack(control: TestControl): Promise<LocalEd
   const edge = await startLocalEdge({ port: 0, authzAddress: authz.grpcAddress });
   return {
     url: `http://127.0.0.1:${edge.port}`,
+    port: edge.port,
     async close() {
       await edge.close();
       await authz.close();
