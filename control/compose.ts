@@ -11,6 +11,7 @@ import { READINESS_TIMEOUT_MS, readinessCheck } from './readiness.js';
 import { bearerAuthenticator } from './http/authenticate.js';
 import { accessKeyRoutes } from './http/routes/access-keys.js';
 import { accountRoutes } from './http/routes/account.js';
+import { accountUserRoutes } from './http/routes/account-users.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { authRoutes } from './http/routes/auth.js';
@@ -30,6 +31,7 @@ import { DeploymentTracker } from './services/deployment-tracker.js';
 import { EventNotifier } from './services/event-notifier.js';
 import { ObservabilityService } from './services/observability-service.js';
 import { AccessKeyService } from './services/access-key-service.js';
+import { AccountService } from './services/account-service.js';
 import { AgentService } from './services/agent-service.js';
 import { ApiKeyService } from './services/api-key-service.js';
 import { AuthService } from './services/auth-service.js';
@@ -126,6 +128,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge, recorder),
     usage: new UsageService(db, redis, clock),
     subscriptions: new SubscriptionService(db, edge, billing, logger.child({ component: 'subscriptions' })),
+    accounts: new AccountService(db, edge, runner, logger.child({ component: 'accounts' })),
   };
 }
 
@@ -182,6 +185,7 @@ export function buildControl(given: ControlDependencies): Control {
     ...observabilityRoutes(services.observability),
     ...accessKeyRoutes(services.accessKeys),
     ...accountRoutes(services.usage, services.subscriptions),
+    ...accountUserRoutes(services.accounts),
   ];
   const serverUrl = `http://${deps.config.host}:${deps.config.port}/v1`;
   const app = createApp({

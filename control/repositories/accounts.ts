@@ -23,6 +23,15 @@ export class AccountRepository {
     return this.db<AccountRow>('accounts').where({ id }).forUpdate().first();
   }
 
+  /**
+   * Removes the account and, through ON DELETE CASCADE (migrations 001, 003, 004), its
+   * users, their sessions and API keys, invites, agents, access keys, deployments and
+   * usage records.
+   */
+  async delete(id: string): Promise<boolean> {
+    return (await this.db('accounts').where({ id }).delete()) > 0;
+  }
+
   async update(id: string, changes: Partial<Pick<AccountRow, 'plan' | 'exempt'>>): Promise<boolean> {
     return (await this.db('accounts').where({ id }).update(changes)) > 0;
   }

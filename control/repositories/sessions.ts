@@ -24,6 +24,11 @@ export class SessionRepository {
       .first('users.*');
   }
 
+  /** Ends one session (sign-out): its token is refused from the next request on. */
+  async delete(tokenHash: string): Promise<boolean> {
+    return (await this.db('sessions').where({ token_hash: tokenHash }).delete()) > 0;
+  }
+
   async deleteExpired(now: Date): Promise<number> {
     return this.db('sessions').where('expires_at', '<=', now).delete();
   }

@@ -43,3 +43,10 @@ export type SubscriptionBody = Static<typeof SubscriptionBody>;
 
 export const Subscription = Type.Object({ plan: Type.String(), limits: Limits }, { $id: 'Subscription' });
 export type Subscription = Static<typeof Subscription>;
+
+/** A stray or replayed DELETE /account cannot wipe an account: the caller names the one they mean. */
+export const DeleteAccountBody = Type.Object(
+  { confirm: Type.String({ minLength: 1, maxLength: 64, description: "The account's id (acc_…), as GET /auth/me shows it" }) },
+  { additionalProperties: false },
+);
+export type DeleteAccountBody = Static<typeof DeleteAccountBody>;

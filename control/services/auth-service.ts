@@ -99,9 +99,21 @@ export class AuthService {
       if (user) return { userId: user.id, accountId: user.account_id, role: user.role, via: 'api_key' };
     } else if (token.startsWith(SECRET_PREFIX.session)) {
       const user = await repos.sessions.findLiveUser(hash, this.clock.now());
-      if (user) return { userId: user.id, accountId: user.account_id, role: user.role, via: 'session' };
+      if (user) return { userId: user.id, accountId: user.account_id, role: user.role, via: 'session', sessionHash: hash };
     }
     throw new PlatformError('AUTHENTICATION_FAILED');
+  }
+
+  /**
+   * Ends the presenting session. A personal API key is refused as POST /api-keys refuses
+   * it (403): it is not a session, and a script that sent one meant to revoke the key,
+   * which DELETE /api-keys/{id} does with a session.
+   */
+  async logout(principal: Principal): Promise<void> {
+    if (principal.via !== 'session' || !principal.sessionHash) {
+      throw new PlatformError('AUTHORISATION_DENIED', 'Only a console session signs out; revoke a personal API key with DELETE /api-keys/{id}');
+    }
+    await repositoriesOn(this.db).sessions.delete(principal.sessionHash);
   }
 
   async me(principal: Principal): Promise<User> {

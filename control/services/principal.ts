@@ -7,4 +7,6 @@ export interface Principal {
   role: Role;
   /** Personal API keys may not manage personal API keys: only a console session may. */
   via: 'session' | 'api_key';
+  /** The session token's hash when `via` is 'session': what signing out deletes. */
+  sessionHash?: string;
 }

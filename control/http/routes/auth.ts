@@ -43,6 +43,21 @@ export const authRoutes = (auth: AuthService) => [
     handler: async ({ body, clientIp }) => ({ status: 200, body: await auth.login(body, clientIp) }),
   }),
   defineRoute({
+    method: 'post',
+    path: '/auth/logout',
+    summary: 'Sign out: the presenting session token is refused from the next request on',
+    tag: 'Sign-in',
+    auth: 'any',
+    responses: {
+      204: { description: 'Signed out' },
+      403: { description: 'AUTHORISATION_DENIED: a personal API key is not a session (revoke it with DELETE /api-keys/{id})', schema: ErrorBody },
+    },
+    handler: async ({ principal }) => {
+      await auth.logout(principal);
+      return { status: 204 };
+    },
+  }),
+  defineRoute({
     method: 'get',
     path: '/auth/me',
     summary: 'The signed-in user',

@@ -1,0 +1,56 @@
+import type { AccountService } from '../../services/account-service.js';
+import { DeleteAccountBody } from '../../schemas/account.js';
+import { ErrorBody } from '../../schemas/common.js';
+import { UserList } from '../../schemas/users.js';
+import { defineRoute } from '../route.js';
+
+/** Who is in the account, and removing a user or the account itself (docs/operations.md, "Sessions and deletion"). */
+export const accountUserRoutes = (accounts: AccountService) => [
+  defineRoute({
+    method: 'get',
+    path: '/account/users',
+    summary: "The account's users (owners and admins)",
+    tag: 'Account',
+    auth: 'any',
+    responses: {
+      200: { description: 'The users, oldest first', schema: UserList },
+      403: { description: 'AUTHORISATION_DENIED: members and viewers do not list users', schema: ErrorBody },
+    },
+    handler: async ({ principal }) => ({ status: 200, body: { users: await accounts.listUsers(principal) } }),
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/account/users/:id',
+    summary: 'Delete a user of the account with their sessions and personal API keys (owners only)',
+    tag: 'Account',
+    auth: 'any',
+    responses: {
+      204: { description: 'Deleted: their tokens are refused from the next request on' },
+      403: { description: 'AUTHORISATION_DENIED: only an owner deletes users', schema: ErrorBody },
+      404: { description: 'NOT_FOUND: no such user in this account', schema: ErrorBody },
+      409: { description: 'LAST_OWNER: the account would be left without an owner', schema: ErrorBody },
+    },
+    handler: async ({ principal, params }) => {
+      await accounts.deleteUser(principal, params.id!);
+      return { status: 204 };
+    },
+  }),
+  defineRoute({
+    method: 'delete',
+    path: '/account',
+    summary: 'Delete the account and everything in it: agents stopped, keys revoked, users and data removed (owners only)',
+    tag: 'Account',
+    auth: 'any',
+    writes: true,
+    body: DeleteAccountBody,
+    responses: {
+      204: { description: 'Deleted: its access keys are refused at the edge and its tokens here; its containers are being removed' },
+      403: { description: 'AUTHORISATION_DENIED: only an owner deletes the account', schema: ErrorBody },
+      503: { description: "EDGE_UNAVAILABLE: the edge's Redis did not take the removal; nothing was deleted", schema: ErrorBody },
+    },
+    handler: async ({ principal, body }) => {
+      await accounts.deleteAccount(principal, body.confirm);
+      return { status: 204 };
+    },
+  }),
+];

@@ -1,0 +1,77 @@
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import { notFound, PlatformError, validationError } from '../errors.js';
+import { inTransaction, repositoriesOn } from '../repositories/index.js';
+import type { User } from '../schemas/auth.js';
+import type { AgentRunner } from './agent-runner.js';
+import { userView } from './auth-service.js';
+import type { EdgeSync } from './edge-sync.js';
+import type { Principal } from './principal.js';
+
+/** An account's users, and the end of a user or of the whole account. */
+export class AccountService {
+  constructor(
+    private readonly db: Knex,
+    private readonly edge: EdgeSync,
+    private readonly runner: AgentRunner | undefined,
+    private readonly logger: Logger,
+  ) {}
+
+  /** Owners and admins see who is in the account (the ids DELETE /account/users/{id} takes). */
+  async listUsers(principal: Principal): Promise<User[]> {
+    if (principal.role !== 'owner' && principal.role !== 'admin') {
+      throw new PlatformError('AUTHORISATION_DENIED', 'Only owners and admins list the users of the account');
+    }
+    return (await repositoriesOn(this.db).users.ofAccount(principal.accountId)).map(userView);
+  }
+
+  /**
+   * Removes a user with their sessions and personal API keys (cascaded in one statement).
+   * Under the account's row lock, so two owners removing each other one after the other
+   * see each other's removal and the account keeps an owner.
+   */
+  async deleteUser(principal: Principal, userId: string): Promise<void> {
+    assertOwner(principal, 'delete a user');
+    await inTransaction(this.db, async (repos) => {
+      await repos.accounts.lock(principal.accountId);
+      const user = await repos.users.find(userId);
+      if (!user || user.account_id !== principal.accountId) throw notFound('User');
+      if (user.role === 'owner' && (await repos.users.countOwners(principal.accountId)) <= 1) {
+        throw new PlatformError('LAST_OWNER', 'This is the last owner of the account: make another user owner first, or delete the account');
+      }
+      await repos.users.delete(principal.accountId, userId);
+    });
+    this.logger.info({ account_id: principal.accountId, user_id: userId, by: principal.userId }, 'user deleted');
+  }
+
+  /**
+   * Removes the account and everything in it in one transaction (see AccountRepository.delete),
+   * so a crash leaves either all of it or none. Under the account's lock: a create, deploy or
+   * plan change waiting on it finds the account gone. The agents' rows are deleted (and so
+   * locked) before their routes leave Redis, so an edge rebuild cannot put them back; if Redis
+   * refuses, everything rolls back (EDGE_UNAVAILABLE). The containers are removed after the
+   * commit, as DELETE /agents/{id} removes them: by a queued step, or, after a crash, by the
+   * next reconcile, which removes every job Postgres no longer holds.
+   */
+  async deleteAccount(principal: Principal, confirm: string): Promise<void> {
+    assertOwner(principal, 'delete the account');
+    if (confirm !== principal.accountId) {
+      throw validationError([{ loc: ['body', 'confirm'], msg: `must be this account's id, ${principal.accountId}`, type: 'value_error' }]);
+    }
+    const agents = await inTransaction(this.db, async (repos) => {
+      if (!(await repos.accounts.lock(principal.accountId))) throw notFound('Account');
+      const owned = await repos.agents.ofAccount(principal.accountId);
+      await repos.accounts.delete(principal.accountId);
+      await this.edge.write(async (projection) => {
+        for (const agent of owned) await projection.removeAgent(agent.slug);
+      });
+      return owned;
+    });
+    for (const agent of agents) this.runner?.request('remove', agent);
+    this.logger.info({ account_id: principal.accountId, by: principal.userId, agents: agents.length }, 'account deleted');
+  }
+}
+
+function assertOwner(principal: Principal, action: string): void {
+  if (principal.role !== 'owner') throw new PlatformError('AUTHORISATION_DENIED', `Only an owner of the account may ${action}`);
+}
