@@ -12,6 +12,18 @@ variable "datacenters" {
   default = ["dc1"]
 }
 
+# The web console's origin, scheme://host[:port] as the browser sends it in Origin: the
+# address users open the control API at (e.g. https://platform.example.com). The edge
+# answers CORS preflights from it and from no other origin, so "Try it" can call agents
+# (envoy.yaml's CorsPolicy, docs/console.md).
+variable "console_origin" {
+  type = string
+  validation {
+    condition     = can(regex("^https?://[^/]+$", var.console_origin))
+    error_message = "The console origin is scheme://host[:port], without a path or trailing slash, e.g. https://platform.example.com."
+  }
+}
+
 variable "envoy_image" {
   type        = string
   default     = "envoyproxy/envoy:v1.31-latest"
@@ -126,6 +138,8 @@ job "platform-edge" {
       user = "101:101"
       env {
         ENVOY_UID = "0"
+        # Read by the template below ({{ env "CONSOLE_ORIGIN" }}: Nomad gives templates the task's env).
+        CONSOLE_ORIGIN = var.console_origin
       }
 
       template {
@@ -286,6 +300,23 @@ static_resources:
                     # hostname here would need a config change per agent.
                     - name: agents
                       domains: ["*"]
+                      # The web console's "Try it" calls agents from the console's origin (the
+                      # control API's address) with an access key: a cross-origin request the
+                      # browser preflights. This policy is the cors filter's (below); CONSOLE_ORIGIN
+                      # in nomad-jobs/envoy.nomad.hcl fills allow_origin_string_match, and the local
+                      # edge copies the rest (envoy/local-edge/cors.ts, held to this file by
+                      # test/local-edge-parity.test.ts). Other origins get no CORS headers.
+                      typed_per_filter_config:
+                        envoy.filters.http.cors:
+                          "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy
+                          allow_origin_string_match:
+                            - exact: {{ env "CONSOLE_ORIGIN" | toJSON }}
+                          # What "Try it" sends: POST /invoke with a JSON body and the key.
+                          allow_methods: "GET, POST"
+                          allow_headers: "authorization, content-type"
+                          # The edge's denials carry these (429 Retry-After, 401 WWW-Authenticate).
+                          expose_headers: "retry-after, www-authenticate, x-request-id"
+                          max_age: "600"
                       routes:
                         - match: { prefix: "/" }
                           route:
@@ -298,6 +329,22 @@ static_resources:
                             idle_timeout: 120s
 
                 http_filters:
+                  # CORS before ext_authz. A preflight (OPTIONS with Origin and
+                  # Access-Control-Request-Method) from the allowed origin is answered here, 200
+                  # with the policy's headers, and stops the chain: it carries no key, and never
+                  # reaches authz or an agent. Every other request, a preflight from another
+                  # origin included (forward_not_matching_preflights defaults to true), goes on
+                  # to ext_authz as before. On the way back the filter sets
+                  # Access-Control-Allow-Origin and -Expose-Headers on every response to the
+                  # allowed origin, authz's denials and local replies too: they run through the
+                  # whole encoder chain, so the console can read a 401's message. (envoy
+                  # source/extensions/filters/http/cors/cors_filter.cc, `CorsFilter::decodeHeaders`
+                  # and `CorsFilter::encodeHeaders`; source/common/http/filter_manager.cc,
+                  # `DownstreamFilterManager::sendLocalReplyViaFilterChain` encodes from the first
+                  # encoder filter.)
+                  - name: envoy.filters.http.cors
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors
                   - name: envoy.filters.http.ext_authz
                     typed_config:
                       "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz

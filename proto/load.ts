@@ -30,6 +30,7 @@ export const AUTHORIZATION_SERVICE = 'envoy.service.auth.v3.Authorization';
 export const ENVOY_CONFIG_PROTO_FILES: readonly string[] = Object.freeze([
   'envoy/config/bootstrap/v3/bootstrap.proto',
   'envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto',
+  'envoy/extensions/filters/http/cors/v3/cors.proto',
   'envoy/extensions/filters/http/ext_authz/v3/ext_authz.proto',
   'envoy/extensions/filters/http/router/v3/router.proto',
   'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',

@@ -63,7 +63,8 @@ async function main(): Promise<void> {
   supervisor.start(
     hasEnvoy()
       ? { name: 'envoy', command: 'envoy', args: ['-c', join(root, 'envoy/envoy.yaml'), '--log-level', 'warn'], env, cwd: root }
-      : node('edge', 'envoy/local-edge/main.ts', { ...env, EDGE_PORT: edgePort, AUTHZ_ADDRESS: `127.0.0.1:${env.AUTHZ_GRPC_PORT ?? '7091'}` }),
+      // The console is served by the control API: "Try it" calls agents from its origin.
+      : node('edge', 'envoy/local-edge/main.ts', { CONSOLE_ORIGIN: `http://${host}:${port}`, ...env, EDGE_PORT: edgePort, AUTHZ_ADDRESS: `127.0.0.1:${env.AUTHZ_GRPC_PORT ?? '7091'}` }),
   );
   if (!(await waitFor(`the edge on port ${edgePort}`, () => isListening(Number(edgePort))))) return;
 

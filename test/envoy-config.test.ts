@@ -177,7 +177,7 @@ describe('envoy/envoy.yaml', function () {
 
     it('runs ext_authz over gRPC, fail closed, before the router, sending only the headers authz reads', function () {
       const { extAuthz, filters } = edge(config);
-      assert.deepEqual(filters.map((f) => f.name), ['envoy.filters.http.ext_authz', 'envoy.filters.http.router']);
+      assert.deepEqual(filters.map((f) => f.name), ['envoy.filters.http.cors', 'envoy.filters.http.ext_authz', 'envoy.filters.http.router']);
       assert.equal(extAuthz.grpc_service.envoy_grpc.cluster_name, 'authz');
       assert.match(extAuthz.grpc_service.timeout, /^0?\.\d+s$/, 'a deliberate sub-second timeout');
       assert.equal(extAuthz.transport_api_version, 'V3');
@@ -188,6 +188,23 @@ describe('envoy/envoy.yaml', function () {
       assert.equal(extAuthz.with_request_body, undefined, 'bodies stream; authz never sees them');
       const allowed = (extAuthz.allowed_headers.patterns as Node[]).map((p) => p.exact).sort();
       assert.deepEqual(allowed, ['authorization', 'x-envoy-external-address']);
+    });
+
+    it("answers the console's CORS preflight before ext_authz, for one exact origin, without credentials", function () {
+      const { hcm, filters } = edge(config);
+      // The cors filter answers a preflight from an allowed origin itself and stops the chain
+      // (cors_filter.cc, `CorsFilter::decodeHeaders`): placed after ext_authz, a preflight,
+      // which carries no key, would be refused by authz for a private agent.
+      assert.equal(filters[0]!.name, 'envoy.filters.http.cors');
+      assert.equal(filters[0]!.typed_config['@type'], 'type.googleapis.com/envoy.extensions.filters.http.cors.v3.Cors');
+      const policy = hcm.route_config.virtual_hosts[0].typed_per_filter_config['envoy.filters.http.cors'];
+      assert.equal(policy['@type'], 'type.googleapis.com/envoy.extensions.filters.http.cors.v3.CorsPolicy');
+      assert.deepEqual(policy.allow_origin_string_match, [{ exact: 'http://127.0.0.1:7070' }], 'the console of npm run up; the Nomad job fills in CONSOLE_ORIGIN');
+      assert.equal(policy.allow_credentials, undefined, 'no cookies: the access key travels in Authorization');
+      assert.equal(policy.forward_not_matching_preflights, undefined, "another origin's preflight goes through ext_authz like any request");
+      assert.equal(policy.filter_enabled, undefined);
+      assert.match(policy.allow_headers, /\bauthorization\b/);
+      assert.match(policy.allow_methods, /\bPOST\b/);
     });
 
     it('GatewayTimeout is the HttpStatus enum value 504', function () {

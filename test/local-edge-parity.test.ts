@@ -5,6 +5,8 @@ import { applyAllowedMutations, verdictOf } from '../envoy/local-edge/authz-answ
 import { buildCheckRequest } from '../envoy/local-edge/check-request.js';
 import { sanitiseDownstreamHeaders } from '../envoy/local-edge/downstream-headers.js';
 import { AUTHZ_ALLOWED_HEADERS, EDGE_REPLIES, EXT_AUTHZ_TIMEOUT_MS } from '../envoy/local-edge/envoy-parity.js';
+import { loadLocalEdgeConfig } from '../envoy/local-edge/config.js';
+import { CORS_POLICY, corsFor, corsOutcome } from '../envoy/local-edge/cors.js';
 import { parseUpstream } from '../envoy/local-edge/forward.js';
 
 /** The local edge's copy of envoy.yaml's choices, and its pure request/answer handling. */
@@ -22,6 +24,31 @@ describe('local edge parity with envoy.yaml', () => {
     const bodies = manager.local_reply_config.mappers.map((mapper: { body: { inline_string: string } }) => mapper.body.inline_string);
     assert.ok(bodies.includes(EDGE_REPLIES.badGateway));
     assert.ok(bodies.includes(EDGE_REPLIES.noHost));
+  });
+
+  it("answers CORS as envoy.yaml's cors filter and policy: before ext_authz, for the same origin by default, with the same headers", () => {
+    const names = manager.http_filters.map((filter: { name: string }) => filter.name);
+    assert.ok(names.indexOf('envoy.filters.http.cors') < names.indexOf('envoy.filters.http.ext_authz'), 'preflights are answered before the key check');
+    const policy = manager.route_config.virtual_hosts[0].typed_per_filter_config['envoy.filters.http.cors'];
+    assert.deepEqual(
+      { allowMethods: policy.allow_methods, allowHeaders: policy.allow_headers, exposeHeaders: policy.expose_headers, maxAge: policy.max_age },
+      { ...CORS_POLICY },
+    );
+    const { consoleOrigin } = loadLocalEdgeConfig({ REDIS_URL: 'redis://127.0.0.1:6379' });
+    assert.deepEqual(policy.allow_origin_string_match, [{ exact: consoleOrigin }]);
+    assert.throws(() => loadLocalEdgeConfig({ REDIS_URL: 'redis://127.0.0.1:6379', CONSOLE_ORIGIN: 'http://127.0.0.1:7070/' }), /CONSOLE_ORIGIN/);
+  });
+
+  it('tells a preflight (OPTIONS with Access-Control-Request-Method) from the console apart from every other request', () => {
+    const cors = corsFor('http://console.test');
+    const origin = 'http://console.test';
+    assert.equal(corsOutcome(cors, 'OPTIONS', { origin, 'access-control-request-method': 'POST' })?.kind, 'preflight');
+    assert.equal(corsOutcome(cors, 'OPTIONS', { origin, 'access-control-request-method': '' })?.kind, 'actual', 'an empty method is no preflight (cors_filter.cc)');
+    assert.equal(corsOutcome(cors, 'OPTIONS', { origin })?.kind, 'actual');
+    assert.equal(corsOutcome(cors, 'POST', { origin, 'access-control-request-method': 'POST' })?.kind, 'actual');
+    assert.equal(corsOutcome(cors, 'OPTIONS', { origin: 'http://console.test:8080', 'access-control-request-method': 'POST' }), undefined, 'an exact match, as the policy\'s string matcher');
+    assert.equal(corsOutcome(cors, 'GET', {}), undefined);
+    assert.equal(corsOutcome(corsFor(undefined), 'OPTIONS', { origin, 'access-control-request-method': 'POST' }), undefined);
   });
 
   it('shows authz only the allowed headers, after dropping what a client may not set', () => {

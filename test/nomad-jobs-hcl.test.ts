@@ -118,19 +118,23 @@ interface ConsulInstance {
 }
 
 /**
- * Renders the one consul-template construct the Envoy template uses,
+ * Renders the two consul-template constructs the Envoy template uses,
  * `{{ range service "authz" }}…{{ .Address }}…{{ .Port }}…{{ else }}…{{ end }}`, with the
- * given passing instances. Any other action throws, so the template cannot grow one this
- * test would not render.
+ * given passing instances, and `{{ env "NAME" | toJSON }}` from `env` (the task's env, which
+ * Nomad hands the template: client/allocrunner/taskrunner/template/template.go, `templateRunner`
+ * sets runner.Env; consul-template's toJSON is json.Marshal, as JSON.stringify for a string).
+ * Any other action throws, so the template cannot grow one this test would not render.
  */
-function renderEnvoyTemplate(template: string, instances: ConsulInstance[]): string {
+function renderEnvoyTemplate(template: string, instances: ConsulInstance[], env: Record<string, string> = ENVOY_TASK_ENV): string {
   const range = /\{\{ range service "authz" \}\}([\s\S]*?)\{\{ else \}\}([\s\S]*?)\{\{ end \}\}/;
   const match = range.exec(template);
   assert.ok(match, 'the template ranges over service "authz" with an else branch');
   const [, body = '', empty = ''] = match;
   const each = (instance: ConsulInstance) =>
     body.replace(/\{\{ \.(Address|Port) \}\}/g, (_, field: 'Address' | 'Port') => String(instance[field]));
-  const rendered = template.replace(range, instances.length > 0 ? instances.map(each).join('') : empty);
+  const rendered = template
+    .replace(range, instances.length > 0 ? instances.map(each).join('') : empty)
+    .replace(/\{\{ env "([A-Z_]+)" \| toJSON \}\}/g, (_, name: string) => JSON.stringify(env[name] ?? ''));
   assert.ok(!rendered.includes('{{'), `the template has an action this test does not render: ${rendered.slice(rendered.indexOf('{{'), rendered.indexOf('{{') + 60)}`);
   return rendered;
 }
@@ -145,6 +149,9 @@ function envoyYamlWithAuthz(instances: ConsulInstance[]): Body {
   }));
   return config;
 }
+
+/** The Envoy task's env as rendered in these tests: the console origin envoy/envoy.yaml holds. */
+const ENVOY_TASK_ENV = { CONSOLE_ORIGIN: 'http://127.0.0.1:7070' };
 
 const AUTHZ_INSTANCES: ConsulInstance[] = [
   { Address: '10.0.3.11', Port: 27181 },
@@ -327,6 +334,14 @@ describe('nomad-jobs/*.hcl', function () {
         const rendered = parseYaml(renderEnvoyTemplate(template, instances));
         assert.deepEqual(rendered, envoyYamlWithAuthz(instances), `rendered with ${instances.length} authz instance(s)`);
       }
+    });
+
+    it("fills the CORS policy's allowed origin from the job's console_origin, as a JSON string", function () {
+      assert.equal(envoy.task.env[0].CONSOLE_ORIGIN, '${var.console_origin}');
+      const origin = 'https://platform.example.com:8443';
+      const rendered = parseYaml(renderEnvoyTemplate(template, AUTHZ_INSTANCES, { CONSOLE_ORIGIN: origin }));
+      const host = rendered.static_resources.listeners[0].filter_chains[0].filters[0].typed_config.route_config.virtual_hosts[0];
+      assert.deepEqual(host.typed_per_filter_config['envoy.filters.http.cors'].allow_origin_string_match, [{ exact: origin }]);
     });
 
     it('renders a bootstrap Envoy accepts (v3 protos, no unknown field)', function () {

@@ -4,7 +4,8 @@ type Env = Record<string, string | undefined>;
 
 /**
  * EDGE_HOST (127.0.0.1), EDGE_PORT (7080), AUTHZ_ADDRESS (127.0.0.1:7091, as envoy.yaml's
- * authz cluster), and the client limits EDGE_HEADERS_TIMEOUT_MS, EDGE_REQUEST_TIMEOUT_MS and
+ * authz cluster), CONSOLE_ORIGIN (the web console's origin, whose CORS preflights the edge
+ * answers: http://127.0.0.1:7070, as envoy.yaml's CorsPolicy), and the client limits EDGE_HEADERS_TIMEOUT_MS, EDGE_REQUEST_TIMEOUT_MS and
  * EDGE_MAX_CONNECTIONS_PER_ADDRESS (defaults: DEFAULT_EDGE_CLIENT_LIMITS).
  */
 export function loadLocalEdgeConfig(env: Env): Readonly<LocalEdgeOptions> {
@@ -20,6 +21,9 @@ export function loadLocalEdgeConfig(env: Env): Readonly<LocalEdgeOptions> {
   const port = integer('EDGE_PORT', 7080, 0, 65535);
   const authzAddress = env.AUTHZ_ADDRESS || '127.0.0.1:7091';
   if (!/^[^\s:]+:\d{1,5}$/.test(authzAddress)) problems.push(`AUTHZ_ADDRESS: expected host:port of authz's gRPC server, got "${authzAddress}"`);
+  const consoleOrigin = env.CONSOLE_ORIGIN || 'http://127.0.0.1:7070';
+  // An Origin header is scheme://host[:port], nothing after: anything else would never match.
+  if (!/^https?:\/\/[^/\s]+$/.test(consoleOrigin)) problems.push(`CONSOLE_ORIGIN: expected scheme://host[:port] without a path, as a browser sends Origin, got "${consoleOrigin}"`);
   const clientLimits = {
     headersTimeoutMs: integer('EDGE_HEADERS_TIMEOUT_MS', DEFAULT_EDGE_CLIENT_LIMITS.headersTimeoutMs, 100, 600_000),
     requestTimeoutMs: integer('EDGE_REQUEST_TIMEOUT_MS', DEFAULT_EDGE_CLIENT_LIMITS.requestTimeoutMs, 100, 3_600_000),
@@ -30,5 +34,5 @@ export function loadLocalEdgeConfig(env: Env): Readonly<LocalEdgeOptions> {
     problems.push('EDGE_HEADERS_TIMEOUT_MS: must not exceed EDGE_REQUEST_TIMEOUT_MS (the headers are part of the request)');
   }
   if (problems.length > 0) throw new Error(`Invalid local edge configuration:\n  - ${problems.join('\n  - ')}`);
-  return Object.freeze({ host: env.EDGE_HOST || '127.0.0.1', port, authzAddress, clientLimits: Object.freeze(clientLimits) });
+  return Object.freeze({ host: env.EDGE_HOST || '127.0.0.1', port, authzAddress, consoleOrigin, clientLimits: Object.freeze(clientLimits) });
 }

@@ -22,6 +22,8 @@ export interface ForwardOptions {
   connectTimeoutMs: number;
   /** Answers the caller when the replica fails before sending a response head. */
   onUpstreamFailure: (error: Error) => void;
+  /** Headers the edge sets whatever the replica sent (the CORS filter's, as Envoy's encoder overwrites them). */
+  overrideHeaders?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -56,7 +58,7 @@ export function forwardRequest(
   let relayed: IncomingMessage | undefined;
   upstream.on('response', (upstreamResponse) => {
     relayed = upstreamResponse;
-    response.writeHead(upstreamResponse.statusCode ?? 502, upstreamResponseHeaders(upstreamResponse.headers));
+    response.writeHead(upstreamResponse.statusCode ?? 502, { ...upstreamResponseHeaders(upstreamResponse.headers), ...options.overrideHeaders });
     response.flushHeaders();
     upstreamResponse.pipe(response);
     upstreamResponse.on('aborted', () => response.destroy());

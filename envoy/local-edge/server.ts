@@ -10,6 +10,7 @@ import { EDGE_REPLIES, EXT_AUTHZ_TIMEOUT_MS } from './envoy-parity.js';
 import { forwardRequest, parseUpstream } from './forward.js';
 import { framingProblem } from './framing.js';
 import { createUpstreamAgent } from './upstream-agent.js';
+import { corsFor, corsOutcome } from './cors.js';
 import { createLimitedServer, type ClientLimits } from '../../control/http/client-limits.js';
 
 export interface LocalEdgeOptions {
@@ -25,6 +26,11 @@ export interface LocalEdgeOptions {
   upstreamConnectTimeoutMs?: number;
   /** Default: DEFAULT_EDGE_CLIENT_LIMITS. */
   clientLimits?: Partial<ClientLimits>;
+  /**
+   * The web console's origin (scheme://host[:port]), whose CORS preflights the edge answers
+   * as envoy.yaml's cors filter does (envoy/local-edge/cors.ts); none: no CORS at all.
+   */
+  consoleOrigin?: string;
 }
 
 export const DEFAULT_EDGE_CLIENT_LIMITS: ClientLimits = Object.freeze({
@@ -53,6 +59,7 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
   // upstream idle_timeout, before a replica's own server would close them under us.
   const upstreamAgent = createUpstreamAgent({ keepAlive: true, timeout: 4_000 });
   const connectTimeoutMs = options.upstreamConnectTimeoutMs ?? 2_000;
+  const cors = corsFor(options.consoleOrigin);
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const framing = framingProblem(request);
@@ -62,6 +69,13 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
       replyPlain(response, 400, `bad request: ${framing}\n`);
       return;
     }
+    // envoy.yaml runs the cors filter before ext_authz: the console's preflight never reaches authz.
+    const corsAnswer = corsOutcome(cors, request.method, request.headers);
+    if (corsAnswer?.kind === 'preflight') {
+      response.writeHead(200, corsAnswer.headers).end();
+      return;
+    }
+    if (corsAnswer) for (const name in corsAnswer.headers) response.setHeader(name, corsAnswer.headers[name]!);
     const requestId = randomUUID();
     const peer = { address: plainAddress(request.socket.remoteAddress), port: request.socket.remotePort ?? 0 };
     const local = { address: plainAddress(request.socket.localAddress), port: request.socket.localPort ?? 0 };
@@ -101,6 +115,7 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
       agent: upstreamAgent,
       connectTimeoutMs,
       onUpstreamFailure: () => replyPlain(response, 502, EDGE_REPLIES.badGateway),
+      overrideHeaders: corsAnswer?.headers,
     });
   }
 
