@@ -20,6 +20,13 @@ export const edgeKeyNames = {
   usageFlushing: (slug: string, month: string, flushId: string) => `edge:usage-flushing:{${slug}}:${month}:${flushId}`,
   /** Not hash-tagged: an index of projected slugs, read only when rebuilding. */
   index: 'edge:slugs',
+  /**
+   * Hash of one second of an agent's forwarded requests (REQUEST_FIGURE_FIELDS), added to
+   * by every edge process (HINCRBY), read by the control API for the last 60 s. Tagged
+   * with the agent id, not the slug: a slug freed by a deleted agent may be taken again,
+   * and its figures must not follow it.
+   */
+  requestFigures: (agentId: string, epochSecond: number) => `edge:requests:{${agentId}}:${epochSecond}`,
 } as const;
 
 /** SCAN patterns for the keys the control API sweeps. */
@@ -30,6 +37,14 @@ export const edgeKeyPatterns = {
 
 const USAGE_KEY = /^edge:usage:\{([^}]+)\}:(\d{4}-\d{2})$/;
 const USAGE_FLUSHING_KEY = /^edge:usage-flushing:\{([^}]+)\}:(\d{4}-\d{2}):([0-9a-f-]{36})$/;
+
+const REQUEST_FIGURES_KEY = /^edge:requests:\{([^}]+)\}:(\d+)$/;
+
+/** The agent id and second of a request-figures hash's name, or undefined for any other key. */
+export function parseRequestFiguresKey(key: string): { agentId: string; epochSecond: number } | undefined {
+  const match = REQUEST_FIGURES_KEY.exec(key);
+  return match ? { agentId: match[1]!, epochSecond: Number(match[2]) } : undefined;
+}
 
 /** The slug and month of a usage counter's name, or undefined for any other key. */
 export function parseUsageKey(key: string): { slug: string; month: string } | undefined {

@@ -2,12 +2,14 @@ import assert from 'node:assert/strict';
 import {
   edgeAgentHash,
   edgeKeyNames,
+  parseRequestFiguresKey,
   parseUsageFlushingKey,
   parseUsageKey,
   secondsToWindowEnd,
   usageMonthOf,
   windowOf,
 } from '../contract/edge-keys.js';
+import { FIGURES_WINDOW_SECONDS, LATENCY_BOUNDS_MS, REQUEST_FIGURE_FIELDS, REQUEST_FIGURES_TTL_SECONDS } from '../contract/request-figures.js';
 
 /**
  * The edge projection's format, pinned: the control API writes it, authz reads it, and a
@@ -45,6 +47,24 @@ describe('the control↔edge contract', () => {
     assert.equal(parseUsageKey(edgeKeyNames.usageFlushing(slug, '2031-03', flushId)), undefined);
     assert.equal(parseUsageKey('edge:usage:{a}:2031-3'), undefined);
     assert.equal(parseUsageFlushingKey(edgeKeyNames.usage(slug, '2031-03')), undefined);
+  });
+
+  it("names each second of an agent's request figures by agent id and epoch second, and parses only those names", () => {
+    assert.equal(edgeKeyNames.requestFigures('agt_7Hq2', 1_932_000_000), 'edge:requests:{agt_7Hq2}:1932000000');
+    assert.deepEqual(parseRequestFiguresKey('edge:requests:{agt_7Hq2}:1932000000'), { agentId: 'agt_7Hq2', epochSecond: 1_932_000_000 });
+    assert.equal(parseRequestFiguresKey(edgeKeyNames.usage(slug, '2031-03')), undefined);
+    assert.equal(parseRequestFiguresKey('edge:requests:{agt_7Hq2}:soon'), undefined);
+  });
+
+  it('holds a second of request figures in these fields and latency buckets, for a minute and a bit', () => {
+    assert.deepEqual(
+      [REQUEST_FIGURE_FIELDS.count, REQUEST_FIGURE_FIELDS.errors, REQUEST_FIGURE_FIELDS.latencySumUs, REQUEST_FIGURE_FIELDS.bucket(0), REQUEST_FIGURE_FIELDS.bucket(17)],
+      ['count', 'errors', 'latency_us', 'le_0', 'le_17'],
+    );
+    // Edge and control must agree on every bound: a changed list would misplace old seconds' buckets.
+    assert.deepEqual(LATENCY_BOUNDS_MS, [1, 2.5, 5, 10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 30_000, 60_000, 120_000, 300_000]);
+    assert.equal(FIGURES_WINDOW_SECONDS, 60);
+    assert.equal(REQUEST_FIGURES_TTL_SECONDS, 75);
   });
 
   it('counts in one-minute windows and UTC months', () => {
