@@ -1,4 +1,5 @@
 import knex, { type Knex } from 'knex';
+import pg from 'pg';
 import * as initial from './migrations/001-initial.js';
 import * as deployments from './migrations/002-deployments.js';
 import * as usage from './migrations/003-usage.js';
@@ -63,9 +64,30 @@ export function connectDatabase(url: string, pool = DEFAULT_POOL, statementTimeo
   return db;
 }
 
-/** Runs pending migrations; knex holds its own lock table so concurrent starts take turns. */
+/** The advisory lock copies of the control API (and `npm run admin`) take turns on to migrate; apart from the loops' (loop-locks.ts). */
+export const MIGRATION_LOCK = [0x61_67_6e, 0x6d_69_67] as const; // "agn", "mig"
+
+/**
+ * Runs pending migrations, one copy at a time: the copy that holds a Postgres advisory lock
+ * migrates, the others wait for it and then find nothing left to run. knex's own lock row is
+ * not enough: on a new database two copies race to create knex's tables and one fails
+ * (test/migrations-concurrency.test.ts), and a copy waiting on that row is cancelled by
+ * statement_timeout while a long migration runs. The lock is held on a connection of its
+ * own, outside the pool (which may have a single connection), without a statement timeout,
+ * and ends with that session, so a copy that dies while migrating frees it.
+ */
 export async function migrate(db: Database): Promise<void> {
-  await db.migrate.latest({ migrationSource });
+  const holder = new pg.Client(db.client.config.connection as string | pg.ClientConfig);
+  // Losing this connection mid-migration must not crash the process: knex's lock row still keeps copies apart.
+  holder.on('error', () => undefined);
+  await holder.connect();
+  try {
+    await holder.query('SET statement_timeout = 0');
+    await holder.query('SELECT pg_advisory_lock($1, $2)', [...MIGRATION_LOCK]);
+    await db.migrate.latest({ migrationSource });
+  } finally {
+    await holder.end();
+  }
 }
 
 /** Resolves once Postgres answers a statement on a pooled connection: the readiness probe. */
