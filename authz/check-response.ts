@@ -1,5 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { Decision } from './decision.js';
+import { AGENT_ID_METADATA_KEY } from './access-log-entry.js';
 
 /**
  * Envoy's CheckResponse for a decision, as a plain object for proto-loader to encode.
@@ -78,8 +79,10 @@ export function buildCheckResponse(decision: Decision): CheckResponseMessage {
         // An agent never sees its access key.
         headers_to_remove: ['authorization'],
       },
-      // Read by the ORIGINAL_DST cluster (metadata_key envoy.filters.http.ext_authz / upstream).
-      dynamic_metadata: { fields: { upstream: { stringValue: decision.upstream } } },
+      // upstream: read by the ORIGINAL_DST cluster (metadata_key envoy.filters.http.ext_authz / upstream).
+      // agent_id: comes back in each access-log entry's metadata (authz/access-log-entry.ts), so
+      // the request's figures go to the agent authz chose, whatever the caller sent.
+      dynamic_metadata: { fields: { upstream: { stringValue: decision.upstream }, [AGENT_ID_METADATA_KEY]: { stringValue: decision.agentId } } },
     };
   }
   const denial = denialOf(decision);

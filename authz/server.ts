@@ -3,7 +3,9 @@ import type { AddressInfo } from 'node:net';
 import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import { AUTHORIZATION_SERVICE, loadAuthorizationService } from '../proto/load.js';
+import { ACCESS_LOG_SERVICE, AUTHORIZATION_SERVICE, loadAccessLogService, loadAuthorizationService } from '../proto/load.js';
+import { createRequestFigureRecorder } from '../contract/request-figure-recorder.js';
+import { createAccessLogService } from './access-log-service.js';
 import type { Clock } from '../contract/clock.js';
 import type { AuthzConfig } from './config.js';
 import type { CheckRequest } from './check-request.js';
@@ -29,7 +31,7 @@ export interface RunningAuthz {
   grpcPort: number;
   metricsPort: number;
   metrics: AuthzMetrics;
-  /** Stops both servers; the Redis client belongs to the caller. */
+  /** Stops both servers and flushes the request figures; the Redis client belongs to the caller. */
   close(): Promise<void>;
 }
 
@@ -71,7 +73,17 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
   // Ready while Redis answers within a Check's deadline: asked by gRPC (Consul's check,
   // Envoy's health checks) and by HTTP (/readyz on the metrics port) alike.
   const isReady = async () => (await withDeadline(deps.redis.ping(), config.redisTimeoutMs)) === 'PONG';
-  grpcServer.addService(healthServiceDefinition, healthService([AUTHORIZATION_SERVICE], isReady));
+  // Envoy's access logs on the same port, apart from Check: its handler never runs on a
+  // Check's path. Each agent's second of figures goes to Redis once (contract/request-figures.ts).
+  const figures = createRequestFigureRecorder({
+    redis: deps.redis,
+    onError: throttled(REDIS_ERROR_LOG_INTERVAL_MS, (error: Error) =>
+      deps.logger.warn({ err: error }, "Redis refused a second of agents' request figures; they are dropped"),
+    ),
+  });
+  const accessLog = createAccessLogService(figures);
+  grpcServer.addService(loadAccessLogService().service, accessLog.implementation);
+  grpcServer.addService(healthServiceDefinition, healthService([AUTHORIZATION_SERVICE, ACCESS_LOG_SERVICE], isReady));
   const grpcPort = await new Promise<number>((resolve, reject) =>
     grpcServer.bindAsync(`${config.host}:${config.grpcPort}`, ServerCredentials.createInsecure(), (error, port) =>
       error ? reject(error) : resolve(port),
@@ -84,6 +96,7 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
     await once(metricsServer, 'listening');
   } catch (error) {
     grpcServer.forceShutdown();
+    await figures.close();
     throw error;
   }
 
@@ -94,10 +107,12 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
     metrics,
     async close() {
       metricsServer.closeAllConnections();
+      accessLog.endStreams();
       await Promise.all([
         new Promise<void>((resolve) => metricsServer.close(() => resolve())),
         new Promise<void>((resolve) => grpcServer.tryShutdown(() => resolve())),
       ]);
+      await figures.close();
     },
   };
 }

@@ -2,7 +2,7 @@ import type Koa from 'koa';
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { Clock } from '../contract/clock.js';
+import { systemClock, type Clock } from '../contract/clock.js';
 import type { Config } from './config.js';
 import { SecretBox } from './crypto/secret-box.js';
 import { createApp } from './http/app.js';
@@ -39,6 +39,7 @@ import { FixedWindowLimiter } from './services/rate-limiter.js';
 import { UsageService } from './services/usage-service.js';
 import { EdgeSync } from './services/edge-sync.js';
 import { EdgeProjection } from './edge/projection.js';
+import { RequestFiguresReader } from './edge/request-figures.js';
 import type { BillingProvider } from './billing/provider.js';
 import { SubscriptionService } from './services/subscription-service.js';
 import { Reconciler } from './services/reconciler.js';
@@ -115,7 +116,8 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     deployments: new DeploymentService(db, clock, box, runner, presenter, recorder),
     deploymentHistory: new DeploymentHistoryService(db, presenter),
     deploymentEvents: new DeploymentEventFeed(db, deploymentNotifier),
-    observability: new ObservabilityService(db, orchestrator, clock),
+    // The edge stamps each second of figures by the wall clock, so they are read by it too.
+    observability: new ObservabilityService(db, orchestrator, clock, new RequestFiguresReader(redis, systemClock)),
     limiter,
     auth: new AuthService(db, clock, limiter, {
       registrationMode: config.registrationMode,

@@ -249,6 +249,33 @@ static_resources:
                           bytes_sent: "%BYTES_SENT%"
                           upstream_host: "%UPSTREAM_HOST%"
                           agent_id: "%REQ(X-AGENT-ID)%"
+                  # Agents' request figures (GET /v1/agents/{id}/metrics): every request
+                  # authz allowed is streamed to authz's access-log service on its gRPC port,
+                  # which counts those a replica answered (authz/access-log-entry.ts) and writes
+                  # each agent's second to Redis once. Only entries whose ext_authz metadata
+                  # names an agent are sent (envoy source/common/access_log/access_log_impl.cc,
+                  # `MetadataFilter::evaluate`, reads the stream's dynamic metadata), so a flood
+                  # of denials costs authz nothing here.
+                  - name: envoy.access_loggers.http_grpc
+                    filter:
+                      metadata_filter:
+                        matcher:
+                          filter: envoy.filters.http.ext_authz
+                          path: [{ key: agent_id }]
+                          value: { present_match: true }
+                        match_if_key_not_found: false
+                    typed_config:
+                      "@type": type.googleapis.com/envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig
+                      common_config:
+                        log_name: agent_requests
+                        transport_api_version: V3
+                        grpc_service:
+                          envoy_grpc: { cluster_name: authz }
+                        # Envoy's defaults, written out: entries go in batches every second, or
+                        # sooner past 16 KiB; past that while authz is slow they are dropped
+                        # (access_logs.grpc_access_log.logs_dropped), never queued without bound.
+                        buffer_flush_interval: 1s
+                        buffer_size_bytes: 16384
 
                 # Envoy's own failures on the way to a replica become the plain-text
                 # edge replies of docs/contract.md. Mappers match on response flags: authz's denials

@@ -22,6 +22,9 @@ export const ENVOY_PROTO_INCLUDE_DIRS: readonly string[] = Object.freeze(
 /** The ext_authz service authz implements. */
 export const EXTERNAL_AUTH_PROTO = 'envoy/service/auth/v3/external_auth.proto';
 export const AUTHORIZATION_SERVICE = 'envoy.service.auth.v3.Authorization';
+/** The access-log service authz also implements: Envoy's http_grpc logger streams to it. */
+export const ACCESS_LOG_PROTO = 'envoy/service/accesslog/v3/als.proto';
+export const ACCESS_LOG_SERVICE = 'envoy.service.accesslog.v3.AccessLogService';
 
 /**
  * The Bootstrap message and every extension envoy/envoy.yaml names in a `typed_config`
@@ -36,6 +39,7 @@ export const ENVOY_CONFIG_PROTO_FILES: readonly string[] = Object.freeze([
   'envoy/extensions/upstreams/http/v3/http_protocol_options.proto',
   'envoy/extensions/access_loggers/stream/v3/stream.proto',
   'envoy/extensions/access_loggers/file/v3/file.proto',
+  'envoy/extensions/access_loggers/grpc/v3/als.proto',
   'envoy/extensions/resource_monitors/downstream_connections/v3/downstream_connections.proto',
 ]);
 
@@ -83,34 +87,42 @@ export function loadEnvoyRoot(files: readonly string[] = ENVOY_CONFIG_PROTO_FILE
   return root;
 }
 
-export interface AuthorizationServiceDefinition {
-  /** proto-loader's package definition of external_auth.proto (and its imports). */
+export interface LoadedService {
+  /** proto-loader's package definition of the service's file (and its imports). */
   packageDefinition: PackageDefinition;
-  /** For `server.addService(service, { Check })`. */
+  /** For `server.addService(service, { …methods })`. */
   service: ServiceDefinition;
-  /** A generic client constructor, for tests that call Check as Envoy does. */
+  /** A generic client constructor, for tests (and the local edge) that call it as Envoy does. */
   Client: ServiceClientConstructor;
 }
 
-let authorization: AuthorizationServiceDefinition | undefined;
+const loaded = new Map<string, LoadedService>();
 
-/** `envoy.service.auth.v3.Authorization`, loaded once per process (loading takes a while). */
-export function loadAuthorizationService(): AuthorizationServiceDefinition {
-  if (authorization) return authorization;
-  const packageDefinition = loadSync(EXTERNAL_AUTH_PROTO, { ...GRPC_LOADER_OPTIONS });
-  const Client = lookupService(loadPackageDefinition(packageDefinition), AUTHORIZATION_SERVICE);
-  authorization = { packageDefinition, service: Client.service, Client };
-  return authorization;
+/** A service of Envoy's API, loaded once per process (loading takes a while). */
+function loadService(file: string, fullName: string): LoadedService {
+  const cached = loaded.get(fullName);
+  if (cached) return cached;
+  const packageDefinition = loadSync(file, { ...GRPC_LOADER_OPTIONS });
+  const Client = lookupService(loadPackageDefinition(packageDefinition), fullName, file);
+  const service = { packageDefinition, service: Client.service, Client };
+  loaded.set(fullName, service);
+  return service;
 }
 
-function lookupService(grpcObject: object, fullName: string): ServiceClientConstructor {
+/** `envoy.service.auth.v3.Authorization`. */
+export const loadAuthorizationService = (): LoadedService => loadService(EXTERNAL_AUTH_PROTO, AUTHORIZATION_SERVICE);
+
+/** `envoy.service.accesslog.v3.AccessLogService`. */
+export const loadAccessLogService = (): LoadedService => loadService(ACCESS_LOG_PROTO, ACCESS_LOG_SERVICE);
+
+function lookupService(grpcObject: object, fullName: string, file: string): ServiceClientConstructor {
   let node: unknown = grpcObject;
   for (const part of fullName.split('.')) {
     const container = (typeof node === 'object' && node !== null) || typeof node === 'function';
     node = container ? (node as Record<string, unknown>)[part] : undefined;
   }
   if (typeof node !== 'function' || !('service' in node)) {
-    throw new Error(`${fullName} is not a service in ${EXTERNAL_AUTH_PROTO}`);
+    throw new Error(`${fullName} is not a service in ${file}`);
   }
   return node as ServiceClientConstructor;
 }

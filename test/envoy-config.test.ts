@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type protobuf from 'protobufjs';
 import { parse } from 'yaml';
 import { loadEnvoyRoot } from '../proto/load.js';
+import { AGENT_ID_METADATA_KEY, EXT_AUTHZ_METADATA_NAMESPACE } from '../authz/access-log-entry.js';
 import { EnvoySchema, type SchemaIssue } from './support/envoy-schema.js';
 import { rewrite } from './support/upstream/envoy-local-reply.js';
 
@@ -279,6 +280,28 @@ describe('envoy/envoy.yaml', function () {
         assert.ok(Object.values(fields).includes(operator), `logs ${operator}`);
       }
       assert.ok(!JSON.stringify(fields).toLowerCase().includes('authorization'), 'never logs the access key');
+    });
+
+    it("streams allowed requests' entries to authz's access-log service, where the agent figures are counted", function () {
+      const grpc = (edge(config).hcm.access_log as Node[]).find((log) => log.name === 'envoy.access_loggers.http_grpc');
+      assert.ok(grpc, 'an http_grpc access logger');
+      assert.equal(grpc.typed_config['@type'], 'type.googleapis.com/envoy.extensions.access_loggers.grpc.v3.HttpGrpcAccessLogConfig');
+      const common = grpc.typed_config.common_config;
+      assert.equal(common.grpc_service.envoy_grpc.cluster_name, 'authz', "authz's gRPC port serves the access-log service");
+      assert.equal(common.transport_api_version, 'V3');
+      assert.equal(common.buffer_flush_interval, '1s');
+      // Only what authz's OK answer marked: the namespace and key authz/access-log-entry.ts reads.
+      assert.deepEqual(grpc.filter.metadata_filter, {
+        matcher: { filter: EXT_AUTHZ_METADATA_NAMESPACE, path: [{ key: AGENT_ID_METADATA_KEY }], value: { present_match: true } },
+        match_if_key_not_found: false,
+      });
+      const copy = structuredClone(config);
+      const copied = (edge(copy).hcm.access_log as Node[]).find((log) => log.name === 'envoy.access_loggers.http_grpc')!;
+      copied.typed_config.common_config.log_name = '';
+      delete copied.typed_config.common_config.grpc_service;
+      const issues = describeIssues(schema.check(BOOTSTRAP, copy));
+      assert.match(issues, /log_name/, 'the validator holds the logger to its proto rules');
+      assert.match(issues, /grpc_service/);
     });
   });
 });

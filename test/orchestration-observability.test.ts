@@ -219,13 +219,16 @@ describe('orchestration: logs and metrics (podman)', function () {
       const sample = response.body;
       assert.deepEqual(
         Object.keys(sample).sort(),
-        ['agent_id', 'avg_latency_ms', 'cpu_percent', 'memory_mb', 'memory_percent', 'replicas', 'request_count', 'timestamp'],
+        ['agent_id', 'avg_latency_ms', 'cpu_percent', 'error_count', 'memory_mb', 'memory_percent', 'p95_latency_ms', 'replicas', 'request_count', 'timestamp'],
       );
       assert.equal(sample.agent_id, id);
       assert.ok(isIsoTimestamp(sample.timestamp), `timestamp ${sample.timestamp}`);
       assert.equal(sample.replicas, 1);
+      // No request reached it through the edge (test/local-edge-request-figures.test.ts counts some).
       assert.equal(sample.request_count, 0);
+      assert.equal(sample.error_count, 0);
       assert.equal(sample.avg_latency_ms, 0);
+      assert.equal(sample.p95_latency_ms, 0);
       assert.ok(sample.memory_mb > 0 && sample.memory_mb < 256, `memory_mb ${sample.memory_mb}`);
       assert.ok(sample.cpu_percent >= 0, `cpu_percent ${sample.cpu_percent}`);
       const expectedPercent = (100 * sample.memory_mb) / 256;

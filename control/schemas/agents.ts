@@ -206,8 +206,20 @@ export const MetricsSample = Type.Object(
     memory_mb: Type.Number({ description: 'average across replicas' }),
     memory_percent: Type.Number({ description: 'average across replicas, of the memory limit' }),
     replicas: Type.Integer(),
-    request_count: Type.Integer({ description: '0: request counts are in account usage' }),
-    avg_latency_ms: Type.Number({ description: '0 until measured at the edge' }),
+    request_count: Type.Integer({
+      minimum: 0,
+      description:
+        'requests the edge forwarded to the agent and the agent answered, over the last 60 s (denied requests and the edge\'s own 502/503 are not counted); the edge reports each second within about a second',
+    }),
+    error_count: Type.Integer({ minimum: 0, description: 'of request_count, the answers with a 5xx status from the agent' }),
+    avg_latency_ms: Type.Number({
+      minimum: 0,
+      description: 'mean upstream time of request_count, from the edge sending the request to the agent\'s last response byte; 0 without requests',
+    }),
+    p95_latency_ms: Type.Number({
+      minimum: 0,
+      description: '95th percentile of the same upstream times, interpolated within fixed latency buckets (as Prometheus\'s histogram_quantile); 0 without requests',
+    }),
   },
   { $id: 'MetricsSample' },
 );

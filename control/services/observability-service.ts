@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
+import type { RequestFiguresReader } from '../edge/request-figures.js';
 import type { LogEntry, PublicLogEntry } from '../domain/log-entry.js';
 import { notFound } from '../errors.js';
 import type { Orchestrator } from '../orchestrator/types.js';
@@ -10,12 +11,13 @@ import type { Principal } from './principal.js';
 const round = (value: number) => Math.round(value * 100) / 100;
 const average = (values: number[]) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : 0);
 
-/** Logs and metrics of an agent's replicas, read from the orchestrator. */
+/** Logs and metrics of an agent's replicas, read from the orchestrator; its request figures, from what the edge counted. */
 export class ObservabilityService {
   constructor(
     private readonly db: Knex,
     private readonly orchestrator: Orchestrator | undefined,
     private readonly clock: Clock,
+    private readonly requestFigures: Pick<RequestFiguresReader, 'lastMinute'>,
   ) {}
 
   /** `total` counts the matching entries the orchestrator keeps (the last 1000 lines per replica); `logs` is the newest `limit` of them, oldest first. */
@@ -38,7 +40,10 @@ export class ObservabilityService {
   }
 
   async sample(agentId: string): Promise<MetricsSample> {
-    const replicas = this.orchestrator ? await this.orchestrator.metrics(agentId) : [];
+    const [replicas, requests] = await Promise.all([
+      this.orchestrator ? this.orchestrator.metrics(agentId) : [],
+      this.requestFigures.lastMinute(agentId),
+    ]);
     return {
       agent_id: agentId,
       timestamp: this.clock.now().toISOString(),
@@ -46,8 +51,10 @@ export class ObservabilityService {
       memory_mb: round(average(replicas.map((r) => r.memoryMb))),
       memory_percent: round(average(replicas.map((r) => (r.memoryLimitMb ? (100 * r.memoryMb) / r.memoryLimitMb : 0)))),
       replicas: replicas.length,
-      request_count: 0,
-      avg_latency_ms: 0,
+      request_count: requests.requestCount,
+      error_count: requests.errorCount,
+      avg_latency_ms: round(requests.avgLatencyMs),
+      p95_latency_ms: round(requests.p95LatencyMs),
     };
   }
 

@@ -1,0 +1,72 @@
+/**
+ * Which of Envoy's access-log entries are requests an agent answered, and their figures.
+ * Pure: the access-log service feeds what this returns to the request-figure recorder.
+ *
+ * Fields as Envoy fills them (envoyproxy/envoy
+ * source/extensions/access_loggers/grpc/grpc_access_log_utils.cc,
+ * `Utility::extractCommonAccessLogProperties`; http_grpc_access_log_impl.cc, `emitLog`):
+ * - `common_properties.metadata` is the stream's whole dynamic metadata, so it holds what
+ *   authz's OK answer put under `envoy.filters.http.ext_authz` (ext_authz.cc,
+ *   `Filter::onComplete`, setDynamicMetadata). A denial carries none: authz sets metadata
+ *   on allowed requests only (check-response.ts).
+ * - the `time_to_*_upstream_*` durations (from the stream's start) are set only for what
+ *   really happened upstream: `time_to_first_upstream_rx_byte` only once the replica sent a
+ *   byte back. A connect failure, reset or no host (UF, URX, UC/UR, UH: Envoy's own 502/503)
+ *   has none, so is not the agent's answer.
+ * - `response.response_code` is the status the caller got.
+ */
+
+/** google.protobuf.Duration as proto-loader decodes it (longs as strings). */
+interface Duration {
+  seconds?: string | number;
+  nanos?: number;
+}
+
+/** The parts of envoy.data.accesslog.v3.HTTPAccessLogEntry read here, as proto-loader decodes them. */
+export interface HttpAccessLogEntry {
+  common_properties?: {
+    time_to_first_upstream_tx_byte?: Duration | null;
+    time_to_first_upstream_rx_byte?: Duration | null;
+    time_to_last_upstream_rx_byte?: Duration | null;
+    /** google.protobuf.Struct values: protobufjs names their fields in camelCase whatever keepCase says. */
+    metadata?: { filter_metadata?: Record<string, { fields?: Record<string, { stringValue?: string }> }> } | null;
+    intermediate_log_entry?: boolean;
+  } | null;
+  response?: { response_code?: { value?: number } | null } | null;
+}
+
+export interface ForwardedRequest {
+  agentId: string;
+  status: number;
+  upstreamMs: number;
+}
+
+export const EXT_AUTHZ_METADATA_NAMESPACE = 'envoy.filters.http.ext_authz';
+export const AGENT_ID_METADATA_KEY = 'agent_id';
+
+/** Agent ids as the control API makes them; anything else cannot name a figures key. */
+const AGENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
+
+/** The request's figures when an agent answered it, else undefined (denied, failed before the replica, or not ours). */
+export function forwardedRequestOf(entry: HttpAccessLogEntry): ForwardedRequest | undefined {
+  const common = entry.common_properties;
+  // Periodic entries of a stream still open (flush_access_log_on_new_request, access_log_flush_interval):
+  // its final entry counts it.
+  if (!common || common.intermediate_log_entry) return undefined;
+  const agentId = common.metadata?.filter_metadata?.[EXT_AUTHZ_METADATA_NAMESPACE]?.fields?.[AGENT_ID_METADATA_KEY]?.stringValue;
+  if (!agentId || !AGENT_ID.test(agentId)) return undefined;
+  const firstRx = millisecondsOf(common.time_to_first_upstream_rx_byte);
+  const firstTx = millisecondsOf(common.time_to_first_upstream_tx_byte);
+  const status = entry.response?.response_code?.value;
+  if (firstRx === undefined || firstTx === undefined || !status) return undefined;
+  // Upstream time: from the first byte sent to the replica to the last byte it sent back,
+  // what the caller waits on the agent for, a streamed answer included, without authz's
+  // Check or the caller's upload before it. A response cut short has no last byte: up to its first.
+  const lastRx = millisecondsOf(common.time_to_last_upstream_rx_byte) ?? firstRx;
+  return { agentId, status, upstreamMs: Math.max(0, lastRx - firstTx) };
+}
+
+function millisecondsOf(duration: Duration | null | undefined): number | undefined {
+  if (!duration) return undefined;
+  return Number(duration.seconds ?? 0) * 1000 + (duration.nanos ?? 0) / 1e6;
+}
