@@ -31,7 +31,7 @@ async function main(): Promise<void> {
   }, 'authz listening');
   // All the bench's connections come from 127.0.0.1: lift the per-address cap above them.
   const edge = await startProcess('envoy/local-edge/main.ts', {
-    EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: `127.0.0.1:${authzPort}`, EDGE_MAX_CONNECTIONS_PER_ADDRESS: String(CONNECTIONS + 10),
+    EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: `127.0.0.1:${authzPort}`, EDGE_MAX_CONNECTIONS_PER_ADDRESS: String(CONNECTIONS + 10), REDIS_URL: fixture.redisUrl,
   }, 'listening');
   const keepAlive = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 

@@ -25,7 +25,14 @@ export interface HeaderValueOption {
 /** What to do with the request, exactly as Envoy would after ext_authz answered. */
 export type AuthzVerdict =
   | { kind: 'deny'; status: number; headers: [string, string][]; body: string }
-  | { kind: 'allow'; headerMutations: HeaderValueOption[]; headersToRemove: string[]; upstream: string | null };
+  | {
+      kind: 'allow';
+      headerMutations: HeaderValueOption[];
+      headersToRemove: string[];
+      upstream: string | null;
+      /** The agent authz allowed, from the same metadata Envoy's access log carries (authz/check-response.ts); null when absent. */
+      agentId: string | null;
+    };
 
 /** Envoy's answer when a denial names no usable status. */
 const DEFAULT_DENIED_STATUS = 403;
@@ -39,11 +46,13 @@ export function verdictOf(response: CheckResponse): AuthzVerdict {
     return { kind: 'deny', status: httpStatusOf(denied?.status?.code), headers, body: denied?.body ?? '' };
   }
   const upstream = response.dynamic_metadata?.fields?.upstream?.stringValue;
+  const agentId = response.dynamic_metadata?.fields?.agent_id?.stringValue;
   return {
     kind: 'allow',
     headerMutations: response.ok_response?.headers ?? [],
     headersToRemove: (response.ok_response?.headers_to_remove ?? []).map((name) => name.toLowerCase()),
     upstream: upstream ? upstream : null,
+    agentId: agentId ? agentId : null,
   };
 }
 

@@ -1,14 +1,24 @@
+import { keyPrefixProblem } from '../../contract/key-prefix.js';
 import { DEFAULT_EDGE_CLIENT_LIMITS, type LocalEdgeOptions } from './server.js';
 
 type Env = Record<string, string | undefined>;
+
+/** The local edge's settings: the server's options, and the Redis its request figures go to. */
+export interface LocalEdgeConfig extends LocalEdgeOptions {
+  /** Where agents' request figures are written (docs/contract.md, "Request figures"), as authz's REDIS_URL. */
+  readonly redisUrl: string;
+  /** The installation's REDIS_KEY_PREFIX, as the control API and authz are given. */
+  readonly redisKeyPrefix: string;
+}
 
 /**
  * EDGE_HOST (127.0.0.1), EDGE_PORT (7080), AUTHZ_ADDRESS (127.0.0.1:7091, as envoy.yaml's
  * authz cluster), CONSOLE_ORIGIN (the web console's origin, whose CORS preflights the edge
  * answers: http://127.0.0.1:7070, as envoy.yaml's CorsPolicy), and the client limits EDGE_HEADERS_TIMEOUT_MS, EDGE_REQUEST_TIMEOUT_MS and
- * EDGE_MAX_CONNECTIONS_PER_ADDRESS (defaults: DEFAULT_EDGE_CLIENT_LIMITS).
+ * EDGE_MAX_CONNECTIONS_PER_ADDRESS (defaults: DEFAULT_EDGE_CLIENT_LIMITS); REDIS_URL (required)
+ * and REDIS_KEY_PREFIX for the request figures.
  */
-export function loadLocalEdgeConfig(env: Env): Readonly<LocalEdgeOptions> {
+export function loadLocalEdgeConfig(env: Env): Readonly<LocalEdgeConfig> {
   const problems: string[] = [];
   const integer = (name: string, fallback: number, min: number, max: number): number => {
     const value = env[name];
@@ -33,6 +43,13 @@ export function loadLocalEdgeConfig(env: Env): Readonly<LocalEdgeOptions> {
   if (clientLimits.headersTimeoutMs > clientLimits.requestTimeoutMs) {
     problems.push('EDGE_HEADERS_TIMEOUT_MS: must not exceed EDGE_REQUEST_TIMEOUT_MS (the headers are part of the request)');
   }
+  const redisUrl = env.REDIS_URL ?? '';
+  if (!/^rediss?:\/\//.test(redisUrl)) problems.push(`REDIS_URL: required (a redis:// URL); agents' request figures are written there, got "${redisUrl}"`);
+  const redisKeyPrefix = env.REDIS_KEY_PREFIX ?? '';
+  const prefixProblem = keyPrefixProblem('REDIS_KEY_PREFIX', redisKeyPrefix);
+  if (prefixProblem) problems.push(prefixProblem);
   if (problems.length > 0) throw new Error(`Invalid local edge configuration:\n  - ${problems.join('\n  - ')}`);
-  return Object.freeze({ host: env.EDGE_HOST || '127.0.0.1', port, authzAddress, consoleOrigin, clientLimits: Object.freeze(clientLimits) });
+  return Object.freeze({
+    host: env.EDGE_HOST || '127.0.0.1', port, authzAddress, consoleOrigin, clientLimits: Object.freeze(clientLimits), redisUrl, redisKeyPrefix,
+  });
 }

@@ -24,6 +24,12 @@ export interface ForwardOptions {
   onUpstreamFailure: (error: Error) => void;
   /** Headers the edge sets whatever the replica sent (the CORS filter's, as Envoy's encoder overwrites them). */
   overrideHeaders?: Readonly<Record<string, string>>;
+  /**
+   * Told once the replica's answer is over (in full or cut): its status and the upstream
+   * time, from sending the request to the answer's last byte. Not called when the replica
+   * never answered: that 502 is the edge's, as with Envoy's access log (authz/access-log-entry.ts).
+   */
+  onAnswered?: (status: number, upstreamMs: number) => void;
 }
 
 /**
@@ -39,6 +45,7 @@ export function forwardRequest(
   headers: HeaderMap,
   options: ForwardOptions,
 ): void {
+  const sent = performance.now();
   const upstream = httpRequest({
     host: target.host,
     port: target.port,
@@ -58,6 +65,8 @@ export function forwardRequest(
   let relayed: IncomingMessage | undefined;
   upstream.on('response', (upstreamResponse) => {
     relayed = upstreamResponse;
+    const { onAnswered } = options;
+    if (onAnswered) upstreamResponse.once('close', () => onAnswered(upstreamResponse.statusCode ?? 502, performance.now() - sent));
     response.writeHead(upstreamResponse.statusCode ?? 502, { ...upstreamResponseHeaders(upstreamResponse.headers), ...options.overrideHeaders });
     response.flushHeaders();
     upstreamResponse.pipe(response);

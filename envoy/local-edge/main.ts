@@ -1,11 +1,33 @@
+import { Redis } from 'ioredis';
+import { createRequestFigureRecorder } from '../../contract/request-figure-recorder.js';
 import { loadLocalEdgeConfig } from './config.js';
 import { startLocalEdge } from './server.js';
 
 /** The local edge as a process (`npm run up` starts it when there is no envoy binary). */
 const config = loadLocalEdgeConfig(process.env);
-const edge = await startLocalEdge(config);
-console.log(JSON.stringify({ name: 'local-edge', msg: 'listening', address: `${edge.host}:${edge.port}`, authz: config.authzAddress }));
+const log = (msg: string, fields: object = {}) => console.log(JSON.stringify({ name: 'local-edge', msg, ...fields }));
+
+// Written once a second, never on a request's path: a Redis outage costs figures, not requests.
+const redis = new Redis(config.redisUrl, { keyPrefix: config.redisKeyPrefix, connectTimeout: 2_000, commandTimeout: 2_000, maxRetriesPerRequest: 1 });
+redis.on('error', () => undefined);
+let lastWarning = 0;
+const requestFigures = createRequestFigureRecorder({
+  redis,
+  onError: (error) => {
+    if (Date.now() - lastWarning < 5_000) return;
+    lastWarning = Date.now();
+    log("Redis refused a second of agents' request figures; they are dropped", { err: error.message });
+  },
+});
+
+const edge = await startLocalEdge({ ...config, requestFigures });
+log('listening', { address: `${edge.host}:${edge.port}`, authz: config.authzAddress });
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => void edge.close().finally(() => process.exit(0)));
+  process.once(signal, () =>
+    void edge
+      .close()
+      .then(() => requestFigures.close())
+      .finally(() => redis.quit().finally(() => process.exit(0))),
+  );
 }

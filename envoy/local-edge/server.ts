@@ -12,6 +12,7 @@ import { framingProblem } from './framing.js';
 import { createUpstreamAgent } from './upstream-agent.js';
 import { corsFor, corsOutcome } from './cors.js';
 import { createLimitedServer, type ClientLimits } from '../../control/http/client-limits.js';
+import type { RequestFigureSink } from '../../contract/request-figure-recorder.js';
 
 export interface LocalEdgeOptions {
   /** Default 7080, as envoy.yaml's listener; 0 picks a free port. */
@@ -31,6 +32,11 @@ export interface LocalEdgeOptions {
    * as envoy.yaml's cors filter does (envoy/local-edge/cors.ts); none: no CORS at all.
    */
   consoleOrigin?: string;
+  /**
+   * Told of every request an agent answered, as Envoy's access log tells authz
+   * (main.ts passes a recorder writing to Redis); none for tests of forwarding alone.
+   */
+  requestFigures?: RequestFigureSink;
 }
 
 export const DEFAULT_EDGE_CLIENT_LIMITS: ClientLimits = Object.freeze({
@@ -60,6 +66,7 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
   const upstreamAgent = createUpstreamAgent({ keepAlive: true, timeout: 4_000 });
   const connectTimeoutMs = options.upstreamConnectTimeoutMs ?? 2_000;
   const cors = corsFor(options.consoleOrigin);
+  const figures = options.requestFigures;
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const framing = framingProblem(request);
@@ -110,12 +117,14 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
       replyPlain(response, 503, EDGE_REPLIES.noHost);
       return;
     }
+    const { agentId } = verdict;
     forwardRequest(request, response, target, applyAllowedMutations(headers, verdict), {
       path: originForm(request.url),
       agent: upstreamAgent,
       connectTimeoutMs,
       onUpstreamFailure: () => replyPlain(response, 502, EDGE_REPLIES.badGateway),
       overrideHeaders: corsAnswer?.headers,
+      onAnswered: figures && agentId ? (status, upstreamMs) => figures.record(agentId, status, upstreamMs) : undefined,
     });
   }
 

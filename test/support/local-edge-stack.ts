@@ -4,6 +4,7 @@ import { loadAuthzConfig } from '../../authz/config.js';
 import { startAuthz } from '../../authz/server.js';
 import { connectRedis } from '../../control/redis.js';
 import { startLocalEdge } from '../../envoy/local-edge/server.js';
+import { createRequestFigureRecorder } from '../../contract/request-figure-recorder.js';
 import type { TestControl } from './control-harness.js';
 
 export interface LocalEdgeStack {
@@ -16,21 +17,36 @@ export interface LocalEdgeStack {
 /**
  * The edge in front of a test control's agents, as production pairs them: authz reads the
  * control's projection with the control's REDIS_KEY_PREFIX (and connects as authz/main.ts
- * does), and the local edge obeys authz.
+ * does), and the local edge obeys authz and writes agents' request figures there, as
+ * envoy/local-edge/main.ts does.
  */
-export async function startLocalEdgeStack(control: TestControl): Promise<LocalEdgeStack> {
+export interface LocalEdgeStackOptions {
+  /** Default 0 (any free port); a browser test fixes it first, as agents' URLs name it (AGENT_URL_PORT). */
+  port?: number;
+  /** The web console's origin, whose CORS preflights the edge answers (CONSOLE_ORIGIN). */
+  consoleOrigin?: string;
+}
+
+export async function startLocalEdgeStack(control: TestControl, options: LocalEdgeStackOptions = {}): Promise<LocalEdgeStack> {
   const config = loadAuthzConfig({
     REDIS_URL: process.env.TEST_REDIS_URL, REDIS_KEY_PREFIX: control.config.redisKeyPrefix,
     AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: control.config.agentUrl.domain,
   });
   const redis = connectRedis(config.redisUrl, config.redisKeyPrefix);
   const authz = await startAuthz(config, { redis, clock: systemClock, logger: pino({ level: 'silent' }) });
-  const edge = await startLocalEdge({ port: 0, authzAddress: authz.grpcAddress });
+  const requestFigures = createRequestFigureRecorder({
+    redis,
+    onError: (error) => {
+      throw error;
+    },
+  });
+  const edge = await startLocalEdge({ port: options.port ?? 0, consoleOrigin: options.consoleOrigin, authzAddress: authz.grpcAddress, requestFigures });
   return {
     url: `http://127.0.0.1:${edge.port}`,
     port: edge.port,
     async close() {
       await edge.close();
+      await requestFigures.close();
       await authz.close();
       redis.disconnect();
     },
