@@ -19,7 +19,7 @@ const CONTROL_LAYERS = [
   { name: 'http', path: '^control/http/' },
   // Prometheus families fed by the observers the layers below offer; prom-client stays out of those layers.
   { name: 'metrics', path: '^control/metrics/' },
-  { name: 'composition', path: '^control/(compose|main|admin|admin-command)\\.ts$' },
+  { name: 'composition', path: '^control/(compose|main|admin|admin-command|admin-keys)\\.ts$' },
 ];
 
 /**

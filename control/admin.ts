@@ -1,4 +1,5 @@
-import { ADMIN_USAGE, parseAdminCommand, UsageError, type AdminCommand } from './admin-command.js';
+import { ADMIN_USAGE, isKeysCommand, parseAdminCommand, UsageError, type AdminCommand, type KeysCommand } from './admin-command.js';
+import { runKeysCommand } from './admin-keys.js';
 import { systemClock } from '../contract/clock.js';
 import { loadAdminRedis, loadDatabaseUrl } from './config.js';
 import { ConfigError } from './settings-reader.js';
@@ -10,7 +11,7 @@ import { connectRedis } from './redis.js';
 import { AdminService } from './services/admin-service.js';
 import { EdgeSync } from './services/edge-sync.js';
 
-async function run(command: Exclude<AdminCommand, { kind: 'help' }>, admin: AdminService): Promise<string> {
+async function run(command: Exclude<AdminCommand, { kind: 'help' } | KeysCommand>, admin: AdminService): Promise<string> {
   switch (command.kind) {
     case 'invite':
       return `Invite code (shown once): ${await admin.createInvite(command.accountId, command.role as never)}`;
@@ -32,6 +33,7 @@ async function main(): Promise<void> {
     console.log(ADMIN_USAGE);
     return;
   }
+  if (isKeysCommand(command)) return runKeysCommand(command, process.env);
   const db = connectDatabase(loadDatabaseUrl(process.env), { min: 0, max: 2 });
   const redisSettings = loadAdminRedis(process.env);
   const redis = redisSettings ? connectRedis(redisSettings.url, redisSettings.keyPrefix) : undefined;

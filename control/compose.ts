@@ -95,7 +95,7 @@ export interface BackgroundLoops {
 /** The composition root: every service gets its collaborators here, and only here. */
 export function buildServices({ config, db, redis, clock, logger, driver, billing }: ControlDependencies) {
   const orchestrator = driver?.orchestrator;
-  const box = new SecretBox(config.masterKey);
+  const box = new SecretBox(config.masterKeys);
   const limiter = new FixedWindowLimiter(redis, clock);
   const edge = new EdgeSync(db, new EdgeProjection(redis), orchestrator, logger.child({ component: 'edge-sync' }));
   const accessKeys = new AccessKeyService(db, clock, edge);

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { readNomadSettings, type NomadSettings } from './orchestrator/nomad/settings.js';
 import { readPodmanSettings, type LoadedPodmanSettings } from './orchestrator/podman/settings.js';
-import { ConfigError, SettingReader, type Env } from './settings-reader.js';
+import { ConfigError, readSettings, SettingReader, type Env } from './settings-reader.js';
+import { readMasterKeys } from './master-key-settings.js';
 import type { ClientLimits } from './http/client-limits.js';
 import { keyPrefixProblem } from '../contract/key-prefix.js';
 
@@ -20,8 +21,8 @@ export interface Config {
   readonly redisUrl: string;
   /** Put before every Redis key of the control API and authz, so installations (or test suites) can share one Redis. */
   readonly redisKeyPrefix: string;
-  /** 32 bytes for AES-256-GCM; encrypts model keys and secret env values at rest. */
-  readonly masterKey: Buffer;
+  /** 32 bytes each for AES-256-GCM, the current key first; encrypt model keys and secret env values at rest (control/master-key-settings.ts). */
+  readonly masterKeys: readonly Buffer[];
   readonly registrationMode: RegistrationMode;
   readonly agentUrl: AgentUrlSettings;
   /** The image an agent runs when its deploy object names none. */
@@ -96,7 +97,7 @@ export function loadConfig(env: Env): Config {
     databaseStatementTimeoutMs: read.integer('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
     redisUrl: read.url('REDIS_URL', ['redis:', 'rediss:']),
     redisKeyPrefix: read.string('REDIS_KEY_PREFIX', ''),
-    masterKey: readMasterKey(read),
+    masterKeys: Object.freeze(readMasterKeys(read)),
     registrationMode: read.oneOf('REGISTRATION_MODE', ['open', 'invite', 'closed'] as const, 'open'),
     agentUrl: {
       scheme: read.oneOf('AGENT_URL_SCHEME', ['http', 'https'] as const, 'http'),
@@ -148,22 +149,6 @@ export function loadConfig(env: Env): Config {
 
 const DNS_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;
 
-function readMasterKey(read: SettingReader): Buffer {
-  const inline = read.optionalString('MASTER_KEY');
-  const encoded = inline ?? read.file('MASTER_KEY_FILE')?.trim();
-  if (encoded === undefined) {
-    if (read.optionalString('MASTER_KEY_FILE') === null) {
-      read.report('MASTER_KEY or MASTER_KEY_FILE: one is required, 32 bytes in base64 (openssl rand -base64 32); it encrypts model keys and secrets at rest');
-    }
-    return Buffer.alloc(0);
-  }
-  const key = Buffer.from(encoded, 'base64');
-  if (key.length !== 32) {
-    read.report(`MASTER_KEY: must decode from base64 to exactly 32 bytes, got ${key.length}`);
-  }
-  return key;
-}
-
 /**
  * DATABASE_URL for operator commands, falling back to the Postgres that `npm run up`
  * runs under .data/ (its password file and port), so `npm run admin` needs no setup.
@@ -177,6 +162,16 @@ export function loadDatabaseUrl(env: Env): string {
   } catch {
     throw new ConfigError(['DATABASE_URL: required (or run `npm run up` first, which keeps its database under .data/)']);
   }
+}
+
+/**
+ * The master keys for `npm run admin -- keys …`: the control API's own settings (MASTER_KEYS
+ * and the rest), or, on the database `npm run up` runs, the key file it keeps in .data/.
+ */
+export function loadAdminMasterKeys(env: Env): Buffer[] {
+  const given = ['MASTER_KEYS', 'MASTER_KEYS_FILE', 'MASTER_KEY', 'MASTER_KEY_FILE'].some((name) => env[name]);
+  const upKeyFile = `${env.PLATFORM_DATA_DIR ?? '.data'}/master.key`;
+  return readSettings(given || env.DATABASE_URL ? env : { MASTER_KEYS_FILE: upKeyFile }, readMasterKeys);
 }
 
 /**

@@ -40,11 +40,12 @@ async function main(): Promise<void> {
     if (!(await waitFor(`Redis on port ${port}`, () => isListening(port)))) return;
     env.REDIS_URL = `redis://127.0.0.1:${port}`;
   }
-  if (!env.MASTER_KEY && !env.MASTER_KEY_FILE) {
+  if (!env.MASTER_KEYS && !env.MASTER_KEYS_FILE && !env.MASTER_KEY && !env.MASTER_KEY_FILE) {
     const keyFile = join(dataDir, 'master.key');
     // Created once: losing it would make every stored model key and secret unreadable.
     if (!existsSync(keyFile)) writeFileSync(keyFile, randomBytes(32).toString('base64'), { mode: 0o600 });
-    env.MASTER_KEY_FILE = keyFile;
+    // A list of one: a rotation puts a new key on a line above it (docs/operations.md, "Master-key rotation").
+    env.MASTER_KEYS_FILE = keyFile;
   }
 
   // Besides Postgres, Redis and the control API (from their settings), the podman driver

@@ -20,6 +20,20 @@ describe('npm run admin: the command line', () => {
     assert.throws(() => parseAdminCommand(['invite', 'create', '--account']), UsageError);
   });
 
+  it('reads keys status and keys rotate, whose row counts are whole and bounded', () => {
+    assert.deepEqual(parseAdminCommand(['keys', 'status']), { kind: 'keys-status' });
+    assert.deepEqual(parseAdminCommand(['keys', 'rotate']), { kind: 'keys-rotate', batchSize: 100, limit: undefined });
+    assert.deepEqual(parseAdminCommand(['keys', 'rotate', '--batch-size', '5', '--limit=20']), { kind: 'keys-rotate', batchSize: 5, limit: 20 });
+    for (const bad of ['0', '-1', '1.5', '10001', 'all', '']) {
+      assert.throws(() => parseAdminCommand(['keys', 'rotate', `--batch-size=${bad}`]), /--batch-size takes a whole number of rows from 1 to 10000/, bad);
+    }
+    assert.throws(() => parseAdminCommand(['keys', 'rotate', '--limit', '0']), /--limit takes a whole number/);
+    assert.throws(() => parseAdminCommand(['keys', 'status', '--batch-size', '5']), /keys status takes no --batch-size or --limit/);
+    assert.throws(() => parseAdminCommand(['keys', 'rotate', 'now']), /keys rotate takes no argument besides --batch-size and --limit/);
+    assert.throws(() => parseAdminCommand(['keys', 'rotate', '--batch', '5']), /Unknown option '--batch'/);
+    assert.throws(() => parseAdminCommand(['invite', 'create', '--limit', '5']), /invite create takes no --batch-size or --limit/);
+  });
+
   it('refuses a missing or extra argument and an unknown command', () => {
     assert.throws(() => parseAdminCommand(['account', 'plan', 'acc_1']), /takes <acc_id\|email> <free\|pro>/);
     assert.throws(() => parseAdminCommand(['user', 'role', 'a@example.com', 'viewer', 'extra']), UsageError);

@@ -171,7 +171,7 @@ describe('deployments: history and rollback through the API', () => {
     async function jobOf(agentId: string) {
       const row: AgentRow = await control.db('agents').where({ id: agentId }).first();
       const settings = { runtimeImage: control.config.runtimeImage, urlOf: (slug: string) => agentUrl(slug, control.config.agentUrl) };
-      return jobSpecFor(row, new SecretBox(control.config.masterKey), settings);
+      return jobSpecFor(row, new SecretBox(control.config.masterKeys), settings);
     }
 
     it("restores the target's configuration, secrets included, though env, model and prompt changed since", async () => {
@@ -185,7 +185,7 @@ describe('deployments: history and rollback through the API', () => {
       const [first] = (await history(token, agent.id)).deployments;
       await deploy(token, agent.id, { image: 'docker.io/library/nginx:1.27', port: 8081, replicas: 2, env: [{ key: 'PLAIN', value: 'two' }, { key: 'TOKEN', value: 'secret-two', secret: true }] });
       // No endpoint changes the model, its key or the prompt yet: whatever changes them later must not alter what a rollback restores.
-      await control.db('agents').where({ id: agent.id }).update({ model: 'gpt-4o', provider: 'openai', system_prompt: 'You are the second.', api_key_sealed: new SecretBox(control.config.masterKey).seal('sk-openai-second') });
+      await control.db('agents').where({ id: agent.id }).update({ model: 'gpt-4o', provider: 'openai', system_prompt: 'You are the second.', api_key_sealed: new SecretBox(control.config.masterKeys).seal('sk-openai-second') });
       const before = (await control.request('GET', `/agents/${agent.id}`, { token })).body;
 
       control.clock.advance(1000);

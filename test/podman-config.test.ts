@@ -66,7 +66,7 @@ describe('podman driver: settings', () => {
   it('lists podman problems beside the others in one ConfigError', () => {
     assert.deepEqual(problemsOf({ CONTROL_PORT: '70000', PODMAN_NOFILE_LIMIT: 'many', MASTER_KEY: '' }), [
       'CONTROL_PORT: expected an integer from 0 to 65535, got "70000"',
-      'MASTER_KEY or MASTER_KEY_FILE: one is required, 32 bytes in base64 (openssl rand -base64 32); it encrypts model keys and secrets at rest',
+      'MASTER_KEYS, MASTER_KEYS_FILE, MASTER_KEY or MASTER_KEY_FILE: one is required, 32 bytes in base64 each (openssl rand -base64 32); they encrypt model keys and secrets at rest',
       'PODMAN_NOFILE_LIMIT: expected an integer from 1 to 1048576 (Linux\'s default fs.nr_open), got "many"',
     ]);
   });

@@ -5,6 +5,7 @@ import { DeploymentRepository } from './deployments.js';
 import { InviteRepository } from './invites.js';
 import { AccessKeyRepository, ApiKeyRepository } from './keys.js';
 import { LoopLockRepository } from './loop-locks.js';
+import { SealedValueRepository } from './sealed-values.js';
 import { SessionRepository } from './sessions.js';
 import { UsageRepository } from './usage.js';
 import { UserRepository } from './users.js';
@@ -21,6 +22,7 @@ export interface Repositories {
   accessKeys: AccessKeyRepository;
   usage: UsageRepository;
   loopLocks: LoopLockRepository;
+  sealedValues: SealedValueRepository;
 }
 
 export function repositoriesOn(db: Knex): Repositories {
@@ -35,6 +37,7 @@ export function repositoriesOn(db: Knex): Repositories {
     accessKeys: new AccessKeyRepository(db),
     usage: new UsageRepository(db),
     loopLocks: new LoopLockRepository(db),
+    sealedValues: new SealedValueRepository(db),
   };
 }
 

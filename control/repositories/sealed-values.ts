@@ -1,0 +1,92 @@
+import type { Knex } from 'knex';
+import type { StoredEnvEntry } from '../domain/deploy.js';
+
+/**
+ * Every table that keeps sealed values, each the same way: the model key in
+ * `api_key_sealed` and the secret entries of `deploy.env` (`{secret: true, sealed}`).
+ * `deployments` holds each rollout's own copy, which a rollback restores.
+ */
+export const SEALED_TABLES = ['agents', 'deployments'] as const;
+export type SealedTable = (typeof SEALED_TABLES)[number];
+
+/** A row's sealed values, locked for re-encryption. */
+export interface SealedRow {
+  id: string;
+  api_key_sealed: string | null;
+  env: StoredEnvEntry[];
+}
+
+/** How many sealed values carry one header: `v2` and a key id, or `v1` (no id). */
+export interface SealedCount {
+  format: string;
+  key_id: string | null;
+  count: number;
+}
+
+/** Each sealed value of `table` with its row id. `??` binds the table as an identifier. */
+const SEALED_VALUES = `
+  SELECT id, api_key_sealed AS value FROM ?? WHERE api_key_sealed IS NOT NULL
+  UNION ALL
+  SELECT id, entry->>'sealed' FROM ??, jsonb_array_elements(deploy->'env') entry WHERE entry->>'secret' = 'true'`;
+
+/**
+ * The SQL of master-key rotation (control/services/key-rotation.ts). Nothing here bumps
+ * an agent's version or updated_at: re-encryption changes no value, so it must not look
+ * like a change of the agent (a new job version to roll out, a new ETag).
+ */
+export class SealedValueRepository {
+  constructor(private readonly db: Knex) {}
+
+  /** Values by header across every table. The format is read as secret-box.ts writes it: `v2.<key id>.…` or `v1.…`. */
+  async countByKey(): Promise<SealedCount[]> {
+    const all = SEALED_TABLES.map(() => SEALED_VALUES).join(' UNION ALL ');
+    const { rows } = await this.db.raw(
+      `SELECT split_part(value, '.', 1) AS format,
+              CASE WHEN split_part(value, '.', 1) = 'v2' THEN split_part(value, '.', 2) END AS key_id,
+              count(*)::int AS count
+         FROM (${all}) sealed GROUP BY 1, 2 ORDER BY 3 DESC`,
+      SEALED_TABLES.flatMap((table) => [table, table]),
+    );
+    return rows;
+  }
+
+  /** Values that do not start with `prefix` (the current key's header), across every table. */
+  async countNotUnder(prefix: string): Promise<number> {
+    const all = SEALED_TABLES.map(() => SEALED_VALUES).join(' UNION ALL ');
+    const { rows } = await this.db.raw(`SELECT count(*)::int AS count FROM (${all}) sealed WHERE NOT starts_with(value, ?)`, [
+      ...SEALED_TABLES.flatMap((table) => [table, table]),
+      prefix,
+    ]);
+    return rows[0].count;
+  }
+
+  /**
+   * Locks, until the transaction ends, up to `limit` rows of `table` after id `after` that
+   * hold a value not starting with `prefix`, in id order. A row a writer holds (an API
+   * request changing the agent) is skipped rather than waited for: the rotation comes back
+   * to it. NO KEY UPDATE, as an UPDATE of non-key columns takes, so inserting a deployment
+   * or an event that references the row is not held up.
+   */
+  async lockNotUnder(table: SealedTable, prefix: string, after: string, limit: number): Promise<SealedRow[]> {
+    const { rows } = await this.db.raw(
+      `SELECT id, api_key_sealed, deploy->'env' AS env FROM ?? holder
+        WHERE id > ?
+          AND ((api_key_sealed IS NOT NULL AND NOT starts_with(api_key_sealed, ?))
+               OR EXISTS (SELECT 1 FROM jsonb_array_elements(holder.deploy->'env') entry
+                           WHERE entry->>'secret' = 'true' AND NOT starts_with(entry->>'sealed', ?)))
+        ORDER BY id LIMIT ? FOR NO KEY UPDATE SKIP LOCKED`,
+      [table, after, prefix, prefix, limit],
+    );
+    return rows;
+  }
+
+  /** Writes a locked row's re-encrypted values; the rest of its deploy is left as it is. */
+  async write(table: SealedTable, row: SealedRow): Promise<void> {
+    await this.db.raw(`UPDATE ?? SET api_key_sealed = ?, deploy = jsonb_set(deploy, '{env}', ?::jsonb) WHERE id = ?`, [
+      table,
+      row.api_key_sealed,
+      JSON.stringify(row.env),
+      row.id,
+    ]);
+  }
+}
