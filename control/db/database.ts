@@ -77,6 +77,27 @@ export const MIGRATION_LOCK = [0x61_67_6e, 0x6d_69_67] as const; // "agn", "mig"
  * and ends with that session, so a copy that dies while migrating frees it.
  */
 export async function migrate(db: Database): Promise<void> {
+  await underMigrationLock(db, () => db.migrate.latest({ migrationSource }));
+}
+
+/**
+ * Undoes the newest migration with its `down` (its tables or columns go, and the data in
+ * them): what rolling a release back across a migration needs, run by that release's code,
+ * since an older release refuses to start on a database with a migration it does not know.
+ * Returns the migration undone, or null when there was none.
+ */
+export async function undoLastMigration(db: Database): Promise<string | null> {
+  const [, undone] = (await underMigrationLock(db, () => db.migrate.down({ migrationSource }))) as [number, string[]];
+  return undone[0] ?? null;
+}
+
+/** Migrations applied to the database and those this release would still apply. */
+export async function migrationStatus(db: Database): Promise<{ applied: string[]; pending: string[] }> {
+  const [completed, pending] = (await db.migrate.list({ migrationSource })) as [{ name: string }[], string[]];
+  return { applied: completed.map((migration) => migration.name), pending };
+}
+
+async function underMigrationLock<T>(db: Database, work: () => Promise<T>): Promise<T> {
   const holder = new pg.Client(db.client.config.connection as string | pg.ClientConfig);
   // Losing this connection mid-migration must not crash the process: knex's lock row still keeps copies apart.
   holder.on('error', () => undefined);
@@ -84,7 +105,7 @@ export async function migrate(db: Database): Promise<void> {
   try {
     await holder.query('SET statement_timeout = 0');
     await holder.query('SELECT pg_advisory_lock($1, $2)', [...MIGRATION_LOCK]);
-    await db.migrate.latest({ migrationSource });
+    return await work();
   } finally {
     await holder.end();
   }
