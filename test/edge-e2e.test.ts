@@ -110,6 +110,23 @@ describe('the edge: agent URLs through the local edge, authz and real agents', f
     assert.equal((await call(hostOf(agent))).status, 401);
   });
 
+  it("counts what the agent answered: after 50 requests its metrics show request_count ≥ 50 and avg_latency_ms > 0 within 5 s", async () => {
+    const { token } = await control.signUp();
+    const agent = await runningAgent(token, { access: 'public' });
+    // A fresh address: the readiness probes above used the default one's allowance.
+    for (let i = 0; i < 50; i++) assert.equal((await call(hostOf(agent), '/health', {}, '127.0.0.6')).status, 200);
+    const sample = await waitFor(
+      'request_count ≥ 50',
+      async () => {
+        const response = await control.request('GET', `/agents/${agent.id}/metrics`, { token });
+        return response.body.request_count >= 50 ? response.body : undefined;
+      },
+      5_000, // the issue's deadline; the probes before the 50 count too, hence ≥
+    );
+    assert.ok(sample.avg_latency_ms > 0, `avg_latency_ms ${sample.avg_latency_ms}`);
+    assert.equal(sample.error_count, 0);
+  });
+
   it('limits each caller to rate_limit_rpm while another address still passes, with Retry-After', async () => {
     const { token } = await control.signUp();
     const agent = await runningAgent(token, { access: 'public', rate_limit_rpm: 5 });
