@@ -282,10 +282,13 @@ describe('the web console', function () {
       await page.screenshot({ path: `${SCREENSHOTS}agents.png` });
     });
 
-    it('signs out: the token is gone from the tab, and a reload stays signed out', async function () {
+    it('signs out: the session ends at the API, the token is gone from the tab, and a reload stays signed out', async function () {
+      const signedIn = await token();
       await page.getByRole('button', { name: 'Sign out' }).click();
       await page.getByRole('heading', { name: 'Sign in' }).waitFor();
       assert.equal(await page.evaluate(() => sessionStorage.length), 0);
+      // POST /auth/logout was sent: a copy of the token is refused too.
+      assert.equal((await control.request('GET', '/auth/me', { token: signedIn })).status, 401);
       await page.reload();
       await page.getByRole('heading', { name: 'Sign in' }).waitFor();
     });
