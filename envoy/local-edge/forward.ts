@@ -1,4 +1,5 @@
 import { request as httpRequest, type Agent, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { RequestFigureSink } from '../../contract/request-figure-recorder.js';
 import { upstreamResponseHeaders, type HeaderMap } from './downstream-headers.js';
 
 export interface UpstreamTarget {
@@ -25,11 +26,14 @@ export interface ForwardOptions {
   /** Headers the edge sets whatever the replica sent (the CORS filter's, as Envoy's encoder overwrites them). */
   overrideHeaders?: Readonly<Record<string, string>>;
   /**
-   * Told once the replica's answer is over (in full or cut): its status and the upstream
-   * time, from sending the request to the answer's last byte. Not called when the replica
-   * never answered: that 502 is the edge's, as with Envoy's access log (authz/access-log-entry.ts).
+   * Told, for `agentId`, once the replica's answer is over (in full or cut): its status and
+   * the upstream time, from sending the request to the answer's last byte. Not told when the
+   * replica never answered: that 502 is the edge's, as with Envoy's access log
+   * (authz/access-log-entry.ts). Fields of these options rather than a callback made per
+   * request: a request adds one 'close' listener and the recorder's counter update.
    */
-  onAnswered?: (status: number, upstreamMs: number) => void;
+  requestFigures?: RequestFigureSink;
+  agentId?: string | null;
 }
 
 /**
@@ -65,8 +69,10 @@ export function forwardRequest(
   let relayed: IncomingMessage | undefined;
   upstream.on('response', (upstreamResponse) => {
     relayed = upstreamResponse;
-    const { onAnswered } = options;
-    if (onAnswered) upstreamResponse.once('close', () => onAnswered(upstreamResponse.statusCode ?? 502, performance.now() - sent));
+    const { requestFigures, agentId } = options;
+    if (requestFigures && agentId) {
+      upstreamResponse.once('close', () => requestFigures.record(agentId, upstreamResponse.statusCode ?? 502, performance.now() - sent));
+    }
     response.writeHead(upstreamResponse.statusCode ?? 502, { ...upstreamResponseHeaders(upstreamResponse.headers), ...options.overrideHeaders });
     response.flushHeaders();
     upstreamResponse.pipe(response);

@@ -66,7 +66,6 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
   const upstreamAgent = createUpstreamAgent({ keepAlive: true, timeout: 4_000 });
   const connectTimeoutMs = options.upstreamConnectTimeoutMs ?? 2_000;
   const cors = corsFor(options.consoleOrigin);
-  const figures = options.requestFigures;
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const framing = framingProblem(request);
@@ -117,14 +116,14 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
       replyPlain(response, 503, EDGE_REPLIES.noHost);
       return;
     }
-    const { agentId } = verdict;
     forwardRequest(request, response, target, applyAllowedMutations(headers, verdict), {
       path: originForm(request.url),
       agent: upstreamAgent,
       connectTimeoutMs,
       onUpstreamFailure: () => replyPlain(response, 502, EDGE_REPLIES.badGateway),
       overrideHeaders: corsAnswer?.headers,
-      onAnswered: figures && agentId ? (status, upstreamMs) => figures.record(agentId, status, upstreamMs) : undefined,
+      requestFigures: options.requestFigures,
+      agentId: verdict.agentId,
     });
   }
 
