@@ -6,7 +6,7 @@
 # compiled JavaScript, one image for control and authz, the command picking the program.
 #
 # Before the first run, write the Variable nomad/jobs/platform-control (namespace
-# "platform") with DATABASE_URL, REDIS_URL, MASTER_KEY, NOMAD_TOKEN and CONSUL_HTTP_TOKEN:
+# "platform") with DATABASE_URL, REDIS_URL, MASTER_KEYS, NOMAD_TOKEN and CONSUL_HTTP_TOKEN:
 # the template below blocks until it exists. Secrets never sit in the job's env, where
 # anyone who can read the job would see them.
 
@@ -175,7 +175,7 @@ job "platform-control" {
           {{ with nomadVar "nomad/jobs/platform-control" -}}
           DATABASE_URL={{ .DATABASE_URL.Value | toJSON }}
           REDIS_URL={{ .REDIS_URL.Value | toJSON }}
-          MASTER_KEY={{ .MASTER_KEY.Value | toJSON }}
+          MASTER_KEYS={{ .MASTER_KEYS.Value | toJSON }}
           NOMAD_TOKEN={{ .NOMAD_TOKEN.Value | toJSON }}
           CONSUL_HTTP_TOKEN={{ .CONSUL_HTTP_TOKEN.Value | toJSON }}
           {{- end }}

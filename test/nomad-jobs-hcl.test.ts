@@ -37,7 +37,7 @@ const JOBS_DIR = new URL('../nomad-jobs/', import.meta.url);
 const ENVOY_YAML = new URL('../envoy/envoy.yaml', import.meta.url);
 
 /** Settings that must never be plain job env: anyone who can read the job would read them. */
-const SECRET_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'MASTER_KEY', 'NOMAD_TOKEN', 'CONSUL_HTTP_TOKEN'];
+const SECRET_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'MASTER_KEYS', 'NOMAD_TOKEN', 'CONSUL_HTTP_TOKEN'];
 
 type Body = Record<string, any>;
 
