@@ -8,6 +8,8 @@ export const ADMIN_USAGE = `npm run admin -- <command>
   account plan <acc_id|email> <free|pro>
   account exempt <acc_id|email> <true|false>     exempt accounts skip plan quotas
   user role <email> <owner|admin|member|viewer>
+  user delete <email>                           with their sessions and personal API keys;
+      not an account's last owner
   keys status                                   sealed values per master key id; an older
       key may leave MASTER_KEYS once no value is under it
   keys rotate [--batch-size <rows>] [--limit <rows>]
@@ -28,6 +30,7 @@ export type AdminCommand =
   | { kind: 'plan'; account: string; plan: string }
   | { kind: 'exempt'; account: string; exempt: boolean }
   | { kind: 'role'; email: string; role: string }
+  | { kind: 'user-delete'; email: string }
   | { kind: 'keys-status' }
   | { kind: 'keys-rotate'; batchSize: number; limit?: number };
 
@@ -78,6 +81,10 @@ export function parseAdminCommand(args: string[]): AdminCommand {
     case 'user role': {
       const [email, newRole] = exactly(2, '<email> <role>');
       return { kind: 'role', email: email!, role: newRole! };
+    }
+    case 'user delete': {
+      const [email] = exactly(1, '<email>');
+      return { kind: 'user-delete', email: email! };
     }
     case 'keys status':
       exactly(0, 'no argument');

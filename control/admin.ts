@@ -24,6 +24,9 @@ async function run(command: Exclude<AdminCommand, { kind: 'help' } | KeysCommand
     case 'role':
       await admin.setRole(command.email, command.role);
       return `${command.email} now has role ${command.role}`;
+    case 'user-delete':
+      await admin.deleteUser(command.email);
+      return `${command.email} is deleted; their sessions and personal API keys no longer work`;
   }
 }
 

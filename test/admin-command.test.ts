@@ -9,6 +9,7 @@ describe('npm run admin: the command line', () => {
     assert.deepEqual(parseAdminCommand(['account', 'plan', 'a@example.com', 'pro']), { kind: 'plan', account: 'a@example.com', plan: 'pro' });
     assert.deepEqual(parseAdminCommand(['account', 'exempt', 'acc_1', 'false']), { kind: 'exempt', account: 'acc_1', exempt: false });
     assert.deepEqual(parseAdminCommand(['user', 'role', 'a@example.com', 'viewer']), { kind: 'role', email: 'a@example.com', role: 'viewer' });
+    assert.deepEqual(parseAdminCommand(['user', 'delete', 'a@example.com']), { kind: 'user-delete', email: 'a@example.com' });
     assert.deepEqual(parseAdminCommand([]), { kind: 'help' });
     assert.deepEqual(parseAdminCommand(['--help']), { kind: 'help' });
   });
@@ -38,6 +39,8 @@ describe('npm run admin: the command line', () => {
     assert.throws(() => parseAdminCommand(['account', 'plan', 'acc_1']), /takes <acc_id\|email> <free\|pro>/);
     assert.throws(() => parseAdminCommand(['user', 'role', 'a@example.com', 'viewer', 'extra']), UsageError);
     assert.throws(() => parseAdminCommand(['account', 'exempt', 'acc_1', 'yes']), /true or false/);
+    assert.throws(() => parseAdminCommand(['user', 'delete']), /user delete takes <email>/);
+    assert.throws(() => parseAdminCommand(['user', 'delete', 'a@example.com', 'b@example.com']), /user delete takes <email>/);
     assert.throws(() => parseAdminCommand(['account', 'delete', 'acc_1']), UsageError);
   });
 });

@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { PlatformError } from '../control/errors.js';
+import { AdminService } from '../control/services/admin-service.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { expectError, expectStatus, signUpMember } from './support/control-api.js';
 
@@ -108,6 +110,19 @@ describe('control API: sign-out and deleting users', () => {
       expectStatus(await remove(owner.token, owner.user.id), 204);
       expectError(await me(owner.token), 401, 'AUTHENTICATION_FAILED');
       expectError(await remove(second.token, second.user.id), 409, 'LAST_OWNER');
+    });
+  });
+
+  describe('npm run admin -- user delete <email>', () => {
+    it('deletes the user (their tokens stop working) by the same rule: never the last owner', async () => {
+      const admin = new AdminService(control.db, control.clock);
+      const owner = await control.signUp();
+      const member = await signUpMember(control, owner.user.account_id, 'member');
+      await admin.deleteUser(member.user.email.toUpperCase());
+      expectError(await me(member.token), 401, 'AUTHENTICATION_FAILED');
+      await assert.rejects(admin.deleteUser(owner.user.email), (error: unknown) => error instanceof PlatformError && error.code === 'LAST_OWNER');
+      await assert.rejects(admin.deleteUser('nobody@example.com'), (error: unknown) => error instanceof PlatformError && error.code === 'NOT_FOUND');
+      expectStatus(await me(owner.token), 200);
     });
   });
 });

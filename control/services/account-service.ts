@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { notFound, PlatformError, validationError } from '../errors.js';
-import { inTransaction, repositoriesOn } from '../repositories/index.js';
+import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { User } from '../schemas/auth.js';
 import type { AgentRunner } from './agent-runner.js';
 import { userView } from './auth-service.js';
@@ -32,15 +32,7 @@ export class AccountService {
    */
   async deleteUser(principal: Principal, userId: string): Promise<void> {
     assertOwner(principal, 'delete a user');
-    await inTransaction(this.db, async (repos) => {
-      await repos.accounts.lock(principal.accountId);
-      const user = await repos.users.find(userId);
-      if (!user || user.account_id !== principal.accountId) throw notFound('User');
-      if (user.role === 'owner' && (await repos.users.countOwners(principal.accountId)) <= 1) {
-        throw new PlatformError('LAST_OWNER', 'This is the last owner of the account: make another user owner first, or delete the account');
-      }
-      await repos.users.delete(principal.accountId, userId);
-    });
+    await inTransaction(this.db, (repos) => removeUser(repos, principal.accountId, userId));
     this.logger.info({ account_id: principal.accountId, user_id: userId, by: principal.userId }, 'user deleted');
   }
 
@@ -70,6 +62,20 @@ export class AccountService {
     for (const agent of agents) this.runner?.request('remove', agent);
     this.logger.info({ account_id: principal.accountId, by: principal.userId, agents: agents.length }, 'account deleted');
   }
+}
+
+/**
+ * Removes one user of the account unless they are its last owner, inside the caller's
+ * transaction (the API's DELETE /account/users/{id} and `npm run admin -- user delete`).
+ */
+export async function removeUser(repos: Repositories, accountId: string, userId: string): Promise<void> {
+  await repos.accounts.lock(accountId);
+  const user = await repos.users.find(userId);
+  if (!user || user.account_id !== accountId) throw notFound('User');
+  if (user.role === 'owner' && (await repos.users.countOwners(accountId)) <= 1) {
+    throw new PlatformError('LAST_OWNER', 'This is the last owner of the account: make another user owner first, or delete the account');
+  }
+  await repos.users.delete(accountId, userId);
 }
 
 function assertOwner(principal: Principal, action: string): void {

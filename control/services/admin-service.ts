@@ -5,6 +5,7 @@ import { isPlanName, type PlanName } from '../domain/plans.js';
 import { isRole, type Role } from '../domain/roles.js';
 import { notFound, PlatformError } from '../errors.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
+import { removeUser } from './account-service.js';
 import type { EdgeSync } from './edge-sync.js';
 
 /** What operators do that no endpoint does: invites, plans, exemptions and roles. */
@@ -52,6 +53,15 @@ export class AdminService {
     const user = await repos.users.findByEmail(email);
     if (!user) throw notFound(`User ${email}`);
     await repos.users.setRole(user.id, role);
+  }
+
+  /** Removes a user with their sessions and personal API keys; never an account's last owner (LAST_OWNER). */
+  async deleteUser(email: string): Promise<void> {
+    await inTransaction(this.db, async (repos) => {
+      const user = await repos.users.findByEmail(email);
+      if (!user) throw notFound(`User ${email}`);
+      await removeUser(repos, user.account_id, user.id);
+    });
   }
 
   /** An account by its id (acc_…) or by the email of one of its users. */
