@@ -3,7 +3,7 @@ import { loadAdminMasterKeys, loadDatabaseUrl } from './config.js';
 import { SecretBox } from './crypto/secret-box.js';
 import { connectDatabase, migrate } from './db/database.js';
 import type { Env } from './settings-reader.js';
-import { KeyRotation, type KeyCount } from './services/key-rotation.js';
+import { KeyRotation, UnopenableValueError, type KeyCount } from './services/key-rotation.js';
 
 /**
  * `npm run admin -- keys status|rotate` (docs/operations.md, "Master-key rotation").
@@ -21,11 +21,19 @@ export async function runKeysCommand(command: KeysCommand, env: Env): Promise<vo
       return;
     }
     console.log(`rotating to master key ${box.currentKeyId} (key 1 of ${box.keyIds.length} in MASTER_KEYS), ${command.batchSize} rows per transaction`);
-    const result = await rotation.rotate({
-      batchSize: command.batchSize,
-      limit: command.limit,
-      onProgress: (done, total, table) => console.log(`re-encrypted ${done}/${total} values (${table})`),
-    });
+    const result = await rotation
+      .rotate({
+        batchSize: command.batchSize,
+        limit: command.limit,
+        onProgress: (done, total, table) => console.log(`re-encrypted ${done}/${total} values (${table})`),
+      })
+      .catch((error: unknown) => {
+        if (!(error instanceof UnopenableValueError)) throw error;
+        console.error(`stopped: ${error.message}. Batches before it are committed; run keys rotate again once the key is back (keys status lists what is under it)`);
+        process.exitCode = 1;
+        return undefined;
+      });
+    if (!result) return;
     if (result.stoppedAtLimit) {
       console.log(`stopped at --limit: re-encrypted ${result.reEncrypted} values, ${result.left} left; run keys rotate again to continue`);
     } else if (result.left === 0) {

@@ -32,6 +32,14 @@ export interface RotationResult {
   stoppedAtLimit: boolean;
 }
 
+/** A value the keyring cannot open: the run stops, its batch rolled back. Names the row and the key id, never a key. */
+export class UnopenableValueError extends Error {
+  constructor(table: SealedTable, rowId: string, cause: Error) {
+    super(`${table} ${rowId}: ${cause.message}`, { cause });
+    this.name = 'UnopenableValueError';
+  }
+}
+
 /**
  * Sweeps past rows that writers held this often, a second apart, before reporting what is
  * left: an API request holds a row for milliseconds, so a row still held (or rewritten
@@ -123,7 +131,7 @@ export class KeyRotation {
         return this.box.seal(this.box.open(value));
       } catch (error) {
         // Which row, never what it holds; the batch rolls back and the run stops here.
-        throw new Error(`${table} ${row.id}: ${(error as Error).message}`);
+        throw new UnopenableValueError(table, row.id, error as Error);
       }
     };
     const env = (row.env ?? []).map((entry): StoredEnvEntry => (entry.secret ? { ...entry, sealed: again(entry.sealed) } : entry));
