@@ -28,6 +28,8 @@ describe('control API: Postgres and Redis outages', function () {
   let email: string;
   let password: string;
   let document: any;
+  /** POST /auth/logout ends the session it is sent with: each pass over every operation signs out one of these, not `token`. */
+  let spareSessions: string[];
 
   const startOurPostgres = async () => {
     postgres = await startPostgres({ dataDir: join(workDir, 'postgres'), port: postgresPort, database: TEMPLATE_DATABASE });
@@ -51,6 +53,8 @@ describe('control API: Postgres and Redis outages', function () {
     ({ token, password } = await control.signUp());
     email = (await control.request('GET', '/auth/me', { token })).body.email;
     document = (await control.request('GET', '/openapi.json')).body;
+    spareSessions = [];
+    for (let i = 0; i < 2; i += 1) spareSessions.push((await control.request('POST', '/auth/login', { body: { email, password } })).body.token);
   });
 
   after(async () => {
@@ -80,7 +84,8 @@ describe('control API: Postgres and Redis outages', function () {
       const body = op.path === '/auth/register'
         ? { email: `new-${Date.now()}@example.com`, password: 'a long password', name: 'New' }
         : op.path === '/auth/login' ? { email, password } : op.body ? {} : undefined;
-      return { name: `${op.method} ${op.path}`, run: () => control.request(op.method, path, { token, body }) };
+      const caller = op.path === '/auth/logout' ? spareSessions.shift() : token;
+      return { name: `${op.method} ${op.path}`, run: () => control.request(op.method, path, { token: caller, body }) };
     });
 
   describe('Redis stopped, then started again', () => {
