@@ -16,9 +16,9 @@ const withKeys = (...keys: Buffer[]) => ({ MASTER_KEY: '', MASTER_KEYS: keys.map
  * Issue 18's "the key rotation passes with real Postgres and podman": an agent runs with
  * a model key and a secret env value, the operator restarts the control API with
  * MASTER_KEYS=new,old, rotates with `npm run admin -- keys rotate` while the agent serves,
- * then restarts it with the new key alone. The replica keeps running throughout, and a
- * rollback to the first deployment (whose own copy of the secrets was rotated too) starts
- * a replica with the right values.
+ * then restarts it with the new key alone. The replica keeps running throughout; then a
+ * deploy that keeps the env, and a rollback to the first deployment (whose own copy of the
+ * secrets was rotated too), each start a replica with the right values.
  */
 describe('master-key rotation with running agents (podman)', function () {
   this.timeout(300_000);
@@ -47,10 +47,14 @@ describe('master-key rotation with running agents (podman)', function () {
     { key: 'TOKEN', value: `secret-value-${n}`, secret: true },
   ];
 
-  /** The env of the agent's routed replicas once every one shows PLAIN=`plain`, and the replica ids. */
-  async function served(agentId: string, plain: string): Promise<{ env: Map<string, string>; replicas: string[] }> {
+  /**
+   * The env of the agent's routed replicas once every one shows PLAIN=`plain` and none is
+   * one of `replaced` (the old ones drained), and the replica ids.
+   */
+  async function served(agentId: string, plain: string, replaced: string[] = []): Promise<{ env: Map<string, string>; replicas: string[] }> {
     return waitFor(`every replica of ${agentId} to serve PLAIN=${plain}`, async () => {
       const routed = (await control!.driver!.status(agentId))?.replicas.filter((r) => r.state === 'running' && r.address) ?? [];
+      if (routed.some((r) => replaced.includes(r.id))) return undefined;
       const envs = await Promise.all(routed.map(async (r) => parseEnv(await (await fetch(`http://${r.address}/cgi-bin/env`)).text())));
       return envs.length > 0 && envs.every((env) => env.get('PLAIN') === plain) ? { env: envs[0]!, replicas: routed.map((r) => r.id) } : undefined;
     }, 120_000);
@@ -63,7 +67,7 @@ describe('master-key rotation with running agents (podman)', function () {
     }, 120_000);
   }
 
-  it('re-encrypts the secrets of a running agent online; with the old key gone, the replica keeps running and a rollback starts one with the right values', async () => {
+  it('re-encrypts the secrets of a running agent online; with the old key gone, the replica keeps running, and a deploy and a rollback start replicas with the right values', async () => {
     const { token } = await control!.signUp();
     const { id } = await createRunningAgent(control!, token, { api_key: 'sk-model-of-the-test', deploy: { env: envOf(1) } });
     assert.equal(await newestEnded(id, token), 'succeeded');
@@ -94,14 +98,20 @@ describe('master-key rotation with running agents (podman)', function () {
     assert.equal(adopted.env.get('TOKEN'), 'secret-value-2');
     assert.equal((await control.request('GET', `/agents/${id}`, { token })).body.status, 'running');
 
-    // 4. A rollback to deployment 1 opens that deployment's own rotated copy with the new key alone.
+    // 4. A deploy that leaves env alone starts a replica from the agent's rotated values, opened with the new key alone.
+    expectStatus(await control.request('POST', `/agents/${id}/deploy`, { token, body: { resources: { memory_mb: 384 } } }), 202);
+    const redeployed = await served(id, 'plain-2', before.replicas);
+    assert.equal(redeployed.env.get('TOKEN'), 'secret-value-2');
+    assert.equal(redeployed.env.get('OPENAI_API_KEY'), 'sk-model-of-the-test');
+    assert.equal(await newestEnded(id, token), 'succeeded');
+
+    // 5. A rollback to deployment 1 opens that deployment's own rotated copy with the new key alone.
     const first = (await control.request('GET', `/agents/${id}/deployments`, { token })).body.deployments.find((d: any) => d.number === 1);
     expectStatus(await control.request('POST', `/agents/${id}/rollback`, { token, body: { deployment_id: first.id } }), 202);
-    const rolledBack = await served(id, 'plain-1');
+    const rolledBack = await served(id, 'plain-1', redeployed.replicas);
     assert.equal(rolledBack.env.get('TOKEN'), 'secret-value-1');
     assert.equal(rolledBack.env.get('OPENAI_API_KEY'), 'sk-model-of-the-test');
     assert.equal(await newestEnded(id, token), 'succeeded');
-    assert.ok(rolledBack.replicas.every((replica) => !before.replicas.includes(replica)), 'a new replica serves the rollback');
   });
 });
 
