@@ -90,7 +90,10 @@ export class KeyRotation {
         let after = '';
         for (;;) {
           const room = options.limit === undefined ? options.batchSize : Math.min(options.batchSize, options.limit - rows);
-          if (room <= 0) return { reEncrypted, left: await sealed.countNotUnder(prefix), stoppedAtLimit: true };
+          if (room <= 0) {
+            const left = await sealed.countNotUnder(prefix);
+            return { reEncrypted, left, stoppedAtLimit: left > 0 };
+          }
           const batch = await this.reEncryptBatch(table, after, room);
           if (batch.rows === 0) break;
           after = batch.lastId;
