@@ -32,6 +32,8 @@ describe('control API fuzz: hostile input never gives a 5xx', function () {
   this.timeout(Math.max(120_000, RUNS * 2_000));
   let control: TestControl;
   let token: string;
+  /** What POST /auth/logout is sent with: a personal API key is refused it (403) and stays, where the session would end. */
+  let logoutToken: string;
   let operations: Operation[];
   let resolve: Resolve;
   /** Real ids, so that some requests reach the handlers past the "no such agent" check. */
@@ -50,6 +52,7 @@ describe('control API fuzz: hostile input never gives a 5xx', function () {
     const apiKey = await control.request('POST', '/api-keys', { token, body: { label: 'fuzz' } });
     expectStatus(apiKey, 201);
     realIds = [agent.id, accessKey.body.id, apiKey.body.id];
+    logoutToken = apiKey.body.key;
     const document = (await control.request('GET', '/openapi.json')).body;
     operations = operationsOf(document);
     resolve = resolverFor(document);
@@ -62,7 +65,7 @@ describe('control API fuzz: hostile input never gives a 5xx', function () {
   const requestTo = (operation: Operation, segments: Record<string, string>, extra: Partial<RawRequest> = {}): RawRequest => ({
     method: operation.method,
     target: concretePath(operation, segments),
-    ...(operation.authenticated ? { token } : {}),
+    ...(operation.authenticated ? { token: operation.path === '/auth/logout' ? logoutToken : token } : {}),
     ...extra,
   });
   /** Real ids for every path parameter; a DELETE gets none, so the fixtures survive the run. */
