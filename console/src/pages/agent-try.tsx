@@ -27,10 +27,7 @@ export function TryItTab({ agent }: { agent: Agent }) {
         headers: { 'content-type': 'application/json', accept: 'text/event-stream', ...(key ? { authorization: `Bearer ${key}` } : {}) },
         body: JSON.stringify({ input: String(form.get('input') ?? '') }),
       });
-      if (!response.ok || !response.body) {
-        const body = await response.json().catch(() => ({}));
-        throw new Error(body.error?.message ?? body.message ?? `The edge answered ${response.status}`);
-      }
+      if (!response.ok || !response.body) throw new Error(await failureOf(response));
       await readEvents(response.body, (item) => {
         const data = item.data as { text?: string; error?: { message?: string } };
         if (item.event === 'delta') setAnswer((before) => before + (data.text ?? ''));
@@ -52,4 +49,20 @@ export function TryItTab({ agent }: { agent: Agent }) {
       <output class="answer" aria-live="polite">{answer}</output>
     </form>
   );
+}
+
+/**
+ * What the edge or the agent said when refusing: the edge's denials are plain text
+ * (docs/contract.md, "Edge replies"), an agent's errors JSON (runtime-image/README.md).
+ */
+async function failureOf(response: Response): Promise<string> {
+  const text = (await response.text().catch(() => '')).trim();
+  let message = text;
+  try {
+    const body = JSON.parse(text);
+    message = body.error?.message ?? body.message ?? text;
+  } catch {
+    // plain text: the edge's own words
+  }
+  return `The edge answered ${response.status}${message ? `: ${message}` : ''}`;
 }

@@ -39,7 +39,10 @@ export function AgentPage({ id }: { id: string }) {
       {error && <p role="alert" class="error">{error}</p>}
       {agent.error && <p class="error">{agent.error}</p>}
       <p class="url-row"><span class="url" id="agent-url">{agent.url}</span> <CopyButton text={agent.url} label="Copy the agent's URL" /></p>
-      <p>{agent.replicas} replica{agent.replicas === 1 ? '' : 's'} · {agent.access} · model {agent.model}</p>
+      <p>
+        {agent.replicas} replica{agent.replicas === 1 ? '' : 's'} · {agent.access} · model {agent.model} ·{' '}
+        {agent.rate_limit_rpm === null ? 'default rate limit' : `rate limit ${agent.rate_limit_rpm}/min per caller`}
+      </p>
       <RolloutProgress agentId={agent.id} version={agent.version} />
       <AgentActions agent={agent} onChange={setAgent} />
       <div role="tablist" aria-label="Agent views" class="tabs">

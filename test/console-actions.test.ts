@@ -1,0 +1,225 @@
+import assert from 'node:assert/strict';
+import type { Browser, BrowserContext, Page } from 'playwright-core';
+import { freePort } from '../scripts/lib/local-services.js';
+import { buildConsole, launchChromium } from './support/browser.js';
+import { stepsInOrder } from './support/console-steps.js';
+import { startControl, type TestControl } from './support/control-harness.js';
+import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
+
+/**
+ * The agent page's actions in real Chromium, against the control API running agents with
+ * podman and the local edge in front, as `npm run up` pairs them: Try it through the edge
+ * (CORS), copy buttons, access, rate limit, deploy, rollback, scale up to the plan's limit,
+ * delete with confirmation, and paging through the agents list. One user and one running
+ * agent (the test image answering /invoke) carry the steps; each checks what the user sees
+ * and the API's state behind it.
+ */
+describe('the web console: agent actions', function () {
+  this.timeout(180_000);
+  const DESKTOP = { width: 1280, height: 800 };
+  let control: TestControl;
+  let edge: LocalEdgeStack;
+  let root: string;
+  let browser: Browser;
+  let context: BrowserContext;
+  let page: Page;
+  let user: { token: string; user: { email: string }; password: string };
+  let agentId: string;
+  let agentUrl: string;
+
+  before(async function () {
+    buildConsole();
+    // Agent URLs name the edge's port (AGENT_URL_PORT), so the edge's port is chosen first.
+    const edgePort = await freePort();
+    control = await startControl({ AGENT_URL_PORT: String(edgePort) }, { orchestrate: true });
+    root = control.baseUrl.replace(/\/v1$/, '');
+    edge = await startLocalEdgeStack(control, { port: edgePort, consoleOrigin: root });
+    user = await control.signUp();
+    const created = await control.request('POST', '/agents', {
+      token: user.token,
+      body: { name: 'try-echo', access: 'private', deploy: { replicas: 1, env: [{ key: 'MODE', value: 'agent' }] } },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    agentId = created.body.id;
+    agentUrl = created.body.url;
+    browser = await launchChromium();
+    context = await browser.newContext({ viewport: DESKTOP });
+    await context.grantPermissions(['clipboard-read', 'clipboard-write'], { origin: root });
+    page = await context.newPage();
+  });
+
+  after(async function () {
+    await browser?.close();
+    await edge?.close();
+    await control?.close();
+  });
+
+  const api = (method: string, path: string, body?: unknown) => control.request(method, path, { token: user.token, body });
+  const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
+  const tab = (name: string) => page.getByRole('tab', { name, exact: true }).click();
+  const group = (name: string) => page.getByRole('group', { name, exact: true });
+
+  describe('one agent, step by step', function () {
+    stepsInOrder();
+
+    it('signs in and opens the agent from the list; it reaches running', async function () {
+      await page.goto(`${root}/`);
+      await page.getByLabel('Email').fill(user.user.email);
+      await page.getByLabel('Password').fill(user.password);
+      await page.getByRole('button', { name: 'Sign in' }).click();
+      await page.getByRole('link', { name: 'try-echo' }).click();
+      await page.getByRole('heading', { name: 'try-echo' }).waitFor();
+      await page.locator('[data-status="running"]').waitFor({ timeout: 90_000 });
+      assert.equal(await page.locator('#agent-url').innerText(), agentUrl);
+    });
+
+    it("copies the agent's URL with its copy button", async function () {
+      await page.getByRole('button', { name: "Copy the agent's URL" }).click();
+      await page.locator('.url-row').getByText('Copied', { exact: true }).waitFor();
+      assert.equal(await clipboard(), agentUrl);
+    });
+
+    it("Try it: a fresh access key, copied where it is shown once, gets the agent's answer streamed through the edge", async function () {
+      await tab('Access keys');
+      await page.getByLabel('Label').fill('try it');
+      await page.getByRole('button', { name: 'Create access key' }).click();
+      const shown = await page.locator('code.secret').innerText();
+      await page.getByRole('button', { name: 'Copy the new access key' }).click();
+      await page.locator('.once').getByText('Copied', { exact: true }).waitFor();
+      assert.equal(await clipboard(), shown);
+      const keys = await api('GET', `/agents/${agentId}/access-keys`);
+      assert.ok(keys.body.access_keys.some((key: { label: string }) => key.label === 'try it'), 'listed by the API');
+
+      await tab('Try it');
+      await page.getByLabel('Input').fill('hello world');
+      await page.getByLabel('Access key', { exact: true }).fill(await clipboard());
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page.locator('output.answer').filter({ hasText: 'echo: hello world' }).waitFor({ timeout: 30_000 });
+      assert.equal(await page.getByRole('alert').count(), 0);
+    });
+
+    it("with a wrong key, shows the edge's 401 message in the page", async function () {
+      await page.getByLabel('Access key', { exact: true }).fill('agk_not-a-real-key');
+      await page.getByRole('button', { name: 'Send' }).click();
+      const alert = page.getByRole('alert');
+      await alert.waitFor();
+      assert.match(await alert.innerText(), /missing or invalid access key/);
+      assert.equal(await page.locator('output.answer').innerText(), '');
+    });
+
+    it('makes the agent public (Try it then needs no key) and private again', async function () {
+      await group('Access').getByRole('combobox').selectOption('public');
+      await page.getByText(/replicas? · public ·/).waitFor();
+      assert.equal((await api('GET', `/agents/${agentId}`)).body.access, 'public');
+      assert.equal(await page.getByLabel('Access key', { exact: true }).count(), 0);
+      await page.getByLabel('Input').fill('open door');
+      await page.getByRole('button', { name: 'Send' }).click();
+      await page.locator('output.answer').filter({ hasText: 'echo: open door' }).waitFor({ timeout: 30_000 });
+
+      await group('Access').getByRole('combobox').selectOption('private');
+      await page.getByText(/replicas? · private ·/).waitFor();
+      assert.equal((await api('GET', `/agents/${agentId}`)).body.access, 'private');
+    });
+
+    it("sets and clears the rate limit; a value the API refuses shows its message by the rate limit's control", async function () {
+      const limit = group('Rate limit').getByLabel('Rate limit (requests/min)');
+      await limit.fill('30');
+      await group('Rate limit').getByRole('button', { name: 'Set rate limit' }).click();
+      await page.getByText('rate limit 30/min per caller').waitFor();
+      assert.equal((await api('GET', `/agents/${agentId}`)).body.rate_limit_rpm, 30);
+
+      await limit.fill('200000');
+      await group('Rate limit').getByRole('button', { name: 'Set rate limit' }).click();
+      assert.match(await group('Rate limit').getByRole('alert').innerText(), /rate_limit_rpm/);
+      assert.equal((await api('GET', `/agents/${agentId}`)).body.rate_limit_rpm, 30, 'nothing changed');
+
+      await limit.fill('');
+      await group('Rate limit').getByRole('button', { name: 'Set rate limit' }).click();
+      await page.getByText('default rate limit').waitFor();
+      assert.equal(await group('Rate limit').getByRole('alert').count(), 0);
+      assert.equal((await api('GET', `/agents/${agentId}`)).body.rate_limit_rpm, null);
+    });
+
+    it('deploys again from the agent page: the rollout shows its progress and ends with the agent running', async function () {
+      await group('Deploy').getByRole('button', { name: 'Deploy' }).click();
+      await page.getByText('Deployment #2').waitFor();
+      await page.locator('.rollout .steps li').first().waitFor({ timeout: 60_000 });
+      await page.locator('[data-rollout-end="succeeded"]').waitFor({ timeout: 90_000 });
+      await page.locator('[data-status="running"]').waitFor({ timeout: 30_000 });
+      const history = await api('GET', `/agents/${agentId}/deployments`);
+      assert.deepEqual(history.body.deployments.map((d: { number: number; status: string }) => [d.number, d.status]), [[2, 'succeeded'], [1, 'succeeded']]);
+    });
+
+    it('rolls back to the first deployment from the Deployments tab', async function () {
+      await tab('Deployments');
+      await page.getByRole('button', { name: 'Roll back to deployment 1' }).click();
+      await page.getByRole('row').filter({ has: page.getByRole('cell', { name: '3', exact: true }) }).waitFor();
+      await page.getByText('Deployment #3').waitFor({ timeout: 30_000 });
+      await page.locator('[data-rollout-end="succeeded"]').waitFor({ timeout: 90_000 });
+      const history = await api('GET', `/agents/${agentId}/deployments`);
+      const [newest, , first] = history.body.deployments;
+      assert.equal(newest.number, 3);
+      assert.equal(newest.rollback_of, first.id);
+    });
+
+    it("scales up to the plan's limit; one more shows the API's message by the scale buttons, and nothing changes", async function () {
+      const scale = group('Scale');
+      for (const replicas of [2, 3]) {
+        await scale.getByRole('button', { name: 'Scale up' }).click();
+        await page.getByText(new RegExp(`^${replicas} replicas ·`)).waitFor();
+        assert.equal((await api('GET', `/agents/${agentId}`)).body.replicas, replicas);
+      }
+      await scale.getByRole('button', { name: 'Scale up' }).click();
+      // The free plan's max_replicas (control/domain/plans.ts), in the API's QUOTA_EXCEEDED message.
+      assert.match(await scale.getByRole('alert').innerText(), /^Plan limit max_replicas is 3; this request needs 4$/);
+      assert.equal((await api('GET', `/agents/${agentId}`)).body.replicas, 3);
+      for (const replicas of [2, 1]) {
+        await scale.getByRole('button', { name: 'Scale down' }).click();
+        await page.getByText(new RegExp(`^${replicas} replicas? ·`)).waitFor();
+      }
+      assert.equal(await scale.getByRole('alert').count(), 0);
+    });
+
+    it('deletes only after confirmation: "Keep it" keeps the agent, "Yes, delete" removes it and returns to the list', async function () {
+      await group('Delete').getByRole('button', { name: 'Delete' }).click();
+      await page.getByRole('group', { name: 'Confirm delete' }).getByRole('button', { name: 'Keep it' }).click();
+      await group('Delete').getByRole('button', { name: 'Delete' }).waitFor();
+      assert.equal((await api('GET', `/agents/${agentId}`)).status, 200);
+
+      await group('Delete').getByRole('button', { name: 'Delete' }).click();
+      await page.getByRole('group', { name: 'Confirm delete' }).getByRole('button', { name: 'Yes, delete' }).click();
+      await page.getByRole('heading', { name: 'Agents' }).waitFor();
+      await page.getByText('No agents yet.').waitFor();
+      assert.equal((await api('GET', `/agents/${agentId}`)).status, 404);
+    });
+  });
+
+  it('pages through more agents than one page holds', async function () {
+    const many = await control.signUp();
+    // 21 agents: past the free plan's 10, so this account is on pro (as control-quotas.test.ts does).
+    await control.db('accounts').where({ id: (many.user as { account_id: string }).account_id }).update({ plan: 'pro' });
+    for (let index = 1; index <= 21; index += 1) {
+      const created = await control.request('POST', '/agents', { token: many.token, body: { name: `paged-${String(index).padStart(2, '0')}` } });
+      assert.equal(created.status, 201);
+    }
+    const reader = await context.newPage();
+    try {
+      await reader.goto(`${root}/`);
+      await reader.evaluate((token) => sessionStorage.setItem('agent-platform.session', token), many.token);
+      await reader.reload();
+      const rows = reader.getByRole('row').filter({ hasText: /paged-\d+/ });
+      await reader.getByText('Page 1 of 2').waitFor();
+      assert.equal(await rows.count(), 20);
+      assert.equal(await reader.getByRole('button', { name: 'Previous page' }).isDisabled(), true);
+      await reader.getByRole('button', { name: 'Next page' }).click();
+      await reader.getByText('Page 2 of 2').waitFor();
+      assert.equal(await rows.count(), 1);
+      assert.equal(await reader.getByRole('button', { name: 'Next page' }).isDisabled(), true);
+      await reader.getByRole('button', { name: 'Previous page' }).click();
+      await reader.getByText('Page 1 of 2').waitFor();
+      assert.equal(await rows.count(), 20);
+    } finally {
+      await reader.close();
+    }
+  });
+});
