@@ -82,6 +82,7 @@ describe('agentctl', function () {
       assert.equal(statSync(other.configPath).mode & 0o777, 0o600);
       assert.equal((await other.run(['logout'])).code, 0);
       assert.equal(existsSync(other.configPath), false);
+      assert.equal((await control.request('GET', '/auth/me', { token: grant.token })).status, 401, 'logout ended the session at the API');
       assert.equal((await other.run(['whoami'])).code, 1);
     } finally {
       rmSync(other.configHome, { recursive: true, force: true });

@@ -46,9 +46,16 @@ export const login = command({
 
 export const logout = command({
   command: 'logout',
-  describe: 'Forget the saved session token (the config file is removed)',
+  describe: 'End the session at the API and forget the saved token (the config file is removed)',
   builder: (yargs) => yargs,
   run: async (_args, context) => {
+    // A copy of the token (another shell, a leaked file) must stop working too. A personal API
+    // key is not a session: the API refuses to end it, so it is only forgotten here.
+    if (context.settings.token?.startsWith('ses_')) {
+      await context.api.request('POST', '/auth/logout').catch((error: unknown) => {
+        context.terminal.err(`The API was not told (${(error as Error).message}); the token stays valid until it expires`);
+      });
+    }
     removeConfigFile(context.settings.configPath);
     if (!context.json) context.terminal.out('Signed out');
   },
