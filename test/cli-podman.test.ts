@@ -3,6 +3,7 @@ import { rmSync } from 'node:fs';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { CliUser, readUntil, watchOutput } from './support/cli-runner.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
+import { waitFor } from './support/wait.js';
 
 /** The test image answering runtime contract v1's /invoke (test/support/test-image.ts, MODE=agent). */
 const AGENT_MODE = ['--env', 'MODE=agent'];
@@ -137,7 +138,10 @@ describe('agentctl with running agents (podman, authz, the local edge)', functio
     const sample = await user.json(['metrics', open.id]);
     assert.equal(sample.replicas, 1);
     assert.equal(typeof sample.cpu_percent, 'number');
-    assert.match((await user.run(['metrics', open.id])).stdout, /^TIME\s+REPLICAS\s+CPU %/);
+    // The edge's figures of the last minute: a request just made shows up within seconds.
+    await user.json(['invoke', open.id, 'counted']);
+    await waitFor('the invoke in agentctl metrics', async () => ((await user.json(['metrics', open.id])).request_count >= 1 ? true : undefined), 10_000, 500);
+    assert.match((await user.run(['metrics', open.id])).stdout, /^TIME\s+REPLICAS\s+CPU %.*REQUESTS 60S\s+5XX 60S\s+AVG MS\s+P95 MS/);
 
     const watched = await readUntil(user.start(['metrics', open.id, '--watch', '--interval', '1', '--json']), /\n/);
     assert.equal(JSON.parse(watched.split('\n')[0]!).replicas, 1);

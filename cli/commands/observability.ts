@@ -7,8 +7,12 @@ import { printJson, table, type Terminal } from '../terminal.js';
 type Log = Static<typeof LogEntry>;
 
 const logLine = (entry: Log) => `${entry.timestamp} ${entry.replica_id} ${entry.level.toUpperCase().padEnd(5)} ${entry.message}`;
-const sampleRow = (sample: MetricsSample) => [sample.timestamp, sample.replicas, sample.cpu_percent.toFixed(1), sample.memory_mb.toFixed(0), sample.memory_percent.toFixed(1)];
-const METRICS_HEADERS = ['time', 'replicas', 'cpu %', 'memory mb', 'memory %'];
+const sampleRow = (sample: MetricsSample) => [
+  sample.timestamp, sample.replicas, sample.cpu_percent.toFixed(1), sample.memory_mb.toFixed(0), sample.memory_percent.toFixed(1),
+  sample.request_count, sample.error_count, sample.avg_latency_ms.toFixed(1), sample.p95_latency_ms.toFixed(1),
+];
+/** The request columns are the edge's figures over the last 60 s (docs/edge.md, "Request figures"). */
+const METRICS_HEADERS = ['time', 'replicas', 'cpu %', 'memory mb', 'memory %', 'requests 60s', '5xx 60s', 'avg ms', 'p95 ms'];
 
 /** A followed stream prints one JSON document per line with --json, so a script reads it line by line. */
 const printEvent = (terminal: Terminal, json: boolean, data: unknown, line: string) => (json ? terminal.out(JSON.stringify(data)) : terminal.out(line));
@@ -42,7 +46,7 @@ export const logs = command({
 
 export const metrics = command({
   command: 'metrics <agent>',
-  describe: 'Live CPU and memory averaged over replicas; --watch samples every --interval seconds',
+  describe: 'Live CPU and memory averaged over replicas, and the last minute\'s requests at the edge; --watch samples every --interval seconds',
   builder: (yargs) =>
     yargs
       .positional('agent', { type: 'string', demandOption: true })
