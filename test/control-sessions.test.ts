@@ -3,6 +3,7 @@ import { PlatformError } from '../control/errors.js';
 import { AdminService } from '../control/services/admin-service.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { expectError, expectStatus, signUpMember } from './support/control-api.js';
+import { waitFor } from './support/wait.js';
 
 /** Signing out, listing the account's users and deleting one (issue 18, "Sessions"). */
 describe('control API: sign-out and deleting users', () => {
@@ -110,6 +111,28 @@ describe('control API: sign-out and deleting users', () => {
       expectStatus(await remove(owner.token, owner.user.id), 204);
       expectError(await me(owner.token), 401, 'AUTHENTICATION_FAILED');
       expectError(await remove(second.token, second.user.id), 409, 'LAST_OWNER');
+    });
+
+    it('a sign-in racing the deletion of its user gets 401, not a server error', async () => {
+      const owner = await control.signUp();
+      const member = await signUpMember(control, owner.user.account_id, 'member');
+      // The deletion holds the user's row, uncommitted: the sign-in reads the user, checks the
+      // password, and its session insert waits on the row; only then does the deletion commit.
+      const deletion = await control.db.transaction();
+      try {
+        await deletion('users').where({ id: member.user.id }).delete();
+        const signingIn = login(member.user.email, member.password);
+        await waitFor('the session insert to wait on the deleted user', async () => {
+          const waiting = await control.db.raw(
+            "SELECT 1 FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query ILIKE 'insert into \"sessions\"%'",
+          );
+          return waiting.rows.length > 0 ? true : undefined;
+        }, 10_000, 20);
+        await deletion.commit();
+        expectError(await signingIn, 401, 'AUTHENTICATION_FAILED');
+      } finally {
+        if (!deletion.isCompleted()) await deletion.rollback();
+      }
     });
   });
 

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { insertUnlessParentGone } from './parent-gone.js';
 import type { UserRow } from './users.js';
 
 /** The shape shared by personal API keys and agent access keys: only the hash is stored. */
@@ -23,8 +24,9 @@ const listed = ['id', 'label', 'key_preview', 'created_at'] as const;
 export class ApiKeyRepository {
   constructor(private readonly db: Knex) {}
 
-  async insert(row: ApiKeyRow): Promise<void> {
-    await this.db('api_keys').insert(row);
+  /** False when the user is gone: deleted while their request was under way. */
+  async insert(row: ApiKeyRow): Promise<boolean> {
+    return insertUnlessParentGone(this.db('api_keys'), row);
   }
 
   async listForUser(userId: string): Promise<KeyRow[]> {

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import { insertUnlessParentGone } from './parent-gone.js';
 import type { UserRow } from './users.js';
 
 export interface SessionRow {
@@ -11,8 +12,9 @@ export interface SessionRow {
 export class SessionRepository {
   constructor(private readonly db: Knex) {}
 
-  async insert(row: SessionRow): Promise<void> {
-    await this.db('sessions').insert(row);
+  /** False when the user is gone: deleted between the password check and this insert. */
+  async insert(row: SessionRow): Promise<boolean> {
+    return insertUnlessParentGone(this.db('sessions'), row);
   }
 
   /** The user of a session that is still valid at `now`. */

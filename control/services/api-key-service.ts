@@ -22,7 +22,8 @@ export class ApiKeyService {
       key_preview: previewOf(key, SECRET_PREFIX.apiKey),
       created_at: this.clock.now(),
     };
-    await repositoriesOn(this.db).apiKeys.insert(row);
+    // The user was deleted while this request ran: their session is gone with them.
+    if (!(await repositoriesOn(this.db).apiKeys.insert(row))) throw new PlatformError('AUTHENTICATION_FAILED');
     return { ...keyView(row), key };
   }
 

@@ -127,7 +127,9 @@ export class AuthService {
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + this.settings.sessionTtlMinutes * 60_000);
     const sessions = repositoriesOn(this.db).sessions;
-    await sessions.insert({ token_hash: sha256Hex(token), user_id: user.id, created_at: now, expires_at: expiresAt });
+    const opened = await sessions.insert({ token_hash: sha256Hex(token), user_id: user.id, created_at: now, expires_at: expiresAt });
+    // The user was deleted (DELETE /account/users/{id}) after the password check.
+    if (!opened) throw new PlatformError('AUTHENTICATION_FAILED', 'Email or password is wrong');
     return { token, expires_at: expiresAt.toISOString(), user: userView(user) };
   }
 }
