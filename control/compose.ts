@@ -42,6 +42,7 @@ import { EdgeProjection } from './edge/projection.js';
 import { RequestFiguresReader } from './edge/request-figures.js';
 import type { BillingProvider } from './billing/provider.js';
 import { SubscriptionService } from './services/subscription-service.js';
+import { Housekeeping } from './services/housekeeping.js';
 import { Reconciler } from './services/reconciler.js';
 import { Autoscaler } from './services/autoscaler.js';
 import { ReplicaMeter } from './services/replica-meter.js';
@@ -86,6 +87,7 @@ export interface BackgroundLoops {
   /** Only with a driver: it meters the replicas the driver reports. */
   meter?: ReplicaMeter;
   flusher: UsageFlusher;
+  housekeeping: Housekeeping;
   /** Resolves once the first reconcile (adopt what runs, restart what is missing) and the first metering pass are done. */
   start(): Promise<void>;
   /** Stops every loop, after a last flush of the edge's counts and a last measure of replica time; nothing if never started. */
@@ -148,18 +150,21 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
   // Replica time is the driver's: its clock says when a replica was seen running.
   const meter = driver ? new ReplicaMeter(db, driver.orchestrator, driver.clock, config.usageMeterIntervalMs, loggerOf('replica-meter'), { onPass }) : undefined;
   const flusher = new UsageFlusher(db, redis, clock, config.usageFlushIntervalMs, loggerOf('usage-flusher'), { onPass });
+  const housekeeping = new Housekeeping(db, clock, loggerOf('housekeeping'), { onPass });
   let started = false;
   return {
     reconciler,
     autoscaler,
     meter,
     flusher,
+    housekeeping,
     async start() {
       started = true;
       await reconciler.start();
       autoscaler?.start();
       await meter?.start();
       flusher.start();
+      housekeeping.start();
     },
     async stop() {
       if (!started) return;
@@ -169,6 +174,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       // The last counts of the edge reach Postgres, and replica time is measured once more.
       await flusher.stop();
       await meter?.stop();
+      await housekeeping.stop();
     },
   };
 }

@@ -136,6 +136,22 @@ describe('control API: sign-out and deleting users', () => {
     });
   });
 
+  describe('expired sessions', () => {
+    it('are removed by the housekeeping pass, and a live session stays', async () => {
+      const sessionsOf = async (userId: string) => Number((await control.db('sessions').where({ user_id: userId }).count({ n: '*' }).first())!.n);
+      const expiring = await control.signUp();
+      control.clock.advance(control.config.sessionTtlMinutes * 60_000 + 1_000);
+      const live = await control.signUp();
+      expectError(await me(expiring.token), 401, 'AUTHENTICATION_FAILED');
+      assert.equal(await sessionsOf(expiring.user.id), 1, 'an expired row is refused but still there before the pass');
+
+      await control.control.loops.housekeeping.runOnce();
+      assert.equal(await sessionsOf(expiring.user.id), 0);
+      assert.equal(await sessionsOf(live.user.id), 1);
+      expectStatus(await me(live.token), 200);
+    });
+  });
+
   describe('npm run admin -- user delete <email>', () => {
     it('deletes the user (their tokens stop working) by the same rule: never the last owner', async () => {
       const admin = new AdminService(control.db, control.clock);

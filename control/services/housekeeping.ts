@@ -1,0 +1,43 @@
+import type { Knex } from 'knex';
+import type { Logger } from 'pino';
+import type { Clock } from '../../contract/clock.js';
+import { repositoriesOn } from '../repositories/index.js';
+import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
+
+/** Once an hour: rows past their end of life leave no trace the API would act on, so nothing is in a hurry. */
+export const HOUSEKEEPING_INTERVAL_MS = 3_600_000;
+
+/**
+ * Removes what has outlived its use: expired sessions (a refused token stays refused
+ * whether its row is there or not, so this only keeps the table from growing with every
+ * sign-in). Each copy of the control API may run it; the deletes are idempotent.
+ */
+export class Housekeeping {
+  private readonly loop: PeriodicPass;
+
+  constructor(
+    private readonly db: Knex,
+    private readonly clock: Clock,
+    logger: Logger,
+    options: LoopOptions & { intervalMs?: number } = {},
+  ) {
+    const { intervalMs = HOUSEKEEPING_INTERVAL_MS, ...loopOptions } = options;
+    this.loop = new PeriodicPass({ ...loopOptions, loop: 'housekeeping', intervalMs, logger, pass: () => this.pass(), failureMessage: 'housekeeping pass failed; the next pass retries' });
+  }
+
+  start(): void {
+    this.loop.start();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+
+  runOnce(): Promise<void> {
+    return this.loop.runOnce();
+  }
+
+  private async pass(): Promise<void> {
+    await repositoriesOn(this.db).sessions.deleteExpired(this.clock.now());
+  }
+}
