@@ -12,7 +12,7 @@ const FLUSH_LOOP = 'usage-flusher';
 export function loopMetrics(registry: Registry): PassObserver {
   const duration = new Histogram({
     name: 'platform_control_loop_pass_duration_seconds',
-    help: 'Duration of each pass of a background loop (reconciler, autoscaler, replica-meter, usage-flusher) by outcome: ran, skipped (another copy held the lock) or failed.',
+    help: 'Duration of each pass of a background loop (reconciler, autoscaler, replica-meter, usage-flusher, housekeeping) by outcome: ran, skipped (another copy held the lock) or failed.',
     labelNames: ['loop', 'outcome'] as const,
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
