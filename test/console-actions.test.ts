@@ -180,6 +180,33 @@ describe('the web console: agent actions', function () {
       assert.equal(await scale.getByRole('alert').count(), 0);
     });
 
+    it('works from the keyboard: arrow keys, Home and End move between the tabs; Delete moves focus to "Keep it" and back', async function () {
+      // Each key's outcome is awaited in the page: Preact renders and runs effects after the key.
+      const focusOn = (text: string) => page.waitForFunction((name) => document.activeElement?.textContent === name, text, { timeout: 5_000 });
+      const tabSettlesOn = async (name: string) => {
+        await focusOn(name);
+        await page.getByRole('tab', { name, selected: true }).waitFor({ timeout: 5_000 });
+      };
+      await page.getByRole('tab', { name: 'Deployments' }).focus();
+      await page.keyboard.press('ArrowRight');
+      await tabSettlesOn('Try it');
+      await page.getByLabel('Input').waitFor();
+      await page.keyboard.press('ArrowRight');
+      await tabSettlesOn('Logs');
+      await page.keyboard.press('End');
+      await tabSettlesOn('Try it');
+      await page.keyboard.press('Home');
+      await tabSettlesOn('Logs');
+      assert.deepEqual(await page.locator('[role="tab"][tabindex="0"]').allInnerTexts(), ['Logs'], 'Tab enters the list at the selected tab only');
+
+      await group('Delete').getByRole('button', { name: 'Delete' }).focus();
+      await page.keyboard.press('Enter');
+      await focusOn('Keep it');
+      await page.keyboard.press('Enter');
+      await focusOn('Delete');
+      assert.equal((await api('GET', `/agents/${agentId}`)).status, 200);
+    });
+
     it('deletes only after confirmation: "Keep it" keeps the agent, "Yes, delete" removes it and returns to the list', async function () {
       await group('Delete').getByRole('button', { name: 'Delete' }).click();
       await page.getByRole('group', { name: 'Confirm delete' }).getByRole('button', { name: 'Keep it' }).click();

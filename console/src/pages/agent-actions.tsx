@@ -1,4 +1,4 @@
-import { useState } from 'preact/hooks';
+import { useEffect, useRef, useState } from 'preact/hooks';
 import type { ComponentChildren } from 'preact';
 import { api, messageOf } from '../api.js';
 import { navigate } from '../router.js';
@@ -13,6 +13,15 @@ type Action = 'deploy' | 'scale' | 'access' | 'rate' | 'delete';
 export function AgentActions({ agent, onChange }: { agent: Agent; onChange: (agent: Agent) => void }) {
   const [failed, setFailed] = useState<{ action: Action; message: string } | null>(null);
   const [confirming, setConfirming] = useState(false);
+  // The keyboard follows the question: to its safe answer when asked, back to Delete when kept.
+  const keep = useRef<HTMLButtonElement>(null);
+  const remove = useRef<HTMLButtonElement>(null);
+  const asked = useRef(false);
+  useEffect(() => {
+    if (confirming) keep.current?.focus();
+    else if (asked.current) remove.current?.focus();
+    asked.current = confirming;
+  }, [confirming]);
 
   const act = async (action: Action, work: () => Promise<void>) => {
     setFailed(null);
@@ -57,12 +66,12 @@ export function AgentActions({ agent, onChange }: { agent: Agent; onChange: (age
         </form>
       </Group>
       <Group name="Delete" problem={problem('delete')}>
-        {!confirming && <button type="button" class="danger" onClick={() => setConfirming(true)}>Delete</button>}
+        {!confirming && <button type="button" class="danger" ref={remove} onClick={() => setConfirming(true)}>Delete</button>}
         {confirming && (
           <span role="group" aria-label="Confirm delete">
             Delete {agent.name} and stop its replicas?{' '}
             <button type="button" class="danger" onClick={() => act('delete', async () => { await api('DELETE', `/agents/${agent.id}`); navigate('/agents'); })}>Yes, delete</button>
-            <button type="button" onClick={() => setConfirming(false)}>Keep it</button>
+            <button type="button" ref={keep} onClick={() => setConfirming(false)}>Keep it</button>
           </span>
         )}
       </Group>

@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, messageOf } from '../api.js';
 import { CopyButton } from '../copy-button.js';
 import { StatusBadge } from '../status.js';
+import { TabList } from '../tab-list.js';
 import type { Agent } from '../types.js';
 import { AgentActions } from './agent-actions.js';
 import { AccessKeysTab } from './agent-keys.js';
@@ -45,12 +46,8 @@ export function AgentPage({ id }: { id: string }) {
       </p>
       <RolloutProgress agentId={agent.id} version={agent.version} />
       <AgentActions agent={agent} onChange={setAgent} />
-      <div role="tablist" aria-label="Agent views" class="tabs">
-        {TABS.map((name) => (
-          <button type="button" role="tab" aria-selected={tab === name} onClick={() => setTab(name)}>{name}</button>
-        ))}
-      </div>
-      <div role="tabpanel" aria-label={tab}>
+      <TabList label="Agent views" names={TABS} selected={tab} panelId="agent-view" onSelect={setTab} />
+      <div role="tabpanel" id="agent-view" aria-label={tab}>
         {tab === 'Logs' && <LogsTab agentId={agent.id} />}
         {tab === 'Metrics' && <MetricsTab agentId={agent.id} />}
         {tab === 'Access keys' && <AccessKeysTab agentId={agent.id} />}
