@@ -17,6 +17,7 @@ import { loadEnvoyRoot } from '../proto/load.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { connectTestRedis, startTestAuthz } from './support/edge-authz.js';
 import { EnvoySchema } from './support/envoy-schema.js';
+import { functionCalls, NOMAD_FUNCTIONS } from './support/nomad-functions.js';
 import {
   CONSUL_ACL_RULES_FILE,
   NOMAD_ACL_POLICY_FILE,
@@ -310,6 +311,15 @@ describe('nomad-jobs/*.hcl', function () {
     for (const file of ['control.nomad.hcl', 'authz.nomad.hcl']) {
       const { job } = await readJob(file);
       assert.deepEqual(job.constraint, [{ attribute: '${node.class}', value: 'platform' }], file);
+    }
+  });
+
+  it("calls only functions Nomad's job language has", async function () {
+    const planted = functionCalls(await parseFile('planted.nomad.hcl', 'variable "x" {\n  type = string\n  validation {\n    condition = can(regex("^a$", var.x))\n    error_message = "x"\n  }\n}\n'));
+    assert.deepEqual(planted.map((call) => call.name), ['can', 'regex'], 'the scan finds calls inside a validation');
+    for (const file of hclFiles().filter((name) => name.endsWith('.nomad.hcl'))) {
+      const unknown = functionCalls(await parseFile(file)).filter((call) => !NOMAD_FUNCTIONS.has(call.name));
+      assert.deepEqual(unknown, [], `${file} calls a function Nomad does not define`);
     }
   });
 
