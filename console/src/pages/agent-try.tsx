@@ -28,6 +28,11 @@ export function TryItTab({ agent }: { agent: Agent }) {
         body: JSON.stringify({ input: String(form.get('input') ?? '') }),
       });
       if (!response.ok || !response.body) throw new Error(await failureOf(response));
+      // An image of the user's own may answer runtime contract v1's plain JSON ({output, …}) whatever Accept says.
+      if (!response.headers.get('content-type')?.startsWith('text/event-stream')) {
+        setAnswer(outputOf(await response.text()));
+        return;
+      }
       await readEvents(response.body, (item) => {
         const data = item.data as { text?: string; error?: { message?: string } };
         if (item.event === 'delta') setAnswer((before) => before + (data.text ?? ''));
@@ -49,6 +54,17 @@ export function TryItTab({ agent }: { agent: Agent }) {
       <output class="answer" aria-live="polite">{answer}</output>
     </form>
   );
+}
+
+/** The `output` of a JSON answer (SPEC: POST /invoke, 200 with `output`), else the body as it came. */
+function outputOf(text: string): string {
+  try {
+    const body = JSON.parse(text);
+    if (typeof body?.output === 'string') return body.output;
+  } catch {
+    // not JSON: show what the agent sent
+  }
+  return text;
 }
 
 /**
