@@ -29,7 +29,7 @@ export async function startEdgeFixture(name: string, slug: string): Promise<Edge
   replica.listen(0, '127.0.0.1');
   await new Promise((resolve) => replica.once('listening', resolve));
   const replicaPort = (replica.address() as AddressInfo).port;
-  await redis.hset(edgeKeyNames.agent(slug), edgeAgentHash({ id: 'agt_bench', accountId: 'acc_bench', slug, access: 'public', callerRpm: 1e9, agentRpm: 1e9 }));
+  await redis.hset(edgeKeyNames.agent(slug), edgeAgentHash({ id: 'agt_bench', accountId: 'acc_bench', slug, access: 'public', callerRpm: 1e9, agentRpm: 1e9, wakeable: false }));
   await redis.sadd(edgeKeyNames.upstreams(slug), `127.0.0.1:${replicaPort}`);
   return {
     redisUrl: redisService.url,

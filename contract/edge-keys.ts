@@ -27,7 +27,48 @@ export const edgeKeyNames = {
    * and its figures must not follow it.
    */
   requestFigures: (agentId: string, epochSecond: number) => `edge:requests:{${agentId}}:${epochSecond}`,
+  /**
+   * A parked agent's wake request (docs/contract.md, "Wake"): set NX by the first Check
+   * that finds the agent wakeable without a replica, with a TTL of authz's wake timeout, so
+   * concurrent Checks share one wake. Its value is WAKE_REQUESTED, or WAKE_REFUSED_PREFIX and
+   * the answer's body when the control API could not start the agent.
+   */
+  wake: (slug: string) => `edge:wake:{${slug}}`,
+  /**
+   * List of agent ids to wake: the Check that set `wake` LPUSHes the id, one control API
+   * copy BRPOPs it (a wake recorded while no copy runs waits here). Not hash-tagged: one list.
+   */
+  wakeQueue: 'edge:wake-queue',
 } as const;
+
+/**
+ * Pub/sub channel of wake events (WakeEvent), published by the control API, one
+ * subscriber connection per authz process. Channels are not keys: Redis and ioredis's
+ * keyPrefix leave them alone, so both sides put REDIS_KEY_PREFIX before it themselves.
+ */
+export const wakeEventsChannel = (keyPrefix: string) => `${keyPrefix}edge:wake-events`;
+
+/** The value of a wake key while the control API starts the agent. */
+export const WAKE_REQUESTED = 'requested';
+/** A refused wake's key value starts with this; the rest is the plain-text body of the 503. */
+export const WAKE_REFUSED_PREFIX = 'refused:';
+/** How long a refusal stands: Checks meanwhile answer it at once instead of waiting; then a request may try again. */
+export const WAKE_REFUSAL_TTL_SECONDS = 10;
+
+/**
+ * A message on the wake-events channel: `routable <slug>` once the agent's upstream set
+ * has a replica (every projection write that leaves one publishes it), `refused <slug>`
+ * once a wake failed (the body is in the wake key).
+ */
+export type WakeEvent = { event: 'routable' | 'refused'; slug: string };
+
+export const formatWakeEvent = ({ event, slug }: WakeEvent): string => `${event} ${slug}`;
+
+export function parseWakeEvent(message: string): WakeEvent | undefined {
+  const [event, slug, ...rest] = message.split(' ');
+  if ((event !== 'routable' && event !== 'refused') || !slug || rest.length > 0) return undefined;
+  return { event, slug };
+}
 
 /** SCAN patterns for the keys the control API sweeps. */
 export const edgeKeyPatterns = {
@@ -68,6 +109,11 @@ export interface EdgeAgent {
   callerRpm: number;
   /** The plan's per-agent limit (max_agent_rpm). */
   agentRpm: number;
+  /**
+   * The platform starts the agent when a request finds no replica: it scales to zero
+   * (auto_scale with min_replicas 0) and its owner has not stopped it.
+   */
+  wakeable: boolean;
 }
 
 /** The per-caller limit of an agent without a rate_limit_rpm of its own. */
@@ -80,6 +126,8 @@ export const EDGE_AGENT_FIELDS = {
   access: 'access',
   callerRpm: 'caller_rpm',
   agentRpm: 'agent_rpm',
+  /** '1' or '0'. */
+  wakeable: 'wakeable',
 } as const;
 
 /** The agent hash as written to Redis (every value a string). */
@@ -89,6 +137,7 @@ export const edgeAgentHash = (agent: EdgeAgent): Record<string, string> => ({
   [EDGE_AGENT_FIELDS.access]: agent.access,
   [EDGE_AGENT_FIELDS.callerRpm]: String(agent.callerRpm),
   [EDGE_AGENT_FIELDS.agentRpm]: String(agent.agentRpm),
+  [EDGE_AGENT_FIELDS.wakeable]: agent.wakeable ? '1' : '0',
 });
 
 /** Fixed rate-limit windows are one minute long. */

@@ -46,6 +46,8 @@ import { Housekeeping } from './services/housekeeping.js';
 import { Reconciler } from './services/reconciler.js';
 import { Autoscaler } from './services/autoscaler.js';
 import { ReplicaMeter } from './services/replica-meter.js';
+import { IdleParker } from './services/idle-parker.js';
+import { WakeListener } from './services/wake-listener.js';
 import { UsageFlusher } from './services/usage-flusher.js';
 import { exclusivePass, LOOP_LOCKS } from './services/exclusive-pass.js';
 import type { PassObserver } from './services/periodic-pass.js';
@@ -87,6 +89,10 @@ export interface BackgroundLoops {
   /** Only with a driver: it meters the replicas the driver reports. */
   meter?: ReplicaMeter;
   flusher: UsageFlusher;
+  /** Only with a driver, on both (the Nomad Autoscaler cannot see the edge): parks idle agents that scale to zero. */
+  parker?: IdleParker;
+  /** Only with a driver: wakes parked agents when the edge asks. */
+  wakes?: WakeListener;
   housekeeping: Housekeeping;
   /** Resolves once the first reconcile (adopt what runs, restart what is missing) and the first metering pass are done. */
   start(): Promise<void>;
@@ -99,7 +105,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const orchestrator = driver?.orchestrator;
   const box = new SecretBox(config.masterKeys);
   const limiter = new FixedWindowLimiter(redis, clock);
-  const edge = new EdgeSync(db, new EdgeProjection(redis), orchestrator, logger.child({ component: 'edge-sync' }));
+  const edge = new EdgeSync(db, new EdgeProjection(redis, config.redisKeyPrefix), orchestrator, logger.child({ component: 'edge-sync' }));
   const accessKeys = new AccessKeyService(db, clock, edge);
   const presenter = { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage };
   const jobSettings = { runtimeImage: config.runtimeImage, urlOf: (slug: string) => agentUrl(slug, config.agentUrl) };
@@ -115,7 +121,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   return {
     edge,
     runner,
-    deployments: new DeploymentService(db, clock, box, runner, presenter, recorder),
+    deployments: new DeploymentService(db, clock, box, runner, presenter, recorder, edge),
     deploymentHistory: new DeploymentHistoryService(db, presenter),
     deploymentEvents: new DeploymentEventFeed(db, deploymentNotifier),
     // The edge stamps each second of figures by the wall clock, so they are read by it too.
@@ -151,6 +157,13 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
   const meter = driver ? new ReplicaMeter(db, driver.orchestrator, driver.clock, config.usageMeterIntervalMs, loggerOf('replica-meter'), { onPass }) : undefined;
   const flusher = new UsageFlusher(db, redis, clock, config.usageFlushIntervalMs, loggerOf('usage-flusher'), { onPass });
   const housekeeping = new Housekeeping(db, clock, loggerOf('housekeeping'), { onPass });
+  // The edge stamps request figures by the wall clock, so idleness is measured by it too.
+  const parker = driver
+    ? new IdleParker(db, redis, services.deployments, systemClock, config.autoscale.intervalMs, loggerOf('idle-parker'), {
+      exclusive: exclusivePass(db, LOOP_LOCKS.idleParker), onPass,
+    })
+    : undefined;
+  const wakes = driver ? new WakeListener(redis, services.deployments, services.edge, loggerOf('wake-listener')) : undefined;
   let started = false;
   return {
     reconciler,
@@ -158,10 +171,14 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
     meter,
     flusher,
     housekeeping,
+    parker,
+    wakes,
     async start() {
       started = true;
       await reconciler.start();
       autoscaler?.start();
+      parker?.start();
+      wakes?.start();
       await meter?.start();
       flusher.start();
       housekeeping.start();
@@ -169,6 +186,8 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
     async stop() {
       if (!started) return;
       started = false;
+      await wakes?.stop();
+      await parker?.stop();
       await autoscaler?.stop();
       await reconciler.stop();
       // The last counts of the edge reach Postgres, and replica time is measured once more.

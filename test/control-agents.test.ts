@@ -13,6 +13,7 @@ const DEFAULT_DEPLOY = {
   auto_scale: false,
   min_replicas: 1,
   max_replicas: 10,
+  scale_to_zero_after_seconds: 300,
 };
 
 const AGENT_FIELDS = [
@@ -140,6 +141,7 @@ describe('control API: creating agents', () => {
         auto_scale: true,
         min_replicas: 2,
         max_replicas: 3,
+        scale_to_zero_after_seconds: 600,
       };
       const agent = await createAgent(control, token, { deploy });
       assert.deepEqual(agent.deploy, {
@@ -238,6 +240,26 @@ describe('control API: creating agents', () => {
     it('deploy.min_replicas: not above max_replicas', async () => {
       await expectInvalid({ name: 'min', deploy: { replicas: 1, min_replicas: 5, max_replicas: 4 } }, ['body', 'deploy', 'min_replicas']);
       expectStatus(await post({ name: 'min', deploy: { replicas: 1, min_replicas: 1, max_replicas: 1 } }), 201);
+    });
+
+    it('deploy.min_replicas: 0 only with auto_scale, which scales to zero', async () => {
+      const refused = await post({ name: 'zero', deploy: { min_replicas: 0 } });
+      expectError(refused, 422, 'VALIDATION_ERROR', ['body', 'deploy', 'min_replicas']);
+      assert.match(refused.body.details.errors[0].msg, /min_replicas may be 0 only with auto_scale: true/);
+      await expectInvalid({ name: 'zero', deploy: { min_replicas: -1, auto_scale: true } }, ['body', 'deploy', 'min_replicas']);
+      const agent = (await post({ name: 'zero', deploy: { replicas: 0, min_replicas: 0, auto_scale: true } })).body;
+      assert.equal(agent.deploy.min_replicas, 0);
+      // Turning auto_scale off later must not leave a min of 0 behind.
+      const redeploy = await control.request('POST', `/agents/${agent.id}/deploy`, { token, body: { auto_scale: false } });
+      expectError(redeploy, 422, 'VALIDATION_ERROR', ['body', 'deploy', 'auto_scale']);
+    });
+
+    it('deploy.scale_to_zero_after_seconds: 30 to 86,400', async () => {
+      await expectInvalid({ name: 'idle', deploy: { scale_to_zero_after_seconds: 29 } }, ['body', 'deploy', 'scale_to_zero_after_seconds']);
+      await expectInvalid({ name: 'idle', deploy: { scale_to_zero_after_seconds: 86_401 } }, ['body', 'deploy', 'scale_to_zero_after_seconds']);
+      await expectInvalid({ name: 'idle', deploy: { scale_to_zero_after_seconds: 30.5 } }, ['body', 'deploy', 'scale_to_zero_after_seconds']);
+      const agent = (await post({ name: 'idle', deploy: { replicas: 0, scale_to_zero_after_seconds: 30 } })).body;
+      assert.equal(agent.deploy.scale_to_zero_after_seconds, 30);
     });
 
     it('deploy.env keys: a variable name, not reserved by the platform, each once', async () => {

@@ -30,12 +30,13 @@ describe('the control↔edge contract', () => {
   });
 
   it('writes the agent hash with the field names the Check script reads', () => {
-    assert.deepEqual(edgeAgentHash({ id: 'agt_1', accountId: 'acc_1', slug, access: 'private', callerRpm: 120, agentRpm: 300 }), {
+    assert.deepEqual(edgeAgentHash({ id: 'agt_1', accountId: 'acc_1', slug, access: 'private', callerRpm: 120, agentRpm: 300, wakeable: true }), {
       id: 'agt_1',
       account: 'acc_1',
       access: 'private',
       caller_rpm: '120',
       agent_rpm: '300',
+      wakeable: '1',
     });
   });
 

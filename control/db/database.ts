@@ -4,6 +4,7 @@ import * as initial from './migrations/001-initial.js';
 import * as deployments from './migrations/002-deployments.js';
 import * as usage from './migrations/003-usage.js';
 import * as deploymentHistory from './migrations/004-deployment-history.js';
+import * as parkedAgents from './migrations/005-parked-agents.js';
 import { markOutages } from './outage.js';
 
 export type Database = Knex;
@@ -17,6 +18,7 @@ const migrations: Record<string, Knex.Migration> = {
   '002-deployments': deployments,
   '003-usage': usage,
   '004-deployment-history': deploymentHistory,
+  '005-parked-agents': parkedAgents,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

@@ -13,9 +13,12 @@ export interface ObservedState {
  * version is up; `scaling` from a scale request (`previous`) until the current version
  * has exactly the replicas asked for; `failed` when the current version cannot start;
  * `crashed` when all of its replicas used up their restarts; `pending` before anything
- * is placed and `starting` before anything is up.
+ * is placed and `starting` before anything is up. A `parked` agent (0 replicas because it
+ * was idle) stays `running`.
  */
-export function observedState(desiredReplicas: number, job: JobStatus | null, previous: AgentStatus): ObservedState {
+export function observedState(desiredReplicas: number, job: JobStatus | null, previous: AgentStatus, parked = false): ObservedState {
+  // Parked by the platform for want of requests: ready, and woken by the next one (docs/autoscaling.md, "Scale to zero").
+  if (desiredReplicas === 0 && parked) return { status: 'running', replicas: (job?.replicas ?? []).filter((r) => r.state === 'running').length, error: null };
   if (desiredReplicas === 0 && (!job || job.replicas.length === 0)) return { status: 'stopped', replicas: 0, error: null };
   if (!job) return { status: 'pending', replicas: 0, error: null };
 

@@ -23,6 +23,8 @@ export interface AgentRow {
   rate_limit_rpm: number | null;
   replicas: number;
   desired_replicas: number;
+  /** Set while the platform keeps the idle agent at 0 replicas until a request wakes it; null otherwise. */
+  parked_at: Date | null;
   deployed_version: number | null;
   deploy: StoredDeploy;
   api_key_sealed: string | null;

@@ -15,6 +15,8 @@ export interface StoredDeploy {
   auto_scale: boolean;
   min_replicas: number;
   max_replicas: number;
+  /** Absent from deploys stored before scale to zero existed: DEFAULT_SCALE_TO_ZERO_AFTER_SECONDS. */
+  scale_to_zero_after_seconds?: number;
 }
 
 /** A deploy as asked for: any field left out keeps its value; env values still in the clear. */
@@ -27,7 +29,18 @@ export interface DeployRequest {
   auto_scale?: boolean;
   min_replicas?: number;
   max_replicas?: number;
+  scale_to_zero_after_seconds?: number;
 }
+
+/** Seconds without edge requests before an auto-scaled agent with min_replicas 0 is parked (docs/autoscaling.md). */
+export const SCALE_TO_ZERO_AFTER_SECONDS = { default: 300, min: 30, max: 86_400 } as const;
+
+/** The idle period of a stored deploy, whenever it was stored. */
+export const scaleToZeroAfterSeconds = (deploy: StoredDeploy): number =>
+  deploy.scale_to_zero_after_seconds ?? SCALE_TO_ZERO_AFTER_SECONDS.default;
+
+/** Whether the platform parks the agent at 0 replicas when idle and wakes it on a request. */
+export const scalesToZero = (deploy: StoredDeploy): boolean => deploy.auto_scale && deploy.min_replicas === 0;
 
 /** Variables the platform sets itself; deploy.env may not override them. */
 export const RESERVED_ENV_KEYS = ['AGENT_ID', 'AGENT_NAME', 'SYSTEM_PROMPT', 'LLM_MODEL', 'LLM_PROVIDER'] as const;
@@ -41,6 +54,7 @@ export const DEFAULT_DEPLOY: Readonly<StoredDeploy> = Object.freeze({
   auto_scale: false,
   min_replicas: 1,
   max_replicas: 10,
+  scale_to_zero_after_seconds: SCALE_TO_ZERO_AFTER_SECONDS.default,
 });
 
 /**
@@ -59,6 +73,7 @@ export function resolveDeploy(input: DeployRequest | undefined, base: StoredDepl
     auto_scale: given.auto_scale ?? base.auto_scale,
     min_replicas: given.min_replicas ?? base.min_replicas,
     max_replicas: given.max_replicas ?? base.max_replicas,
+    scale_to_zero_after_seconds: given.scale_to_zero_after_seconds ?? scaleToZeroAfterSeconds(base),
   };
   assertConsistent(resolved, given);
   return resolved;
@@ -76,6 +91,10 @@ function assertConsistent(deploy: StoredDeploy, given: DeployRequest): void {
   const at = (...path: (string | number)[]) => ['body', 'deploy', ...path];
   if (deploy.min_replicas > deploy.max_replicas) {
     issues.push({ loc: at(given.min_replicas !== undefined ? 'min_replicas' : 'max_replicas'), msg: 'min_replicas must not exceed max_replicas', type: 'value_error' });
+  }
+  // Only the platform parks an agent at 0 (idle, woken by its next request): without auto_scale nothing would.
+  if (deploy.min_replicas === 0 && !deploy.auto_scale) {
+    issues.push({ loc: at(given.min_replicas !== undefined ? 'min_replicas' : 'auto_scale'), msg: 'min_replicas may be 0 only with auto_scale: true (scale to zero is done by the auto-scaler)', type: 'value_error' });
   }
   if (deploy.replicas > deploy.max_replicas) {
     issues.push({ loc: at(given.replicas !== undefined ? 'replicas' : 'max_replicas'), msg: `replicas must not exceed max_replicas (${deploy.max_replicas})`, type: 'value_error' });

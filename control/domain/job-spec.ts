@@ -47,6 +47,10 @@ export function jobSpecFor(agent: AgentRow, box: SecretBox, settings: JobSetting
     env,
     secretEnv,
     check: deploy.image === null ? 'http' : 'tcp',
-    scaling: { enabled: deploy.auto_scale, min: deploy.min_replicas, max: deploy.max_replicas },
+    // Never below 1 for the Nomad Autoscaler: it sees CPU, not the edge, and would park an
+    // agent no request can wake. The platform parks (IdleParker) by a count of 0, and the
+    // driver's scaling block then widens Min to 0, which Nomad accepts (nomad/structs/structs.go,
+    // `ScalingPolicy.Validate`: Min non-negative; `TaskGroup.validateScalingPolicy`: Min <= Count).
+    scaling: { enabled: deploy.auto_scale, min: Math.max(deploy.min_replicas, 1), max: deploy.max_replicas },
   };
 }

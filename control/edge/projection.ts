@@ -1,5 +1,7 @@
-import type { Redis } from 'ioredis';
-import { edgeAgentHash, edgeKeyNames, type EdgeAgent } from '../../contract/edge-keys.js';
+import type { ChainableCommander, Redis } from 'ioredis';
+import {
+  edgeAgentHash, edgeKeyNames, formatWakeEvent, WAKE_REFUSAL_TTL_SECONDS, WAKE_REFUSED_PREFIX, wakeEventsChannel, type EdgeAgent,
+} from '../../contract/edge-keys.js';
 
 export interface ProjectedAgent {
   agent: EdgeAgent;
@@ -13,7 +15,12 @@ export interface ProjectedAgent {
  * Redis loses only counters.
  */
 export class EdgeProjection {
-  constructor(private readonly redis: Redis) {}
+  private readonly wakeEvents: string;
+
+  /** `keyPrefix`: REDIS_KEY_PREFIX, which ioredis puts before keys but not before the wake-events channel. */
+  constructor(private readonly redis: Redis, keyPrefix = '') {
+    this.wakeEvents = wakeEventsChannel(keyPrefix);
+  }
 
   async putAgent(agent: EdgeAgent): Promise<void> {
     await this.redis
@@ -34,8 +41,30 @@ export class EdgeProjection {
 
   async setUpstreams(slug: string, addresses: string[]): Promise<void> {
     const multi = this.redis.multi().del(edgeKeyNames.upstreams(slug));
-    if (addresses.length > 0) multi.sadd(edgeKeyNames.upstreams(slug), ...addresses);
+    if (addresses.length > 0) this.routable(multi.sadd(edgeKeyNames.upstreams(slug), ...addresses), slug);
     await multi.exec().then(throwOnFailure);
+  }
+
+  /**
+   * A wake the control API could not do: Checks waiting for it answer 503 with `body`, and
+   * Checks arriving in the next WAKE_REFUSAL_TTL_SECONDS at once, without another wake.
+   */
+  async refuseWake(slug: string, body: string): Promise<void> {
+    await this.redis
+      .multi()
+      .set(edgeKeyNames.wake(slug), WAKE_REFUSED_PREFIX + body, 'EX', WAKE_REFUSAL_TTL_SECONDS)
+      .publish(this.wakeEvents, formatWakeEvent({ event: 'refused', slug }))
+      .exec()
+      .then(throwOnFailure);
+  }
+
+  /**
+   * With a replica in the set, a wake is over: the next parking needs a new one, and Checks
+   * held for it (authz subscribes to the channel) read the set again. Published in the same
+   * MULTI as the set is written, so a Check woken by it finds the replica.
+   */
+  private routable(multi: ChainableCommander, slug: string): ChainableCommander {
+    return multi.del(edgeKeyNames.wake(slug)).publish(this.wakeEvents, formatWakeEvent({ event: 'routable', slug }));
   }
 
   async removeAgent(slug: string): Promise<void> {
@@ -55,7 +84,7 @@ export class EdgeProjection {
       .hset(edgeKeyNames.agent(agent.slug), edgeAgentHash(agent))
       .sadd(edgeKeyNames.index, agent.slug);
     if (keyHashes.length > 0) multi.sadd(edgeKeyNames.keys(agent.slug), ...keyHashes);
-    if (upstreams.length > 0) multi.sadd(edgeKeyNames.upstreams(agent.slug), ...upstreams);
+    if (upstreams.length > 0) this.routable(multi.sadd(edgeKeyNames.upstreams(agent.slug), ...upstreams), agent.slug);
     await multi.exec().then(throwOnFailure);
   }
 

@@ -75,6 +75,18 @@ export class AgentRepository {
       .whereRaw("(deploy->>'auto_scale')::boolean");
   }
 
+  /**
+   * Running agents the platform parks when idle: deployed, auto-scaled with min_replicas 0
+   * and at least one replica asked for (one at 0 is parked already, or stopped by its owner).
+   */
+  async parkable(): Promise<AgentRow[]> {
+    return this.db<AgentRow>('agents')
+      .whereNotNull('deployed_version')
+      .where('desired_replicas', '>', 0)
+      .whereRaw("(deploy->>'auto_scale')::boolean")
+      .whereRaw("(deploy->>'min_replicas')::int = 0");
+  }
+
   /** Every agent of one account, oldest first (for re-projecting them when the plan changes). */
   async ofAccount(accountId: string): Promise<AgentRow[]> {
     return this.db<AgentRow>('agents').where({ account_id: accountId }).orderBy('created_at');

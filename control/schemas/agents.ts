@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ACCESS_MODES, AGENT_STATUSES } from '../domain/agent.js';
-import type { DeployRequest } from '../domain/deploy.js';
+import { SCALE_TO_ZERO_AFTER_SECONDS, type DeployRequest } from '../domain/deploy.js';
 import { LOG_LEVELS, LOG_SOURCES, type PublicLogEntry } from '../domain/log-entry.js';
 import { NullableInteger, PAGE_FIELDS, PAGE_QUERY, StringEnum, Timestamp, type Holds, type SameType } from './common.js';
 
@@ -43,8 +43,13 @@ export const DeployInput = Type.Object(
     resources: Type.Optional(ResourcesInput),
     env: Type.Optional(Type.Array(EnvEntryInput, { maxItems: 100 })),
     auto_scale: Type.Optional(Type.Boolean()),
-    min_replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    min_replicas: Type.Optional(Type.Integer({ minimum: 0, maximum: 100, description: '0 only with auto_scale: true: the agent is parked at 0 replicas when idle and woken by its next request' })),
     max_replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 100 })),
+    scale_to_zero_after_seconds: Type.Optional(Type.Integer({
+      minimum: SCALE_TO_ZERO_AFTER_SECONDS.min,
+      maximum: SCALE_TO_ZERO_AFTER_SECONDS.max,
+      description: `seconds without edge requests after which an auto-scaled agent with min_replicas 0 goes to 0 replicas (default ${SCALE_TO_ZERO_AFTER_SECONDS.default})`,
+    })),
     build_path: Type.Optional(BuildPath),
   },
   { additionalProperties: false },
@@ -111,6 +116,7 @@ export const Deploy = Type.Object(
     auto_scale: Type.Boolean(),
     min_replicas: Type.Integer(),
     max_replicas: Type.Integer(),
+    scale_to_zero_after_seconds: Type.Integer(),
   },
   { $id: 'Deploy' },
 );

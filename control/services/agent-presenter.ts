@@ -1,6 +1,6 @@
 import type { AgentUrlSettings } from '../config.js';
 import type { AgentRow } from '../domain/agent.js';
-import type { StoredDeploy } from '../domain/deploy.js';
+import { scaleToZeroAfterSeconds, type StoredDeploy } from '../domain/deploy.js';
 import type { Agent, Deploy } from '../schemas/agents.js';
 
 export const MASKED_SECRET = '***';
@@ -52,5 +52,6 @@ export function deployView(deploy: StoredDeploy, settings: PresenterSettings): D
     auto_scale: deploy.auto_scale,
     min_replicas: deploy.min_replicas,
     max_replicas: deploy.max_replicas,
+    scale_to_zero_after_seconds: scaleToZeroAfterSeconds(deploy),
   };
 }

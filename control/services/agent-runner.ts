@@ -98,7 +98,7 @@ export class AgentRunner {
     const agent = await agents.findAny(agentId);
     if (!agent) return;
     const job = await this.orchestrator.status(agentId);
-    const observed = observedState(agent.desired_replicas, job, agent.status);
+    const observed = observedState(agent.desired_replicas, job, agent.status, agent.parked_at !== null);
     if (observed.status !== agent.status || observed.replicas !== agent.replicas || observed.error !== agent.error) {
       await agents.setObserved(agentId, agent.version, observed, this.clock.now());
     }

@@ -64,6 +64,7 @@ export class AgentService {
       rate_limit_rpm: input.rate_limit_rpm ?? null,
       replicas: 0,
       desired_replicas: deploying ? deploy.replicas : 0,
+      parked_at: null,
       deployed_version: deploying ? 1 : null,
       deploy,
       api_key_sealed: input.api_key ? this.box.seal(input.api_key) : null,

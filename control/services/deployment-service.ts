@@ -13,6 +13,8 @@ import type { AgentRunner } from './agent-runner.js';
 import type { DeploymentRecorder } from './deployment-recorder.js';
 import type { Principal } from './principal.js';
 import { assertWithinLimits, type FootprintChange } from './quota.js';
+import { wakeable } from '../domain/scale-to-zero.js';
+import type { EdgeSync } from './edge-sync.js';
 
 /** What the plan's quota reported when it held a scale-out below what was asked. */
 export interface QuotaDetails {
@@ -20,6 +22,9 @@ export interface QuotaDetails {
   value: number;
   requested: number;
 }
+
+/** What a wake did: started the parked agent, or nothing (it runs, starts, or was stopped by its owner). */
+export type WakeOutcome = 'woken' | 'not_parked';
 
 export type AutoscaleOutcome =
   | { changed: false }
@@ -42,6 +47,8 @@ export class DeploymentService {
     private readonly runner: AgentRunner | undefined,
     private readonly presenter: PresenterSettings,
     private readonly recorder: DeploymentRecorder,
+    /** Told when a change makes the agent wakeable at the edge or not (scale to zero); none without an edge. */
+    private readonly edge?: EdgeSync,
   ) {}
 
   /** A new version from the current deploy object with `input` over it; the model key stays unless env sets its variable. */
@@ -84,8 +91,10 @@ export class DeploymentService {
       desired_replicas: replicas,
       deployed_version: agent.version + 1,
       status: replicas === 0 ? 'stopped' : agent.replicas > 0 ? agent.status : 'pending',
+      parked_at: null,
       error: null,
     }, this.clock.now()))!;
+    await this.projectWakeable(repos, agent, updated);
     await this.recorder.record(repos, updated, { createdBy: principal.userId, rollbackOf });
     return updated;
   }
@@ -150,18 +159,63 @@ export class DeploymentService {
     return result;
   }
 
+  /**
+   * Parks an idle agent that scales to zero (the idle parker's call): 0 replicas, still
+   * `running`, woken by its next request. Only while it is still at `expected` replicas
+   * and still scales to zero; deploy.replicas keeps its count, so a redeploy starts it.
+   */
+  async park(agentId: string, expected: number): Promise<boolean> {
+    const accountId = (await repositoriesOn(this.db).agents.findAny(agentId))?.account_id;
+    if (!accountId) return false;
+    const updated = await inTransaction(this.db, async (repos) => {
+      const agent = await this.lockForChange(repos, accountId, agentId);
+      if (!wakeable(agent) || agent.desired_replicas !== expected || expected === 0) return undefined;
+      return this.setReplicas(repos, agent, 0, { parked: true });
+    });
+    if (updated) this.applyReplicas(updated);
+    return updated !== undefined;
+  }
+
+  /**
+   * Starts one replica of a parked agent, for a request waiting at the edge: the same
+   * change as a manual scale to 1, quota checked (QUOTA_EXCEEDED when the account has no
+   * room). An agent that is not parked is left as it is.
+   */
+  async wake(agentId: string): Promise<WakeOutcome> {
+    const accountId = (await repositoriesOn(this.db).agents.findAny(agentId))?.account_id;
+    if (!accountId) return 'not_parked';
+    const updated = await inTransaction(this.db, async (repos) => {
+      const agent = await this.lockForChange(repos, accountId, agentId);
+      if (agent.parked_at === null || agent.desired_replicas !== 0) return undefined;
+      await this.checkQuota(repos, agent, this.replicaChange(agent, 1));
+      return this.setReplicas(repos, agent, 1);
+    });
+    if (!updated) return 'not_parked';
+    this.applyReplicas(updated);
+    return 'woken';
+  }
+
   private replicaChange(agent: AgentRow, replicas: number): FootprintChange {
     return { ...footprintOf(agent.deploy), replicas };
   }
 
-  private async setReplicas(repos: Repositories, agent: AgentRow, target: number): Promise<AgentRow> {
+  private async setReplicas(repos: Repositories, agent: AgentRow, target: number, { parked = false } = {}): Promise<AgentRow> {
     if (target === 0) await this.recorder.cancelInProgress(repos, agent.id, 'scaled to 0 replicas before the rollout finished');
-    return (await repos.agents.update(agent.account_id, agent.id, {
-      deploy: { ...agent.deploy, replicas: target },
+    const updated = (await repos.agents.update(agent.account_id, agent.id, {
+      // A parked agent's deploy keeps the count it ran with: parking is not its owner's choice.
+      deploy: parked ? agent.deploy : { ...agent.deploy, replicas: target },
       desired_replicas: target,
       deployed_version: agent.deployed_version ?? agent.version + 1,
-      status: target === 0 && agent.replicas === 0 ? 'stopped' : 'scaling',
+      status: parked ? 'running' : target === 0 && agent.replicas === 0 ? 'stopped' : 'scaling',
+      parked_at: parked ? this.clock.now() : null,
     }, this.clock.now()))!;
+    await this.projectWakeable(repos, agent, updated);
+    return updated;
+  }
+
+  /** The edge learns whether a request that finds no replica may start the agent, in the same transaction. */
+  private async projectWakeable(repos: Repositories, before: AgentRow, after: AgentRow): Promise<void> {
+    if (wakeable(before) !== wakeable(after)) await this.edge?.putAgent(repos, after);
   }
 
   /** After the commit, queued: a never-deployed agent gets its first job; a deployed one a new count. */

@@ -3,6 +3,7 @@ import type { Logger } from 'pino';
 import { DEFAULT_CALLER_RPM, type EdgeAgent } from '../../contract/edge-keys.js';
 import type { EdgeProjection } from '../edge/projection.js';
 import { limitsOf } from '../domain/plans.js';
+import { wakeable } from '../domain/scale-to-zero.js';
 import { OUTAGE_RETRY_AFTER_SECONDS } from '../dependency-outage.js';
 import { PlatformError } from '../errors.js';
 import type { Orchestrator } from '../orchestrator/types.js';
@@ -59,6 +60,7 @@ export class EdgeSync {
       access: agent.access,
       callerRpm: agent.rate_limit_rpm ?? DEFAULT_CALLER_RPM,
       agentRpm: limitsOf(account?.plan ?? 'free').max_agent_rpm,
+      wakeable: wakeable(agent),
     };
   }
 
@@ -86,6 +88,12 @@ export class EdgeSync {
     }
     await this.projection.prune(keep);
     this.logger.debug({ agents: keep.size }, 'edge projection rebuilt');
+  }
+
+  /** Tells the edge a wake of the agent failed: Checks waiting for it answer 503 with `body`. */
+  async refuseWake(agentId: string, body: string): Promise<void> {
+    const agent = await repositoriesOn(this.db).agents.findAny(agentId);
+    if (agent) await this.projection.refuseWake(agent.slug, body);
   }
 
   /** Updates the running replicas of one agent; outside any transaction (it only follows the orchestrator). */

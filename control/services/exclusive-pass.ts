@@ -13,6 +13,7 @@ export type ExclusivePass = (pass: () => Promise<void>) => Promise<boolean>;
 export const LOOP_LOCKS = {
   reconciler: 1,
   autoscaler: 2,
+  idleParker: 3,
 } as const;
 
 /** Runs `pass` holding the loop's lock, or skips it (false) while another copy holds it. */
