@@ -124,6 +124,17 @@ describe('the web console: agent actions', function () {
       assert.equal((await api('GET', `/agents/${agentId}`)).body.access, 'private');
     });
 
+    it('the Metrics tab charts the requests Try it sent through the edge', async function () {
+      await tab('Metrics');
+      // Two answered through the edge above (the wrong key's 401 is not the agent's answer);
+      // the edge writes each second's figures once, so they show within a sample or two.
+      await page.waitForFunction(() => {
+        const caption = document.querySelector('figure[aria-label="Requests, last minute chart"] figcaption')?.textContent ?? '';
+        return Number(/: ([\d.]+) requests/.exec(caption)?.[1] ?? 0) >= 2;
+      }, undefined, { timeout: 30_000 });
+      assert.equal(await page.locator('figure[aria-label="Latency p95, last minute chart"] canvas').count(), 1);
+    });
+
     it("sets and clears the rate limit; a value the API refuses shows its message by the rate limit's control", async function () {
       const limit = group('Rate limit').getByLabel('Rate limit (requests/min)');
       await limit.fill('30');

@@ -12,11 +12,13 @@ interface Series {
   cpu: number[];
   memory: number[];
   replicas: number[];
+  requests: number[];
+  p95: number[];
 }
 
-const EMPTY: Series = { times: [], cpu: [], memory: [], replicas: [] };
+const EMPTY: Series = { times: [], cpu: [], memory: [], replicas: [], requests: [], p95: [] };
 
-/** Live CPU, memory and replica charts from the metrics stream. */
+/** Live CPU, memory and replica charts from the metrics stream, and the edge's request figures (each over the last 60 s). */
 export function MetricsTab({ agentId }: { agentId: string }) {
   const [series, setSeries] = useState<Series>(EMPTY);
   const error = useStream(`/agents/${agentId}/metrics/stream?interval=${INTERVAL_SECONDS}`, (event) => {
@@ -31,6 +33,8 @@ export function MetricsTab({ agentId }: { agentId: string }) {
         cpu: [...before.cpu.slice(from), sample.cpu_percent],
         memory: [...before.memory.slice(from), sample.memory_mb],
         replicas: [...before.replicas.slice(from), sample.replicas],
+        requests: [...before.requests.slice(from), sample.request_count],
+        p95: [...before.p95.slice(from), sample.p95_latency_ms],
       };
     });
   });
@@ -41,6 +45,8 @@ export function MetricsTab({ agentId }: { agentId: string }) {
       <LineChart title="CPU" unit="%" times={series.times} values={series.cpu} />
       <LineChart title="Memory" unit="MiB" times={series.times} values={series.memory} />
       <LineChart title="Replicas" unit="replicas" times={series.times} values={series.replicas} />
+      <LineChart title="Requests, last minute" unit="requests" times={series.times} values={series.requests} />
+      <LineChart title="Latency p95, last minute" unit="ms" times={series.times} values={series.p95} />
     </div>
   );
 }
