@@ -57,6 +57,15 @@ function denialOf(decision: Exclude<Decision, { outcome: 'allowed' }>): Denial {
       };
     case 'no_replica':
       return { grpcCode: GrpcStatus.UNAVAILABLE, httpStatus: 503, body: 'no running replica\n' };
+    case 'wake_refused':
+      return { grpcCode: GrpcStatus.UNAVAILABLE, httpStatus: 503, body: decision.body };
+    case 'wake_timeout':
+      return {
+        grpcCode: GrpcStatus.UNAVAILABLE,
+        httpStatus: 503,
+        body: 'service unavailable: the agent is starting, retry shortly\n',
+        headers: { 'retry-after': String(decision.retryAfterSeconds) },
+      };
     case 'unavailable':
       return { grpcCode: GrpcStatus.UNAVAILABLE, httpStatus: 503, body: 'service unavailable: the edge cannot check requests right now\n' };
     case 'overloaded':

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import { EDGE_AGENT_FIELDS } from '../contract/edge-keys.js';
+import { EDGE_AGENT_FIELDS, WAKE_REFUSED_PREFIX, WAKE_REQUESTED } from '../contract/edge-keys.js';
 
 /**
  * The steps 1–6 of docs/contract.md ("Order of checks") as one Lua script, so a Check is one Redis round trip and
@@ -8,12 +8,13 @@ import { EDGE_AGENT_FIELDS } from '../contract/edge-keys.js';
  * with the slug), so the script runs unchanged on Redis Cluster.
  *
  * KEYS: 1 agent hash, 2 key-hash set, 3 upstream set, 4 caller counter, 5 agent counter,
- *       6 usage counter.
- * ARGV: 1 SHA-256 hex of the access key ('' when none), 2 counter TTL in seconds.
- * Returns { outcome [, agent id, upstream] }.
+ *       6 usage counter, 7 wake key.
+ * ARGV: 1 SHA-256 hex of the access key ('' when none), 2 counter TTL in seconds,
+ *       3 wake key TTL in seconds (the wake timeout), 4 WAKE_REQUESTED, 5 WAKE_REFUSED_PREFIX.
+ * Returns { outcome [, agent id, upstream | 'requested' | refusal body] }.
  */
 export const CHECK_SCRIPT = `
-local agent = redis.call('HMGET', KEYS[1], '${EDGE_AGENT_FIELDS.id}', '${EDGE_AGENT_FIELDS.access}', '${EDGE_AGENT_FIELDS.callerRpm}', '${EDGE_AGENT_FIELDS.agentRpm}')
+local agent = redis.call('HMGET', KEYS[1], '${EDGE_AGENT_FIELDS.id}', '${EDGE_AGENT_FIELDS.access}', '${EDGE_AGENT_FIELDS.callerRpm}', '${EDGE_AGENT_FIELDS.agentRpm}', '${EDGE_AGENT_FIELDS.wakeable}')
 if not agent[1] then return {'unknown_agent'} end
 local caller_rpm = tonumber(agent[3])
 local agent_rpm = tonumber(agent[4])
@@ -38,7 +39,15 @@ if agent_count == 1 then redis.call('EXPIRE', KEYS[5], ARGV[2]) end
 if agent_count > agent_rpm then return {'agent_rate_limited'} end
 
 local upstream = redis.call('SRANDMEMBER', KEYS[3])
-if not upstream then return {'no_replica'} end
+if not upstream then
+  if agent[5] ~= '1' then return {'no_replica'} end
+  -- Parked (docs/contract.md, "Wake"): the first Check sets the wake key, later ones share its wake.
+  -- Not counted in usage yet: the after-wake script counts it when it forwards.
+  if redis.call('SET', KEYS[7], ARGV[4], 'NX', 'EX', ARGV[3]) then return {'parked', agent[1], 'requested'} end
+  local wake = redis.call('GET', KEYS[7])
+  if wake and string.sub(wake, 1, #ARGV[5]) == ARGV[5] then return {'wake_refused', agent[1], string.sub(wake, #ARGV[5] + 1)} end
+  return {'parked', agent[1], ''}
+end
 
 redis.call('INCR', KEYS[6])
 return {'allowed', agent[1], upstream}
@@ -54,14 +63,17 @@ export interface CheckScriptKeys {
   callerCounter: string;
   agentCounter: string;
   usage: string;
+  wake: string;
 }
 
 export interface CheckScriptArgs {
   keyHash: string;
   counterTtlSeconds: number;
+  wakeTtlSeconds: number;
 }
 
-export type CheckScriptReply = [outcome: string, agentId?: string, upstream?: string];
+/** The third element: the upstream when allowed, 'requested' when parked and this Check set the wake, a refusal's body. */
+export type CheckScriptReply = [outcome: string, agentId?: string, detail?: string];
 
 /** Runs the check script with one EVALSHA (ioredis resends it with the script on NOSCRIPT). */
 export type RunCheckScript = (keys: CheckScriptKeys, args: CheckScriptArgs) => Promise<CheckScriptReply>;
@@ -77,12 +89,12 @@ interface RedisWithCheckScript {
  * when Redis answers NOSCRIPT after a restart or SCRIPT FLUSH) and returns its runner.
  */
 export function defineCheckScript(redis: Redis): RunCheckScript {
-  if (!(COMMAND_NAME in redis)) redis.defineCommand(COMMAND_NAME, { numberOfKeys: 6, lua: CHECK_SCRIPT });
+  if (!(COMMAND_NAME in redis)) redis.defineCommand(COMMAND_NAME, { numberOfKeys: 7, lua: CHECK_SCRIPT });
   const client = redis as unknown as RedisWithCheckScript;
   return async (keys, args) => {
     const reply = await client[COMMAND_NAME](
-      keys.agent, keys.keys, keys.upstreams, keys.callerCounter, keys.agentCounter, keys.usage,
-      args.keyHash, args.counterTtlSeconds,
+      keys.agent, keys.keys, keys.upstreams, keys.callerCounter, keys.agentCounter, keys.usage, keys.wake,
+      args.keyHash, args.counterTtlSeconds, args.wakeTtlSeconds, WAKE_REQUESTED, WAKE_REFUSED_PREFIX,
     );
     return parseReply(reply);
   };

@@ -4,13 +4,15 @@ import { slugFromHost } from './agent-host.js';
 import { factsOf, type CheckRequest } from './check-request.js';
 import type { CheckScriptReply, RunCheckScript } from './check-script.js';
 import { withDeadline } from '../contract/deadline.js';
-import type { Decision } from './decision.js';
+import type { CheckResult } from './decision.js';
 import { COUNTER_TTL_SECONDS, edgeKeyNames, secondsToWindowEnd, usageMonthOf, windowOf } from '../contract/edge-keys.js';
 
 export interface CheckerSettings {
   agentDomain: string;
   trustExternalAddress: boolean;
   redisTimeoutMs: number;
+  /** WAKE_TIMEOUT_SECONDS: also the wake key's TTL, so a lost wake is asked again after it. */
+  wakeTimeoutSeconds: number;
 }
 
 export interface CheckerDeps {
@@ -20,7 +22,7 @@ export interface CheckerDeps {
   onRedisError: (error: Error) => void;
 }
 
-export type Checker = (request: CheckRequest) => Promise<Decision>;
+export type Checker = (request: CheckRequest) => Promise<CheckResult>;
 
 /** Decides one Check: the hostname here, everything else in one Redis round trip. */
 export function createChecker(settings: CheckerSettings, deps: CheckerDeps): Checker {
@@ -41,12 +43,13 @@ export function createChecker(settings: CheckerSettings, deps: CheckerDeps): Che
             callerCounter: edgeKeyNames.callerCounter(slug, facts.caller, window),
             agentCounter: edgeKeyNames.agentCounter(slug, window),
             usage: edgeKeyNames.usage(slug, usageMonthOf(now)),
+            wake: edgeKeyNames.wake(slug),
           },
-          { keyHash: facts.accessKey ? sha256Hex(facts.accessKey) : '', counterTtlSeconds: COUNTER_TTL_SECONDS },
+          { keyHash: facts.accessKey ? sha256Hex(facts.accessKey) : '', counterTtlSeconds: COUNTER_TTL_SECONDS, wakeTtlSeconds: settings.wakeTimeoutSeconds },
         ),
         settings.redisTimeoutMs,
       );
-      return decisionOf(reply, secondsToWindowEnd(now));
+      return resultOf(reply, slug, secondsToWindowEnd(now));
     } catch (error) {
       // The one place a failed Check becomes a decision: never allow without an answer from Redis.
       deps.onRedisError(error as Error);
@@ -55,10 +58,14 @@ export function createChecker(settings: CheckerSettings, deps: CheckerDeps): Che
   };
 }
 
-function decisionOf([outcome, agentId, upstream]: CheckScriptReply, retryAfterSeconds: number): Decision {
+function resultOf([outcome, agentId, detail]: CheckScriptReply, slug: string, retryAfterSeconds: number): CheckResult {
   switch (outcome) {
     case 'allowed':
-      return { outcome, agentId: agentId ?? '', upstream: upstream ?? '' };
+      return { outcome, agentId: agentId ?? '', upstream: detail ?? '' };
+    case 'parked':
+      return { outcome, agentId: agentId ?? '', slug, requested: detail === 'requested' };
+    case 'wake_refused':
+      return { outcome, body: detail ?? '' };
     case 'caller_rate_limited':
     case 'agent_rate_limited':
       return { outcome, retryAfterSeconds };

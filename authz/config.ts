@@ -25,7 +25,15 @@ export interface AuthzConfig {
   readonly maxInFlight: number;
   /** Checks waiting for a slot; past this a Check is shed at once as a 503 with Retry-After. */
   readonly maxQueued: number;
+  /**
+   * How long a Check for a parked agent waits for it to wake (docs/edge.md, "Wake"); past
+   * it the answer is a 503 with Retry-After. envoy.yaml's ext_authz timeout must exceed it.
+   */
+  readonly wakeTimeoutSeconds: number;
 }
+
+/** WAKE_TIMEOUT_SECONDS's upper bound: envoy.yaml's ext_authz timeout (35 s) leaves 5 s above it. */
+export const WAKE_TIMEOUT_MAX_SECONDS = 30;
 
 export class AuthzConfigError extends Error {
   constructor(readonly problems: string[]) {
@@ -74,14 +82,16 @@ export function loadAuthzConfig(env: Env): AuthzConfig {
     grpcPort: integer('AUTHZ_GRPC_PORT', 7091, 0, 65535),
     metricsPort: integer('AUTHZ_METRICS_PORT', 7092, 0, 65535),
     trustExternalAddress: trust === 'true' || trust === '1',
-    // Below Envoy's 250 ms ext_authz timeout, so authz answers its own 503 before Envoy gives up.
-    redisTimeoutMs: integer('AUTHZ_REDIS_TIMEOUT_MS', 100, 1, 5_000, ' (keep it under envoy.yaml\'s 250 ms ext_authz timeout)'),
+    // A hung Redis is a caller's 503 in a tenth of a second; far below envoy.yaml's 35 s ext_authz timeout.
+    redisTimeoutMs: integer('AUTHZ_REDIS_TIMEOUT_MS', 100, 1, 5_000),
     // A Check is one EVALSHA that Redis runs one at a time: 256 in flight already fill
     // the auto-pipeline; more would only wait inside Redis, past their deadline.
     maxInFlight: integer('AUTHZ_MAX_IN_FLIGHT', 256, 1, 100_000),
     // ~1,000 queued Checks are a few hundred ms of Redis work on one core: a longer queue
-    // would answer after Envoy's 250 ms ext_authz timeout anyway.
+    // would only make callers wait (held wakes do not queue here: authz/server.ts).
     maxQueued: integer('AUTHZ_MAX_QUEUED', 1_024, 0, 1_000_000),
+    // Below envoy.yaml's 35 s ext_authz timeout, so a held Check gets authz's own 503, not Envoy's.
+    wakeTimeoutSeconds: integer('WAKE_TIMEOUT_SECONDS', 30, 1, WAKE_TIMEOUT_MAX_SECONDS, " (under envoy.yaml's 35 s ext_authz timeout)"),
   };
   if (problems.length > 0) throw new AuthzConfigError(problems);
   return Object.freeze(config);

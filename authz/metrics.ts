@@ -10,6 +10,8 @@ const OUTCOME_LABELS: Record<Outcome, string> = {
   caller_rate_limited: 'denied_429_caller',
   agent_rate_limited: 'denied_429_agent',
   no_replica: 'denied_503',
+  wake_refused: 'wake_refused',
+  wake_timeout: 'wake_timeout',
   unavailable: 'error',
   overloaded: 'shed',
 };

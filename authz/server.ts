@@ -13,7 +13,8 @@ import { buildCheckResponse, type CheckResponseMessage } from './check-response.
 import { defineCheckScript } from './check-script.js';
 import { createAdmission } from './admission.js';
 import { createChecker } from './checker.js';
-import type { Decision } from './decision.js';
+import type { CheckResult, Decision } from './decision.js';
+import { createWakeWaiter } from './wake-waiter.js';
 import { withDeadline } from '../contract/deadline.js';
 import { healthService, healthServiceDefinition } from './health.js';
 import { createAuthzMetrics, type AuthzMetrics } from './metrics.js';
@@ -31,6 +32,8 @@ export interface RunningAuthz {
   grpcPort: number;
   metricsPort: number;
   metrics: AuthzMetrics;
+  /** Checks held now for a parked agent's wake. */
+  readonly heldForWake: number;
   /** Stops both servers and flushes the request figures; the Redis client belongs to the caller. */
   close(): Promise<void>;
 }
@@ -55,6 +58,23 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
     },
   });
 
+  // Checks held for a parked agent wait on one subscriber connection, outside admission:
+  // a wake of many seconds must not take the slots of Checks that need only Redis.
+  const subscriber = deps.redis.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true });
+  subscriber.on('error', () => undefined);
+  const wakes = createWakeWaiter({
+    redis: deps.redis,
+    subscriber,
+    keyPrefix: config.redisKeyPrefix,
+    clock: deps.clock,
+    timeoutMs: config.wakeTimeoutSeconds * 1000,
+    redisTimeoutMs: config.redisTimeoutMs,
+    onRedisError: (error) => {
+      metrics.recordRedisError();
+      logRedisError(error);
+    },
+  });
+
   const grpcServer = new Server();
   grpcServer.addService(loadAuthorizationService().service, {
     Check(call: ServerUnaryCall<CheckRequest, CheckResponseMessage>, callback: sendUnaryData<CheckResponseMessage>) {
@@ -62,7 +82,8 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
       // A shed Check is a denial like any other (503 + Retry-After), never a gRPC error,
       // so Envoy answers the caller with it rather than with status_on_error.
       const admitted = admit(() => check(call.request));
-      const decided: Promise<Decision> = admitted === 'shed' ? Promise.resolve(SHED) : admitted;
+      const checked: Promise<CheckResult> = admitted === 'shed' ? Promise.resolve(SHED) : admitted;
+      const decided = checked.then((result) => (result.outcome === 'parked' ? wakes.wait(result) : result));
       // The checker never rejects: every failure is already a decision (fail closed).
       void decided.then((decision) => {
         metrics.recordCheck(decision.outcome, Number(process.hrtime.bigint() - started) / 1e9);
@@ -96,6 +117,7 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
     await once(metricsServer, 'listening');
   } catch (error) {
     grpcServer.forceShutdown();
+    subscriber.disconnect();
     await figures.close();
     throw error;
   }
@@ -105,6 +127,9 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
     grpcPort,
     metricsPort: (metricsServer.address() as AddressInfo).port,
     metrics,
+    get heldForWake() {
+      return wakes.held;
+    },
     async close() {
       metricsServer.closeAllConnections();
       accessLog.endStreams();
@@ -113,6 +138,7 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
         new Promise<void>((resolve) => grpcServer.tryShutdown(() => resolve())),
       ]);
       await figures.close();
+      subscriber.disconnect();
     },
   };
 }

@@ -10,7 +10,7 @@ import { loadAuthorizationService } from '../proto/load.js';
 import { loadAuthzConfig } from '../authz/config.js';
 import { startAuthz } from '../authz/server.js';
 import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../authz/check-script.js';
-import { COUNTER_TTL_SECONDS, edgeKeyNames, usageMonthOf, windowOf } from '../contract/edge-keys.js';
+import { COUNTER_TTL_SECONDS, edgeKeyNames, usageMonthOf, WAKE_REFUSED_PREFIX, WAKE_REQUESTED, windowOf } from '../contract/edge-keys.js';
 import { startLocalEdge } from '../envoy/local-edge/server.js';
 import { startEdgeFixture } from './edge-fixture.js';
 import { runConcurrently, summarise, writeResult, type LatencySummary } from './stats.js';
@@ -139,10 +139,11 @@ async function redisBenchmarkCeiling(redis: Redis, url: string): Promise<number>
     edgeKeyNames.callerCounter(SLUG, '198.51.100.1', window),
     edgeKeyNames.agentCounter(SLUG, window),
     edgeKeyNames.usage(SLUG, usageMonthOf(new Date())),
+    edgeKeyNames.wake(SLUG),
   ];
   const { stdout } = await promisify(execFile)('redis-benchmark', [
     '-h', '127.0.0.1', '-p', port, '-n', String(REDIS_BENCHMARK_REQUESTS), '-c', '64', '--csv',
-    'EVALSHA', CHECK_SCRIPT_SHA, '6', ...keys, '', String(COUNTER_TTL_SECONDS),
+    'EVALSHA', CHECK_SCRIPT_SHA, '7', ...keys, '', String(COUNTER_TTL_SECONDS), '30', WAKE_REQUESTED, WAKE_REFUSED_PREFIX,
   ]);
   const line = stdout.trim().split('\n').at(-1) ?? '';
   const perSecond = Number(line.split(',')[1]?.replace(/"/g, ''));

@@ -26,6 +26,12 @@ variable "agent_domain" {
   default = "agents.example.com"
 }
 
+variable "wake_timeout_seconds" {
+  type        = number
+  default     = 30
+  description = "How long a request to a parked agent waits for it to start (1 to 30: below the edge's 35 s ext_authz timeout in envoy.nomad.hcl)."
+}
+
 job "platform-authz" {
   namespace   = "platform"
   type        = "service"
@@ -146,6 +152,7 @@ job "platform-authz" {
         AUTHZ_METRICS_PORT     = "7092"
         AGENT_DOMAIN           = var.agent_domain
         AUTHZ_REDIS_TIMEOUT_MS = "100"
+        WAKE_TIMEOUT_SECONDS   = var.wake_timeout_seconds
       }
 
       # `.KEY.Value | toJSON` marshals the plain string (json.Marshal: \u0026, \n, \u0001…),

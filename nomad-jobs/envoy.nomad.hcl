@@ -304,7 +304,7 @@ static_resources:
                         response_flag_filter: { flags: [UO] }
                       status_code: 503
                       body: { inline_string: "service unavailable: the edge is overloaded, retry later\n" }
-                    # authz unreachable, too slow or failing (a gRPC error or the 0.25 s timeout):
+                    # authz unreachable, too slow or failing (a gRPC error or the 35 s timeout):
                     # ext_authz sends status_on_error with an EMPTY body and the same UAEX flag
                     # as authz's own denials (envoy source/extensions/filters/http/ext_authz/
                     # ext_authz.cc, `Filter::onComplete`, CheckStatus::Error). status_on_error is
@@ -378,10 +378,18 @@ static_resources:
                       "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz
                       grpc_service:
                         envoy_grpc: { cluster_name: authz }
-                        # authz answers with one Redis round trip (~1 ms). 250 ms leaves room
-                        # for a GC pause and still fails fast when Redis hangs: the caller
-                        # gets 503 in a quarter second instead of waiting.
-                        timeout: 0.25s
+                        # Every Check is one Redis round trip (~1 ms), and authz answers its own
+                        # 503 within AUTHZ_REDIS_TIMEOUT_MS (100 ms) when Redis hangs. The one
+                        # long Check is a parked agent's wake (docs/edge.md, "Wake"): authz holds
+                        # it up to WAKE_TIMEOUT_SECONDS (30 s at most) and then answers 503 itself,
+                        # so this deadline is that plus 5 s. It bounds the whole Check call
+                        # (envoy source/extensions/filters/common/ext_authz/ext_authz_grpc_impl.cc,
+                        # `GrpcClientImpl::check`, options.setTimeout). Only a hung authz makes a
+                        # caller wait it out. The route timeout below starts after the Check
+                        # (source/common/router/router.cc, `Filter::onRequestComplete` arms it once
+                        # the router has the whole request, and the router sees nothing before
+                        # ext_authz lets the request on), so the wake does not eat into it.
+                        timeout: 35s
                       transport_api_version: V3
                       # Fail closed: authz unreachable, slow or erroring → never allow.
                       # 504 only marks the error for local_reply_config above, which

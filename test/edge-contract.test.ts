@@ -7,6 +7,10 @@ import {
   parseUsageKey,
   secondsToWindowEnd,
   usageMonthOf,
+  WAKE_REFUSAL_TTL_SECONDS,
+  WAKE_REFUSED_PREFIX,
+  WAKE_REQUESTED,
+  wakeEventsChannel,
   windowOf,
 } from '../contract/edge-keys.js';
 import { FIGURES_WINDOW_SECONDS, LATENCY_BOUNDS_MS, REQUEST_FIGURE_FIELDS, REQUEST_FIGURES_TTL_SECONDS } from '../contract/request-figures.js';
@@ -27,6 +31,17 @@ describe('the control↔edge contract', () => {
     assert.equal(edgeKeyNames.agentCounter(slug, 29_000_000), 'edge:rl:{support-bot-3f9a}:agent:29000000');
     assert.equal(edgeKeyNames.usage(slug, '2031-03'), 'edge:usage:{support-bot-3f9a}:2031-03');
     assert.equal(edgeKeyNames.index, 'edge:slugs');
+  });
+
+  it('names the wake: a per-agent key in its slot, one queue, one channel with the key prefix put before it by hand', () => {
+    assert.equal(edgeKeyNames.wake(slug), 'edge:wake:{support-bot-3f9a}');
+    assert.equal(edgeKeyNames.wakeQueue, 'edge:wake-queue');
+    // ioredis's keyPrefix leaves channels alone, so both sides add REDIS_KEY_PREFIX themselves.
+    assert.equal(wakeEventsChannel(''), 'edge:wake-events');
+    assert.equal(wakeEventsChannel('staging:'), 'staging:edge:wake-events');
+    assert.equal(WAKE_REQUESTED, 'requested');
+    assert.equal(WAKE_REFUSED_PREFIX, 'refused:');
+    assert.equal(WAKE_REFUSAL_TTL_SECONDS, 10);
   });
 
   it('writes the agent hash with the field names the Check script reads', () => {

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { WAKE_TIMEOUT_MAX_SECONDS } from '../authz/config.js';
 import { readFileSync } from 'node:fs';
 import type protobuf from 'protobufjs';
 import { parse } from 'yaml';
@@ -180,7 +181,10 @@ describe('envoy/envoy.yaml', function () {
       const { extAuthz, filters } = edge(config);
       assert.deepEqual(filters.map((f) => f.name), ['envoy.filters.http.cors', 'envoy.filters.http.ext_authz', 'envoy.filters.http.router']);
       assert.equal(extAuthz.grpc_service.envoy_grpc.cluster_name, 'authz');
-      assert.match(extAuthz.grpc_service.timeout, /^0?\.\d+s$/, 'a deliberate sub-second timeout');
+      // authz holds a parked agent's Check up to WAKE_TIMEOUT_SECONDS and then answers 503 itself:
+      // Envoy's deadline must leave it that time and a margin, or the caller gets Envoy's error instead.
+      const seconds = Number(/^(\d+)s$/.exec(extAuthz.grpc_service.timeout)?.[1]);
+      assert.ok(seconds >= WAKE_TIMEOUT_MAX_SECONDS + 5 && seconds <= 60, `ext_authz timeout ${extAuthz.grpc_service.timeout}: the longest wake plus a margin`);
       assert.equal(extAuthz.transport_api_version, 'V3');
       assert.equal(extAuthz.failure_mode_allow, false);
       assert.deepEqual(extAuthz.status_on_error, { code: 'GatewayTimeout' }, 'a status authz never denies with: the local reply mapper answers 503');

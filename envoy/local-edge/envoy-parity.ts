@@ -3,8 +3,8 @@
  * does. test/local-edge-parity.test.ts reads envoy.yaml and fails when they drift apart.
  */
 
-/** ext_authz `grpc_service.timeout` (0.25s). */
-export const EXT_AUTHZ_TIMEOUT_MS = 250;
+/** ext_authz `grpc_service.timeout` (35s): above authz's longest Check, a parked agent's wake (WAKE_TIMEOUT_SECONDS, 30 s at most). */
+export const EXT_AUTHZ_TIMEOUT_MS = 35_000;
 
 /** ext_authz `allowed_headers`: the only request headers authz is shown. */
 export const AUTHZ_ALLOWED_HEADERS: readonly string[] = Object.freeze(['authorization', 'x-envoy-external-address']);

@@ -43,6 +43,7 @@ export interface TestAuthzOptions {
   redisTimeoutMs?: number;
   maxInFlight?: number;
   maxQueued?: number;
+  wakeTimeoutSeconds?: number;
 }
 
 export async function startTestAuthz(options: TestAuthzOptions): Promise<TestAuthz> {
@@ -56,6 +57,7 @@ export async function startTestAuthz(options: TestAuthzOptions): Promise<TestAut
     AUTHZ_REDIS_TIMEOUT_MS: String(options.redisTimeoutMs ?? 100),
     AUTHZ_MAX_IN_FLIGHT: options.maxInFlight === undefined ? undefined : String(options.maxInFlight),
     AUTHZ_MAX_QUEUED: options.maxQueued === undefined ? undefined : String(options.maxQueued),
+    WAKE_TIMEOUT_SECONDS: options.wakeTimeoutSeconds === undefined ? undefined : String(options.wakeTimeoutSeconds),
   });
   const authz = await startAuthz(config, { redis: options.redis, clock: options.clock, logger: pino({ level: 'silent' }) });
   const client = new AuthorizationTestClient(authz.grpcAddress);
@@ -162,6 +164,8 @@ export interface ProjectedAgentInput {
   agentRpm?: number;
   keys?: string[];
   upstreams?: string[];
+  /** Scales to zero: a Check that finds no replica wakes it (contract/edge-keys.ts EDGE_AGENT_FIELDS.wakeable). */
+  wakeable?: boolean;
 }
 
 /** Writes one agent's projection as the control API does (control/edge/projection.ts). */
@@ -170,7 +174,7 @@ export class EdgeProjectionWriter {
 
   constructor(private readonly redis: Redis) {}
 
-  async putAgent({ slug, id = `agt_${slug}`, access, callerRpm = 120, agentRpm = 300, keys = [], upstreams = [] }: ProjectedAgentInput): Promise<string> {
+  async putAgent({ slug, id = `agt_${slug}`, access, callerRpm = 120, agentRpm = 300, keys = [], upstreams = [], wakeable = false }: ProjectedAgentInput): Promise<string> {
     this.slugs.add(slug);
     const multi = this.redis.multi().hset(`edge:agent:{${slug}}`, {
       id,
@@ -178,6 +182,7 @@ export class EdgeProjectionWriter {
       access,
       caller_rpm: String(callerRpm),
       agent_rpm: String(agentRpm),
+      wakeable: wakeable ? '1' : '0',
     });
     if (keys.length > 0) multi.sadd(`edge:keys:{${slug}}`, ...keys.map(sha256Hex));
     if (upstreams.length > 0) multi.sadd(`edge:upstreams:{${slug}}`, ...upstreams);
