@@ -38,7 +38,7 @@ describe('OpenAPI response checker', () => {
       routes,
       authenticate: async (authorization) => {
         if (authorization !== 'Bearer good') throw new PlatformError('AUTHENTICATION_FAILED');
-        return { userId: 'u', accountId: 'a', role: 'owner', via: 'session' };
+        return { userId: 'u', email: 'u@example.com', accountId: 'a', role: 'owner', via: 'session' };
       },
       checkReadiness: async () => ({ ready: true, dependencies: {} }),
       logger: createLogger('silent'),

@@ -37,6 +37,7 @@ export const ID_PREFIX = {
   apiKey: 'pkey_',
   invite: 'inv_',
   deployment: 'dep_',
+  auditEvent: 'aud_',
 } as const;
 
 export const SECRET_PREFIX = {

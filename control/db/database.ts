@@ -5,6 +5,7 @@ import * as deployments from './migrations/002-deployments.js';
 import * as usage from './migrations/003-usage.js';
 import * as deploymentHistory from './migrations/004-deployment-history.js';
 import * as parkedAgents from './migrations/005-parked-agents.js';
+import * as auditEvents from './migrations/006-audit-events.js';
 import { markOutages } from './outage.js';
 
 export type Database = Knex;
@@ -19,6 +20,7 @@ const migrations: Record<string, Knex.Migration> = {
   '003-usage': usage,
   '004-deployment-history': deploymentHistory,
   '005-parked-agents': parkedAgents,
+  '006-audit-events': auditEvents,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

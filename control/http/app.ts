@@ -3,6 +3,7 @@ import Koa from 'koa';
 import type { Logger } from 'pino';
 import { canWrite } from '../domain/roles.js';
 import { PlatformError } from '../errors.js';
+import { auditContextOf } from '../services/principal.js';
 import type { Authenticator } from './authenticate.js';
 import { serveConsole } from './console-static.js';
 import { errorMiddleware } from './error-middleware.js';
@@ -88,12 +89,15 @@ function mount(router: Router, route: RouteSpec, authenticate: Authenticator): v
       validateBody(body);
     }
 
+    const requestId: string = ctx.state.requestId;
     const result = await route.handler({
       body,
       query,
       params: ctx.params,
       principal,
       clientIp: ctx.ip,
+      requestId,
+      audit: principal ? auditContextOf(principal, requestId, ctx.ip) : undefined,
       expectedVersion: reads.has('If-Match') ? parseIfMatch(ctx.get('If-Match') || undefined) : undefined,
       lastEventId: reads.has('Last-Event-ID') ? ctx.get('Last-Event-ID') || undefined : undefined,
     });

@@ -1,4 +1,5 @@
 import type { Static, TSchema } from '@sinclair/typebox';
+import type { AuditContext } from '../domain/audit.js';
 import type { Principal } from '../services/principal.js';
 
 export type AuthMode = 'none' | 'any';
@@ -9,6 +10,10 @@ export interface RouteInput<Body, Query, Caller> {
   params: Record<string, string>;
   principal: Caller;
   clientIp: string;
+  /** The X-Request-Id this request is answered with. */
+  requestId: string;
+  /** Who makes the change, from where, in which request: what a state-changing service records in the audit log. */
+  audit: Caller extends Principal ? AuditContext : undefined;
   /** The version named by If-Match, when the route reads it and the request sent one. */
   expectedVersion: number | undefined;
   /** Where a server-sent event stream resumes, when the route reads Last-Event-ID. */

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { AccountRepository } from './accounts.js';
 import { AgentRepository } from './agents.js';
+import { AuditEventRepository } from './audit-events.js';
 import { DeploymentRepository } from './deployments.js';
 import { InviteRepository } from './invites.js';
 import { AccessKeyRepository, ApiKeyRepository } from './keys.js';
@@ -23,6 +24,7 @@ export interface Repositories {
   usage: UsageRepository;
   loopLocks: LoopLockRepository;
   sealedValues: SealedValueRepository;
+  auditEvents: AuditEventRepository;
 }
 
 export function repositoriesOn(db: Knex): Repositories {
@@ -38,6 +40,7 @@ export function repositoriesOn(db: Knex): Repositories {
     usage: new UsageRepository(db),
     loopLocks: new LoopLockRepository(db),
     sealedValues: new SealedValueRepository(db),
+    auditEvents: new AuditEventRepository(db),
   };
 }
 

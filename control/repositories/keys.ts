@@ -37,8 +37,9 @@ export class ApiKeyRepository {
     return (await this.db('api_keys').where({ user_id: userId, id }).delete()) > 0;
   }
 
-  async findUser(keyHash: string): Promise<UserRow | undefined> {
-    return this.db<UserRow>('users').join('api_keys', 'api_keys.user_id', 'users.id').where('api_keys.key_hash', keyHash).first('users.*');
+  /** The key's user, and the key's id (the actor of what is done with it, in the audit log). */
+  async findUser(keyHash: string): Promise<(UserRow & { api_key_id: string }) | undefined> {
+    return this.db<UserRow>('users').join('api_keys', 'api_keys.user_id', 'users.id').where('api_keys.key_hash', keyHash).first('users.*', 'api_keys.id as api_key_id');
   }
 }
 

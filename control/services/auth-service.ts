@@ -96,10 +96,10 @@ export class AuthService {
     const hash = sha256Hex(token);
     if (token.startsWith(SECRET_PREFIX.apiKey)) {
       const user = await repos.apiKeys.findUser(hash);
-      if (user) return { userId: user.id, accountId: user.account_id, role: user.role, via: 'api_key' };
+      if (user) return { userId: user.id, email: user.email, accountId: user.account_id, role: user.role, via: 'api_key', apiKeyId: user.api_key_id };
     } else if (token.startsWith(SECRET_PREFIX.session)) {
       const user = await repos.sessions.findLiveUser(hash, this.clock.now());
-      if (user) return { userId: user.id, accountId: user.account_id, role: user.role, via: 'session', sessionHash: hash };
+      if (user) return { userId: user.id, email: user.email, accountId: user.account_id, role: user.role, via: 'session', sessionHash: hash };
     }
     throw new PlatformError('AUTHENTICATION_FAILED');
   }
