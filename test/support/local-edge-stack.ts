@@ -25,12 +25,15 @@ export interface LocalEdgeStackOptions {
   port?: number;
   /** The web console's origin, whose CORS preflights the edge answers (CONSOLE_ORIGIN). */
   consoleOrigin?: string;
+  /** authz's WAKE_TIMEOUT_SECONDS (default 30). */
+  wakeTimeoutSeconds?: number;
 }
 
 export async function startLocalEdgeStack(control: TestControl, options: LocalEdgeStackOptions = {}): Promise<LocalEdgeStack> {
   const config = loadAuthzConfig({
     REDIS_URL: process.env.TEST_REDIS_URL, REDIS_KEY_PREFIX: control.config.redisKeyPrefix,
     AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: control.config.agentUrl.domain,
+    WAKE_TIMEOUT_SECONDS: options.wakeTimeoutSeconds === undefined ? undefined : String(options.wakeTimeoutSeconds),
   });
   const redis = connectRedis(config.redisUrl, config.redisKeyPrefix);
   const authz = await startAuthz(config, { redis, clock: systemClock, logger: pino({ level: 'silent' }) });
