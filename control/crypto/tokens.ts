@@ -38,6 +38,8 @@ export const ID_PREFIX = {
   invite: 'inv_',
   deployment: 'dep_',
   auditEvent: 'aud_',
+  webhook: 'whk_',
+  webhookEvent: 'evt_',
 } as const;
 
 export const SECRET_PREFIX = {

@@ -6,6 +6,7 @@ import * as usage from './migrations/003-usage.js';
 import * as deploymentHistory from './migrations/004-deployment-history.js';
 import * as parkedAgents from './migrations/005-parked-agents.js';
 import * as auditEvents from './migrations/006-audit-events.js';
+import * as webhooks from './migrations/007-webhooks.js';
 import { markOutages } from './outage.js';
 
 export type Database = Knex;
@@ -21,6 +22,7 @@ const migrations: Record<string, Knex.Migration> = {
   '004-deployment-history': deploymentHistory,
   '005-parked-agents': parkedAgents,
   '006-audit-events': auditEvents,
+  '007-webhooks': webhooks,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

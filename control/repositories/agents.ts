@@ -124,6 +124,14 @@ export class AgentRepository {
     await this.db('agents').where({ id, version }).update({ ...observed, updated_at: now });
   }
 
+  /**
+   * setObserved for a status the agent is not in yet: false when it already was (another
+   * copy of the control API saw it first) or changed meanwhile, so a transition is acted on once.
+   */
+  async enterObserved(id: string, version: number, observed: Pick<AgentRow, 'status' | 'replicas' | 'error'>, now: Date): Promise<boolean> {
+    return (await this.db('agents').where({ id, version }).whereNot({ status: observed.status }).update({ ...observed, updated_at: now })) > 0;
+  }
+
   /** How many agents of every account are in each status (statuses with none are absent). */
   async countByStatus(): Promise<Map<string, number>> {
     const rows: { status: string; count: number }[] = await this.db('agents').select('status').count({ count: '*' }).groupBy('status');

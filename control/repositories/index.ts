@@ -10,6 +10,8 @@ import { SealedValueRepository } from './sealed-values.js';
 import { SessionRepository } from './sessions.js';
 import { UsageRepository } from './usage.js';
 import { UserRepository } from './users.js';
+import { WebhookOutboxRepository } from './webhook-outbox.js';
+import { WebhookRepository } from './webhooks.js';
 
 /** Every repository bound to one executor: the pool, or a transaction. */
 export interface Repositories {
@@ -25,6 +27,8 @@ export interface Repositories {
   loopLocks: LoopLockRepository;
   sealedValues: SealedValueRepository;
   auditEvents: AuditEventRepository;
+  webhooks: WebhookRepository;
+  webhookOutbox: WebhookOutboxRepository;
 }
 
 export function repositoriesOn(db: Knex): Repositories {
@@ -41,6 +45,8 @@ export function repositoriesOn(db: Knex): Repositories {
     loopLocks: new LoopLockRepository(db),
     sealedValues: new SealedValueRepository(db),
     auditEvents: new AuditEventRepository(db),
+    webhooks: new WebhookRepository(db),
+    webhookOutbox: new WebhookOutboxRepository(db),
   };
 }
 

@@ -2,16 +2,17 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
-import { observedState } from '../domain/agent-status.js';
+import { observedState, type ObservedState } from '../domain/agent-status.js';
 import { jobSpecFor, type JobSettings } from '../domain/job-spec.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import type { AgentRow } from '../domain/agent.js';
 import type { JobStatus } from '../domain/job.js';
-import { repositoriesOn } from '../repositories/index.js';
+import { inTransaction, repositoriesOn } from '../repositories/index.js';
 import type { EdgeSync } from './edge-sync.js';
 import type { AgentOperation, Step } from './fair-queue.js';
 import { KeyedSerial } from './keyed-serial.js';
 import { OrchestrationQueue } from './orchestration-queue.js';
+import type { WebhookEvents } from './webhook-events.js';
 
 /**
  * Keeps the orchestrator running what Postgres says, and Postgres showing what the
@@ -39,6 +40,8 @@ export class AgentRunner {
     private readonly edge: EdgeSync,
     /** ORCHESTRATOR_CONCURRENCY: orchestrator steps in flight at once, across all agents. */
     concurrency: number,
+    /** Told when an agent becomes `crashed`, in the transaction that records it (agent.crashed). */
+    private readonly events?: WebhookEvents,
   ) {
     this.refreshing = new KeyedSerial((agentId, error) => logger.warn({ err: error, agent_id: agentId }, 'could not record agent state'));
     orchestrator.onChange((agentId) => void this.refresh(agentId));
@@ -99,9 +102,19 @@ export class AgentRunner {
     if (!agent) return;
     const job = await this.orchestrator.status(agentId);
     const observed = observedState(agent.desired_replicas, job, agent.status, agent.parked_at !== null);
-    if (observed.status !== agent.status || observed.replicas !== agent.replicas || observed.error !== agent.error) {
+    if (observed.status === 'crashed' && agent.status !== 'crashed') await this.recordCrash(agent, observed);
+    else if (observed.status !== agent.status || observed.replicas !== agent.replicas || observed.error !== agent.error) {
       await agents.setObserved(agentId, agent.version, observed, this.clock.now());
     }
     for (const observer of this.observers) await observer(agent, job);
+  }
+
+  /** Every replica of the current version used up its restarts: the crash is recorded and announced once, together. */
+  private async recordCrash(agent: AgentRow, observed: ObservedState): Promise<void> {
+    await inTransaction(this.db, async (repos) => {
+      if (!(await repos.agents.enterObserved(agent.id, agent.version, observed, this.clock.now()))) return;
+      const crashed = await repos.agents.findAny(agent.id);
+      if (crashed) await this.events?.record(repos, 'agent.crashed', crashed, observed.error === null ? {} : { reason: observed.error });
+    });
   }
 }

@@ -3,6 +3,7 @@ import { ID_PREFIX, newId } from '../crypto/tokens.js';
 import type { AgentRow } from '../domain/agent.js';
 import type { DeploymentRow } from '../domain/deployment.js';
 import type { Repositories } from '../repositories/index.js';
+import type { WebhookEvents } from './webhook-events.js';
 
 export interface DeploymentOrigin {
   /** The user who asked (directly or through their personal API key). */
@@ -21,6 +22,8 @@ export class DeploymentRecorder {
     private readonly clock: Clock,
     /** DEPLOYMENT_HISTORY_LIMIT: deployments kept per agent. */
     private readonly historyLimit: number,
+    /** Told of a deployment that ends as it is recorded (0 replicas: agent.deployed). */
+    private readonly events?: WebhookEvents,
   ) {}
 
   /** `agent` is the row as changed: its deployed_version is the job version the drivers now roll out. */
@@ -46,7 +49,7 @@ export class DeploymentRecorder {
       created_at: now,
     });
     await deployments.addEvent({ deployment_id: recorded.id, phase: 'queued', replica_id: null, message: `deployment ${recorded.number} queued`, at: now });
-    const settled = agent.desired_replicas === 0 ? await this.finishEmpty(repos, recorded, now) : recorded;
+    const settled = agent.desired_replicas === 0 ? await this.finishEmpty(repos, agent, recorded, now) : recorded;
     await deployments.prune(agent.id, this.historyLimit);
     return settled;
   }
@@ -60,9 +63,10 @@ export class DeploymentRecorder {
   }
 
   /** At 0 replicas nothing rolls out and nothing can fail a health check: the deployment is done as recorded. */
-  private async finishEmpty(repos: Repositories, deployment: DeploymentRow, now: Date): Promise<DeploymentRow> {
+  private async finishEmpty(repos: Repositories, agent: AgentRow, deployment: DeploymentRow, now: Date): Promise<DeploymentRow> {
     const finished = await repos.deployments.finish(deployment.id, 'succeeded', null, now);
     await repos.deployments.addEvent({ deployment_id: deployment.id, phase: 'succeeded', replica_id: null, message: 'nothing to roll out: 0 replicas', at: now });
+    await this.events?.record(repos, 'agent.deployed', agent, { deployment: finished ?? deployment });
     return finished ?? deployment;
   }
 }

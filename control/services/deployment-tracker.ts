@@ -8,6 +8,7 @@ import { rolloutOutcome } from '../domain/rollout-outcome.js';
 import { inTransaction, repositoriesOn } from '../repositories/index.js';
 import type { EventNotifier } from './event-notifier.js';
 import { KeyedSerial } from './keyed-serial.js';
+import type { WebhookEvents } from './webhook-events.js';
 
 /**
  * Writes each rollout's history as it happens: the drivers' steps (Orchestrator.onProgress)
@@ -28,6 +29,8 @@ export class DeploymentTracker {
     private readonly clock: Clock,
     private readonly notifier: EventNotifier,
     private readonly logger: Logger,
+    /** Told of each deployment's end (agent.deployed, agent.deploy_failed), in the transaction that records it. */
+    private readonly events?: WebhookEvents,
   ) {
     this.serial = new KeyedSerial((agentId, error) => logger.warn({ err: error, agent_id: agentId }, 'could not record deployment progress'));
   }
@@ -65,8 +68,13 @@ export class DeploymentTracker {
     const now = this.clock.now();
     const [error, message] = outcome.status === 'failed' ? [outcome.error, outcome.error] : [null, outcome.message];
     const ended = await inTransaction(this.db, async (repos) => {
-      if (!(await repos.deployments.finish(deployment.id, outcome.status, error, now))) return false;
+      const finished = await repos.deployments.finish(deployment.id, outcome.status, error, now);
+      if (!finished) return false;
       await repos.deployments.addEvent({ deployment_id: deployment.id, phase: outcome.status, replica_id: null, message, at: now });
+      // The agent as it stands now (the runner has just written what it observed), not as it was read before.
+      const current = await repos.agents.findAny(agent.id);
+      const type = outcome.status === 'succeeded' ? 'agent.deployed' : 'agent.deploy_failed';
+      if (current) await this.events?.record(repos, type, current, { deployment: finished, ...(error === null ? {} : { reason: error }) });
       return true;
     });
     if (!ended) return;
