@@ -2,11 +2,13 @@ import type { Knex } from 'knex';
 import type { StoredEnvEntry } from '../domain/deploy.js';
 
 /**
- * Every table that keeps sealed values, each the same way: the model key in
- * `api_key_sealed` and the secret entries of `deploy.env` (`{secret: true, sealed}`).
- * `deployments` holds each rollout's own copy, which a rollback restores.
+ * Every table that keeps sealed values. `agents` and `deployments` keep them the same way:
+ * the model key in `api_key_sealed` and the secret entries of `deploy.env`
+ * (`{secret: true, sealed}`); `deployments` holds each rollout's own copy, which a rollback
+ * restores. `webhooks` keeps one, its signing secret in `secret_sealed`, read and written
+ * here in the same row shape (as `api_key_sealed`, with no env).
  */
-export const SEALED_TABLES = ['agents', 'deployments'] as const;
+export const SEALED_TABLES = ['agents', 'deployments', 'webhooks'] as const;
 export type SealedTable = (typeof SEALED_TABLES)[number];
 
 /** A row's sealed values, locked for re-encryption. */
@@ -29,6 +31,14 @@ const SEALED_VALUES = `
   UNION ALL
   SELECT id, entry->>'sealed' FROM ??, jsonb_array_elements(deploy->'env') entry WHERE entry->>'secret' = 'true'`;
 
+const WEBHOOK_SECRETS = 'SELECT id, secret_sealed AS value FROM webhooks';
+
+/** Every sealed value of every table, as `id, value` rows, with its bindings. */
+const ALL_SEALED_VALUES = {
+  sql: `${['agents', 'deployments'].map(() => SEALED_VALUES).join(' UNION ALL ')} UNION ALL ${WEBHOOK_SECRETS}`,
+  bindings: ['agents', 'agents', 'deployments', 'deployments'],
+};
+
 /**
  * The SQL of master-key rotation (control/services/key-rotation.ts). Nothing here bumps
  * an agent's version or updated_at: re-encryption changes no value, so it must not look
@@ -39,22 +49,20 @@ export class SealedValueRepository {
 
   /** Values by header across every table. The format is read as secret-box.ts writes it: `v2.<key id>.…` or `v1.…`. */
   async countByKey(): Promise<SealedCount[]> {
-    const all = SEALED_TABLES.map(() => SEALED_VALUES).join(' UNION ALL ');
     const { rows } = await this.db.raw(
       `SELECT split_part(value, '.', 1) AS format,
               CASE WHEN split_part(value, '.', 1) = 'v2' THEN split_part(value, '.', 2) END AS key_id,
               count(*)::int AS count
-         FROM (${all}) sealed GROUP BY 1, 2 ORDER BY 3 DESC`,
-      SEALED_TABLES.flatMap((table) => [table, table]),
+         FROM (${ALL_SEALED_VALUES.sql}) sealed GROUP BY 1, 2 ORDER BY 3 DESC`,
+      ALL_SEALED_VALUES.bindings,
     );
     return rows;
   }
 
   /** Values that do not start with `prefix` (the current key's header), across every table. */
   async countNotUnder(prefix: string): Promise<number> {
-    const all = SEALED_TABLES.map(() => SEALED_VALUES).join(' UNION ALL ');
-    const { rows } = await this.db.raw(`SELECT count(*)::int AS count FROM (${all}) sealed WHERE NOT starts_with(value, ?)`, [
-      ...SEALED_TABLES.flatMap((table) => [table, table]),
+    const { rows } = await this.db.raw(`SELECT count(*)::int AS count FROM (${ALL_SEALED_VALUES.sql}) sealed WHERE NOT starts_with(value, ?)`, [
+      ...ALL_SEALED_VALUES.bindings,
       prefix,
     ]);
     return rows[0].count;
@@ -68,6 +76,15 @@ export class SealedValueRepository {
    * or an event that references the row is not held up.
    */
   async lockNotUnder(table: SealedTable, prefix: string, after: string, limit: number): Promise<SealedRow[]> {
+    if (table === 'webhooks') {
+      const { rows } = await this.db.raw(
+        `SELECT id, secret_sealed AS api_key_sealed, '[]'::jsonb AS env FROM webhooks
+          WHERE id > ? AND NOT starts_with(secret_sealed, ?)
+          ORDER BY id LIMIT ? FOR NO KEY UPDATE SKIP LOCKED`,
+        [after, prefix, limit],
+      );
+      return rows;
+    }
     const { rows } = await this.db.raw(
       `SELECT id, api_key_sealed, deploy->'env' AS env FROM ?? holder
         WHERE id > ?
@@ -82,6 +99,10 @@ export class SealedValueRepository {
 
   /** Writes a locked row's re-encrypted values; the rest of its deploy is left as it is. */
   async write(table: SealedTable, row: SealedRow): Promise<void> {
+    if (table === 'webhooks') {
+      await this.db('webhooks').where({ id: row.id }).update({ secret_sealed: row.api_key_sealed });
+      return;
+    }
     await this.db.raw(`UPDATE ?? SET api_key_sealed = ?, deploy = jsonb_set(deploy, '{env}', ?::jsonb) WHERE id = ?`, [
       table,
       row.api_key_sealed,
