@@ -184,15 +184,17 @@ export class DeploymentService {
   async wake(agentId: string): Promise<WakeOutcome> {
     const accountId = (await repositoriesOn(this.db).agents.findAny(agentId))?.account_id;
     if (!accountId) return 'not_parked';
-    const updated = await inTransaction(this.db, async (repos) => {
+    const { agent, woken } = await inTransaction(this.db, async (repos) => {
       const agent = await this.lockForChange(repos, accountId, agentId);
-      if (agent.parked_at === null || agent.desired_replicas !== 0) return undefined;
+      if (agent.parked_at === null || agent.desired_replicas !== 0) return { agent, woken: false };
       await this.checkQuota(repos, agent, this.replicaChange(agent, 1));
-      return this.setReplicas(repos, agent, 1);
+      return { agent: await this.setReplicas(repos, agent, 1), woken: true };
     });
-    if (!updated) return 'not_parked';
-    this.applyReplicas(updated);
-    return 'woken';
+    if (woken) this.applyReplicas(agent);
+    // Replicas asked for yet none routable (the Nomad Autoscaler took it to 0, a lost scale):
+    // the driver is told the count again, which changes nothing where it already holds.
+    else if (agent.desired_replicas > 0 && agent.deployed_version !== null) this.runner?.request('scale', agent);
+    return woken ? 'woken' : 'not_parked';
   }
 
   private replicaChange(agent: AgentRow, replicas: number): FootprintChange {
