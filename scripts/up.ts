@@ -53,6 +53,8 @@ async function main(): Promise<void> {
   env.PODMAN_PROTECTED_ENDPOINTS ??= [env.AUTHZ_GRPC_PORT ?? '7091', env.AUTHZ_METRICS_PORT ?? '7092', env.EDGE_PORT ?? '7080', '9901', '9902']
     .map((port) => `127.0.0.1:${port}`)
     .join(',');
+  // A single-host install: the receivers of its webhooks (a local CI, a chat bridge) are likely on this host or its network.
+  env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ??= 'true';
   supervisor.start(node('control', 'control/main.ts', env));
   const port = env.CONTROL_PORT ?? '7070';
   const host = env.CONTROL_HOST ?? '127.0.0.1';
