@@ -18,6 +18,7 @@ export async function listen(db: Database, channel: string, onNotify: () => void
   client.on('error', (error) => {
     if (lost) return;
     lost = true;
+    void client.end().catch(() => undefined);
     onLost(error);
   });
   client.on('notification', (message) => {
