@@ -12,6 +12,7 @@ import { bearerAuthenticator } from './http/authenticate.js';
 import { accessKeyRoutes } from './http/routes/access-keys.js';
 import { accountRoutes } from './http/routes/account.js';
 import { accountUserRoutes } from './http/routes/account-users.js';
+import { auditEventRoutes } from './http/routes/audit-events.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
 import { authRoutes } from './http/routes/auth.js';
@@ -32,6 +33,7 @@ import { EventNotifier } from './services/event-notifier.js';
 import { ObservabilityService } from './services/observability-service.js';
 import { AccessKeyService } from './services/access-key-service.js';
 import { AccountService } from './services/account-service.js';
+import { AuditEventService } from './services/audit-event-service.js';
 import { AgentService } from './services/agent-service.js';
 import { ApiKeyService } from './services/api-key-service.js';
 import { AuthService } from './services/auth-service.js';
@@ -137,8 +139,9 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     accessKeys,
     agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge, recorder),
     usage: new UsageService(db, redis, clock),
-    subscriptions: new SubscriptionService(db, edge, billing, logger.child({ component: 'subscriptions' })),
-    accounts: new AccountService(db, edge, runner, logger.child({ component: 'accounts' })),
+    subscriptions: new SubscriptionService(db, clock, edge, billing, logger.child({ component: 'subscriptions' })),
+    accounts: new AccountService(db, clock, edge, runner, logger.child({ component: 'accounts' })),
+    auditEvents: new AuditEventService(db),
   };
 }
 
@@ -156,7 +159,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
   // Replica time is the driver's: its clock says when a replica was seen running.
   const meter = driver ? new ReplicaMeter(db, driver.orchestrator, driver.clock, config.usageMeterIntervalMs, loggerOf('replica-meter'), { onPass }) : undefined;
   const flusher = new UsageFlusher(db, redis, clock, config.usageFlushIntervalMs, loggerOf('usage-flusher'), { onPass });
-  const housekeeping = new Housekeeping(db, clock, loggerOf('housekeeping'), { onPass });
+  const housekeeping = new Housekeeping(db, clock, loggerOf('housekeeping'), { onPass, auditRetentionDays: config.auditRetentionDays });
   // The edge stamps request figures by the wall clock, so idleness is measured by it too.
   const parker = driver
     ? new IdleParker(db, redis, services.deployments, systemClock, config.autoscale.intervalMs, loggerOf('idle-parker'), {
@@ -213,6 +216,7 @@ export function buildControl(given: ControlDependencies): Control {
     ...accessKeyRoutes(services.accessKeys),
     ...accountRoutes(services.usage, services.subscriptions),
     ...accountUserRoutes(services.accounts),
+    ...auditEventRoutes(services.auditEvents),
   ];
   const serverUrl = `http://${deps.config.host}:${deps.config.port}/v1`;
   const app = createApp({

@@ -55,6 +55,8 @@ export interface Config {
   readonly autoscale: AutoscaleSettings;
   /** Deployments kept per agent; older ones are pruned when a new one is recorded (docs/deployments.md). */
   readonly deploymentHistoryLimit: number;
+  /** Days an audit event is kept; the hourly housekeeping pass deletes older ones (docs/audit.md). */
+  readonly auditRetentionDays: number;
 }
 
 export interface AutoscaleSettings {
@@ -132,6 +134,7 @@ export function loadConfig(env: Env): Config {
       cpuWarmupMs: read.integer('AUTOSCALE_CPU_WARMUP_MS', 30_000, 0, 3_600_000),
     }),
     deploymentHistoryLimit: read.integer('DEPLOYMENT_HISTORY_LIMIT', 50, 1, 1000),
+    auditRetentionDays: read.integer('AUDIT_RETENTION_DAYS', 400, 1, 36_500),
   };
 
   const prefixProblem = keyPrefixProblem('REDIS_KEY_PREFIX', config.redisKeyPrefix);

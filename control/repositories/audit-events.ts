@@ -35,11 +35,12 @@ const PRUNE_BATCH = 5_000;
 export class AuditEventRepository {
   constructor(private readonly db: Knex) {}
 
+  /** `seq` is Postgres's to number. */
   async insert(row: AuditEventRow): Promise<void> {
     await this.db('audit_events').insert({ ...row, details: JSON.stringify(row.details) });
   }
 
-  /** Newest first; `since` is inclusive, `until` exclusive. */
+  /** Newest first (by time, then by insertion); `since` is inclusive, `until` exclusive. */
   async list(accountId: string, filter: AuditEventFilter, offset: number, limit: number): Promise<Page<AuditEventRow>> {
     const scoped = this.db<AuditEventRow>('audit_events').where({ account_id: accountId });
     if (filter.action) scoped.andWhere({ action: filter.action });
@@ -50,7 +51,7 @@ export class AuditEventRepository {
     }
     if (filter.since) scoped.andWhere('at', '>=', filter.since);
     if (filter.until) scoped.andWhere('at', '<', filter.until);
-    return pageOf(scoped, [{ column: 'at', order: 'desc' }, { column: 'id', order: 'desc' }], offset, limit);
+    return pageOf(scoped, [{ column: 'at', order: 'desc' }, { column: 'seq', order: 'desc' }], offset, limit);
   }
 
   /** Deletes every event older than `cutoff`, in batches; returns how many went. */

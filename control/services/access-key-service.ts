@@ -8,6 +8,8 @@ import { keyView } from './key-presenter.js';
 import type { Principal } from './principal.js';
 import type { EdgeSync } from './edge-sync.js';
 import type { AgentRow } from '../domain/agent.js';
+import type { AuditContext } from '../domain/audit.js';
+import { recordAudit } from './audit-log.js';
 
 export type IssuedKey = KeyView & { key: string };
 
@@ -15,10 +17,12 @@ export type IssuedKey = KeyView & { key: string };
 export class AccessKeyService {
   constructor(private readonly db: Knex, private readonly clock: Clock, private readonly edge: EdgeSync) {}
 
-  async create(principal: Principal, agentId: string, label: string): Promise<IssuedKey> {
+  async create(principal: Principal, audit: AuditContext, agentId: string, label: string): Promise<IssuedKey> {
     return inTransaction(this.db, async (repos) => {
       await this.lockAgentOf(repos, principal, agentId);
-      return this.issue(repos, agentId, label);
+      const issued = await this.issue(repos, agentId, label);
+      await this.recordKeyChange(repos, audit, principal, 'access_key.create', agentId, issued.id, { label });
+      return issued;
     });
   }
 
@@ -28,12 +32,13 @@ export class AccessKeyService {
     return (await repos.accessKeys.listForAgent(agentId)).map(keyView);
   }
 
-  async revoke(principal: Principal, agentId: string, keyId: string): Promise<void> {
+  async revoke(principal: Principal, audit: AuditContext, agentId: string, keyId: string): Promise<void> {
     // The hash leaves Redis before Postgres commits: once the 204 is sent, the key is refused.
     await inTransaction(this.db, async (repos) => {
       const agent = await this.lockAgentOf(repos, principal, agentId);
       const keyHash = await repos.accessKeys.delete(agentId, keyId);
       if (!keyHash) throw notFound('Access key');
+      await this.recordKeyChange(repos, audit, principal, 'access_key.revoke', agentId, keyId);
       await this.edge.write((projection) => projection.removeKey(agent.slug, keyHash));
     });
   }
@@ -53,6 +58,11 @@ export class AccessKeyService {
     const agent = (await repos.agents.findAny(agentId))!;
     await this.edge.write((projection) => projection.addKey(agent.slug, row.key_hash));
     return { ...keyView(row), key };
+  }
+
+  /** An access key's event carries its agent, so the log's agent_id filter finds it. */
+  private recordKeyChange(repos: Repositories, audit: AuditContext, principal: Principal, action: 'access_key.create' | 'access_key.revoke', agentId: string, keyId: string, details?: { label: string }): Promise<void> {
+    return recordAudit(repos, audit, { accountId: principal.accountId, at: this.clock.now(), action, target: { type: 'access_key', id: keyId }, agentId, details });
   }
 
   private async assertAgentOf(repos: Repositories, principal: Principal, agentId: string): Promise<void> {

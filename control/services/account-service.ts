@@ -1,9 +1,12 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
+import type { Clock } from '../../contract/clock.js';
+import type { AuditContext } from '../domain/audit.js';
 import { notFound, PlatformError, validationError } from '../errors.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { User } from '../schemas/auth.js';
 import type { AgentRunner } from './agent-runner.js';
+import { recordAudit } from './audit-log.js';
 import { userView } from './auth-service.js';
 import type { EdgeSync } from './edge-sync.js';
 import type { Principal } from './principal.js';
@@ -12,6 +15,7 @@ import type { Principal } from './principal.js';
 export class AccountService {
   constructor(
     private readonly db: Knex,
+    private readonly clock: Clock,
     private readonly edge: EdgeSync,
     private readonly runner: AgentRunner | undefined,
     private readonly logger: Logger,
@@ -30,9 +34,9 @@ export class AccountService {
    * Under the account's row lock, so two owners removing each other one after the other
    * see each other's removal and the account keeps an owner.
    */
-  async deleteUser(principal: Principal, userId: string): Promise<void> {
+  async deleteUser(principal: Principal, audit: AuditContext, userId: string): Promise<void> {
     assertOwner(principal, 'delete a user');
-    await inTransaction(this.db, (repos) => removeUser(repos, principal.accountId, userId));
+    await inTransaction(this.db, (repos) => removeUser(repos, principal.accountId, userId, audit, this.clock.now()));
     this.logger.info({ account_id: principal.accountId, user_id: userId, by: principal.userId }, 'user deleted');
   }
 
@@ -66,9 +70,10 @@ export class AccountService {
 
 /**
  * Removes one user of the account unless they are its last owner, inside the caller's
- * transaction (the API's DELETE /account/users/{id} and `npm run admin -- user delete`).
+ * transaction (the API's DELETE /account/users/{id} and `npm run admin -- user delete`),
+ * and records it (`user.delete`, beyond the issue's list: who may act changed, as with a role change).
  */
-export async function removeUser(repos: Repositories, accountId: string, userId: string): Promise<void> {
+export async function removeUser(repos: Repositories, accountId: string, userId: string, audit: AuditContext, now: Date): Promise<void> {
   await repos.accounts.lock(accountId);
   const user = await repos.users.find(userId);
   if (!user || user.account_id !== accountId) throw notFound('User');
@@ -76,6 +81,7 @@ export async function removeUser(repos: Repositories, accountId: string, userId:
     throw new PlatformError('LAST_OWNER', 'This is the last owner of the account: make another user owner first, or delete the account');
   }
   await repos.users.delete(accountId, userId);
+  await recordAudit(repos, audit, { accountId, at: now, action: 'user.delete', target: { type: 'user', id: userId }, details: { email: user.email, role: user.role } });
 }
 
 function assertOwner(principal: Principal, action: string): void {

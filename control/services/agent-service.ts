@@ -8,6 +8,7 @@ import { limitsOf } from '../domain/plans.js';
 import { slugFor } from '../domain/slug.js';
 import { notFound, PlatformError, validationError } from '../errors.js';
 import type { AgentRow } from '../domain/agent.js';
+import type { AuditContext } from '../domain/audit.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { Agent, CreateAgentBody, ListAgentsQuery, PatchAgentBody } from '../schemas/agents.js';
 import type { AccessKeyService } from './access-key-service.js';
@@ -18,6 +19,8 @@ import { agentView, type PresenterSettings } from './agent-presenter.js';
 import { pageEnvelope, pageWindow, type PageEnvelope } from './paging.js';
 import type { Principal } from './principal.js';
 import { assertWithinLimits } from './quota.js';
+import { recordAudit } from './audit-log.js';
+import { fromTo } from './audit-details.js';
 
 export interface AgentPage extends PageEnvelope {
   agents: Agent[];
@@ -39,7 +42,7 @@ export class AgentService {
    * Creates the agent and, for a private one, its first access key, in one transaction
    * under the account's lock, so parallel creates cannot pass the plan's limits.
    */
-  async create(principal: Principal, input: CreateAgentBody): Promise<Agent> {
+  async create(principal: Principal, audit: AuditContext, input: CreateAgentBody): Promise<Agent> {
     if (input.build_path !== undefined || input.deploy?.build_path !== undefined) {
       throw new PlatformError('BUILD_NOT_SUPPORTED');
     }
@@ -88,6 +91,14 @@ export class AgentService {
       if (deploying) await this.recorder.record(repos, row, { createdBy: principal.userId, rollbackOf: null });
       const firstKey = row.access === 'private' ? await this.accessKeys.issue(repos, row.id, 'default') : null;
       await this.edge.putAgent(repos, row);
+      await recordAudit(repos, audit, {
+        accountId: row.account_id,
+        at: now,
+        action: 'agent.create',
+        target: { type: 'agent', id: row.id },
+        agentId: row.id,
+        details: { name: row.name, access: row.access, deployed: deploying },
+      });
       return agentView(row, this.presenter, firstKey?.key ?? null);
     });
     // The orchestrator's work (a pull may take minutes) happens after the answer.
@@ -111,7 +122,7 @@ export class AgentService {
   }
 
   /** Changes access settings; a body that changes nothing leaves the version alone. */
-  async patch(principal: Principal, id: string, input: PatchAgentBody, expectedVersion?: number): Promise<Agent> {
+  async patch(principal: Principal, audit: AuditContext, id: string, input: PatchAgentBody, expectedVersion?: number): Promise<Agent> {
     return inTransaction(this.db, async (repos) => {
       const current = await this.findForUpdate(repos, principal, id, expectedVersion);
       const changes: Partial<AgentRow> = {};
@@ -120,8 +131,21 @@ export class AgentService {
         changes.rate_limit_rpm = input.rate_limit_rpm;
       }
       if (Object.keys(changes).length === 0) return agentView(current, this.presenter);
-      const updated = (await repos.agents.update(principal.accountId, id, changes, this.clock.now()))!;
+      const now = this.clock.now();
+      const updated = (await repos.agents.update(principal.accountId, id, changes, now))!;
       await this.edge.putAgent(repos, updated);
+      await recordAudit(repos, audit, {
+        accountId: updated.account_id,
+        at: now,
+        action: 'agent.update',
+        target: { type: 'agent', id },
+        agentId: id,
+        details: {
+          changed: Object.keys(changes).sort(),
+          ...(changes.access === undefined ? {} : fromTo('access', current.access, updated.access)),
+          ...(changes.rate_limit_rpm === undefined ? {} : fromTo('rate_limit_rpm', current.rate_limit_rpm, updated.rate_limit_rpm)),
+        },
+      });
       return agentView(updated, this.presenter);
     });
   }
@@ -131,10 +155,18 @@ export class AgentService {
    * they are removed by a queued step, or, if the control API dies before it runs, by the
    * next reconcile, which removes every job Postgres no longer holds.
    */
-  async delete(principal: Principal, id: string, expectedVersion?: number): Promise<void> {
+  async delete(principal: Principal, audit: AuditContext, id: string, expectedVersion?: number): Promise<void> {
     const agent = await inTransaction(this.db, async (repos) => {
       const current = await this.findForUpdate(repos, principal, id, expectedVersion);
       await repos.agents.delete(principal.accountId, id);
+      await recordAudit(repos, audit, {
+        accountId: current.account_id,
+        at: this.clock.now(),
+        action: 'agent.delete',
+        target: { type: 'agent', id },
+        agentId: id,
+        details: { name: current.name },
+      });
       await this.edge.write((projection) => projection.removeAgent(current.slug));
       return current;
     });

@@ -1,9 +1,11 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
+import type { AuditContext } from '../domain/audit.js';
 import { notFound, PlatformError } from '../errors.js';
 import { ID_PREFIX, newId, newSecret, previewOf, SECRET_PREFIX, sha256Hex } from '../crypto/tokens.js';
-import { repositoriesOn } from '../repositories/index.js';
+import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { KeyView } from '../schemas/keys.js';
+import { recordAudit } from './audit-log.js';
 import { keyView } from './key-presenter.js';
 import type { Principal } from './principal.js';
 
@@ -11,7 +13,7 @@ import type { Principal } from './principal.js';
 export class ApiKeyService {
   constructor(private readonly db: Knex, private readonly clock: Clock) {}
 
-  async create(principal: Principal, label: string): Promise<KeyView & { key: string }> {
+  async create(principal: Principal, audit: AuditContext, label: string): Promise<KeyView & { key: string }> {
     assertConsoleSession(principal);
     const key = newSecret(SECRET_PREFIX.apiKey);
     const row = {
@@ -22,8 +24,11 @@ export class ApiKeyService {
       key_preview: previewOf(key, SECRET_PREFIX.apiKey),
       created_at: this.clock.now(),
     };
-    // The user was deleted while this request ran: their session is gone with them.
-    if (!(await repositoriesOn(this.db).apiKeys.insert(row))) throw new PlatformError('AUTHENTICATION_FAILED');
+    await inTransaction(this.db, async (repos) => {
+      // The user was deleted while this request ran: their session is gone with them.
+      if (!(await repos.apiKeys.insert(row))) throw new PlatformError('AUTHENTICATION_FAILED');
+      await this.recordKeyChange(repos, audit, principal, 'api_key.create', row.id, { label });
+    });
     return { ...keyView(row), key };
   }
 
@@ -32,9 +37,16 @@ export class ApiKeyService {
     return (await repositoriesOn(this.db).apiKeys.listForUser(principal.userId)).map(keyView);
   }
 
-  async revoke(principal: Principal, id: string): Promise<void> {
+  async revoke(principal: Principal, audit: AuditContext, id: string): Promise<void> {
     assertConsoleSession(principal);
-    if (!(await repositoriesOn(this.db).apiKeys.delete(principal.userId, id))) throw notFound('API key');
+    await inTransaction(this.db, async (repos) => {
+      if (!(await repos.apiKeys.delete(principal.userId, id))) throw notFound('API key');
+      await this.recordKeyChange(repos, audit, principal, 'api_key.revoke', id);
+    });
+  }
+
+  private recordKeyChange(repos: Repositories, audit: AuditContext, principal: Principal, action: 'api_key.create' | 'api_key.revoke', keyId: string, details?: { label: string }): Promise<void> {
+    return recordAudit(repos, audit, { accountId: principal.accountId, at: this.clock.now(), action, target: { type: 'api_key', id: keyId }, details });
   }
 }
 

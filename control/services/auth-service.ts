@@ -1,14 +1,16 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
 import type { RegistrationMode } from '../config.js';
+import type { AuditContext } from '../domain/audit.js';
 import { PlatformError, rateLimited } from '../errors.js';
 import { hashPassword, verifyAgainstDecoy, verifyPassword } from '../crypto/passwords.js';
 import { ID_PREFIX, newId, newSecret, SECRET_PREFIX, sha256Hex } from '../crypto/tokens.js';
-import { inTransaction, repositoriesOn } from '../repositories/index.js';
+import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { UserRow } from '../repositories/users.js';
 import type { LoginBody, RegisterBody, User } from '../schemas/auth.js';
 import type { Principal } from './principal.js';
 import type { FixedWindowLimiter } from './rate-limiter.js';
+import { recordAudit } from './audit-log.js';
 
 export interface SessionGrant {
   token: string;
@@ -79,15 +81,23 @@ export class AuthService {
     return this.openSession(user);
   }
 
-  /** The same 401 for an unknown email and a wrong password, in about the same time. */
-  async login(input: LoginBody, clientIp: string): Promise<SessionGrant> {
+  /**
+   * The same 401 for an unknown email and a wrong password, in about the same time. A wrong
+   * password for a known user is recorded (auth.login_failed, that user as the actor, in its
+   * own insert: nothing else changes); an unknown email belongs to no account's log, so only
+   * the request log sees it. The password is never recorded.
+   */
+  async login(input: LoginBody, clientIp: string, requestId: string): Promise<SessionGrant> {
     const decision = await this.limiter.hit(`login:${clientIp}:${input.email.toLowerCase()}`, this.settings.loginRateLimitPerMinute);
     if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
 
     const user = await repositoriesOn(this.db).users.findByEmail(input.email);
     const valid = user ? await verifyPassword(user.password_hash, input.password) : await verifyAgainstDecoy(input.password);
-    if (!user || !valid) throw new PlatformError('AUTHENTICATION_FAILED', 'Email or password is wrong');
-    return this.openSession(user);
+    if (!user || !valid) {
+      if (user) await this.recordSignIn(repositoriesOn(this.db), user, 'auth.login_failed', { actor: actorOf(user), requestId, ip: clientIp });
+      throw new PlatformError('AUTHENTICATION_FAILED', 'Email or password is wrong');
+    }
+    return this.openSession(user, { actor: actorOf(user), requestId, ip: clientIp });
   }
 
   /** Resolves a bearer token (a personal API key or a session token) to its principal. */
@@ -109,11 +119,15 @@ export class AuthService {
    * it (403): it is not a session, and a script that sent one meant to revoke the key,
    * which DELETE /api-keys/{id} does with a session.
    */
-  async logout(principal: Principal): Promise<void> {
-    if (principal.via !== 'session' || !principal.sessionHash) {
+  async logout(principal: Principal, audit: AuditContext): Promise<void> {
+    const sessionHash = principal.via === 'session' ? principal.sessionHash : undefined;
+    if (!sessionHash) {
       throw new PlatformError('AUTHORISATION_DENIED', 'Only a console session signs out; revoke a personal API key with DELETE /api-keys/{id}');
     }
-    await repositoriesOn(this.db).sessions.delete(principal.sessionHash);
+    await inTransaction(this.db, async (repos) => {
+      await repos.sessions.delete(sessionHash);
+      await recordAudit(repos, audit, { accountId: principal.accountId, at: this.clock.now(), action: 'auth.logout', target: { type: 'user', id: principal.userId } });
+    });
   }
 
   async me(principal: Principal): Promise<User> {
@@ -122,16 +136,28 @@ export class AuthService {
     return userView(user);
   }
 
-  private async openSession(user: UserRow): Promise<SessionGrant> {
+  /** A sign-in (with `audit`) records auth.login with the session; a registration's first session records nothing. */
+  private async openSession(user: UserRow, audit?: AuditContext): Promise<SessionGrant> {
     const token = newSecret(SECRET_PREFIX.session);
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + this.settings.sessionTtlMinutes * 60_000);
-    const sessions = repositoriesOn(this.db).sessions;
-    const opened = await sessions.insert({ token_hash: sha256Hex(token), user_id: user.id, created_at: now, expires_at: expiresAt });
-    // The user was deleted (DELETE /account/users/{id}) after the password check.
-    if (!opened) throw new PlatformError('AUTHENTICATION_FAILED', 'Email or password is wrong');
+    await inTransaction(this.db, async (repos) => {
+      const opened = await repos.sessions.insert({ token_hash: sha256Hex(token), user_id: user.id, created_at: now, expires_at: expiresAt });
+      // The user was deleted (DELETE /account/users/{id}) after the password check.
+      if (!opened) throw new PlatformError('AUTHENTICATION_FAILED', 'Email or password is wrong');
+      if (audit) await this.recordSignIn(repos, user, 'auth.login', audit);
+    });
     return { token, expires_at: expiresAt.toISOString(), user: userView(user) };
   }
+
+  private recordSignIn(repos: Repositories, user: UserRow, action: 'auth.login' | 'auth.login_failed', audit: AuditContext): Promise<void> {
+    return recordAudit(repos, audit, { accountId: user.account_id, at: this.clock.now(), action, target: { type: 'user', id: user.id } });
+  }
+}
+
+/** A user signing in acts as themselves, before any principal exists. */
+function actorOf(user: UserRow): AuditContext['actor'] {
+  return { type: 'user', id: user.id, email: user.email, userId: user.id };
 }
 
 export function userView(user: UserRow): User {

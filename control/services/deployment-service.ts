@@ -5,6 +5,7 @@ import { resolveDeploy, runtimeLabels, type StoredDeploy } from '../domain/deplo
 import { limitsOf } from '../domain/plans.js';
 import { isQuotaExceeded, notFound, PlatformError, validationError } from '../errors.js';
 import type { AgentRow } from '../domain/agent.js';
+import { SYSTEM_CONTEXT, type AuditContext, type AuditDetails } from '../domain/audit.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { Agent, DeployInput, ScaleBody, ScaleResult } from '../schemas/agents.js';
 import type { RollbackBody } from '../schemas/deployments.js';
@@ -15,6 +16,8 @@ import type { Principal } from './principal.js';
 import { assertWithinLimits, type FootprintChange } from './quota.js';
 import { wakeable } from '../domain/scale-to-zero.js';
 import type { EdgeSync } from './edge-sync.js';
+import { recordAudit } from './audit-log.js';
+import { deployChanges } from './audit-details.js';
 
 /** What the plan's quota reported when it held a scale-out below what was asked. */
 export interface QuotaDetails {
@@ -52,13 +55,15 @@ export class DeploymentService {
   ) {}
 
   /** A new version from the current deploy object with `input` over it; the model key stays unless env sets its variable. */
-  async deploy(principal: Principal, agentId: string, input: DeployInput, expectedVersion?: number): Promise<Agent> {
+  async deploy(principal: Principal, audit: AuditContext, agentId: string, input: DeployInput, expectedVersion?: number): Promise<Agent> {
     if (input.build_path !== undefined) throw new PlatformError('BUILD_NOT_SUPPORTED');
     const updated = await inTransaction(this.db, async (repos) => {
       const agent = await this.lockForChange(repos, principal.accountId, agentId, expectedVersion);
       const deploy = resolveDeploy(input, agent.deploy, this.box);
       await this.checkQuota(repos, agent, footprintOf(deploy));
-      return this.rollOut(repos, principal, agent, { deploy }, null);
+      const rolled = await this.rollOut(repos, principal, agent, { deploy }, null);
+      await this.recordChange(repos, audit, rolled, 'agent.deploy', { version: rolled.deployed_version, changed: deployChanges(input) });
+      return rolled;
     });
     this.runner?.request('run', updated);
     return agentView(updated, this.presenter);
@@ -69,14 +74,16 @@ export class DeploymentService {
    * (replicas and the sealed secret values included), model, model key and system prompt.
    * It rolls out like any deploy: health-gated, the serving replicas stay if it fails.
    */
-  async rollback(principal: Principal, agentId: string, input: RollbackBody, expectedVersion?: number): Promise<Agent> {
+  async rollback(principal: Principal, audit: AuditContext, agentId: string, input: RollbackBody, expectedVersion?: number): Promise<Agent> {
     const updated = await inTransaction(this.db, async (repos) => {
       const agent = await this.lockForChange(repos, principal.accountId, agentId, expectedVersion);
       const target = await repos.deployments.find(agent.id, input.deployment_id);
       if (!target) throw new PlatformError('DEPLOYMENT_NOT_FOUND');
       await this.checkQuota(repos, agent, footprintOf(target.deploy));
       const { deploy, model, provider, api_key_sealed, system_prompt } = target;
-      return this.rollOut(repos, principal, agent, { deploy, model, provider, api_key_sealed, system_prompt }, target.id);
+      const rolled = await this.rollOut(repos, principal, agent, { deploy, model, provider, api_key_sealed, system_prompt }, target.id);
+      await this.recordChange(repos, audit, rolled, 'agent.rollback', { version: rolled.deployed_version, deployment_id: target.id });
+      return rolled;
     });
     this.runner?.request('run', updated);
     return agentView(updated, this.presenter);
@@ -99,7 +106,7 @@ export class DeploymentService {
     return updated;
   }
 
-  async scale(principal: Principal, agentId: string, input: ScaleBody, expectedVersion?: number): Promise<ScaleResult> {
+  async scale(principal: Principal, audit: AuditContext, agentId: string, input: ScaleBody, expectedVersion?: number): Promise<ScaleResult> {
     const { previous, updated } = await inTransaction(this.db, async (repos) => {
       const agent = await this.lockForChange(repos, principal.accountId, agentId, expectedVersion);
       const previous = agent.desired_replicas;
@@ -115,7 +122,9 @@ export class DeploymentService {
         }]);
       }
       if (target > previous) await this.checkQuota(repos, agent, this.replicaChange(agent, target));
-      return { previous, updated: await this.setReplicas(repos, agent, target) };
+      const updated = await this.setReplicas(repos, agent, target);
+      await this.recordChange(repos, audit, updated, 'agent.scale', { replicas_from: previous, replicas_to: target });
+      return { previous, updated };
     });
     this.applyReplicas(updated);
     return {
@@ -152,7 +161,9 @@ export class DeploymentService {
           target -= 1;
         }
       }
-      return { changed: true, previous: expected, current: target, limitedBy, updated: await this.setReplicas(repos, agent, target) };
+      const updated = await this.setReplicas(repos, agent, target);
+      await this.recordChange(repos, SYSTEM_CONTEXT, updated, 'agent.scale', { replicas_from: expected, replicas_to: target, by: 'autoscaler' });
+      return { changed: true, previous: expected, current: target, limitedBy, updated };
     });
     if (outcome.updated) this.applyReplicas(outcome.updated);
     const { updated: _updated, ...result } = outcome;
@@ -170,7 +181,9 @@ export class DeploymentService {
     const updated = await inTransaction(this.db, async (repos) => {
       const agent = await this.lockForChange(repos, accountId, agentId);
       if (!wakeable(agent) || agent.desired_replicas !== expected || expected === 0) return undefined;
-      return this.setReplicas(repos, agent, 0, { parked: true });
+      const parked = await this.setReplicas(repos, agent, 0, { parked: true });
+      await this.recordChange(repos, SYSTEM_CONTEXT, parked, 'agent.scale', { replicas_from: expected, replicas_to: 0, by: 'idle_parker' });
+      return parked;
     });
     if (updated) this.applyReplicas(updated);
     return updated !== undefined;
@@ -188,7 +201,9 @@ export class DeploymentService {
       const agent = await this.lockForChange(repos, accountId, agentId);
       if (agent.parked_at === null || agent.desired_replicas !== 0) return { agent, woken: false };
       await this.checkQuota(repos, agent, this.replicaChange(agent, 1));
-      return { agent: await this.setReplicas(repos, agent, 1), woken: true };
+      const updated = await this.setReplicas(repos, agent, 1);
+      await this.recordChange(repos, SYSTEM_CONTEXT, updated, 'agent.scale', { replicas_from: 0, replicas_to: 1, by: 'wake' });
+      return { agent: updated, woken: true };
     });
     if (woken) this.applyReplicas(agent);
     // Replicas asked for yet none routable (the Nomad Autoscaler took it to 0, a lost scale):
@@ -213,6 +228,12 @@ export class DeploymentService {
     }, this.clock.now()))!;
     await this.projectWakeable(repos, agent, updated);
     return updated;
+  }
+
+  /** The audit event of a change to `agent`, in the change's transaction. */
+  private recordChange(repos: Repositories, audit: AuditContext, agent: AgentRow, action: 'agent.deploy' | 'agent.rollback' | 'agent.scale', details: AuditDetails): Promise<void> {
+    const at = this.clock.now();
+    return recordAudit(repos, audit, { accountId: agent.account_id, at, action, target: { type: 'agent', id: agent.id }, agentId: agent.id, details });
   }
 
   /** The edge learns whether a request that finds no replica may start the agent, in the same transaction. */

@@ -10,6 +10,8 @@ import type { Knex } from 'knex';
 export async function up(knex: Knex): Promise<void> {
   await knex.schema.createTable('audit_events', (t) => {
     t.text('id').primary();
+    // Insertion order: events of one millisecond (a manual clock, a busy account) still list in the order they happened.
+    t.specificType('seq', 'bigserial').notNullable();
     t.text('account_id').notNullable().references('accounts.id').onDelete('CASCADE');
     t.timestamp('at', { useTz: true }).notNullable();
     t.text('action').notNullable();
@@ -26,7 +28,7 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex.raw("ALTER TABLE audit_events ADD CONSTRAINT audit_events_actor_type_check CHECK (actor_type IN ('user','api_key','system'))");
   // The listing is newest first within an account, optionally narrowed by one filter.
-  await knex.raw('CREATE INDEX audit_events_account_at ON audit_events (account_id, at DESC, id DESC)');
+  await knex.raw('CREATE INDEX audit_events_account_at ON audit_events (account_id, at DESC, seq DESC)');
   await knex.raw('CREATE INDEX audit_events_account_action_at ON audit_events (account_id, action, at DESC)');
   await knex.raw('CREATE INDEX audit_events_account_agent_at ON audit_events (account_id, agent_id, at DESC) WHERE agent_id IS NOT NULL');
   await knex.raw('CREATE INDEX audit_events_account_actor_at ON audit_events (account_id, actor_id, at DESC)');

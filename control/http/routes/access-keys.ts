@@ -15,9 +15,9 @@ export const accessKeyRoutes = (accessKeys: AccessKeyService) => [
     writes: true,
     body: CreateKeyBody,
     responses: { 201: { description: 'Created', schema: AccessKeyCreated }, 404: notFound },
-    handler: async ({ principal, params, body }) => ({
+    handler: async ({ principal, audit, params, body }) => ({
       status: 201,
-      body: await accessKeys.create(principal, params.id!, body.label),
+      body: await accessKeys.create(principal, audit, params.id!, body.label),
     }),
   }),
   defineRoute({
@@ -40,8 +40,8 @@ export const accessKeyRoutes = (accessKeys: AccessKeyService) => [
     auth: 'any',
     writes: true,
     responses: { 204: { description: 'Revoked' }, 404: notFound },
-    handler: async ({ principal, params }) => {
-      await accessKeys.revoke(principal, params.id!, params.keyId!);
+    handler: async ({ principal, audit, params }) => {
+      await accessKeys.revoke(principal, audit, params.id!, params.keyId!);
       return { status: 204 };
     },
   }),

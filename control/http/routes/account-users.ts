@@ -30,8 +30,8 @@ export const accountUserRoutes = (accounts: AccountService) => [
       404: { description: 'NOT_FOUND: no such user in this account', schema: ErrorBody },
       409: { description: 'LAST_OWNER: the account would be left without an owner', schema: ErrorBody },
     },
-    handler: async ({ principal, params }) => {
-      await accounts.deleteUser(principal, params.id!);
+    handler: async ({ principal, audit, params }) => {
+      await accounts.deleteUser(principal, audit, params.id!);
       return { status: 204 };
     },
   }),

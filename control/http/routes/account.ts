@@ -29,6 +29,6 @@ export const accountRoutes = (usage: UsageService, subscriptions: SubscriptionSe
       502: { description: 'BILLING_PROVIDER_FAILED: the provider refused or did not answer; nothing changed', schema: ErrorBody },
       503: { description: 'BILLING_NOT_CONFIGURED: this platform has no billing provider', schema: ErrorBody },
     },
-    handler: async ({ principal, body }) => ({ status: 200, body: await subscriptions.subscribe(principal, body.plan) }),
+    handler: async ({ principal, audit, body }) => ({ status: 200, body: await subscriptions.subscribe(principal, audit, body.plan) }),
   }),
 ];

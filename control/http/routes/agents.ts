@@ -24,7 +24,7 @@ export const agentRoutes = (agents: AgentService) => [
       403: { description: 'QUOTA_EXCEEDED or AUTHORISATION_DENIED', schema: ErrorBody },
       501: { description: 'BUILD_NOT_SUPPORTED: build_path was given', schema: ErrorBody },
     },
-    handler: async ({ principal, body }) => withEtag(201, await agents.create(principal, body)),
+    handler: async ({ principal, audit, body }) => withEtag(201, await agents.create(principal, audit, body)),
   }),
   defineRoute({
     method: 'get',
@@ -55,8 +55,8 @@ export const agentRoutes = (agents: AgentService) => [
     body: PatchAgentBody,
     reads: ['If-Match'],
     responses: { 200: { description: 'The changed agent', schema: Agent, headers: ['ETag'] }, 404: notFound, 412: staleVersion },
-    handler: async ({ principal, params, body, expectedVersion }) =>
-      withEtag(200, await agents.patch(principal, params.id!, body, expectedVersion)),
+    handler: async ({ principal, audit, params, body, expectedVersion }) =>
+      withEtag(200, await agents.patch(principal, audit, params.id!, body, expectedVersion)),
   }),
   defineRoute({
     method: 'delete',
@@ -67,8 +67,8 @@ export const agentRoutes = (agents: AgentService) => [
     writes: true,
     reads: ['If-Match'],
     responses: { 204: { description: 'Deleted' }, 404: notFound, 412: staleVersion },
-    handler: async ({ principal, params, expectedVersion }) => {
-      await agents.delete(principal, params.id!, expectedVersion);
+    handler: async ({ principal, audit, params, expectedVersion }) => {
+      await agents.delete(principal, audit, params.id!, expectedVersion);
       return { status: 204 };
     },
   }),

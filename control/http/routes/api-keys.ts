@@ -14,7 +14,7 @@ export const apiKeyRoutes = (apiKeys: ApiKeyService) => [
     auth: 'any',
     body: CreateKeyBody,
     responses: { 201: { description: 'Created', schema: ApiKeyCreated }, 403: sessionOnly },
-    handler: async ({ principal, body }) => ({ status: 201, body: await apiKeys.create(principal, body.label) }),
+    handler: async ({ principal, audit, body }) => ({ status: 201, body: await apiKeys.create(principal, audit, body.label) }),
   }),
   defineRoute({
     method: 'get',
@@ -32,8 +32,8 @@ export const apiKeyRoutes = (apiKeys: ApiKeyService) => [
     tag: 'Personal API keys',
     auth: 'any',
     responses: { 204: { description: 'Revoked' }, 403: sessionOnly, 404: { description: 'NOT_FOUND', schema: ErrorBody } },
-    handler: async ({ principal, params }) => {
-      await apiKeys.revoke(principal, params.id!);
+    handler: async ({ principal, audit, params }) => {
+      await apiKeys.revoke(principal, audit, params.id!);
       return { status: 204 };
     },
   }),

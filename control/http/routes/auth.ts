@@ -40,7 +40,7 @@ export const authRoutes = (auth: AuthService) => [
       401: { description: 'AUTHENTICATION_FAILED', schema: ErrorBody },
       429: { description: 'RATE_LIMIT_EXCEEDED (per client address and email)', schema: ErrorBody },
     },
-    handler: async ({ body, clientIp }) => ({ status: 200, body: await auth.login(body, clientIp) }),
+    handler: async ({ body, clientIp, requestId }) => ({ status: 200, body: await auth.login(body, clientIp, requestId) }),
   }),
   defineRoute({
     method: 'post',
@@ -52,8 +52,8 @@ export const authRoutes = (auth: AuthService) => [
       204: { description: 'Signed out' },
       403: { description: 'AUTHORISATION_DENIED: a personal API key is not a session (revoke it with DELETE /api-keys/{id})', schema: ErrorBody },
     },
-    handler: async ({ principal }) => {
-      await auth.logout(principal);
+    handler: async ({ principal, audit }) => {
+      await auth.logout(principal, audit);
       return { status: 204 };
     },
   }),

@@ -43,8 +43,8 @@ export const deploymentRoutes = (history: DeploymentHistoryService, deployments:
       404: notFound,
       412: { description: 'PRECONDITION_FAILED: If-Match names an older version', schema: ErrorBody },
     },
-    handler: async ({ principal, params, body, expectedVersion }) => {
-      const agent = await deployments.rollback(principal, params.id!, body, expectedVersion);
+    handler: async ({ principal, audit, params, body, expectedVersion }) => {
+      const agent = await deployments.rollback(principal, audit, params.id!, body, expectedVersion);
       return { status: 202, body: agent, headers: { ETag: etagOf(agent.version) } };
     },
   }),

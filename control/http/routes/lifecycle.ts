@@ -19,8 +19,8 @@ export const lifecycleRoutes = (deployments: DeploymentService) => [
     body: DeployInput,
     reads: ['If-Match'],
     responses: { 202: { description: 'Accepted; version + 1', schema: Agent, headers: ['ETag'] }, 403: quota, 404: notFound, 412: stale },
-    handler: async ({ principal, params, body, expectedVersion }) => {
-      const agent = await deployments.deploy(principal, params.id!, body, expectedVersion);
+    handler: async ({ principal, audit, params, body, expectedVersion }) => {
+      const agent = await deployments.deploy(principal, audit, params.id!, body, expectedVersion);
       return { status: 202, body: agent, headers: { ETag: etagOf(agent.version) } };
     },
   }),
@@ -37,9 +37,9 @@ export const lifecycleRoutes = (deployments: DeploymentService) => [
       200: { description: 'The new replica count', schema: ScaleResult }, 403: quota, 404: notFound, 412: stale,
       422: { description: 'VALIDATION_ERROR at body.count: the count would leave the bounds', schema: ErrorBody },
     },
-    handler: async ({ principal, params, body, expectedVersion }) => ({
+    handler: async ({ principal, audit, params, body, expectedVersion }) => ({
       status: 200,
-      body: await deployments.scale(principal, params.id!, body, expectedVersion),
+      body: await deployments.scale(principal, audit, params.id!, body, expectedVersion),
     }),
   }),
 ];
