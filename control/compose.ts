@@ -21,6 +21,7 @@ import { deploymentEventRoutes } from './http/routes/deployment-events.js';
 import { lifecycleRoutes } from './http/routes/lifecycle.js';
 import { observabilityRoutes } from './http/routes/observability.js';
 import { openApiRoute } from './http/routes/openapi.js';
+import { webhookRoutes } from './http/routes/webhooks.js';
 import type { StartedDriver } from './orchestrator/create.js';
 import { agentUrl } from './services/agent-presenter.js';
 import { AgentRunner } from './services/agent-runner.js';
@@ -51,6 +52,10 @@ import { ReplicaMeter } from './services/replica-meter.js';
 import { IdleParker } from './services/idle-parker.js';
 import { WakeListener } from './services/wake-listener.js';
 import { UsageFlusher } from './services/usage-flusher.js';
+import { WebhookDispatcher } from './services/webhook-dispatcher.js';
+import { WebhookEvents } from './services/webhook-events.js';
+import { WebhookSender } from './services/webhook-sender.js';
+import { WebhookService } from './services/webhook-service.js';
 import { exclusivePass, LOOP_LOCKS } from './services/exclusive-pass.js';
 import type { PassObserver } from './services/periodic-pass.js';
 import { pingDatabase } from './db/database.js';
@@ -96,6 +101,8 @@ export interface BackgroundLoops {
   /** Only with a driver: wakes parked agents when the edge asks. */
   wakes?: WakeListener;
   housekeeping: Housekeeping;
+  /** Delivers the webhook outbox; in every copy (claims keep each delivery to one). */
+  webhooks: WebhookDispatcher;
   /** Resolves once the first reconcile (adopt what runs, restart what is missing) and the first metering pass are done. */
   start(): Promise<void>;
   /** Stops every loop, after a last flush of the edge's counts and a last measure of replica time; nothing if never started. */
@@ -111,19 +118,21 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const accessKeys = new AccessKeyService(db, clock, edge);
   const presenter = { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage };
   const jobSettings = { runtimeImage: config.runtimeImage, urlOf: (slug: string) => agentUrl(slug, config.agentUrl) };
-  const runner = orchestrator ? new AgentRunner(db, orchestrator, box, jobSettings, clock, logger, edge, config.orchestratorConcurrency) : undefined;
-  const recorder = new DeploymentRecorder(clock, config.deploymentHistoryLimit);
+  // Webhook events are written to the outbox by the transactions that cause them.
+  const webhookEvents = new WebhookEvents(clock, presenter);
+  const runner = orchestrator ? new AgentRunner(db, orchestrator, box, jobSettings, clock, logger, edge, config.orchestratorConcurrency, webhookEvents) : undefined;
+  const recorder = new DeploymentRecorder(clock, config.deploymentHistoryLimit, webhookEvents);
   // Rollouts' progress: the driver's steps and every refresh of an agent reach the tracker; event streams wait on the notifier.
   const deploymentNotifier = new EventNotifier();
   if (driver && runner) {
-    const tracker = new DeploymentTracker(db, driver.clock, deploymentNotifier, logger.child({ component: 'deployment-tracker' }));
+    const tracker = new DeploymentTracker(db, driver.clock, deploymentNotifier, logger.child({ component: 'deployment-tracker' }), webhookEvents);
     driver.orchestrator.onProgress((progress) => void tracker.record(progress));
     runner.onObserved((agent, job) => tracker.settle(agent, job));
   }
   return {
     edge,
     runner,
-    deployments: new DeploymentService(db, clock, box, runner, presenter, recorder, edge),
+    deployments: new DeploymentService(db, clock, box, runner, presenter, recorder, edge, webhookEvents),
     deploymentHistory: new DeploymentHistoryService(db, presenter),
     deploymentEvents: new DeploymentEventFeed(db, deploymentNotifier),
     // The edge stamps each second of figures by the wall clock, so they are read by it too.
@@ -137,9 +146,10 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     }),
     apiKeys: new ApiKeyService(db, clock),
     accessKeys,
-    agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge, recorder),
+    agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge, recorder, webhookEvents),
     usage: new UsageService(db, redis, clock),
     subscriptions: new SubscriptionService(db, clock, edge, billing, logger.child({ component: 'subscriptions' })),
+    webhooks: new WebhookService(db, clock, box),
     accounts: new AccountService(db, clock, edge, runner, logger.child({ component: 'accounts' })),
     auditEvents: new AuditEventService(db),
   };
@@ -166,6 +176,13 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       exclusive: exclusivePass(db, LOOP_LOCKS.idleParker), onPass,
     })
     : undefined;
+  const { webhooks: hooks } = config;
+  const webhooks = new WebhookDispatcher(db, new SecretBox(config.masterKeys), new WebhookSender(hooks), {
+    batchSize: 10,
+    pollIntervalMs: hooks.pollIntervalMs,
+    retry: { baseMs: hooks.retryBaseMs, maxMs: hooks.retryMaxMs, windowMs: hooks.retryWindowMs },
+    timeoutMs: hooks.timeoutMs,
+  }, loggerOf('webhooks'));
   const wakes = driver ? new WakeListener(redis, services.deployments, services.edge, loggerOf('wake-listener')) : undefined;
   let started = false;
   return {
@@ -176,6 +193,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
     housekeeping,
     parker,
     wakes,
+    webhooks,
     async start() {
       started = true;
       await reconciler.start();
@@ -185,6 +203,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       await meter?.start();
       flusher.start();
       housekeeping.start();
+      webhooks.start();
     },
     async stop() {
       if (!started) return;
@@ -197,6 +216,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       await flusher.stop();
       await meter?.stop();
       await housekeeping.stop();
+      await webhooks.stop();
     },
   };
 }
@@ -217,6 +237,7 @@ export function buildControl(given: ControlDependencies): Control {
     ...accountRoutes(services.usage, services.subscriptions),
     ...accountUserRoutes(services.accounts),
     ...auditEventRoutes(services.auditEvents),
+    ...webhookRoutes(services.webhooks),
   ];
   const serverUrl = `http://${deps.config.host}:${deps.config.port}/v1`;
   const app = createApp({

@@ -57,6 +57,23 @@ export interface Config {
   readonly deploymentHistoryLimit: number;
   /** Days an audit event is kept; the hourly housekeeping pass deletes older ones (docs/audit.md). */
   readonly auditRetentionDays: number;
+  /** Delivery of webhook events (docs/webhooks.md). */
+  readonly webhooks: WebhookSettings;
+}
+
+export interface WebhookSettings {
+  /** One attempt's deadline. */
+  readonly timeoutMs: number;
+  /** Deliver to loopback, private and link-local addresses (a single-host install: `npm run up` sets it). */
+  readonly allowPrivateNetworks: boolean;
+  /** The first retry waits up to this long, each later one up to twice the one before … */
+  readonly retryBaseMs: number;
+  /** … but never more than this. */
+  readonly retryMaxMs: number;
+  /** No attempt is made later than this after the event. */
+  readonly retryWindowMs: number;
+  /** How long the dispatcher waits at most without a NOTIFY before it looks at the outbox. */
+  readonly pollIntervalMs: number;
 }
 
 export interface AutoscaleSettings {
@@ -135,6 +152,14 @@ export function loadConfig(env: Env): Config {
     }),
     deploymentHistoryLimit: read.integer('DEPLOYMENT_HISTORY_LIMIT', 50, 1, 1000),
     auditRetentionDays: read.integer('AUDIT_RETENTION_DAYS', 400, 1, 36_500),
+    webhooks: Object.freeze({
+      timeoutMs: read.integer('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),
+      allowPrivateNetworks: read.boolean('WEBHOOK_ALLOW_PRIVATE_NETWORKS', false),
+      retryBaseMs: read.integer('WEBHOOK_RETRY_BASE_MS', 10_000, 1, 3_600_000),
+      retryMaxMs: read.integer('WEBHOOK_RETRY_MAX_MS', 3_600_000, 1, 86_400_000),
+      retryWindowMs: read.integer('WEBHOOK_RETRY_WINDOW_SECONDS', 86_400, 1, 7 * 86_400) * 1000,
+      pollIntervalMs: read.integer('WEBHOOK_POLL_INTERVAL_MS', 30_000, 10, 3_600_000),
+    }),
   };
 
   const prefixProblem = keyPrefixProblem('REDIS_KEY_PREFIX', config.redisKeyPrefix);
@@ -145,6 +170,9 @@ export function loadConfig(env: Env): Config {
   // Node refuses a headersTimeout longer than requestTimeout.
   if (config.clientLimits.headersTimeoutMs > config.clientLimits.requestTimeoutMs) {
     read.report('CONTROL_HEADERS_TIMEOUT_MS: must not exceed CONTROL_REQUEST_TIMEOUT_MS (the headers are part of the request)');
+  }
+  if (config.webhooks.retryBaseMs > config.webhooks.retryMaxMs) {
+    read.report('WEBHOOK_RETRY_BASE_MS: must not exceed WEBHOOK_RETRY_MAX_MS (the first wait is one of the waits)');
   }
   read.throwIfProblems();
   return Object.freeze(config);

@@ -21,6 +21,7 @@ import type { Principal } from './principal.js';
 import { assertWithinLimits } from './quota.js';
 import { recordAudit } from './audit-log.js';
 import { fromTo } from './audit-details.js';
+import type { WebhookEvents } from './webhook-events.js';
 
 export interface AgentPage extends PageEnvelope {
   agents: Agent[];
@@ -36,6 +37,8 @@ export class AgentService {
     private readonly runner: AgentRunner | undefined,
     private readonly edge: EdgeSync,
     private readonly recorder: DeploymentRecorder,
+    /** Told of a deleted agent (agent.deleted), in the transaction that deletes it. */
+    private readonly events?: WebhookEvents,
   ) {}
 
   /**
@@ -167,6 +170,7 @@ export class AgentService {
         agentId: id,
         details: { name: current.name },
       });
+      await this.events?.record(repos, 'agent.deleted', current);
       await this.edge.write((projection) => projection.removeAgent(current.slug));
       return current;
     });

@@ -16,6 +16,7 @@ import type { Principal } from './principal.js';
 import { assertWithinLimits, type FootprintChange } from './quota.js';
 import { wakeable } from '../domain/scale-to-zero.js';
 import type { EdgeSync } from './edge-sync.js';
+import type { WebhookEvents } from './webhook-events.js';
 import { recordAudit } from './audit-log.js';
 import { deployChanges } from './audit-details.js';
 
@@ -52,19 +53,21 @@ export class DeploymentService {
     private readonly recorder: DeploymentRecorder,
     /** Told when a change makes the agent wakeable at the edge or not (scale to zero); none without an edge. */
     private readonly edge?: EdgeSync,
+    /** Told of a deploy, rollback or scale the plan refused (quota.exceeded). */
+    private readonly events?: WebhookEvents,
   ) {}
 
   /** A new version from the current deploy object with `input` over it; the model key stays unless env sets its variable. */
   async deploy(principal: Principal, audit: AuditContext, agentId: string, input: DeployInput, expectedVersion?: number): Promise<Agent> {
     if (input.build_path !== undefined) throw new PlatformError('BUILD_NOT_SUPPORTED');
-    const updated = await inTransaction(this.db, async (repos) => {
+    const updated = await this.announcingQuota(principal.accountId, agentId, () => inTransaction(this.db, async (repos) => {
       const agent = await this.lockForChange(repos, principal.accountId, agentId, expectedVersion);
       const deploy = resolveDeploy(input, agent.deploy, this.box);
       await this.checkQuota(repos, agent, footprintOf(deploy));
       const rolled = await this.rollOut(repos, principal, agent, { deploy }, null);
       await this.recordChange(repos, audit, rolled, 'agent.deploy', { version: rolled.deployed_version, changed: deployChanges(input) });
       return rolled;
-    });
+    }));
     this.runner?.request('run', updated);
     return agentView(updated, this.presenter);
   }
@@ -75,7 +78,7 @@ export class DeploymentService {
    * It rolls out like any deploy: health-gated, the serving replicas stay if it fails.
    */
   async rollback(principal: Principal, audit: AuditContext, agentId: string, input: RollbackBody, expectedVersion?: number): Promise<Agent> {
-    const updated = await inTransaction(this.db, async (repos) => {
+    const updated = await this.announcingQuota(principal.accountId, agentId, () => inTransaction(this.db, async (repos) => {
       const agent = await this.lockForChange(repos, principal.accountId, agentId, expectedVersion);
       const target = await repos.deployments.find(agent.id, input.deployment_id);
       if (!target) throw new PlatformError('DEPLOYMENT_NOT_FOUND');
@@ -84,7 +87,7 @@ export class DeploymentService {
       const rolled = await this.rollOut(repos, principal, agent, { deploy, model, provider, api_key_sealed, system_prompt }, target.id);
       await this.recordChange(repos, audit, rolled, 'agent.rollback', { version: rolled.deployed_version, deployment_id: target.id });
       return rolled;
-    });
+    }));
     this.runner?.request('run', updated);
     return agentView(updated, this.presenter);
   }
@@ -107,7 +110,7 @@ export class DeploymentService {
   }
 
   async scale(principal: Principal, audit: AuditContext, agentId: string, input: ScaleBody, expectedVersion?: number): Promise<ScaleResult> {
-    const { previous, updated } = await inTransaction(this.db, async (repos) => {
+    const { previous, updated } = await this.announcingQuota(principal.accountId, agentId, () => inTransaction(this.db, async (repos) => {
       const agent = await this.lockForChange(repos, principal.accountId, agentId, expectedVersion);
       const previous = agent.desired_replicas;
       const target = input.direction === 'up' ? previous + input.count : previous - input.count;
@@ -125,7 +128,7 @@ export class DeploymentService {
       const updated = await this.setReplicas(repos, agent, target);
       await this.recordChange(repos, audit, updated, 'agent.scale', { replicas_from: previous, replicas_to: target });
       return { previous, updated };
-    });
+    }));
     this.applyReplicas(updated);
     return {
       agent_id: agentId,
@@ -234,6 +237,27 @@ export class DeploymentService {
   private recordChange(repos: Repositories, audit: AuditContext, agent: AgentRow, action: 'agent.deploy' | 'agent.rollback' | 'agent.scale', details: AuditDetails): Promise<void> {
     const at = this.clock.now();
     return recordAudit(repos, audit, { accountId: agent.account_id, at, action, target: { type: 'agent', id: agent.id }, agentId: agent.id, details });
+  }
+
+  /**
+   * Runs `change` (a deploy, rollback or scale asked for by a user) and, when the plan
+   * refuses it, tells the account's webhooks (quota.exceeded) in a transaction of its own:
+   * the refused one rolls back. The platform's own scale-outs (autoscale, wake) are left
+   * out: they would repeat the refusal on every pass or request.
+   */
+  private async announcingQuota<T>(accountId: string, agentId: string, change: () => Promise<T>): Promise<T> {
+    try {
+      return await change();
+    } catch (error) {
+      if (isQuotaExceeded(error) && this.events) {
+        const events = this.events;
+        await inTransaction(this.db, async (repos) => {
+          const agent = await repos.agents.find(accountId, agentId);
+          if (agent) await events.record(repos, 'quota.exceeded', agent, { reason: error.message });
+        });
+      }
+      throw error;
+    }
   }
 
   /** The edge learns whether a request that finds no replica may start the agent, in the same transaction. */

@@ -1,0 +1,98 @@
+import assert from 'node:assert/strict';
+import { startControl, type TestControl } from './support/control-harness.js';
+import { createAgent, expectStatus } from './support/control-api.js';
+import { waitFor } from './support/wait.js';
+import { WebhookReceiver } from './support/webhook-receiver.js';
+
+const FAST_RETRIES = { WEBHOOK_RETRY_BASE_MS: '20', WEBHOOK_RETRY_MAX_MS: '100', WEBHOOK_POLL_INTERVAL_MS: '200' };
+
+/** Delivery across copies of the control API on one database, across a restart, and the address check. */
+describe('webhooks: delivery across copies, restarts and the address check', () => {
+  let receiver: WebhookReceiver;
+  const controls: TestControl[] = [];
+
+  const start = async (env: Record<string, string>, resume?: TestControl) => {
+    const control = await startControl({ ...FAST_RETRIES, ...env }, resume ? { resume: { database: resume.database } } : {});
+    controls.push(control);
+    return control;
+  };
+  const stop = async (control: TestControl) => {
+    await control.control.loops.webhooks.stop();
+    await control.close();
+    controls.splice(controls.indexOf(control), 1);
+  };
+  const subscribe = async (control: TestControl, token: string) => {
+    const created = await control.request('POST', '/account/webhooks', { token, body: { url: receiver.url(), events: ['agent.deployed', 'agent.deleted'] } });
+    expectStatus(created, 201);
+    return created.body as { id: string };
+  };
+
+  beforeEach(async () => {
+    receiver = await new WebhookReceiver().start();
+  });
+  afterEach(async () => {
+    for (const control of [...controls].reverse()) await stop(control);
+    await receiver.close();
+  });
+
+  it('refuses a receiver on 127.0.0.1 without WEBHOOK_ALLOW_PRIVATE_NETWORKS, before opening any connection, and records why', async () => {
+    const control = await start({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' });
+    control.control.loops.webhooks.start();
+    const { token } = await control.signUp();
+    const hook = await subscribe(control, token);
+    await createAgent(control, token, { deploy: { replicas: 0 } });
+    const attempts = await waitFor('a refused attempt', async () => {
+      const listed = await control.request('GET', `/account/webhooks/${hook.id}/deliveries`, { token });
+      return listed.body.deliveries.length ? listed.body.deliveries : undefined;
+    }, 10_000, 20);
+    assert.equal(attempts.at(-1).status_code, null);
+    assert.match(attempts.at(-1).error, /^refused: 127\.0\.0\.1 resolves to 127\.0\.0\.1, a loopback address \(WEBHOOK_ALLOW_PRIVATE_NETWORKS is off\)$/);
+    assert.equal(receiver.connections, 0);
+    assert.equal(receiver.received.length, 0);
+  });
+
+  it('with two copies on one database, each event reaches the receiver exactly once', async () => {
+    const first = await start({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    const second = await start({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, first);
+    const { token } = await first.signUp();
+    await subscribe(first, token);
+    // Written before either dispatcher runs, so both find all of them due at once and race for them.
+    const events = 12;
+    for (let i = 0; i < events / 2; i += 1) {
+      const agent = await createAgent(first, token, { deploy: { replicas: 0 } });
+      expectStatus(await first.request('DELETE', `/agents/${agent.id}`, { token }), 204);
+    }
+    first.control.loops.webhooks.start();
+    second.control.loops.webhooks.start();
+    await waitFor('every event', async () => (receiver.received.length >= events ? true : undefined), 10_000, 20);
+    // Both have drained the outbox: nothing more can come.
+    await waitFor('an empty outbox', async () => (Number((await first.db('webhook_outbox').count({ n: '*' }))[0]!.n) === 0 ? true : undefined), 10_000, 20);
+    await Promise.all([first.control.loops.webhooks.runOnce(), second.control.loops.webhooks.runOnce()]);
+    const ids = receiver.received.map((r) => String(r.headers['webhook-id']));
+    assert.equal(ids.length, events);
+    assert.equal(new Set(ids).size, events);
+    assert.equal(Number((await first.db('webhook_deliveries').count({ n: '*' }))[0]!.n), events, 'one attempt per event');
+  });
+
+  it('a copy stopped between attempts loses nothing: the next one carries on from Postgres', async () => {
+    receiver.answer({ status: 500 });
+    const first = await start({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    first.control.loops.webhooks.start();
+    const { token } = await first.signUp();
+    const hook = await subscribe(first, token);
+    await createAgent(first, token, { deploy: { replicas: 0 } });
+    await waitFor('a failed attempt', async () => (receiver.received.length > 0 ? true : undefined), 10_000, 20);
+    await stop(first);
+    const failures = receiver.received.length;
+
+    receiver.answer({ status: 200 });
+    const second = await start({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, first);
+    second.control.loops.webhooks.start();
+    await waitFor('the delivery', async () => (receiver.received.length > failures ? true : undefined), 10_000, 20);
+    const listed = await second.request('GET', `/account/webhooks/${hook.id}/deliveries`, { token });
+    const attempts = listed.body.deliveries.reverse();
+    assert.deepEqual(attempts.map((a: any) => a.attempt), Array.from({ length: failures + 1 }, (_, i) => i + 1));
+    assert.deepEqual(attempts.map((a: any) => a.status_code), [...Array<number>(failures).fill(500), 200]);
+    assert.equal(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size, 1);
+  });
+});
