@@ -46,6 +46,19 @@ describe('audit log: the system actor and plan changes', () => {
     );
   });
 
+  it('records parking an idle agent and waking it as agent.scale by the system', async () => {
+    const { token } = await control.signUp();
+    const agent = await createAgent(control, token, { deploy: { replicas: 1, auto_scale: true, min_replicas: 0, max_replicas: 2 } });
+    const deployments = control.control.services.deployments;
+    assert.equal(await deployments.park(agent.id, 1), true);
+    assert.equal(await deployments.wake(agent.id), 'woken');
+    const events = await auditEvents(control, token, 'action=agent.scale');
+    assert.deepEqual(events.map((event) => [event.actor, event.target.id, event.details]), [
+      [SYSTEM_ACTOR, agent.id, { replicas_from: 0, replicas_to: 1, by: 'wake' }],
+      [SYSTEM_ACTOR, agent.id, { replicas_from: 1, replicas_to: 0, by: 'idle_parker' }],
+    ]);
+  });
+
   it('records a plan change through the API by its owner, with the request id', async () => {
     const { token, user } = await control.signUp();
     const changed = await control.request('POST', '/account/subscription', { token, body: { plan: 'pro' } });
