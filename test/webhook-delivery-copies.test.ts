@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { repositoriesOn } from '../control/repositories/index.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, expectStatus } from './support/control-api.js';
 import { waitFor } from './support/wait.js';
@@ -94,5 +95,24 @@ describe('webhooks: delivery across copies, restarts and the address check', () 
     assert.deepEqual(attempts.map((a: any) => a.attempt), Array.from({ length: failures + 1 }, (_, i) => i + 1));
     assert.deepEqual(attempts.map((a: any) => a.status_code), [...Array<number>(failures).fill(500), 200]);
     assert.equal(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size, 1);
+  });
+
+  it('a delivery claimed by a copy that died mid-attempt is made again once its claim lapses', async () => {
+    const control = await start({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    const { token } = await control.signUp();
+    const hook = await subscribe(control, token);
+    await createAgent(control, token, { deploy: { replicas: 0 } });
+    // A copy claims the delivery and dies before recording anything: the row is leased, not lost.
+    const [claimed] = await repositoriesOn(control.db).webhookOutbox.claimDue(10, 60_000);
+    assert.equal(claimed!.attempt, 1);
+    await control.control.loops.webhooks.runOnce();
+    assert.equal(receiver.received.length, 0, 'not due while the claim holds');
+    // The lease lapses (as 40 s after a real claim).
+    await control.db('webhook_outbox').where({ id: claimed!.id }).update({ next_attempt_at: control.db.raw('now()') });
+    control.control.loops.webhooks.start();
+    await waitFor('the delivery', async () => (receiver.received.length ? true : undefined), 10_000, 20);
+    const listed = await control.request('GET', `/account/webhooks/${hook.id}/deliveries`, { token });
+    assert.deepEqual(listed.body.deliveries.map((d: any) => [d.attempt, d.status_code]), [[2, 200]], 'the lost attempt counts as made');
+    assert.equal(receiver.received[0]!.headers['webhook-id'], claimed!.event_id);
   });
 });
