@@ -8,3 +8,4 @@ node --import tsx bench/orchestration.bench.ts
 npm run bench --prefix runtime-image
 node --import tsx bench/authz.bench.ts
 node --import tsx bench/edge-overload.bench.ts
+node --import tsx bench/wake.bench.ts
