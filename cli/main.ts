@@ -1,6 +1,7 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { agents } from './commands/agents.js';
+import { audit } from './commands/audit.js';
 import { login, logout, register, whoami } from './commands/auth.js';
 import { deployments, rollback } from './commands/deployments.js';
 import { invoke } from './commands/invoke.js';
@@ -30,6 +31,7 @@ function parser(argv: string[]) {
     .command(usage)
     .command(deployments)
     .command(rollback)
+    .command(audit)
     .command(invoke)
     .completion('completion', 'Print a shell completion script (bash, zsh): agentctl completion >> ~/.bashrc')
     .demandCommand(1, 'Name a command: agentctl --help lists them')

@@ -39,7 +39,7 @@ describe('agentctl', function () {
 
   it('`npx agentctl --help` runs from the repository and lists every command', async () => {
     const { stdout } = await run('npx', ['agentctl', '--help'], { cwd: ROOT });
-    for (const name of ['register', 'login', 'logout', 'whoami', 'agents', 'logs', 'metrics', 'keys', 'api-keys', 'usage', 'deployments', 'rollback', 'invoke', 'completion']) {
+    for (const name of ['register', 'login', 'logout', 'whoami', 'agents', 'logs', 'metrics', 'keys', 'api-keys', 'usage', 'deployments', 'rollback', 'audit', 'invoke', 'completion']) {
       assert.match(stdout, new RegExp(`agentctl ${name}\\b`), name);
     }
   });
@@ -163,6 +163,16 @@ describe('agentctl', function () {
     const after = await user.json(['deployments', agent.id]);
     assert.equal(after.deployments[0].rollback_of, history.deployments[1].id);
     assert.equal((await user.run(['rollback', agent.id, '9'])).code, 1);
+  });
+
+  it('shows the audit log filtered by action and agent (by name or id), and exits 1 for an action the API refuses', async () => {
+    const agent = await user.json(['agents', 'create', '--name', 'audited by cli']);
+    const events = await user.json(['audit', '--action', 'agent.create', '--agent', 'audited by cli']);
+    assert.deepEqual(events.events.map((e: { action: string; target: { id: string } }) => [e.action, e.target.id]), [['agent.create', agent.id]]);
+    const shown = await user.run(['audit', '--agent', agent.id]);
+    assert.equal(shown.code, 0, shown.stderr);
+    assert.match(shown.stdout, new RegExp(`agent\\.create\\s+${email.replace(/[.]/g, '\\.')}\\s+agent ${agent.id}`));
+    assert.equal((await user.run(['audit', '--action', 'agent.explode'])).code, 1);
   });
 
   it('compiles to JavaScript that runs without tsx (npm run build:cli)', async () => {
