@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import pino from 'pino';
 import type { ConsulHealthCheck } from '../control/orchestrator/nomad/api-types.js';
 import { nextIndex } from '../control/orchestrator/nomad/blocking-watch.js';
@@ -24,7 +25,7 @@ describe('nomad driver: the Consul checks watch', function () {
   this.timeout(20_000);
   let server: Server;
   let address: string;
-  const queries: { index: string | null; filter: string | null; token: string | undefined; at: number }[] = [];
+  const queries: { index: string | null; filter: string | null; token: string | undefined }[] = [];
   /** What the next queries answer: a status and, for 200, the checks and index. */
   let answers: ({ status: 500 } | { status: 200; index: number; checks: ConsulHealthCheck[] })[] = [];
   let parked: ServerResponse[] = [];
@@ -32,7 +33,7 @@ describe('nomad driver: the Consul checks watch', function () {
   before(async () => {
     server = createServer((request, response) => {
       const url = new URL(request.url!, 'http://x');
-      queries.push({ index: url.searchParams.get('index'), filter: url.searchParams.get('filter'), token: request.headers['x-consul-token'] as string | undefined, at: Date.now() });
+      queries.push({ index: url.searchParams.get('index'), filter: url.searchParams.get('filter'), token: request.headers['x-consul-token'] as string | undefined });
       const answer = answers.shift();
       if (!answer) return void parked.push(response); // a blocking query with nothing new
       if (answer.status === 500) {
@@ -86,13 +87,21 @@ describe('nomad driver: the Consul checks watch', function () {
       { status: 200, index: 0, checks: [check(ALLOC, 'health', 'passing')] },
     ];
     const seen: PassingAllocations[] = [];
-    const watch = consulChecksWatch(consul(), { waitSeconds: 5, minIntervalMs: 150, backoffMs: 20, maxBackoffMs: 50 }, (passing) => seen.push(passing), pino({ level: 'silent' })).start();
+    // When the watch starts each query, seen from the client: the server's arrival times
+    // would add the connection's own delays, which a loaded machine makes uneven.
+    const client = consul();
+    const startedAt: number[] = [];
+    const request = client.request.bind(client);
+    client.request = ((...args: Parameters<typeof request>) => (startedAt.push(performance.now()), request(...args))) as typeof client.request;
+    const watch = consulChecksWatch(client, { waitSeconds: 5, minIntervalMs: 150, backoffMs: 20, maxBackoffMs: 50 }, (passing) => seen.push(passing), pino({ level: 'silent' })).start();
     try {
       await waitFor('the failures and the answers after them', async () => (queries.length >= 7 ? true : undefined));
       assert.deepEqual(queries.map((q) => q.index), [null, '41', '42', '42', '42', '42', '1'], 'no index lost across failures; a 0 index is clamped to 1');
       assert.ok(queries.every((q) => q.filter === 'ServiceTags contains "platform-agent"' && q.token === 'consul-token'));
-      const gaps = queries.slice(1, 3).map((q, i) => q.at - queries[i]!.at);
-      assert.ok(gaps.every((gap) => gap >= 140), `answers at once still wait the interval: ${gaps.join(', ')} ms`);
+      // A lower bound, which load can only lengthen: the two answers that came at once were
+      // each followed by the rest of the interval (a timer may fire up to a millisecond or two early of performance.now()).
+      const gaps = startedAt.slice(1, 3).map((at, i) => at - startedAt[i]!);
+      assert.ok(gaps.every((gap) => gap >= 148), `answers at once still wait the interval: ${gaps.map(Math.round).join(', ')} ms`);
       assert.deepEqual(seen.map((passing) => [...passing]), [[ALLOC]], 'listeners are called on changes only, and a failing Consul keeps the set');
       parked.shift()?.writeHead(200, { 'X-Consul-Index': '43' }).end('[]');
       await waitFor('the allocation to go', async () => (seen.length === 2 ? true : undefined));

@@ -1,3 +1,4 @@
+import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
 
 /** One answer of a blocking query: the body and the index it was read at. */
@@ -64,14 +65,15 @@ export class BlockingWatch<T> {
   private async run(): Promise<void> {
     let failures = 0;
     while (!this.stopped) {
-      const started = Date.now();
+      // Monotonic: a wall clock stepped back (NTP) must not stretch or skip the pause.
+      const started = performance.now();
       try {
         const { body, index } = await this.readOnce();
         failures = 0;
         this.index = nextIndex(this.index, index);
         this.onRead(body);
         this.resolveSynced();
-        await this.pause(this.options.minIntervalMs - (Date.now() - started));
+        await this.pause(this.options.minIntervalMs - (performance.now() - started));
       } catch (error) {
         if (this.stopped) return;
         failures += 1;
