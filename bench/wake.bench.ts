@@ -77,14 +77,30 @@ async function main(): Promise<void> {
 
     console.log(`${WAKES} wakes of ${config.runtimeImage} through the local edge`);
     const samples: number[] = [];
+    // Where the time goes: when the driver first reports the replica placed, and routable.
+    const phases = { placed: [] as number[], routable: [] as number[] };
+    let watch: { started: number; placed?: number; routable?: number } | undefined;
+    driver.orchestrator.onChange((id) => {
+      if (id !== agent.id || !watch) return;
+      const seen = watch;
+      void driver.orchestrator.status(id).then((status) => {
+        const at = performance.now() - seen.started;
+        if (seen.placed === undefined && (status?.replicas.length ?? 0) > 0) seen.placed = at;
+        if (seen.routable === undefined && status?.replicas.some((r) => r.state === 'running')) seen.routable = at;
+      });
+    });
     for (let i = 0; i < WAKES; i++) {
       if (!(await services.deployments.park(agent.id, 1))) throw new Error('could not park the agent');
       await until('parked: no upstream, no container', async () =>
         (await redis.scard(upstreams)) === 0 && ((await driver.orchestrator.status(agent.id))?.replicas.length ?? 0) === 0);
+      watch = { started: performance.now() };
       const answer = await firstByte(edge.port, host);
       if (answer.status !== 200) throw new Error(`wake ${i + 1} answered ${answer.status}`);
       samples.push(answer.ms);
-      console.log(`  wake ${i + 1}: ${answer.ms.toFixed(0)} ms`);
+      phases.placed.push(watch.placed ?? NaN);
+      phases.routable.push(watch.routable ?? NaN);
+      console.log(`  wake ${i + 1}: ${answer.ms.toFixed(0)} ms (replica placed at ${watch.placed?.toFixed(0)} ms, routable at ${watch.routable?.toFixed(0)} ms)`);
+      watch = undefined;
     }
     const result = {
       benchmark: 'wake-podman',
@@ -94,6 +110,9 @@ async function main(): Promise<void> {
       setup: 'local edge → authz (in process) → control API (in process) → podman; request sent to response head, a GET /health to a parked agent',
       podman_poll_interval_ms: config.podman.pollIntervalMs,
       wake: summarise(samples),
+      // From the request: the driver reporting the replica's container (the wake reached podman and `podman run` returned), then its port open.
+      replica_placed: summarise(phases.placed),
+      replica_routable: summarise(phases.routable),
     };
     console.log(JSON.stringify(result, null, 2));
     console.log(`written to ${writeResult('wake', result)}`);

@@ -36,13 +36,14 @@ export class AgentContainers {
   }
 
   /** Creates and starts the replica's container, replacing any of that name. */
-  async run(replicaId: string, spec: JobSpec): Promise<void> {
+  /** `fresh`: the name was never used, so there is no leftover container of it to discard (one podman call less on a start). */
+  async run(replicaId: string, spec: JobSpec, { fresh = false } = {}): Promise<void> {
     const { fileContent, inherited } = splitEnvironment(spec);
     const dir = mkdtempSync(join(tmpdir(), 'agent-env-'));
     const envFile = join(dir, 'env');
     try {
       writeFileSync(envFile, fileContent, { mode: 0o600 });
-      await this.discard(replicaId);
+      if (!fresh) await this.discard(replicaId);
       // Creation has the pull's deadline: a container that cannot be created in it fails the replica.
       await this.cli.run(runArguments({ replicaId, spec, envFile }, this.settings), this.settings.pullTimeoutMs, inherited);
     } finally {

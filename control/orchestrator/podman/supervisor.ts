@@ -43,10 +43,22 @@ export interface SupervisorParts {
  * claims, and converges each job as the replica state machine (replica-state.ts) decides.
  * Listeners hear of every agent whose replicas changed.
  */
+/**
+ * While a replica starts, it is looked at this often rather than every
+ * PODMAN_POLL_INTERVAL_MS, so it is routable within this of opening its port: a parked
+ * agent's wake waits on exactly this (issue 19, docs/autoscaling.md). Once its address is
+ * known a look is a TCP connect, not a `podman ps`; a tick follows only when a port opens.
+ */
+const STARTING_POLL_MS = 50;
+/** Only for a replica this young: one slow to open its port is looked at on the normal interval after. */
+const STARTING_POLL_WINDOW_MS = 15_000;
+
 export class Supervisor {
   private readonly listeners: ((agentId: string) => void)[] = [];
   private readonly pulls: ImagePulls;
   private timer: NodeJS.Timeout | undefined;
+  /** The quick look scheduled while a replica starts, if any. */
+  private soon: NodeJS.Timeout | undefined;
   /** Until the first reconcile, containers without a job may belong to agents not yet loaded: keep them. */
   private adopting = true;
   private closed = false;
@@ -63,6 +75,7 @@ export class Supervisor {
   stop(): void {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
+    clearTimeout(this.soon);
   }
 
   onChange(listener: (agentId: string) => void): void {
@@ -79,6 +92,25 @@ export class Supervisor {
     if (!this.adopting) await this.parts.containers.remove(strays);
     await Promise.all(this.parts.jobs.all().map((job) => this.converge(job, byReplica, changed)));
     this.notify([...changed]);
+    this.lookSoonWhileStarting();
+  }
+
+  private lookSoonWhileStarting(): void {
+    if (this.closed || this.soon) return;
+    const youngSince = this.parts.clock.now().getTime() - STARTING_POLL_WINDOW_MS;
+    const starting = this.parts.jobs.all().flatMap((job) => [...job.replicas.values()])
+      .filter((r) => r.state === 'starting' && !r.busy && r.startedAt !== null && r.startedAt.getTime() > youngSince);
+    if (starting.length === 0) return;
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      void this.parts.queue.run(async () => {
+        // A replica whose address is not known yet needs podman's view; the others only their port.
+        const addresses = starting.map((r) => splitAddress(r.address));
+        const ready = addresses.some(([host]) => host === null) || (await Promise.all(addresses.map(([host, port]) => opens(host!, port, STARTING_POLL_MS)))).some(Boolean);
+        if (ready) await this.tick();
+        else this.lookSoonWhileStarting();
+      });
+    }, STARTING_POLL_MS);
   }
 
   /** Once the jobs are all known: a tick that removes the containers no job claims, then their networks. */
@@ -178,7 +210,8 @@ export class Supervisor {
     try {
       if (preparationError) throw new Error(preparationError);
       this.parts.jobs.record(spec.agentId, creating(record));
-      await this.parts.containers.run(record.id, spec);
+      // A fresh random name: no container of it to discard first.
+      await this.parts.containers.run(record.id, spec, { fresh: true });
       this.parts.jobs.record(spec.agentId, launched(record, this.parts.clock.now()));
     } catch (error) {
       this.parts.jobs.record(spec.agentId, failed(record, describe(error)));
