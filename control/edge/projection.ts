@@ -1,7 +1,11 @@
-import type { ChainableCommander, Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 import {
   edgeAgentHash, edgeKeyNames, formatWakeEvent, WAKE_REFUSAL_TTL_SECONDS, WAKE_REFUSED_PREFIX, wakeEventsChannel, type EdgeAgent,
 } from '../../contract/edge-keys.js';
+
+/** KEYS: 1 wake key. ARGV: 1 wake-events channel, 2 the routable event. */
+const END_WAKE_SCRIPT = `if redis.call('DEL', KEYS[1]) == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end
+return 0`;
 
 export interface ProjectedAgent {
   agent: EdgeAgent;
@@ -41,8 +45,9 @@ export class EdgeProjection {
 
   async setUpstreams(slug: string, addresses: string[]): Promise<void> {
     const multi = this.redis.multi().del(edgeKeyNames.upstreams(slug));
-    if (addresses.length > 0) this.routable(multi.sadd(edgeKeyNames.upstreams(slug), ...addresses), slug);
+    if (addresses.length > 0) multi.sadd(edgeKeyNames.upstreams(slug), ...addresses);
     await multi.exec().then(throwOnFailure);
+    if (addresses.length > 0) await this.endWake(slug);
   }
 
   /**
@@ -60,11 +65,12 @@ export class EdgeProjection {
 
   /**
    * With a replica in the set, a wake is over: the next parking needs a new one, and Checks
-   * held for it (authz subscribes to the channel) read the set again. Published in the same
-   * MULTI as the set is written, so a Check woken by it finds the replica.
+   * held for it (authz subscribes to the channel) read the set again. Run after the set is
+   * written, so a Check woken by it finds the replica; published only when a wake was in
+   * progress, so the reconciler's rewrites of every agent cost authz nothing.
    */
-  private routable(multi: ChainableCommander, slug: string): ChainableCommander {
-    return multi.del(edgeKeyNames.wake(slug)).publish(this.wakeEvents, formatWakeEvent({ event: 'routable', slug }));
+  private async endWake(slug: string): Promise<void> {
+    await this.redis.eval(END_WAKE_SCRIPT, 1, edgeKeyNames.wake(slug), this.wakeEvents, formatWakeEvent({ event: 'routable', slug }));
   }
 
   async removeAgent(slug: string): Promise<void> {
@@ -84,8 +90,9 @@ export class EdgeProjection {
       .hset(edgeKeyNames.agent(agent.slug), edgeAgentHash(agent))
       .sadd(edgeKeyNames.index, agent.slug);
     if (keyHashes.length > 0) multi.sadd(edgeKeyNames.keys(agent.slug), ...keyHashes);
-    if (upstreams.length > 0) this.routable(multi.sadd(edgeKeyNames.upstreams(agent.slug), ...upstreams), agent.slug);
+    if (upstreams.length > 0) multi.sadd(edgeKeyNames.upstreams(agent.slug), ...upstreams);
     await multi.exec().then(throwOnFailure);
+    if (upstreams.length > 0) await this.endWake(agent.slug);
   }
 
   /** Removes every projected agent whose slug is not in `keep`. */
