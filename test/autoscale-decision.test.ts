@@ -23,6 +23,11 @@ describe('auto-scaling decision (control/domain/autoscale.ts)', () => {
       assert.deepEqual(decide({ current: 5, max: 5, requestsLastMinute: 100_000 }), { desired: 5, reason: 'steady' });
     });
 
+    it('never scales an agent with min_replicas 0 below one replica: going to 0 is parking, by the edge\'s idleness', () => {
+      assert.deepEqual(decide({ current: 1, min: 0, requestsLastMinute: 0, cpuPercent: 0 }), { desired: 1, reason: 'steady' });
+      assert.deepEqual(decide({ current: 2, min: 0, requestsLastMinute: 0, cpuPercent: 0 }), { desired: 1, reason: 'idle' });
+    });
+
     it('scales in one replica at a time when the load has gone', () => {
       assert.deepEqual(decide({ current: 5, requestsLastMinute: 0 }), { desired: 4, reason: 'idle' });
       assert.deepEqual(decide({ current: 2, requestsLastMinute: 0 }), { desired: 1, reason: 'idle' });

@@ -41,7 +41,10 @@ export interface AutoscaleDecision {
  * at once, cool-down or not.
  */
 export function decideReplicas(signals: AutoscaleSignals, targets: AutoscaleTargets): AutoscaleDecision {
-  const { current, min, max } = signals;
+  const { current, max } = signals;
+  // Load never takes an agent below one replica: 0 (min_replicas 0) is parking, decided by
+  // the edge's idleness (control/domain/scale-to-zero.ts), not by a quiet minute or low CPU.
+  const min = Math.max(signals.min, 1);
   if (current < min) return { desired: min, reason: 'below_min' };
   if (current > max) return { desired: max, reason: 'above_max' };
 

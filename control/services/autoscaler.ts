@@ -86,8 +86,7 @@ export class Autoscaler {
     const cpuPercent = await this.meanCpuOfAllotment(agent);
     const current = agent.desired_replicas;
     const decision = decideReplicas(
-      // Load never takes an agent below one replica: 0 is parking, the idle parker's call by the edge's idleness.
-      { current, min: Math.max(agent.deploy.min_replicas, 1), max: agent.deploy.max_replicas, requestsLastMinute: requests, cpuPercent, lastScaleAt: memory.lastScaleAt, now },
+      { current, min: agent.deploy.min_replicas, max: agent.deploy.max_replicas, requestsLastMinute: requests, cpuPercent, lastScaleAt: memory.lastScaleAt, now },
       { rpmPerReplica: this.settings.targetRpmPerReplica, cpuPercent: this.settings.targetCpuPercent, cooldownMs: this.settings.cooldownMs },
     );
     const signals = { agent_id: agent.id, requests_last_minute: requests, cpu_percent: cpuPercent, reason: decision.reason };
