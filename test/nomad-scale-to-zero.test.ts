@@ -6,6 +6,8 @@ import type { NomadDriver } from '../control/orchestrator/nomad/driver.js';
 import { startFakeCluster, type FakeCluster } from './support/fake-nomad/index.js';
 import { defaultNomadSettings, sampleSpec } from './support/nomad-samples.js';
 import { waitFor } from './support/wait.js';
+import { edgeKeyNames, WAKE_REQUESTED } from '../contract/edge-keys.js';
+import { startControl, type TestControl } from './support/control-harness.js';
 
 /**
  * Parking and waking on Nomad (issue 19): the platform parks through the driver's scale
@@ -47,5 +49,59 @@ describe('nomad driver: scale to zero and back', function () {
     await driver.scale(agentId, 1);
     await waitFor('woken: one replica running', async () => ((await running()) === 1 ? true : undefined), 30_000);
     assert.equal(((await cluster.job(`agent-${agentId}`)) as any).TaskGroups[0].Count, 1);
+  });
+});
+
+describe('scale to zero on Nomad, through the control API (fake Nomad, simulated allocations)', function () {
+  this.timeout(120_000);
+  let cluster: FakeCluster;
+  let control: TestControl;
+
+  before(async () => {
+    cluster = await startFakeCluster({ simulate: true });
+    control = await startControl({}, { nomad: cluster });
+    control.control.loops.wakes!.start();
+  });
+  after(async () => {
+    await control?.control.loops.wakes?.stop();
+    await control?.close();
+    await cluster?.close();
+  });
+
+  const countOf = async (agentId: string) => ((await cluster.job(`agent-${agentId}`)) as any).TaskGroups[0].Count as number;
+  /** What authz does for the first Check of a wake. */
+  async function requestWake(agent: { id: string; url: string }) {
+    await control.redis.set(edgeKeyNames.wake(new URL(agent.url).hostname.split('.')[0]!), WAKE_REQUESTED, 'EX', 30);
+    await control.redis.lpush(edgeKeyNames.wakeQueue, agent.id);
+  }
+
+  it('parks the job at count 0 and wakes it to 1 by the same driver scale call, and wakes it again after the Nomad Autoscaler took it to 0 on its own', async () => {
+    const { token } = await control.signUp();
+    const created = await control.request('POST', '/agents', {
+      token, body: { name: 'nomad-sleeper', api_key: 'sk-test', deploy: { replicas: 1, auto_scale: true, min_replicas: 0, max_replicas: 3 } },
+    });
+    assert.equal(created.status, 201, JSON.stringify(created.body));
+    const agent = created.body;
+    const shown = async () => (await control.request('GET', `/agents/${agent.id}`, { token })).body;
+    await waitFor('running', async () => ((await shown()).status === 'running' ? true : undefined), 60_000);
+    // The Nomad Autoscaler's floor is 1: it cannot see the edge.
+    assert.equal(((await cluster.job(`agent-${agent.id}`)) as any).TaskGroups[0].Scaling.Min, 1);
+
+    assert.equal(await control.control.services.deployments.park(agent.id, 1), true);
+    await waitFor('job at count 0', async () => ((await countOf(agent.id)) === 0 ? true : undefined), 30_000);
+    await waitFor('parked: running with 0 replicas', async () => {
+      const now = await shown();
+      return now.status === 'running' && now.replicas === 0 ? true : undefined;
+    }, 30_000);
+
+    await requestWake(agent);
+    await waitFor('woken: job at count 1', async () => ((await countOf(agent.id)) === 1 ? true : undefined), 30_000);
+    await waitFor('one replica', async () => ((await shown()).replicas === 1 ? true : undefined), 30_000);
+
+    // The Nomad Autoscaler (the block's Min is 0 since the wake used the scale endpoint) takes it to 0 behind the API's back.
+    await control.driver!.scale(agent.id, 0);
+    assert.equal(await countOf(agent.id), 0);
+    await requestWake(agent);
+    await waitFor('the count asked for, handed to Nomad again', async () => ((await countOf(agent.id)) === 1 ? true : undefined), 30_000);
   });
 });
