@@ -133,6 +133,7 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
     async close() {
       metricsServer.closeAllConnections();
       accessLog.endStreams();
+      wakes.releaseAll();
       await Promise.all([
         new Promise<void>((resolve) => metricsServer.close(() => resolve())),
         new Promise<void>((resolve) => grpcServer.tryShutdown(() => resolve())),

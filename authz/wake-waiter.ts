@@ -26,6 +26,8 @@ export interface WakeWaiter {
   wait(parked: Parked): Promise<Decision>;
   /** Checks held now. */
   readonly held: number;
+  /** Answers every held Check now, as at its timeout (a last read), so authz's shutdown does not wait out the wakes. */
+  releaseAll(): void;
 }
 
 /**
@@ -39,6 +41,7 @@ export function createWakeWaiter(deps: WakeWaiterDeps): WakeWaiter {
   const channel = wakeEventsChannel(deps.keyPrefix);
   const waiters = new Map<string, Set<() => void>>();
   let held = 0;
+  let releasing = false;
   deps.subscriber.on('message', (from: string, message: string) => {
     const event = from === channel ? parseWakeEvent(message) : undefined;
     const wakeUps = event && waiters.get(event.slug);
@@ -77,7 +80,7 @@ export function createWakeWaiter(deps: WakeWaiterDeps): WakeWaiter {
     const keys = { upstreams: edgeKeyNames.upstreams(slug), usage: edgeKeyNames.usage(slug, usageMonthOf(deps.clock.now())), wake: edgeKeyNames.wake(slug) };
     if (requested) await withDeadline(deps.redis.lpush(edgeKeyNames.wakeQueue, agentId), deps.redisTimeoutMs);
     for (;;) {
-      const remaining = deadline - performance.now();
+      const remaining = releasing ? 0 : deadline - performance.now();
       const next = nextEvent(slug, Math.max(0, remaining));
       let found: AfterWake;
       try {
@@ -111,6 +114,10 @@ export function createWakeWaiter(deps: WakeWaiterDeps): WakeWaiter {
     },
     get held() {
       return held;
+    },
+    releaseAll() {
+      releasing = true;
+      for (const wakeUps of [...waiters.values()]) for (const wakeUp of [...wakeUps]) wakeUp();
     },
   };
 }

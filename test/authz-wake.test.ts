@@ -103,6 +103,21 @@ describe('authz: Checks for a parked agent wait for its wake', function () {
     assert.equal(denial.headers['content-type'], 'text/plain');
   });
 
+  it('answers the Checks it holds when it stops, instead of keeping its shutdown waiting out the wake timeout', async function () {
+    this.timeout(10_000); // far below the 30 s wake timeout of this authz
+    const patient = await startTestAuthz({ redis, clock, agentDomain: domain, wakeTimeoutSeconds: 30 });
+    const agentSlug = slug('stopping');
+    await writer.putAgent({ slug: agentSlug, access: 'public', wakeable: true });
+    const held = patient.client.check({ host: hostOf(agentSlug) });
+    await waitFor('held', async () => (patient.authz.heldForWake === 1 ? true : undefined), 5_000);
+    const closing = patient.authz.close();
+    const denial = denialOf(await held);
+    assert.equal(denial.httpStatus, 'ServiceUnavailable');
+    assert.equal(denial.headers['retry-after'], '5');
+    await closing;
+    patient.client.close();
+  });
+
   it('answers an agent that does not scale to zero and has no replica at once, waking nothing', async () => {
     const agentSlug = slug('stopped');
     await writer.putAgent({ slug: agentSlug, access: 'public', wakeable: false });
