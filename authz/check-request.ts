@@ -14,6 +14,12 @@ export interface CheckRequest {
         path?: string;
         scheme?: string;
         protocol?: string;
+        /**
+         * Envoy fills this map unless ext_authz's `encode_raw_headers` is set, which sends
+         * `header_map` instead (envoy source/extensions/filters/common/ext_authz/
+         * check_request_utils.cc, `CheckRequestUtils::setHttpRequest`); envoy.yaml leaves it
+         * unset, and Envoy joins a repeated header's values with "," here.
+         */
         headers?: Record<string, string>;
       } | null;
     } | null;
@@ -22,6 +28,18 @@ export interface CheckRequest {
 
 interface PeerAttributes {
   address?: { socket_address?: { address?: string; port_value?: number } | null } | null;
+}
+
+/** The four strings of a CheckRequest a decision reads, as on the wire. */
+export interface CheckRequestFields {
+  /** `attributes.request.http.host`, '' when absent. */
+  host: string;
+  /** `attributes.source.address.socket_address.address`, '' when absent. */
+  peer: string;
+  /** The `authorization` entry of `attributes.request.http.headers`. */
+  authorization: string | undefined;
+  /** The `x-envoy-external-address` entry of the same map. */
+  externalAddress: string | undefined;
 }
 
 /** What the checker needs from a CheckRequest, already picked out. */
@@ -35,20 +53,29 @@ export interface RequestFacts {
 
 const BEARER_ACCESS_KEY = /^bearer\s+(agk_\S+)\s*$/i;
 
+/** The fields of a CheckRequest as proto-loader decodes it (the fast decoder's fallback and reference). */
+export function fieldsOf(request: CheckRequest): CheckRequestFields {
+  const http = request.attributes?.request?.http;
+  const headers = http?.headers ?? {};
+  return {
+    host: http?.host ?? '',
+    peer: request.attributes?.source?.address?.socket_address?.address ?? '',
+    authorization: headers.authorization,
+    externalAddress: headers['x-envoy-external-address'],
+  };
+}
+
 /**
  * `trustExternalAddress`: the caller comes from `x-envoy-external-address` (Envoy behind
  * trusted proxies) rather than the TCP peer; when the header is absent (Envoy sets it only
  * for external clients), the peer is still the best answer.
  */
-export function factsOf(request: CheckRequest, trustExternalAddress: boolean): RequestFacts {
-  const http = request.attributes?.request?.http;
-  const headers = http?.headers ?? {};
-  const peer = request.attributes?.source?.address?.socket_address?.address ?? '';
-  const external = trustExternalAddress ? headers['x-envoy-external-address']?.trim() : undefined;
-  const match = BEARER_ACCESS_KEY.exec(headers.authorization ?? '');
+export function factsOf(fields: CheckRequestFields, trustExternalAddress: boolean): RequestFacts {
+  const external = trustExternalAddress ? fields.externalAddress?.trim() : undefined;
+  const match = BEARER_ACCESS_KEY.exec(fields.authorization ?? '');
   return {
-    host: http?.host ?? '',
-    caller: external || peer || 'unknown',
+    host: fields.host,
+    caller: external || fields.peer || 'unknown',
     accessKey: match?.[1] ?? null,
   };
 }

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../contract/clock.js';
 import { slugFromHost } from './agent-host.js';
-import { factsOf, type CheckRequest } from './check-request.js';
+import type { RequestFacts } from './check-request.js';
 import type { CheckScriptReply, RunCheckScript } from './check-script.js';
 import { withDeadline } from '../contract/deadline.js';
 import type { CheckResult } from './decision.js';
@@ -22,12 +22,12 @@ export interface CheckerDeps {
   onRedisError: (error: Error) => void;
 }
 
-export type Checker = (request: CheckRequest) => Promise<CheckResult>;
+/** Takes the facts the Check's deserializer picked out (authz/check-request-decoder.ts). */
+export type Checker = (facts: RequestFacts) => Promise<CheckResult>;
 
 /** Decides one Check: the hostname here, everything else in one Redis round trip. */
 export function createChecker(settings: CheckerSettings, deps: CheckerDeps): Checker {
-  return async (request) => {
-    const facts = factsOf(request, settings.trustExternalAddress);
+  return async (facts) => {
     const slug = slugFromHost(facts.host, settings.agentDomain);
     if (slug === null) return { outcome: 'unknown_agent' };
 

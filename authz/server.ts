@@ -1,6 +1,6 @@
 import { once } from 'node:events';
 import type { AddressInfo } from 'node:net';
-import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall } from '@grpc/grpc-js';
+import { Server, ServerCredentials, type sendUnaryData, type ServerUnaryCall, type ServiceDefinition } from '@grpc/grpc-js';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ACCESS_LOG_SERVICE, AUTHORIZATION_SERVICE, loadAccessLogService, loadAuthorizationService } from '../proto/load.js';
@@ -8,7 +8,8 @@ import { createRequestFigureRecorder } from '../contract/request-figure-recorder
 import { createAccessLogService } from './access-log-service.js';
 import type { Clock } from '../contract/clock.js';
 import type { AuthzConfig } from './config.js';
-import type { CheckRequest } from './check-request.js';
+import type { RequestFacts } from './check-request.js';
+import { checkRequestDeserializer } from './check-request-decoder.js';
 import { buildCheckResponse, type CheckResponseMessage } from './check-response.js';
 import { defineCheckScript } from './check-script.js';
 import { createAdmission } from './admission.js';
@@ -76,8 +77,8 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
   });
 
   const grpcServer = new Server();
-  grpcServer.addService(loadAuthorizationService().service, {
-    Check(call: ServerUnaryCall<CheckRequest, CheckResponseMessage>, callback: sendUnaryData<CheckResponseMessage>) {
+  grpcServer.addService(authorizationService(config.trustExternalAddress), {
+    Check(call: ServerUnaryCall<RequestFacts, CheckResponseMessage>, callback: sendUnaryData<CheckResponseMessage>) {
       const started = process.hrtime.bigint();
       // A shed Check is a denial like any other (503 + Retry-After), never a gRPC error,
       // so Envoy answers the caller with it rather than with status_on_error.
@@ -142,6 +143,16 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
       subscriber.disconnect();
     },
   };
+}
+
+/**
+ * Envoy's Authorization service as proto-loader defines it, but Check's request decoded
+ * by the fast walk to the request facts (proto-loader's full decode only when it is unsure).
+ */
+function authorizationService(trustExternalAddress: boolean): ServiceDefinition {
+  const { service } = loadAuthorizationService();
+  const check = service.Check!;
+  return { ...service, Check: { ...check, requestDeserialize: checkRequestDeserializer(check.requestDeserialize, trustExternalAddress) } };
 }
 
 function throttled<T>(intervalMs: number, action: (value: T) => void): (value: T) => void {
