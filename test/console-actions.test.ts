@@ -235,6 +235,48 @@ describe('the web console: agent actions', function () {
     });
   });
 
+  it('creates an auto-scaled agent that may park from the form; parked, it says so, and Try it wakes it', async function () {
+    control.control.loops.wakes!.start();
+    // A page of its own: the steps above sign in on theirs.
+    const own = await context.newPage();
+    try {
+      await own.goto(`${root}/`);
+      await own.evaluate((token) => sessionStorage.setItem('agent-platform.session', token), user.token);
+      await own.reload();
+      await own.getByRole('button', { name: 'New agent' }).click();
+      await own.getByLabel('Name', { exact: true }).fill('parks-when-idle');
+      await own.getByLabel('Access').selectOption('public');
+      await own.getByRole('button', { name: 'Add variable' }).click();
+      await own.getByLabel('Name 1').fill('MODE');
+      await own.getByLabel('Value 1').fill('agent');
+      await own.getByLabel('Auto-scale').check();
+      await own.getByLabel('Min replicas').fill('0');
+      await own.getByLabel('Max replicas').fill('2');
+      await own.getByLabel('Park when idle for (seconds)').fill('120');
+      await own.getByRole('button', { name: 'Create and deploy' }).click();
+      await own.getByRole('heading', { name: 'parks-when-idle' }).waitFor();
+      const id = new URL(own.url()).pathname.split('/').at(-1)!;
+      const { deploy } = (await api('GET', `/agents/${id}`)).body;
+      assert.deepEqual([deploy.auto_scale, deploy.min_replicas, deploy.max_replicas, deploy.scale_to_zero_after_seconds], [true, 0, 2, 120]);
+      await own.locator('[data-status="running"]').waitFor({ timeout: 90_000 });
+
+      // Parked as the idle parker parks it (its timing is scale-to-zero-podman.test.ts's).
+      assert.equal(await control.control.services.deployments.park(id, 1), true);
+      await own.getByText('0 replicas (parked: the next request wakes it)').waitFor({ timeout: 30_000 });
+      await own.getByRole('tab', { name: 'Try it', exact: true }).click();
+      await own.getByLabel('Input').fill('wake up');
+      await own.getByRole('button', { name: 'Send' }).click();
+      await own.locator('output.answer').filter({ hasText: 'echo: wake up' }).or(own.getByRole('alert')).waitFor({ timeout: 60_000 });
+      assert.equal(await own.getByRole('alert').count(), 0, await own.getByRole('alert').allInnerTexts().then((texts) => texts.join(' | ')));
+      assert.match(await own.locator('output.answer').innerText(), /^echo: wake up\s*$/);
+      await own.getByText(/^1 replica · public/).waitFor({ timeout: 30_000 });
+      await api('DELETE', `/agents/${id}`);
+    } finally {
+      await own.close();
+      await control.control.loops.wakes!.stop();
+    }
+  });
+
   it('pages through more agents than one page holds', async function () {
     const many = await control.signUp();
     // 21 agents: past the free plan's 10, so this account is on pro (as control-quotas.test.ts does).

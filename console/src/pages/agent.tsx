@@ -41,7 +41,8 @@ export function AgentPage({ id }: { id: string }) {
       {agent.error && <p class="error">{agent.error}</p>}
       <p class="url-row"><span class="url" id="agent-url">{agent.url}</span> <CopyButton text={agent.url} label="Copy the agent's URL" /></p>
       <p>
-        {agent.replicas} replica{agent.replicas === 1 ? '' : 's'} · {agent.access} · model {agent.model} ·{' '}
+        {agent.replicas} replica{agent.replicas === 1 ? '' : 's'}
+        {agent.status === 'running' && agent.replicas === 0 ? ' (parked: the next request wakes it)' : ''} · {agent.access} · model {agent.model} ·{' '}
         {agent.rate_limit_rpm === null ? 'default rate limit' : `rate limit ${agent.rate_limit_rpm}/min per caller`}
       </p>
       <RolloutProgress agentId={agent.id} version={agent.version} />

@@ -15,6 +15,7 @@ export function NewAgentPage() {
   const [env, setEnv] = useState<EnvRow[]>([]);
   const [error, setError] = useState('');
   const [busy, setBusy] = useState(false);
+  const [autoScale, setAutoScale] = useState(false);
 
   const submit = async (event: Event) => {
     event.preventDefault();
@@ -35,6 +36,9 @@ export function NewAgentPage() {
         replicas: number('replicas'),
         resources: { cpu: number('cpu'), memory_mb: number('memory_mb') },
         env: env.filter((row) => row.key),
+        ...(autoScale
+          ? { auto_scale: true, min_replicas: number('min_replicas'), max_replicas: number('max_replicas'), scale_to_zero_after_seconds: number('scale_to_zero_after_seconds') }
+          : {}),
       },
     };
     setBusy(true);
@@ -68,6 +72,20 @@ export function NewAgentPage() {
         <Field label="CPU" name="cpu" type="number" step="0.1" min={0.1} placeholder="vCPUs" />
         <Field label="Memory (MiB)" name="memory_mb" type="number" min={64} />
         <Field label="Tags" name="tags" placeholder="comma separated" />
+        <fieldset>
+          <legend>Auto-scaling</legend>
+          <label class="check">
+            <input type="checkbox" name="auto_scale" checked={autoScale} onChange={(event) => setAutoScale(event.currentTarget.checked)} /> Auto-scale
+          </label>
+          {autoScale && (
+            <>
+              <Field label="Min replicas" name="min_replicas" type="number" min={0} max={100} value="1" />
+              <Field label="Max replicas" name="max_replicas" type="number" min={1} max={100} value="3" />
+              {/* docs/autoscaling.md: only with a minimum of 0 is the agent parked when idle, and woken by its next request. */}
+              <Field label="Park when idle for (seconds)" name="scale_to_zero_after_seconds" type="number" min={30} max={86400} placeholder="300" />
+            </>
+          )}
+        </fieldset>
         <fieldset>
           <legend>Environment</legend>
           {env.map((row, index) => (
