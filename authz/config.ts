@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { keyPrefixProblem } from '../contract/key-prefix.js';
 
 /**
@@ -30,6 +31,11 @@ export interface AuthzConfig {
    * it the answer is a 503 with Retry-After. envoy.yaml's ext_authz timeout must exceed it.
    */
   readonly wakeTimeoutSeconds: number;
+  /**
+   * Processes serving Checks behind the one gRPC port (node:cluster; authz/cluster.ts), each
+   * with its own Redis connection. 1 runs a single process, no cluster.
+   */
+  readonly workers: number;
 }
 
 /** WAKE_TIMEOUT_SECONDS's upper bound: envoy.yaml's ext_authz timeout (35 s) leaves 5 s above it. */
@@ -92,6 +98,8 @@ export function loadAuthzConfig(env: Env): AuthzConfig {
     maxQueued: integer('AUTHZ_MAX_QUEUED', 1_024, 0, 1_000_000),
     // Below envoy.yaml's 35 s ext_authz timeout, so a held Check gets authz's own 503, not Envoy's.
     wakeTimeoutSeconds: integer('WAKE_TIMEOUT_SECONDS', 30, 1, WAKE_TIMEOUT_MAX_SECONDS, " (under envoy.yaml's 35 s ext_authz timeout)"),
+    // A Check is CPU-bound in authz (Redis does its part elsewhere): one process per core.
+    workers: integer('AUTHZ_WORKERS', availableParallelism(), 1, 256),
   };
   if (problems.length > 0) throw new AuthzConfigError(problems);
   return Object.freeze(config);

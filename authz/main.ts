@@ -1,14 +1,18 @@
+import cluster from 'node:cluster';
 import { pino } from 'pino';
 import { Redis } from 'ioredis';
 import { systemClock } from '../contract/clock.js';
 import { loadAuthzConfig } from './config.js';
 import { startAuthz } from './server.js';
+import { shareMetricsWithPrimary, startAuthzPrimary } from './cluster.js';
 
 /**
  * authz as a process: Envoy's ext_authz service on AUTHZ_HOST:AUTHZ_GRPC_PORT (gRPC,
  * insecure HTTP/2: Envoy reaches it on the same host) and, on AUTHZ_METRICS_PORT,
  * Prometheus metrics (/metrics: authz's families and the process's) and the probes /livez,
- * /readyz and /healthz (authz/ops-server.ts).
+ * /readyz and /healthz (authz/ops-server.ts). With AUTHZ_WORKERS > 1 this process is the
+ * cluster primary: its workers serve the gRPC port, it serves the metrics port (authz/cluster.ts).
+ * Each process has one Redis connection (the primary's answers /readyz only).
  */
 const config = loadAuthzConfig(process.env);
 const logger = pino({ name: 'authz', redact: { paths: ['*.authorization', 'headers.authorization'], censor: '[redacted]' } });
@@ -28,12 +32,27 @@ const redis = new Redis(config.redisUrl, {
 });
 redis.on('error', (error) => logger.debug({ err: error }, 'Redis connection error'));
 
-const authz = await startAuthz(config, { redis, clock: systemClock, logger });
-logger.info({ grpc: authz.grpcAddress, metrics: `${config.host}:${authz.metricsPort}`, agentDomain: config.agentDomain }, 'authz listening');
-
+const stop = await start();
+let stopping = false;
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
-  process.once(signal, () => {
+  // A terminal's Ctrl-C reaches a cluster's workers and its primary, whose stop sends them
+  // SIGTERM too: the first signal stops, later ones wait for it.
+  process.on(signal, () => {
+    if (stopping) return;
+    stopping = true;
     logger.info({ signal }, 'authz stopping');
-    void authz.close().finally(() => redis.quit().finally(() => process.exit(0)));
+    void stop().finally(() => redis.quit().finally(() => process.exit(0)));
   });
+}
+
+async function start(): Promise<() => Promise<void>> {
+  if (config.workers > 1 && cluster.isPrimary) {
+    const primary = await startAuthzPrimary(config, { redis, logger });
+    logger.info({ workers: config.workers, metrics: `${config.host}:${primary.metricsPort}` }, 'authz started its workers');
+    return () => primary.stop();
+  }
+  const authz = await startAuthz(config, { redis, clock: systemClock, logger }, { serveOps: cluster.isPrimary });
+  if (cluster.isWorker) shareMetricsWithPrimary(authz.metrics.registry);
+  logger.info({ grpc: authz.grpcAddress, metrics: authz.metricsPort ? `${config.host}:${authz.metricsPort}` : 'the primary', agentDomain: config.agentDomain }, 'authz listening');
+  return () => authz.close();
 }

@@ -44,11 +44,23 @@ export function createAuthzMetrics(): AuthzMetrics {
     help: 'Checks whose Redis round trip failed or missed its deadline.',
     registers: [registry],
   });
-  for (const label of Object.values(OUTCOME_LABELS)) checks.labels(label).inc(0);
+  // With AUTHZ_WORKERS > 1 the primary's /metrics adds the workers' families up; this one
+  // keeps each process apart, to see the workers share the load.
+  const processChecks = new Counter({
+    name: 'authz_process_checks_total',
+    help: 'Checks answered by each authz process (a cluster worker, or the one process), by pid.',
+    labelNames: ['pid'] as const,
+    registers: [registry],
+  }).labels(String(process.pid));
+  processChecks.inc(0);
+  // Each outcome's child looked up once, not per Check.
+  const byOutcome = new Map(Object.entries(OUTCOME_LABELS).map(([outcome, label]) => [outcome as Outcome, checks.labels(label)]));
+  for (const child of byOutcome.values()) child.inc(0);
   return {
     registry: Registry.merge([registry, processMetrics()]),
     recordCheck(outcome, seconds) {
-      checks.labels(OUTCOME_LABELS[outcome]).inc();
+      byOutcome.get(outcome)!.inc();
+      processChecks.inc();
       latency.observe(seconds);
     },
     recordRedisError() {

@@ -1,8 +1,8 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { Registry } from 'prom-client';
 
 export interface OpsEndpoints {
-  registry: Registry;
+  /** A Registry, or what serves a cluster's workers' metrics added up (authz/cluster.ts). */
+  registry: { metrics(): Promise<string>; readonly contentType: string };
   /** Redis answers within the Check deadline: the same question the gRPC health service asks. */
   isReady: () => Promise<boolean>;
 }

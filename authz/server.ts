@@ -31,6 +31,7 @@ export interface RunningAuthz {
   /** `host:port` of the gRPC server (Authorization and Health). */
   grpcAddress: string;
   grpcPort: number;
+  /** 0 in a cluster worker, which serves no ops port: the primary serves it for all (authz/cluster.ts). */
   metricsPort: number;
   metrics: AuthzMetrics;
   /** Checks held now for a parked agent's wake. */
@@ -43,8 +44,13 @@ const REDIS_ERROR_LOG_INTERVAL_MS = 5_000;
 /** A shed Check's answer: the queue drains within a second at any load authz can bear. */
 const SHED: Decision = { outcome: 'overloaded', retryAfterSeconds: 1 };
 
+export interface AuthzOptions {
+  /** Serve /metrics and the probes on config.metricsPort (default); a cluster worker does not. */
+  serveOps?: boolean;
+}
+
 /** The composition root of authz: builds the checker from its deps and serves it. Port 0 picks free ports. */
-export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<RunningAuthz> {
+export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOps = true }: AuthzOptions = {}): Promise<RunningAuthz> {
   const metrics = createAuthzMetrics();
   const logRedisError = throttled(REDIS_ERROR_LOG_INTERVAL_MS, (error: Error) =>
     deps.logger.warn({ err: error }, 'Redis failed a Check; answering 503 until it recovers'),
@@ -112,10 +118,10 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
     ),
   );
 
-  const metricsServer = createOpsServer({ registry: metrics.registry, isReady });
-  metricsServer.listen(config.metricsPort, config.host);
+  const metricsServer = serveOps ? createOpsServer({ registry: metrics.registry, isReady }) : null;
+  metricsServer?.listen(config.metricsPort, config.host);
   try {
-    await once(metricsServer, 'listening');
+    if (metricsServer) await once(metricsServer, 'listening');
   } catch (error) {
     grpcServer.forceShutdown();
     subscriber.disconnect();
@@ -126,17 +132,17 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps): Promise<
   return {
     grpcAddress: `${config.host}:${grpcPort}`,
     grpcPort,
-    metricsPort: (metricsServer.address() as AddressInfo).port,
+    metricsPort: metricsServer ? (metricsServer.address() as AddressInfo).port : 0,
     metrics,
     get heldForWake() {
       return wakes.held;
     },
     async close() {
-      metricsServer.closeAllConnections();
+      metricsServer?.closeAllConnections();
       accessLog.endStreams();
       wakes.releaseAll();
       await Promise.all([
-        new Promise<void>((resolve) => metricsServer.close(() => resolve())),
+        new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve())),
         new Promise<void>((resolve) => grpcServer.tryShutdown(() => resolve())),
       ]);
       await figures.close();

@@ -153,6 +153,10 @@ job "platform-authz" {
         AGENT_DOMAIN           = var.agent_domain
         AUTHZ_REDIS_TIMEOUT_MS = "100"
         WAKE_TIMEOUT_SECONDS   = var.wake_timeout_seconds
+        # One process per copy: resources below reserve one core, and a container sees the
+        # host's cores (os.availableParallelism ignores Docker's CPU share). Scale with
+        # count, or raise cpu (and memory) with the workers.
+        AUTHZ_WORKERS          = "1"
       }
 
       # `.KEY.Value | toJSON` marshals the plain string (json.Marshal: \u0026, \n, \u0001…),

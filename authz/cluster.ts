@@ -1,0 +1,83 @@
+import cluster, { type Worker } from 'node:cluster';
+import { once } from 'node:events';
+import type { AddressInfo } from 'node:net';
+import type { Redis } from 'ioredis';
+import type { Logger } from 'pino';
+import { AggregatorRegistry, type Registry } from 'prom-client';
+import { withDeadline } from '../contract/deadline.js';
+import type { AuthzConfig } from './config.js';
+import { createOpsServer } from './ops-server.js';
+
+/**
+ * AUTHZ_WORKERS > 1: this process, the cluster primary, forks the workers and each runs
+ * authz (startAuthz) on the same gRPC port. grpc-js binds with net's listen
+ * (@grpc/grpc-js build/src/server.js, `bindOneAddress`: `http2Server.listen(address)`), and
+ * in a cluster worker Node hands a listen to the primary, which holds the one socket and
+ * deals connections out to the workers in turn (Node's cluster docs, "How it works").
+ * grpc-js 1.14 has no SO_REUSEPORT option (no `reuseport` anywhere in its source), and
+ * needs none. A gRPC connection stays with its worker; Envoy keeps several.
+ *
+ * The primary serves no Check. It serves the ops port once: /metrics adds the workers'
+ * families up (prom-client's AggregatorRegistry asks each worker over IPC), /readyz asks
+ * Redis on a connection of its own. A worker that exits is replaced; stopping sends each
+ * worker SIGTERM (its own graceful close) and waits for all of them.
+ */
+
+/** A crashing worker is replaced after this pause, so a worker that cannot start does not spin. */
+const RESPAWN_DELAY_MS = 500;
+
+export interface AuthzPrimary {
+  metricsPort: number;
+  /** Stops every worker (each closes gracefully) and the ops port. */
+  stop(): Promise<void>;
+}
+
+export async function startAuthzPrimary(config: AuthzConfig, deps: { redis: Redis; logger: Logger }): Promise<AuthzPrimary> {
+  let stopping = false;
+  const respawns = new Set<NodeJS.Timeout>();
+  const fork = () => cluster.fork().on('online', () => deps.logger.debug('authz worker online'));
+  cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
+    if (stopping) return;
+    deps.logger.warn({ workerPid: worker.process.pid, code, signal }, 'authz worker exited; starting another');
+    const timer = setTimeout(() => {
+      respawns.delete(timer);
+      if (!stopping) fork();
+    }, RESPAWN_DELAY_MS);
+    respawns.add(timer);
+  });
+  for (let i = 0; i < config.workers; i += 1) fork();
+
+  const aggregator = new AggregatorRegistry();
+  const ops = createOpsServer({
+    registry: { metrics: () => aggregator.clusterMetrics(), contentType: aggregator.contentType },
+    isReady: async () => (await withDeadline(deps.redis.ping(), config.redisTimeoutMs)) === 'PONG',
+  });
+  ops.listen(config.metricsPort, config.host);
+  await once(ops, 'listening');
+
+  return {
+    metricsPort: (ops.address() as AddressInfo).port,
+    async stop() {
+      stopping = true;
+      for (const timer of respawns) clearTimeout(timer);
+      const workers = Object.values(cluster.workers ?? {}).filter((worker): worker is Worker => worker !== undefined);
+      await Promise.all(
+        workers.map((worker) => {
+          if (worker.isDead()) return undefined;
+          const exited = once(worker, 'exit');
+          worker.process.kill('SIGTERM');
+          return exited;
+        }),
+      );
+      ops.closeAllConnections();
+      await new Promise<void>((resolve) => ops.close(() => resolve()));
+    },
+  };
+}
+
+/** In a worker: answer the primary's requests for this process's metrics (prom-client's cluster protocol). */
+export function shareMetricsWithPrimary(registry: Registry): void {
+  // Constructing one installs the worker's IPC listener (prom-client lib/cluster.js, addListeners).
+  new AggregatorRegistry();
+  AggregatorRegistry.setRegistries([registry]);
+}

@@ -1,0 +1,115 @@
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { credentials } from '@grpc/grpc-js';
+import type { Redis } from 'ioredis';
+import { loadAuthorizationService } from '../proto/load.js';
+import { freePort } from '../scripts/lib/local-services.js';
+import { connectTestRedis, EdgeProjectionWriter, envoyCheckRequest, uniqueAgentDomain } from './support/edge-authz.js';
+import { waitFor } from './support/wait.js';
+
+type CheckClient = {
+  Check(request: unknown, options: object, callback: (error: Error | null, response?: { status: { code: number } }) => void): void;
+  close(): void;
+};
+
+/**
+ * authz as `node authz/main.ts` with AUTHZ_WORKERS=2: one gRPC port served by two worker
+ * processes, one metrics port served by the primary for both.
+ */
+describe('authz with AUTHZ_WORKERS=2 (node:cluster)', function () {
+  this.timeout(120_000);
+  const domain = uniqueAgentDomain('authz-workers');
+  const host = `shop.${domain}`;
+  let redis: Redis;
+  let projection: EdgeProjectionWriter;
+  let authz: ChildProcess;
+  let exited: Promise<[number | null, string | null]>;
+  let grpcAddress: string;
+  let metricsUrl: string;
+  const clients: CheckClient[] = [];
+
+  before(async () => {
+    redis = connectTestRedis();
+    projection = new EdgeProjectionWriter(redis);
+    await projection.putAgent({ slug: 'shop', access: 'public', callerRpm: 1_000_000, agentRpm: 1_000_000, upstreams: ['10.1.0.1:8080'] });
+    const [grpcPort, metricsPort] = [await freePort(), await freePort()];
+    grpcAddress = `127.0.0.1:${grpcPort}`;
+    metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
+    authz = spawn(process.execPath, ['--import', 'tsx', 'authz/main.ts'], {
+      env: {
+        PATH: process.env.PATH,
+        REDIS_URL: process.env.TEST_REDIS_URL,
+        REDIS_KEY_PREFIX: redis.options.keyPrefix,
+        AGENT_DOMAIN: domain,
+        AUTHZ_GRPC_PORT: String(grpcPort),
+        AUTHZ_METRICS_PORT: String(metricsPort),
+        AUTHZ_WORKERS: '2',
+      },
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+    exited = once(authz, 'exit') as Promise<[number | null, string | null]>;
+    await waitFor('both workers serving', async () => ((await checkCounts()).size === 2 ? true : undefined), 60_000);
+  });
+
+  after(async () => {
+    for (const client of clients) client.close();
+    if (authz.exitCode === null && authz.signalCode === null) authz.kill('SIGKILL');
+    await projection.cleanUp();
+    redis.disconnect();
+  });
+
+  /** authz_process_checks_total by pid, from the primary's aggregated /metrics. */
+  async function checkCounts(): Promise<Map<number, number>> {
+    const text = await (await fetch(metricsUrl)).text();
+    return new Map([...text.matchAll(/^authz_process_checks_total\{pid="(\d+)"\} (\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]));
+  }
+
+  /** A client on a connection of its own (no shared subchannel), so connections spread over the workers. */
+  function newClient(): CheckClient {
+    const { Client } = loadAuthorizationService();
+    const client = new Client(grpcAddress, credentials.createInsecure(), { 'grpc.use_local_subchannel_pool': 1 }) as unknown as CheckClient;
+    clients.push(client);
+    return client;
+  }
+
+  const check = (client: CheckClient) =>
+    new Promise<number>((resolve, reject) =>
+      client.Check(envoyCheckRequest({ host }), { deadline: new Date(Date.now() + 10_000) }, (error, response) => (error ? reject(error) : resolve(response!.status.code))),
+    );
+
+  it('answers Checks on one port from both workers, and the primary adds their metrics up', async () => {
+    const before = await checkCounts();
+    const codes = await Promise.all(Array.from({ length: 4 }, () => newClient()).flatMap((client) => Array.from({ length: 10 }, () => check(client))));
+    assert.deepEqual(new Set(codes), new Set([0]), 'every Check allowed');
+    const after = await checkCounts();
+    assert.equal(after.size, 2);
+    const served = [...after].map(([pid, count]) => count - (before.get(pid) ?? 0));
+    // Four connections, dealt out in turn: each worker holds two of them.
+    assert.ok(served.every((count) => count > 0), `Checks per worker: ${served.join(', ')}`);
+    assert.equal(served.reduce((a, b) => a + b, 0), 40);
+    const text = await (await fetch(metricsUrl)).text();
+    assert.match(text, /^authz_checks_total\{outcome="allowed"\} 40$/m, 'the two workers\' counts, summed');
+  });
+
+  it('replaces a worker that dies, and keeps answering', async () => {
+    const [victim] = [...(await checkCounts()).keys()];
+    process.kill(victim!, 'SIGKILL');
+    const pids = await waitFor('a new worker', async () => {
+      const now = await checkCounts();
+      return now.size === 2 && !now.has(victim!) ? [...now.keys()] : undefined;
+    });
+    assert.ok(!pids.includes(victim!));
+    const client = newClient();
+    assert.deepEqual(await Promise.all(Array.from({ length: 10 }, () => check(client))), Array(10).fill(0));
+  });
+
+  it('stops every worker on SIGTERM, then exits 0', async () => {
+    const workers = [...(await checkCounts()).keys()];
+    authz.kill('SIGTERM');
+    const [code] = await exited;
+    assert.equal(code, 0);
+    for (const pid of workers) assert.throws(() => process.kill(pid, 0), /ESRCH/, `worker ${pid} still running`);
+    await assert.rejects(check(newClient()), 'the gRPC port is closed');
+  });
+});
