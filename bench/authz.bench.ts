@@ -13,6 +13,7 @@ import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../authz/check-script.js';
 import { COUNTER_TTL_SECONDS, edgeKeyNames, usageMonthOf, WAKE_REFUSED_PREFIX, WAKE_REQUESTED, windowOf } from '../contract/edge-keys.js';
 import { startLocalEdge } from '../envoy/local-edge/server.js';
 import { startEdgeFixture } from './edge-fixture.js';
+import { measureAuthzCpu } from './authz-cpu.js';
 import { runConcurrently, summarise, writeResult, type LatencySummary } from './stats.js';
 
 /**
@@ -83,6 +84,9 @@ async function main(): Promise<void> {
     }
     client.close();
 
+    console.log('CPU per allowed Check, authz and a no-op server each in a process of its own');
+    const cpu = await measureAuthzCpu(fixture.redisUrl, DOMAIN, `${SLUG}.${DOMAIN}:7080`);
+
     const ceiling = await redisBenchmarkCeiling(redis, fixture.redisUrl);
     console.log(`redis-benchmark EVALSHA of the same script (64 clients): ${ceiling}/s`);
 
@@ -94,13 +98,14 @@ async function main(): Promise<void> {
           response.on('end', () => resolve(response.statusCode === 200));
         }).on('error', reject).end();
       });
-    const overhead: Record<string, { direct: Throughput; through_edge: Throughput; added_p50_ms: number; added_p99_ms: number }> = {};
+    const overhead: Record<string, { direct: Throughput; through_edge: Throughput; throughput_ratio: number; added_p50_ms: number; added_p99_ms: number }> = {};
     for (const inFlight of [1, 16]) {
       const direct = await measure(HTTP_REQUESTS, inFlight, get(replicaPort, 'replica'));
       const throughEdge = await measure(HTTP_REQUESTS, inFlight, get(edge.port, `${SLUG}.${DOMAIN}:7080`));
       overhead[`in_flight_${inFlight}`] = {
         direct,
         through_edge: throughEdge,
+        throughput_ratio: round(throughEdge.per_second / direct.per_second),
         added_p50_ms: round(throughEdge.p50_ms - direct.p50_ms),
         added_p99_ms: round(throughEdge.p99_ms - direct.p99_ms),
       };
@@ -117,6 +122,7 @@ async function main(): Promise<void> {
       check: checks,
       redis_ceiling: { tool: 'redis-benchmark', command: 'EVALSHA <check script> 6 keys', clients: 64, requests: REDIS_BENCHMARK_REQUESTS, per_second: ceiling },
       check_fraction_of_redis_ceiling: fraction,
+      cpu_per_check: cpu,
       edge_overhead: overhead,
     });
     console.log(`Check throughput: ${best}/s = ${Math.round(fraction * 100)}% of the Redis ceiling (${ceiling}/s). Written to ${path}`);

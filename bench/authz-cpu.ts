@@ -1,0 +1,138 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { once } from 'node:events';
+import { createInterface } from 'node:readline';
+import { freePort } from '../scripts/lib/local-services.js';
+import { checkLoad, paced } from './check-load.js';
+import { treeCpuSeconds } from './process-cpu.js';
+import { runConcurrently, summarise, type LatencySummary } from './stats.js';
+
+/**
+ * Issue 21's figures: authz's CPU per allowed Check against a no-op grpc-js server's, each
+ * server a process of its own (CPU read from /proc, the load generator here in the bench
+ * process), Checks per CPU-second, latency at 1, 16 and 64 in flight and at half the
+ * maximum rate, and throughput with 1 and 2 workers.
+ */
+interface ServerProcess {
+  address: string;
+  cpuSeconds(): number;
+  stop(): Promise<void>;
+}
+
+const CHECKS = Number(process.env.BENCH_CPU_CHECKS ?? 20_000);
+
+function serverProcess(child: ChildProcess, address: string): ServerProcess {
+  return {
+    address,
+    cpuSeconds: () => treeCpuSeconds(child.pid!),
+    async stop() {
+      const exited = once(child, 'exit');
+      child.kill('SIGTERM');
+      await exited;
+    },
+  };
+}
+
+async function startNoop(): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/noop-authz-server.ts'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
+  return serverProcess(child, `127.0.0.1:${(JSON.parse(line) as { port: number }).port}`);
+}
+
+/** authz as it runs in production: `authz/main.ts`, AUTHZ_WORKERS processes. */
+async function startAuthzProcess(redisUrl: string, agentDomain: string, workers: number): Promise<ServerProcess> {
+  const [grpcPort, metricsPort] = [await freePort(), await freePort()];
+  const child = spawn(process.execPath, ['--import', 'tsx', 'authz/main.ts'], {
+    env: { PATH: process.env.PATH, REDIS_URL: redisUrl, AGENT_DOMAIN: agentDomain, AUTHZ_GRPC_PORT: String(grpcPort), AUTHZ_METRICS_PORT: String(metricsPort), AUTHZ_WORKERS: String(workers) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  // Ready when every worker shows in /metrics (one series of authz_process_checks_total each).
+  for (let attempt = 0; ; attempt += 1) {
+    const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((response) => response.text(), () => '');
+    if ((text.match(/^authz_process_checks_total\{/gm) ?? []).length === workers) break;
+    if (attempt > 300) throw new Error(`authz with ${workers} workers did not start`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return serverProcess(child, `127.0.0.1:${grpcPort}`);
+}
+
+interface CpuRun {
+  checks: number;
+  allowed: number;
+  per_second: number;
+  cpu_seconds: number;
+  cpu_us_per_check: number;
+  checks_per_cpu_second: number;
+}
+
+/** `count` Checks at 64 in flight after a warm-up, and the server's CPU over them. */
+async function cpuRun(server: ServerProcess, host: string, count = CHECKS): Promise<CpuRun> {
+  const load = checkLoad(server.address, host);
+  try {
+    await runConcurrently(2_000, 64, (i) => load.check(i));
+    let allowed = 0;
+    const cpuBefore = server.cpuSeconds();
+    const started = performance.now();
+    await runConcurrently(count, 64, async (i) => {
+      if (await load.check(i)) allowed += 1;
+    });
+    const seconds = (performance.now() - started) / 1000;
+    const cpu = server.cpuSeconds() - cpuBefore;
+    return {
+      checks: count,
+      allowed,
+      per_second: Math.round(count / seconds),
+      cpu_seconds: round(cpu),
+      cpu_us_per_check: round((cpu / count) * 1e6),
+      checks_per_cpu_second: Math.round(count / cpu),
+    };
+  } finally {
+    load.close();
+  }
+}
+
+async function latencies(server: ServerProcess, host: string, maxPerSecond: number): Promise<Record<string, LatencySummary & { per_second?: number }>> {
+  const load = checkLoad(server.address, host);
+  try {
+    const result: Record<string, LatencySummary & { per_second?: number }> = {};
+    for (const inFlight of [1, 16, 64]) {
+      const count = inFlight === 1 ? CHECKS / 8 : CHECKS / 2;
+      result[`in_flight_${inFlight}`] = summarise(await runConcurrently(count, inFlight, (i) => load.check(i)));
+    }
+    const half = Math.round(maxPerSecond / 2);
+    result.half_max = { per_second: half, ...summarise(await paced(half, 5, (i) => load.check(i))) };
+    return result;
+  } finally {
+    load.close();
+  }
+}
+
+export async function measureAuthzCpu(redisUrl: string, agentDomain: string, host: string) {
+  const noopServer = await startNoop();
+  const noop = await cpuRun(noopServer, host).finally(() => noopServer.stop());
+  console.log(`  no-op server: ${noop.cpu_us_per_check} µs CPU per Check, ${noop.per_second}/s`);
+
+  const one = await startAuthzProcess(redisUrl, agentDomain, 1);
+  let authz: CpuRun;
+  let latency: Awaited<ReturnType<typeof latencies>>;
+  try {
+    authz = await cpuRun(one, host);
+    console.log(`  authz (1 worker): ${authz.cpu_us_per_check} µs CPU per Check, ${authz.checks_per_cpu_second} per CPU-second, ${authz.per_second}/s`);
+    latency = await latencies(one, host, authz.per_second);
+  } finally {
+    await one.stop();
+  }
+  const two = await startAuthzProcess(redisUrl, agentDomain, 2);
+  const twoWorkers = await cpuRun(two, host).finally(() => two.stop());
+  console.log(`  authz (2 workers): ${twoWorkers.per_second}/s, ${twoWorkers.cpu_us_per_check} µs CPU per Check`);
+  return {
+    method: 'each server its own process, CPU from /proc/<pid>/stat (workers included), load from the bench process over 8 connections at 64 in flight, Envoy-shaped CheckRequests (12 headers, source and destination)',
+    noop,
+    authz,
+    authz_to_noop_cpu_ratio: round(authz.cpu_us_per_check / noop.cpu_us_per_check),
+    authz_checks_per_cpu_second: authz.checks_per_cpu_second,
+    latency,
+    workers: { 1: authz, 2: twoWorkers },
+  };
+}
+
+const round = (n: number) => Math.round(n * 1000) / 1000;
