@@ -58,7 +58,12 @@ describe('the edge: agent URLs through the local edge, authz and real agents', f
   async function runningAgent(token: string, body: Record<string, unknown> = {}) {
     const created = await control.request('POST', '/agents', { token, body: { name: 'edge', api_key: 'sk-test', deploy: { replicas: 1 }, ...body } });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    await waitFor('the agent routable at the edge', async () => ((await call(hostOf(created.body), '/health', created.body.access_key ? { authorization: `Bearer ${created.body.access_key}` } : {})).status === 200 ? true : undefined));
+    const key = created.body.access_key ? { authorization: `Bearer ${created.body.access_key}` } : {};
+    // Each probe from an address of its own: every request counts against its caller's
+    // allowance, so probing a slow start from one address would use up a low rate_limit_rpm
+    // (a 429 until the next minute) before the agent ever answered.
+    let probe = 0;
+    await waitFor('the agent routable at the edge', async () => ((await call(hostOf(created.body), '/health', key, `127.0.1.${(probe++ % 250) + 1}`)).status === 200 ? true : undefined), 60_000, 250);
     return created.body;
   }
 
