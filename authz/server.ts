@@ -154,6 +154,8 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOp
 /**
  * Envoy's Authorization service as proto-loader defines it, but Check's request decoded
  * by the fast walk to the request facts (proto-loader's full decode only when it is unsure).
+ * Responses stay proto-loader's: encoding an allowed one directly measured 2.0 µs against
+ * 2.8 µs, under 1% of a Check's CPU, not worth a second encoder to keep in step.
  */
 function authorizationService(trustExternalAddress: boolean): ServiceDefinition {
   const { service } = loadAuthorizationService();
