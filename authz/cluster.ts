@@ -19,7 +19,7 @@ import { createOpsServer } from './ops-server.js';
  *
  * The primary serves no Check. It serves the ops port once: /metrics adds the workers'
  * families up (prom-client's AggregatorRegistry asks each worker over IPC), /readyz asks
- * Redis on a connection of its own. A worker that exits is replaced; stopping sends each
+ * Redis on a connection of its own and needs a worker serving. A worker that exits is replaced; stopping sends each
  * worker SIGTERM (its own graceful close) and waits for all of them.
  */
 
@@ -36,7 +36,11 @@ export async function startAuthzPrimary(config: AuthzConfig, deps: { redis: Redi
   let stopping = false;
   const respawns = new Set<NodeJS.Timeout>();
   const fork = () => cluster.fork().on('online', () => deps.logger.debug('authz worker online'));
+  // Workers whose gRPC server is bound: the primary is ready only with one of them at least.
+  const listening = new Set<number>();
+  cluster.on('listening', (worker: Worker) => listening.add(worker.id));
   cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
+    listening.delete(worker.id);
     if (stopping) return;
     deps.logger.warn({ workerPid: worker.process.pid, code, signal }, 'authz worker exited; starting another');
     const timer = setTimeout(() => {
@@ -50,7 +54,7 @@ export async function startAuthzPrimary(config: AuthzConfig, deps: { redis: Redi
   const aggregator = new AggregatorRegistry();
   const ops = createOpsServer({
     registry: { metrics: () => aggregator.clusterMetrics(), contentType: aggregator.contentType },
-    isReady: async () => (await withDeadline(deps.redis.ping(), config.redisTimeoutMs)) === 'PONG',
+    isReady: async () => listening.size > 0 && (await withDeadline(deps.redis.ping(), config.redisTimeoutMs)) === 'PONG',
   });
   ops.listen(config.metricsPort, config.host);
   await once(ops, 'listening');

@@ -90,6 +90,7 @@ describe('authz with AUTHZ_WORKERS=2 (node:cluster)', function () {
     assert.equal(served.reduce((a, b) => a + b, 0), 40);
     const text = await (await fetch(metricsUrl)).text();
     assert.match(text, /^authz_checks_total\{outcome="allowed"\} 40$/m, 'the two workers\' counts, summed');
+    assert.equal((await fetch(metricsUrl.replace('/metrics', '/readyz'))).status, 200, 'ready: Redis answers and workers serve');
   });
 
   it('replaces a worker that dies, and keeps answering', async () => {
