@@ -58,7 +58,7 @@ describe('the edge: agent URLs through the local edge, authz and real agents', f
   async function runningAgent(token: string, body: Record<string, unknown> = {}) {
     const created = await control.request('POST', '/agents', { token, body: { name: 'edge', api_key: 'sk-test', deploy: { replicas: 1 }, ...body } });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    const key = created.body.access_key ? { authorization: `Bearer ${created.body.access_key}` } : {};
+    const key: Record<string, string> = created.body.access_key ? { authorization: `Bearer ${created.body.access_key}` } : {};
     // Each probe from an address of its own: every request counts against its caller's
     // allowance, so probing a slow start from one address would use up a low rate_limit_rpm
     // (a 429 until the next minute) before the agent ever answered.
