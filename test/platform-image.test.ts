@@ -105,7 +105,8 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
         AUTHZ_GRPC_PORT: String(grpcPort),
         AUTHZ_METRICS_PORT: String(metricsPort),
         AGENT_DOMAIN: 'platform-image.test',
-      }, ['node', 'dist/authz/main.js'], `http://127.0.0.1:${metricsPort}/livez`);
+        // AUTHZ_WORKERS unset: as many workers as cores behind a primary (the Nomad job sets 1). Ready means a worker serves.
+      }, ['node', 'dist/authz/main.js'], `http://127.0.0.1:${metricsPort}/readyz`);
       client = new AuthorizationTestClient(`127.0.0.1:${grpcPort}`);
     });
     after(() => client?.close());
