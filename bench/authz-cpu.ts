@@ -12,7 +12,7 @@ import { runConcurrently, summarise, type LatencySummary } from './stats.js';
  * process), Checks per CPU-second, latency at 1, 16 and 64 in flight and at half the
  * maximum rate, and throughput with 1 and 2 workers.
  */
-interface ServerProcess {
+export interface ServerProcess {
   address: string;
   cpuSeconds(): number;
   stop(): Promise<void>;
@@ -39,7 +39,7 @@ async function startNoop(): Promise<ServerProcess> {
 }
 
 /** authz as it runs in production: `authz/main.ts`, AUTHZ_WORKERS processes. */
-async function startAuthzProcess(redisUrl: string, agentDomain: string, workers: number): Promise<ServerProcess> {
+export async function startAuthzProcess(redisUrl: string, agentDomain: string, workers: number): Promise<ServerProcess> {
   const [grpcPort, metricsPort] = [await freePort(), await freePort()];
   const child = spawn(process.execPath, ['--import', 'tsx', 'authz/main.ts'], {
     env: { PATH: process.env.PATH, REDIS_URL: redisUrl, AGENT_DOMAIN: agentDomain, AUTHZ_GRPC_PORT: String(grpcPort), AUTHZ_METRICS_PORT: String(metricsPort), AUTHZ_WORKERS: String(workers) },

@@ -1,5 +1,4 @@
 import { execFile } from 'node:child_process';
-import { Agent, request as httpRequest } from 'node:http';
 import { cpus } from 'node:os';
 import { promisify } from 'node:util';
 import { credentials } from '@grpc/grpc-js';
@@ -11,50 +10,29 @@ import { loadAuthzConfig } from '../authz/config.js';
 import { startAuthz } from '../authz/server.js';
 import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../authz/check-script.js';
 import { COUNTER_TTL_SECONDS, edgeKeyNames, usageMonthOf, WAKE_REFUSED_PREFIX, WAKE_REQUESTED, windowOf } from '../contract/edge-keys.js';
-import { startLocalEdge } from '../envoy/local-edge/server.js';
 import { startEdgeFixture } from './edge-fixture.js';
 import { measureAuthzCpu } from './authz-cpu.js';
-import { runConcurrently, summarise, writeResult, type LatencySummary } from './stats.js';
+import { measureEdgeOverhead } from './edge-overhead.js';
+import { measureThroughput, writeResult, type Throughput } from './stats.js';
 
 /**
  * The edge's hot path on a Redis of its own: Check through gRPC at 1, 16 and 64 calls in
  * flight; the same Lua script straight from redis-benchmark (the ceiling authz can
- * approach, since a Check is one EVALSHA); and what the local edge adds over calling a
- * replica directly. authz, the local edge, the replica and this client share one process
- * (and the machine's cores with Redis), so the figures are conservative.
+ * approach, since a Check is one EVALSHA); authz's CPU per Check (bench/authz-cpu.ts); and
+ * what the local edge adds over calling a replica directly (bench/edge-overhead.ts, every
+ * part its own process). The Check figures have authz in this process.
  */
 const CHECKS = Number(process.env.BENCH_CHECKS ?? 10_000);
-const HTTP_REQUESTS = Number(process.env.BENCH_EDGE_REQUESTS ?? 3_000);
 const REDIS_BENCHMARK_REQUESTS = 200_000;
 const SLUG = 'bench';
 const DOMAIN = 'agents.localhost';
 
-interface Throughput extends LatencySummary {
-  in_flight: number;
-  per_second: number;
-  /** Calls that did not succeed (for Check: denials, i.e. authz's Redis deadline was missed). */
-  failed: number;
-}
-
-/** `task` resolves true on success; a failure is counted, not thrown, so one slow moment does not void the run. */
-async function measure(count: number, inFlight: number, task: (i: number) => Promise<boolean>): Promise<Throughput> {
-  await runConcurrently(Math.min(500, count), inFlight, task); // warm-up: connections, JIT
-  let failed = 0;
-  const started = process.hrtime.bigint();
-  const samples = await runConcurrently(count, inFlight, async (i) => {
-    if (!(await task(i))) failed += 1;
-  });
-  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
-  return { in_flight: inFlight, per_second: Math.round(count / seconds), failed, ...summarise(samples) };
-}
-
 async function main(): Promise<void> {
   const fixture = await startEdgeFixture('authz-bench', SLUG);
-  const { redis, replicaPort } = fixture;
+  const { redis } = fixture;
 
   const config = loadAuthzConfig({ REDIS_URL: fixture.redisUrl, AGENT_DOMAIN: DOMAIN, AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0' });
   const authz = await startAuthz(config, { redis, clock: systemClock, logger: pino({ level: 'silent' }) });
-  const edge = await startLocalEdge({ port: 0, authzAddress: authz.grpcAddress });
 
   try {
     const { Client } = loadAuthorizationService();
@@ -78,7 +56,7 @@ async function main(): Promise<void> {
     console.log(`Check through gRPC, ${CHECKS} calls at 1, 16 and 64 in flight`);
     const checks: Throughput[] = [];
     for (const inFlight of [1, 16, 64]) {
-      const result = await measure(inFlight === 1 ? CHECKS / 4 : CHECKS, inFlight, check);
+      const result = await measureThroughput(inFlight === 1 ? CHECKS / 4 : CHECKS, inFlight, check);
       console.log(`  ${inFlight} in flight: ${result.per_second}/s, p50 ${result.p50_ms} ms, p99 ${result.p99_ms} ms, ${result.failed} denied`);
       checks.push(result);
     }
@@ -90,28 +68,8 @@ async function main(): Promise<void> {
     const ceiling = await redisBenchmarkCeiling(redis, fixture.redisUrl);
     console.log(`redis-benchmark EVALSHA of the same script (64 clients): ${ceiling}/s`);
 
-    const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
-    const get = (port: number, host: string) => () =>
-      new Promise<boolean>((resolve, reject) => {
-        httpRequest({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: keepAlive }, (response) => {
-          response.resume();
-          response.on('end', () => resolve(response.statusCode === 200));
-        }).on('error', reject).end();
-      });
-    const overhead: Record<string, { direct: Throughput; through_edge: Throughput; throughput_ratio: number; added_p50_ms: number; added_p99_ms: number }> = {};
-    for (const inFlight of [1, 16]) {
-      const direct = await measure(HTTP_REQUESTS, inFlight, get(replicaPort, 'replica'));
-      const throughEdge = await measure(HTTP_REQUESTS, inFlight, get(edge.port, `${SLUG}.${DOMAIN}:7080`));
-      overhead[`in_flight_${inFlight}`] = {
-        direct,
-        through_edge: throughEdge,
-        throughput_ratio: round(throughEdge.per_second / direct.per_second),
-        added_p50_ms: round(throughEdge.p50_ms - direct.p50_ms),
-        added_p99_ms: round(throughEdge.p99_ms - direct.p99_ms),
-      };
-      console.log(`  edge overhead at ${inFlight} in flight: p50 +${round(throughEdge.p50_ms - direct.p50_ms)} ms (${direct.p50_ms} → ${throughEdge.p50_ms}), ${direct.per_second}/s → ${throughEdge.per_second}/s`);
-    }
-    keepAlive.destroy();
+    console.log('The local edge against calling the replica directly, each part a process of its own');
+    const overhead = await measureEdgeOverhead({ redis, redisUrl: fixture.redisUrl, agentDomain: DOMAIN });
 
     // Denied Checks (authz's deadline missed) are not throughput.
     const best = Math.max(...checks.map((result) => Math.round(result.per_second * (1 - result.failed / result.count))));
@@ -127,7 +85,6 @@ async function main(): Promise<void> {
     });
     console.log(`Check throughput: ${best}/s = ${Math.round(fraction * 100)}% of the Redis ceiling (${ceiling}/s). Written to ${path}`);
   } finally {
-    await edge.close();
     await authz.close();
     await fixture.stop();
   }

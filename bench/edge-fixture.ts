@@ -29,8 +29,7 @@ export async function startEdgeFixture(name: string, slug: string): Promise<Edge
   replica.listen(0, '127.0.0.1');
   await new Promise((resolve) => replica.once('listening', resolve));
   const replicaPort = (replica.address() as AddressInfo).port;
-  await redis.hset(edgeKeyNames.agent(slug), edgeAgentHash({ id: 'agt_bench', accountId: 'acc_bench', slug, access: 'public', callerRpm: 1e9, agentRpm: 1e9, wakeable: false }));
-  await redis.sadd(edgeKeyNames.upstreams(slug), `127.0.0.1:${replicaPort}`);
+  await registerAgent(redis, slug, `127.0.0.1:${replicaPort}`);
   return {
     redisUrl: redisService.url,
     redis,
@@ -42,4 +41,10 @@ export async function startEdgeFixture(name: string, slug: string): Promise<Edge
       rmSync(workDir, { recursive: true, force: true });
     },
   };
+}
+
+/** A public agent `slug` whose limits never bite, routed to `upstream` (host:port). */
+export async function registerAgent(redis: Redis, slug: string, upstream: string): Promise<void> {
+  await redis.hset(edgeKeyNames.agent(slug), edgeAgentHash({ id: `agt_${slug}`, accountId: 'acc_bench', slug, access: 'public', callerRpm: 1e9, agentRpm: 1e9, wakeable: false }));
+  await redis.sadd(edgeKeyNames.upstreams(slug), upstream);
 }

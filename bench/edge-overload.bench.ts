@@ -1,8 +1,7 @@
-import { spawn, type ChildProcess } from 'node:child_process';
-import { once } from 'node:events';
 import { Agent, request as httpRequest } from 'node:http';
 import { cpus } from 'node:os';
 import { freePort } from '../scripts/lib/local-services.js';
+import { startNodeProcess, stopProcess } from './child-process.js';
 import { startEdgeFixture } from './edge-fixture.js';
 import { runConcurrently, summarise, writeResult } from './stats.js';
 
@@ -26,11 +25,11 @@ async function main(): Promise<void> {
 
   const authzPort = await freePort();
   const edgePort = await freePort();
-  const authz = await startProcess('authz/main.ts', {
+  const { child: authz } = await startNodeProcess('authz/main.ts', {
     REDIS_URL: fixture.redisUrl, AGENT_DOMAIN: DOMAIN, AUTHZ_GRPC_PORT: String(authzPort), AUTHZ_METRICS_PORT: String(await freePort()),
   }, 'authz listening');
   // All the bench's connections come from 127.0.0.1: lift the per-address cap above them.
-  const edge = await startProcess('envoy/local-edge/main.ts', {
+  const { child: edge } = await startNodeProcess('envoy/local-edge/main.ts', {
     EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: `127.0.0.1:${authzPort}`, EDGE_MAX_CONNECTIONS_PER_ADDRESS: String(CONNECTIONS + 10), REDIS_URL: fixture.redisUrl,
   }, 'listening');
   const keepAlive = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
@@ -71,27 +70,9 @@ async function main(): Promise<void> {
     console.log(`${CONNECTIONS} connections, ${REQUESTS} requests: ${JSON.stringify(byStatus)}, ${Math.round(result.ok_fraction * 100)}% answered 200, ${result.ok_per_second}/s. Written to ${path}`);
   } finally {
     keepAlive.destroy();
-    for (const child of [edge, authz]) {
-      child.kill('SIGTERM');
-      if (child.exitCode === null && child.signalCode === null) await once(child, 'exit');
-    }
+    for (const child of [edge, authz]) await stopProcess(child);
     await fixture.stop();
   }
-}
-
-/** Starts `node --import tsx <entry>` and resolves once a line of its stdout contains `ready`. */
-async function startProcess(entry: string, env: Record<string, string>, ready: string): Promise<ChildProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', entry], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  await new Promise<void>((resolve, reject) => {
-    let seen = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      seen += chunk.toString();
-      if (seen.includes(ready)) resolve();
-    });
-    child.once('exit', (code) => reject(new Error(`${entry} exited with ${code} before it was ready`)));
-  });
-  child.stdout!.resume();
-  return child;
 }
 
 await main();

@@ -50,3 +50,26 @@ export function writeResult(name: string, result: unknown): string {
   writeFileSync(path, `${JSON.stringify(result, null, 2)}\n`);
   return path;
 }
+
+export interface Throughput extends LatencySummary {
+  in_flight: number;
+  per_second: number;
+  /** Calls that did not succeed (for Check: denials, i.e. authz's Redis deadline was missed). */
+  failed: number;
+}
+
+/**
+ * `count` calls of `task` at `inFlight` at once, after a warm-up (connections, JIT).
+ * `task` resolves true on success; a failure is counted, not thrown, so one slow moment
+ * does not void the run.
+ */
+export async function measureThroughput(count: number, inFlight: number, task: (i: number) => Promise<boolean>): Promise<Throughput> {
+  await runConcurrently(Math.min(500, count), inFlight, task);
+  let failed = 0;
+  const started = process.hrtime.bigint();
+  const samples = await runConcurrently(count, inFlight, async (i) => {
+    if (!(await task(i))) failed += 1;
+  });
+  const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+  return { in_flight: inFlight, per_second: Math.round(count / seconds), failed, ...summarise(samples) };
+}

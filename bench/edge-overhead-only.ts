@@ -1,0 +1,23 @@
+import { measureEdgeOverhead } from './edge-overhead.js';
+import { startEdgeFixture } from './edge-fixture.js';
+
+/**
+ * The local edge's part of `npm run bench` alone, for iterating on the edge; prints the
+ * figures and writes nothing (the figures of record come from bench/authz.bench.ts).
+ * BENCH_EDGE_CPU_PROF_DIR=<dir> also takes a --cpu-prof of the edge process there.
+ *
+ *   flock /tmp/bench.lock node --import tsx bench/edge-overhead-only.ts
+ */
+const profileDir = process.env.BENCH_EDGE_CPU_PROF_DIR;
+const fixture = await startEdgeFixture('edge-overhead', 'bench');
+try {
+  const result = await measureEdgeOverhead({
+    redis: fixture.redis,
+    redisUrl: fixture.redisUrl,
+    agentDomain: 'agents.localhost',
+    edgeNodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+  });
+  console.log(JSON.stringify(result));
+} finally {
+  await fixture.stop();
+}

@@ -1,0 +1,111 @@
+import type { ChildProcess } from 'node:child_process';
+import { Agent, request as httpRequest } from 'node:http';
+import type { Redis } from 'ioredis';
+import { freePort } from '../scripts/lib/local-services.js';
+import { startAuthzProcess, type ServerProcess } from './authz-cpu.js';
+import { startNodeProcess, stopProcess } from './child-process.js';
+import { registerAgent } from './edge-fixture.js';
+import { treeCpuSeconds } from './process-cpu.js';
+import { measureThroughput, type Throughput } from './stats.js';
+
+/**
+ * Issue 21's local-edge figures, with every part in a process of its own as `npm run up`
+ * runs them: the replica (bench/replica-server.ts), authz (`authz/main.ts`, one worker)
+ * and the local edge (`envoy/local-edge/main.ts`); the load generator is this process.
+ * Direct is the generator calling the replica; through the edge is the same request to
+ * the edge with the agent's Host. Each process's CPU per request (from /proc) says where
+ * the time goes.
+ */
+const REQUESTS = Number(process.env.BENCH_EDGE_REQUESTS ?? 5_000);
+const SLUG = 'bench-edge';
+
+export interface EdgeOverheadOptions {
+  redis: Redis;
+  redisUrl: string;
+  agentDomain: string;
+  /** Node options for the edge process only, e.g. `--cpu-prof --cpu-prof-dir=…` (profiles are written as it stops). */
+  edgeNodeArgs?: readonly string[];
+}
+
+type CpuPerRequest = Record<'replica' | 'authz' | 'local_edge' | 'load_generator', number>;
+
+interface Compared {
+  direct: Throughput & { cpu_us_per_request: CpuPerRequest };
+  through_edge: Throughput & { cpu_us_per_request: CpuPerRequest };
+  throughput_ratio: number;
+  added_p50_ms: number;
+  added_p99_ms: number;
+}
+
+export async function measureEdgeOverhead(options: EdgeOverheadOptions): Promise<Record<string, Compared | string>> {
+  const replica = await startNodeProcess('bench/replica-server.ts', {}, '\n');
+  const replicaPort = (JSON.parse(replica.output) as { port: number }).port;
+  await registerAgent(options.redis, SLUG, `127.0.0.1:${replicaPort}`);
+  const authz = await startAuthzProcess(options.redisUrl, options.agentDomain, 1);
+  const edgePort = await freePort();
+  let edge: ChildProcess | undefined;
+  const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
+  try {
+    edge = (await startNodeProcess('envoy/local-edge/main.ts', {
+      EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: authz.address, REDIS_URL: options.redisUrl,
+    }, 'listening', options.edgeNodeArgs)).child;
+    const processes = { replica: replica.child.pid!, local_edge: edge.pid! };
+    const get = (port: number, host: string) => () =>
+      new Promise<boolean>((resolve, reject) => {
+        httpRequest({ host: '127.0.0.1', port, path: '/', headers: { host }, agent: keepAlive }, (response) => {
+          response.resume();
+          response.on('end', () => resolve(response.statusCode === 200));
+        }).on('error', reject).end();
+      });
+    const run = async (inFlight: number, port: number, host: string) => {
+      const cpuBefore = cpuNow(processes, authz);
+      const result = await measureThroughput(REQUESTS, inFlight, get(port, host));
+      const cpuAfter = cpuNow(processes, authz);
+      // The warm-up's requests are inside the CPU window too.
+      const requests = REQUESTS + Math.min(500, REQUESTS);
+      const perRequest = Object.fromEntries(
+        Object.entries(cpuAfter).map(([name, seconds]) => [name, round(((seconds - cpuBefore[name as keyof CpuPerRequest]) / requests) * 1e6)]),
+      ) as CpuPerRequest;
+      return { ...result, cpu_us_per_request: perRequest };
+    };
+
+    const compared: Record<string, Compared> = {};
+    for (const inFlight of [1, 16]) {
+      const direct = await run(inFlight, replicaPort, 'replica');
+      const throughEdge = await run(inFlight, edgePort, `${SLUG}.${options.agentDomain}:7080`);
+      compared[`in_flight_${inFlight}`] = {
+        direct,
+        through_edge: throughEdge,
+        throughput_ratio: round(throughEdge.per_second / direct.per_second),
+        added_p50_ms: round(throughEdge.p50_ms - direct.p50_ms),
+        added_p99_ms: round(throughEdge.p99_ms - direct.p99_ms),
+      };
+      console.log(
+        `  edge overhead at ${inFlight} in flight: p50 +${compared[`in_flight_${inFlight}`]!.added_p50_ms} ms (${direct.p50_ms} → ${throughEdge.p50_ms}), ` +
+          `${direct.per_second}/s → ${throughEdge.per_second}/s (${compared[`in_flight_${inFlight}`]!.throughput_ratio}×); ` +
+          `CPU µs per request through the edge: ${JSON.stringify(throughEdge.cpu_us_per_request)}`,
+      );
+    }
+    return {
+      method: 'replica, authz (authz/main.ts, 1 worker) and the local edge (envoy/local-edge/main.ts) each a process of its own; the load generator in the bench process over keep-alive connections; CPU from /proc/<pid>/stat (the generator from process.cpuUsage), warm-up included',
+      ...compared,
+    };
+  } finally {
+    keepAlive.destroy();
+    if (edge) await stopProcess(edge);
+    await authz.stop();
+    await stopProcess(replica.child);
+  }
+}
+
+function cpuNow(pids: { replica: number; local_edge: number }, authz: ServerProcess): CpuPerRequest {
+  const own = process.cpuUsage();
+  return {
+    replica: treeCpuSeconds(pids.replica),
+    authz: authz.cpuSeconds(),
+    local_edge: treeCpuSeconds(pids.local_edge),
+    load_generator: (own.user + own.system) / 1e6,
+  };
+}
+
+const round = (n: number) => Math.round(n * 1000) / 1000;
