@@ -4,11 +4,13 @@ import { startEdgeFixture } from './edge-fixture.js';
 /**
  * The local edge's part of `npm run bench` alone, for iterating on the edge; prints the
  * figures and writes nothing (the figures of record come from bench/authz.bench.ts).
- * BENCH_EDGE_CPU_PROF_DIR=<dir> also takes a --cpu-prof of the edge process there.
+ * BENCH_EDGE_CPU_PROF_DIR=<dir> also takes a --cpu-prof of the edge process there;
+ * BENCH_EDGE_IN_FLIGHT=16 measures at 16 in flight only (comma-separated for more).
  *
  *   flock /tmp/bench.lock node --import tsx bench/edge-overhead-only.ts
  */
 const profileDir = process.env.BENCH_EDGE_CPU_PROF_DIR;
+const inFlight = process.env.BENCH_EDGE_IN_FLIGHT?.split(',').map(Number);
 const fixture = await startEdgeFixture('edge-overhead', 'bench');
 try {
   const result = await measureEdgeOverhead({
@@ -16,6 +18,7 @@ try {
     redisUrl: fixture.redisUrl,
     agentDomain: 'agents.localhost',
     edgeNodeArgs: profileDir ? ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] : [],
+    inFlight,
   });
   console.log(JSON.stringify(result));
 } finally {

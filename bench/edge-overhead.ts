@@ -1,4 +1,5 @@
 import type { ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import type { Redis } from 'ioredis';
 import { freePort } from '../scripts/lib/local-services.js';
@@ -25,13 +26,21 @@ export interface EdgeOverheadOptions {
   agentDomain: string;
   /** Node options for the edge process only, e.g. `--cpu-prof --cpu-prof-dir=…` (profiles are written as it stops). */
   edgeNodeArgs?: readonly string[];
+  /** Default 1 and 16, the issue's two figures. */
+  inFlight?: readonly number[];
 }
 
 type CpuPerRequest = Record<'replica' | 'authz' | 'local_edge' | 'load_generator', number>;
 
+interface Run extends Throughput {
+  cpu_us_per_request: CpuPerRequest;
+  /** The edge process's read and write system calls per request (/proc/<pid>/io syscr, syscw): each is a trip into the kernel. */
+  edge_syscalls_per_request: { read: number; write: number };
+}
+
 interface Compared {
-  direct: Throughput & { cpu_us_per_request: CpuPerRequest };
-  through_edge: Throughput & { cpu_us_per_request: CpuPerRequest };
+  direct: Run;
+  through_edge: Run;
   throughput_ratio: number;
   added_p50_ms: number;
   added_p99_ms: number;
@@ -57,20 +66,26 @@ export async function measureEdgeOverhead(options: EdgeOverheadOptions): Promise
           response.on('end', () => resolve(response.statusCode === 200));
         }).on('error', reject).end();
       });
-    const run = async (inFlight: number, port: number, host: string) => {
+    const run = async (inFlight: number, port: number, host: string): Promise<Run> => {
+      const syscallsBefore = syscallsOf(edge!.pid!);
       const cpuBefore = cpuNow(processes, authz);
       const result = await measureThroughput(REQUESTS, inFlight, get(port, host));
       const cpuAfter = cpuNow(processes, authz);
+      const syscallsAfter = syscallsOf(edge!.pid!);
       // The warm-up's requests are inside the CPU window too.
       const requests = REQUESTS + Math.min(500, REQUESTS);
       const perRequest = Object.fromEntries(
         Object.entries(cpuAfter).map(([name, seconds]) => [name, round(((seconds - cpuBefore[name as keyof CpuPerRequest]) / requests) * 1e6)]),
       ) as CpuPerRequest;
-      return { ...result, cpu_us_per_request: perRequest };
+      const edgeSyscalls = {
+        read: round((syscallsAfter.read - syscallsBefore.read) / requests),
+        write: round((syscallsAfter.write - syscallsBefore.write) / requests),
+      };
+      return { ...result, cpu_us_per_request: perRequest, edge_syscalls_per_request: edgeSyscalls };
     };
 
     const compared: Record<string, Compared> = {};
-    for (const inFlight of [1, 16]) {
+    for (const inFlight of options.inFlight ?? [1, 16]) {
       const direct = await run(inFlight, replicaPort, 'replica');
       const throughEdge = await run(inFlight, edgePort, `${SLUG}.${options.agentDomain}:7080`);
       compared[`in_flight_${inFlight}`] = {
@@ -83,7 +98,7 @@ export async function measureEdgeOverhead(options: EdgeOverheadOptions): Promise
       console.log(
         `  edge overhead at ${inFlight} in flight: p50 +${compared[`in_flight_${inFlight}`]!.added_p50_ms} ms (${direct.p50_ms} → ${throughEdge.p50_ms}), ` +
           `${direct.per_second}/s → ${throughEdge.per_second}/s (${compared[`in_flight_${inFlight}`]!.throughput_ratio}×); ` +
-          `CPU µs per request through the edge: ${JSON.stringify(throughEdge.cpu_us_per_request)}`,
+          `CPU µs per request through the edge: ${JSON.stringify(throughEdge.cpu_us_per_request)}, the edge's system calls: ${JSON.stringify(throughEdge.edge_syscalls_per_request)}`,
       );
     }
     return {
@@ -96,6 +111,12 @@ export async function measureEdgeOverhead(options: EdgeOverheadOptions): Promise
     await authz.stop();
     await stopProcess(replica.child);
   }
+}
+
+/** proc(5), /proc/<pid>/io: syscr and syscw, the read and write system calls made so far. */
+function syscallsOf(pid: number): { read: number; write: number } {
+  const text = readFileSync(`/proc/${pid}/io`, 'utf8');
+  return { read: Number(/^syscr: (\d+)$/m.exec(text)?.[1]), write: Number(/^syscw: (\d+)$/m.exec(text)?.[1]) };
 }
 
 function cpuNow(pids: { replica: number; local_edge: number }, authz: ServerProcess): CpuPerRequest {

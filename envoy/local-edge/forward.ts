@@ -38,8 +38,9 @@ export interface ForwardOptions {
 
 /**
  * Sends the request to the replica and streams both bodies. The response head is
- * flushed at once and every chunk is written as it arrives, so server-sent events reach
- * the caller unbuffered. A failure after the head has gone out can only cut the
+ * sent in the same tick it arrives (with the body's first chunk when that came with it)
+ * and every chunk is written as it arrives, so server-sent events reach the caller
+ * unbuffered. A failure after the head has gone out can only cut the
  * response, as Envoy does.
  */
 export function forwardRequest(
@@ -74,8 +75,13 @@ export function forwardRequest(
       upstreamResponse.once('close', () => requestFigures.record(agentId, upstreamResponse.statusCode ?? 502, performance.now() - sent));
     }
     response.writeHead(upstreamResponse.statusCode ?? 502, { ...upstreamResponseHeaders(upstreamResponse.headers), ...options.overrideHeaders });
-    response.flushHeaders();
     upstreamResponse.pipe(response);
+    // The head goes out with the first chunk of body, in one write, when that chunk came
+    // with it (the pipe has written it by this tick); alone, at once, when the body is
+    // still to come, so a stream's caller sees the head before its first event.
+    process.nextTick(() => {
+      if (!upstreamResponse.complete && !upstreamResponse.readableDidRead && !response.destroyed) response.flushHeaders();
+    });
     upstreamResponse.on('aborted', () => response.destroy());
     upstreamResponse.on('error', () => response.destroy());
   });
