@@ -1,5 +1,5 @@
-import type { sendUnaryData, ServerReadableStream, UntypedServiceImplementation } from '@grpc/grpc-js';
 import type { RequestFigureSink } from '../contract/request-figure-recorder.js';
+import type { ClientStreamCall, GrpcCallback, ServiceImplementation } from './grpc-server.js';
 import { forwardedRequestOf, type HttpAccessLogEntry } from './access-log-entry.js';
 
 /**
@@ -13,11 +13,11 @@ interface StreamAccessLogsMessage {
   http_logs?: { log_entry?: HttpAccessLogEntry[] } | null;
 }
 
-type AccessLogCall = ServerReadableStream<StreamAccessLogsMessage, object>;
+type AccessLogCall = ClientStreamCall<StreamAccessLogsMessage>;
 
 export interface AccessLogService {
   /** For `server.addService(loadAccessLogService().service, implementation)`. */
-  implementation: UntypedServiceImplementation;
+  implementation: ServiceImplementation;
   /**
    * Answers every open stream. Envoy never ends its streams, and a gRPC server's graceful
    * shutdown waits for open calls; Envoy opens a new stream on its next flush.
@@ -31,7 +31,7 @@ export interface AccessLogService {
  * own failures, TCP entries) are dropped. Nothing is stored per entry.
  */
 export function createAccessLogService(sink: RequestFigureSink): AccessLogService {
-  const open = new Map<AccessLogCall, sendUnaryData<object>>();
+  const open = new Map<AccessLogCall, GrpcCallback<object>>();
   const finish = (call: AccessLogCall) => {
     const callback = open.get(call);
     if (!open.delete(call)) return;
@@ -40,7 +40,7 @@ export function createAccessLogService(sink: RequestFigureSink): AccessLogServic
 
   return {
     implementation: {
-      StreamAccessLogs(call: AccessLogCall, callback: sendUnaryData<object>) {
+      StreamAccessLogs(call: AccessLogCall, callback: GrpcCallback<object>) {
         open.set(call, callback);
         call.on('data', (message: StreamAccessLogsMessage) => {
           for (const entry of message.http_logs?.log_entry ?? []) {
@@ -50,7 +50,6 @@ export function createAccessLogService(sink: RequestFigureSink): AccessLogServic
         });
         call.on('end', () => finish(call));
         // The client went away (Envoy restarting): nothing to answer.
-        call.on('error', () => open.delete(call));
         call.on('cancelled', () => open.delete(call));
       },
     },

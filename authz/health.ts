@@ -1,4 +1,6 @@
-import { status as GrpcStatus, type ServiceDefinition, type UntypedServiceImplementation } from '@grpc/grpc-js';
+import type { ServiceDefinition } from '@grpc/grpc-js';
+import { GrpcStatus } from '../proto/grpc-wire.js';
+import type { GrpcCallback, ServiceImplementation, UnaryCall } from './grpc-server.js';
 import protobuf from 'protobufjs';
 
 /**
@@ -6,7 +8,7 @@ import protobuf from 'protobufjs';
  * `grpc_health_check` calls. No health.proto ships in node_modules and the
  * grpc-health-check package is not installed, so its two messages are declared here,
  * field for field as in grpc/grpc's src/proto/grpc/health/v1/health.proto. Watch is left
- * out: grpc-js answers UNIMPLEMENTED, which the protocol allows and Envoy never calls.
+ * out: authz/grpc-server.ts answers UNIMPLEMENTED, which the protocol allows and Envoy never calls.
  */
 const HEALTH_PROTO = `
 syntax = "proto3";
@@ -45,12 +47,12 @@ export const healthServiceDefinition: ServiceDefinition = {
  * `isServing` answers for the whole server; `services` are the names, besides the empty
  * one (the server as a whole), that a health check may ask about.
  */
-export function healthService(services: readonly string[], isServing: () => Promise<boolean>): UntypedServiceImplementation {
+export function healthService(services: readonly string[], isServing: () => Promise<boolean>): ServiceImplementation {
   return {
-    Check(call: { request: { service?: string } }, callback: (error: Error | null, reply?: HealthCheckReply) => void) {
+    Check(call: UnaryCall<{ service?: string }>, callback: GrpcCallback<HealthCheckReply>) {
       const service = call.request.service ?? '';
       if (service !== '' && !services.includes(service)) {
-        callback(Object.assign(new Error(`unknown service ${service}`), { code: GrpcStatus.NOT_FOUND }));
+        callback({ code: GrpcStatus.NOT_FOUND, details: `unknown service ${service}` });
         return;
       }
       isServing().then(

@@ -1,0 +1,189 @@
+import { strict as assert } from 'node:assert';
+import http2 from 'node:http2';
+import { credentials, makeGenericClientConstructor, status, type ServiceError } from '@grpc/grpc-js';
+import { createGrpcServer, type ClientStreamCall, type GrpcCallback, type GrpcServer, type UnaryCall } from '../authz/grpc-server.js';
+import { frameMessage } from '../proto/grpc-wire.js';
+
+/**
+ * authz's lean gRPC server (authz/grpc-server.ts) as a gRPC client sees it: grpc-js's own
+ * client for what a well-behaved caller does, raw HTTP/2 for what only a broken or hostile
+ * one sends. Each expectation is grpc/grpc doc/PROTOCOL-HTTP2.md's.
+ */
+const identity = (bytes: Buffer) => bytes;
+const CODEC = { requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity };
+const TEST_SERVICE = {
+  Echo: { path: '/test.Lean/Echo', requestStream: false, responseStream: false, ...CODEC },
+  Slow: { path: '/test.Lean/Slow', requestStream: false, responseStream: false, ...CODEC },
+  Fail: { path: '/test.Lean/Fail', requestStream: false, responseStream: false, ...CODEC },
+  Collect: { path: '/test.Lean/Collect', requestStream: true, responseStream: false, ...CODEC },
+  Missing: { path: '/test.Lean/Missing', requestStream: false, responseStream: false, ...CODEC },
+};
+
+interface TestClient {
+  Echo(request: Buffer, callback: (error: ServiceError | null, response?: Buffer) => void): void;
+  Slow(request: Buffer, options: { deadline: Date }, callback: (error: ServiceError | null, response?: Buffer) => void): void;
+  Fail(request: Buffer, callback: (error: ServiceError | null, response?: Buffer) => void): void;
+  Missing(request: Buffer, callback: (error: ServiceError | null, response?: Buffer) => void): void;
+  Collect(callback: (error: ServiceError | null, response?: Buffer) => void): { write(message: Buffer): void; end(): void };
+  close(): void;
+}
+
+interface RawAnswer {
+  headers: http2.IncomingHttpHeaders;
+  trailers: http2.IncomingHttpHeaders;
+  body: Buffer;
+}
+
+describe('authz gRPC server on node:http2', function () {
+  let server: GrpcServer;
+  let port: number;
+  let client: TestClient;
+  const slowCalls: GrpcCallback<Buffer>[] = [];
+  const streams: { messages: string[]; outcome: string }[] = [];
+
+  before(async function () {
+    server = createGrpcServer();
+    server.addService(TEST_SERVICE, {
+      Echo: (call: UnaryCall<Buffer>, callback: GrpcCallback<Buffer>) => callback(null, Buffer.concat([Buffer.from('echo:'), call.request])),
+      Slow: (_call: UnaryCall<Buffer>, callback: GrpcCallback<Buffer>) => slowCalls.push(callback),
+      Fail: (_call: UnaryCall<Buffer>, callback: GrpcCallback<Buffer>) => callback({ code: status.NOT_FOUND, details: 'no such thing: 100% gone' }),
+      Collect: (call: ClientStreamCall<Buffer>, callback: GrpcCallback<Buffer>) => {
+        const seen = { messages: [] as string[], outcome: 'open' };
+        streams.push(seen);
+        call.on('data', (message) => seen.messages.push(message.toString()));
+        call.on('end', () => {
+          seen.outcome = 'ended';
+          callback(null, Buffer.from(seen.messages.join(',')));
+        });
+        call.on('cancelled', () => (seen.outcome = 'cancelled'));
+      },
+    });
+    port = await server.listen('127.0.0.1', 0);
+    const Client = makeGenericClientConstructor(TEST_SERVICE, 'Lean');
+    client = new Client(`127.0.0.1:${port}`, credentials.createInsecure()) as unknown as TestClient;
+  });
+
+  after(async function () {
+    client.close();
+    server.forceShutdown();
+  });
+
+  const call = <T>(invoke: (callback: (error: ServiceError | null, response?: T) => void) => void) =>
+    new Promise<{ error: ServiceError | null; response?: T }>((resolve) => invoke((error, response) => resolve({ error, response })));
+
+  /** One call over raw HTTP/2: `frames` are written as separate DATA frames. */
+  async function raw(headers: http2.OutgoingHttpHeaders, frames: Buffer[]): Promise<RawAnswer> {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    try {
+      const stream = session.request({ ':method': 'POST', ':path': TEST_SERVICE.Echo.path, 'content-type': 'application/grpc', te: 'trailers', ...headers });
+      for (const frame of frames) stream.write(frame);
+      stream.end();
+      const answer: RawAnswer = { headers: {}, trailers: {}, body: Buffer.alloc(0) };
+      stream.on('response', (received) => (answer.headers = received));
+      stream.on('trailers', (received) => (answer.trailers = received));
+      const chunks: Buffer[] = [];
+      stream.on('data', (chunk: Buffer) => chunks.push(chunk));
+      await new Promise<void>((resolve) => stream.on('close', () => resolve()));
+      answer.body = Buffer.concat(chunks);
+      return answer;
+    } finally {
+      session.close();
+    }
+  }
+  const statusOf = (answer: RawAnswer) => Number(answer.trailers['grpc-status'] ?? answer.headers['grpc-status']);
+
+  it('answers a unary call with its message, and an error as its status and percent-encoded message', async function () {
+    const ok = await call<Buffer>((done) => client.Echo(Buffer.from('hello'), done));
+    assert.equal(ok.error, null);
+    assert.equal(ok.response?.toString(), 'echo:hello');
+
+    const failed = await call<Buffer>((done) => client.Fail(Buffer.from('x'), done));
+    assert.equal(failed.error?.code, status.NOT_FOUND);
+    assert.equal(failed.error?.details, 'no such thing: 100% gone');
+    const rawFailed = await raw({ ':path': TEST_SERVICE.Fail.path }, [frameMessage(Buffer.from('x'))]);
+    assert.equal(rawFailed.headers['grpc-message'], 'no such thing: 100%25 gone', 'Trailers-Only, with % encoded');
+  });
+
+  it('answers UNIMPLEMENTED to a method it does not serve, and 415 to a request that is not gRPC', async function () {
+    const missing = await call<Buffer>((done) => client.Missing(Buffer.from('x'), done));
+    assert.equal(missing.error?.code, status.UNIMPLEMENTED);
+
+    const notGrpc = await raw({ 'content-type': 'application/json' }, [Buffer.from('{}')]);
+    assert.equal(notGrpc.headers[':status'], 415);
+  });
+
+  it('reads a message split over many DATA frames, and several messages in one', async function () {
+    const framed = frameMessage(Buffer.from('split across frames'));
+    const split = await raw({}, [...framed].map((byte) => Buffer.from([byte])));
+    assert.equal(statusOf(split), status.OK);
+    assert.equal(split.body.subarray(5).toString(), 'echo:split across frames');
+
+    const streamed = await call<Buffer>((done) => {
+      const stream = client.Collect(done);
+      for (const word of ['one', 'two', 'three']) stream.write(Buffer.from(word));
+      stream.end();
+    });
+    assert.equal(streamed.response?.toString(), 'one,two,three');
+    const together = await new Promise<RawAnswer>((resolve, reject) =>
+      raw({ ':path': TEST_SERVICE.Collect.path }, [Buffer.concat(['a', 'b', 'c'].map((word) => frameMessage(Buffer.from(word))))]).then(resolve, reject),
+    );
+    assert.equal(together.body.subarray(5).toString(), 'a,b,c');
+  });
+
+  it('refuses what no valid unary call sends: no message, two messages, a cut message, a compressed one, an encoding, an oversized length', async function () {
+    const message = frameMessage(Buffer.from('m'));
+    const cases: [string, http2.OutgoingHttpHeaders, Buffer[], status][] = [
+      ['no message', {}, [], status.INTERNAL],
+      ['two messages', {}, [message, message], status.UNIMPLEMENTED],
+      ['a cut message', {}, [message.subarray(0, 4)], status.INTERNAL],
+      ['a compressed message', {}, [Buffer.concat([Buffer.from([1]), message.subarray(1)])], status.INTERNAL],
+      ['grpc-encoding gzip', { 'grpc-encoding': 'gzip' }, [message], status.UNIMPLEMENTED],
+      ['a length over 4 MiB', {}, [Buffer.from([0, 0, 0x40, 0, 1])], status.RESOURCE_EXHAUSTED],
+    ];
+    for (const [name, headers, frames, expected] of cases) {
+      const answer = await raw(headers, frames);
+      assert.equal(statusOf(answer), expected, name);
+      assert.equal(answer.body.length, 0, `${name}: no response message`);
+    }
+    const stillServing = await call<Buffer>((done) => client.Echo(Buffer.from('after'), done));
+    assert.equal(stillServing.response?.toString(), 'echo:after');
+  });
+
+  it('drops the answer of a call its client cancelled, and tells a client-streaming handler its call is over', async function () {
+    const cancelled = await call<Buffer>((done) => client.Slow(Buffer.from('x'), { deadline: new Date(Date.now() + 100) }, done));
+    assert.equal(cancelled.error?.code, status.DEADLINE_EXCEEDED);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    slowCalls.shift()!(null, Buffer.from('too late')); // must neither throw nor answer anyone
+
+    const before = streams.length;
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    const stream = session.request({ ':method': 'POST', ':path': TEST_SERVICE.Collect.path, 'content-type': 'application/grpc', te: 'trailers' });
+    stream.on('error', () => undefined);
+    stream.write(frameMessage(Buffer.from('first')));
+    while (streams.length === before || streams.at(-1)!.messages.length === 0) await new Promise((resolve) => setTimeout(resolve, 10));
+    stream.close(http2.constants.NGHTTP2_CANCEL);
+    // node:http2 may report the reset as the end of the client's messages (ClientStreamCall): either way the handler learns the call is over.
+    while (streams.at(-1)!.outcome === 'open') await new Promise((resolve) => setTimeout(resolve, 10));
+    session.close();
+    assert.deepEqual(streams.at(-1)!.messages, ['first']);
+    const stillServing = await call<Buffer>((done) => client.Echo(Buffer.from('after a reset'), done));
+    assert.equal(stillServing.response?.toString(), 'echo:after a reset');
+  });
+
+  it('lets an open call finish on shutdown, then refuses new connections', async function () {
+    const own = createGrpcServer();
+    own.addService(TEST_SERVICE, { Slow: (_call: UnaryCall<Buffer>, callback: GrpcCallback<Buffer>) => setTimeout(() => callback(null, Buffer.from('done')), 200) });
+    const ownPort = await own.listen('127.0.0.1', 0);
+    const Client = makeGenericClientConstructor(TEST_SERVICE, 'Lean');
+    const ownClient = new Client(`127.0.0.1:${ownPort}`, credentials.createInsecure()) as unknown as TestClient;
+    const open = call<Buffer>((done) => ownClient.Slow(Buffer.from('x'), { deadline: new Date(Date.now() + 5_000) }, done));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const stopped = own.shutdown();
+    const answered = await open;
+    await stopped;
+    assert.equal(answered.response?.toString(), 'done');
+    const refused = await call<Buffer>((done) => ownClient.Slow(Buffer.from('x'), { deadline: new Date(Date.now() + 1_000) }, done));
+    assert.equal(refused.error?.code, status.UNAVAILABLE);
+    ownClient.close();
+  });
+});
