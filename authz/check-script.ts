@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
+import { batchWritesPerTurn } from './write-batching.js';
 import { EDGE_AGENT_FIELDS, WAKE_REFUSED_PREFIX, WAKE_REQUESTED } from '../contract/edge-keys.js';
 
 /**
@@ -91,7 +92,9 @@ interface RedisWithCheckScript {
 export function defineCheckScript(redis: Redis): RunCheckScript {
   if (!(COMMAND_NAME in redis)) redis.defineCommand(COMMAND_NAME, { numberOfKeys: 7, lua: CHECK_SCRIPT });
   const client = redis as unknown as RedisWithCheckScript;
+  const batchWrite = batchWritesPerTurn(redis);
   return async (keys, args) => {
+    batchWrite();
     const reply = await client[COMMAND_NAME](
       keys.agent, keys.keys, keys.upstreams, keys.callerCounter, keys.agentCounter, keys.usage, keys.wake,
       args.keyHash, args.counterTtlSeconds, args.wakeTtlSeconds, WAKE_REQUESTED, WAKE_REFUSED_PREFIX,
