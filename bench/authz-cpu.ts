@@ -10,7 +10,9 @@ import { runConcurrently, summarise, type LatencySummary } from './stats.js';
  * Issue 21's figures: authz's CPU per allowed Check against a no-op grpc-js server's, each
  * server a process of its own (CPU read from /proc, the load generator here in the bench
  * process), Checks per CPU-second, latency at 1, 16 and 64 in flight and at half the
- * maximum rate, and throughput with 1 and 2 workers.
+ * maximum rate (and the no-op's at the same rate: the machine's own tail), and throughput
+ * with 1 and 2 workers. A third server, the no-op on authz's own gRPC server, splits authz's
+ * CPU into what serving gRPC costs and what the decision and Redis add.
  */
 export interface ServerProcess {
   address: string;
@@ -32,8 +34,9 @@ function serverProcess(child: ChildProcess, address: string): ServerProcess {
   };
 }
 
-async function startNoop(): Promise<ServerProcess> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/noop-authz-server.ts'], { stdio: ['ignore', 'pipe', 'inherit'] });
+/** The no-op server (bench/noop-authz-server.ts): grpc-js's, or with `lean` authz's own gRPC server. */
+async function startNoop(lean = false): Promise<ServerProcess> {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/noop-authz-server.ts', ...(lean ? ['--lean'] : [])], { stdio: ['ignore', 'pipe', 'inherit'] });
   const [line] = (await once(createInterface({ input: child.stdout! }), 'line')) as [string];
   return serverProcess(child, `127.0.0.1:${(JSON.parse(line) as { port: number }).port}`);
 }
@@ -98,9 +101,19 @@ async function latencies(server: ServerProcess, host: string, maxPerSecond: numb
       const count = inFlight === 1 ? CHECKS / 8 : CHECKS / 2;
       result[`in_flight_${inFlight}`] = summarise(await runConcurrently(count, inFlight, (i) => load.check(i)));
     }
-    const half = Math.round(maxPerSecond / 2);
-    result.half_max = { per_second: half, ...summarise(await paced(half, 5, (i) => load.check(i))) };
+    result.half_max = await pacedLatency(server, host, Math.round(maxPerSecond / 2));
     return result;
+  } finally {
+    load.close();
+  }
+}
+
+/** Latency at `perSecond` Checks sent open-loop for 5 s (bench/check-load.ts `paced`). */
+async function pacedLatency(server: ServerProcess, host: string, perSecond: number): Promise<LatencySummary & { per_second: number }> {
+  const load = checkLoad(server.address, host);
+  try {
+    await runConcurrently(2_000, 16, (i) => load.check(i));
+    return { per_second: perSecond, ...summarise(await paced(perSecond, 5, (i) => load.check(i))) };
   } finally {
     load.close();
   }
@@ -110,6 +123,9 @@ export async function measureAuthzCpu(redisUrl: string, agentDomain: string, hos
   const noopServer = await startNoop();
   const noop = await cpuRun(noopServer, host).finally(() => noopServer.stop());
   console.log(`  no-op server: ${noop.cpu_us_per_check} µs CPU per Check, ${noop.per_second}/s`);
+  const leanServer = await startNoop(true);
+  const leanNoop = await cpuRun(leanServer, host).finally(() => leanServer.stop());
+  console.log(`  no-op on authz's own gRPC server: ${leanNoop.cpu_us_per_check} µs CPU per Check, ${leanNoop.per_second}/s`);
 
   const one = await startAuthzProcess(redisUrl, agentDomain, 1);
   let authz: CpuRun;
@@ -121,16 +137,23 @@ export async function measureAuthzCpu(redisUrl: string, agentDomain: string, hos
   } finally {
     await one.stop();
   }
+  // The machine's own tail at that rate: the no-op server given the same paced load.
+  const noopAgain = await startNoop();
+  const noopHalfMax = await pacedLatency(noopAgain, host, latency.half_max!.per_second!).finally(() => noopAgain.stop());
+  console.log(`  p99 at ${latency.half_max!.per_second}/s: authz ${latency.half_max!.p99_ms} ms, no-op ${noopHalfMax.p99_ms} ms`);
   const two = await startAuthzProcess(redisUrl, agentDomain, 2);
   const twoWorkers = await cpuRun(two, host).finally(() => two.stop());
   console.log(`  authz (2 workers): ${twoWorkers.per_second}/s, ${twoWorkers.cpu_us_per_check} µs CPU per Check`);
   return {
     method: 'each server its own process, CPU from /proc/<pid>/stat (workers included), load from the bench process over 8 connections at 64 in flight, Envoy-shaped CheckRequests (12 headers, source and destination)',
     noop,
+    /** authz/grpc-server.ts answering OK with proto-loader's decode: authz's cost before its decision and Redis. */
+    noop_on_authz_grpc_server: leanNoop,
     authz,
     authz_to_noop_cpu_ratio: round(authz.cpu_us_per_check / noop.cpu_us_per_check),
     authz_checks_per_cpu_second: authz.checks_per_cpu_second,
     latency,
+    noop_half_max_latency: noopHalfMax,
     workers: { 1: authz, 2: twoWorkers },
   };
 }
