@@ -59,6 +59,8 @@ export async function startAuthzProcess(redisUrl: string, agentDomain: string, w
 }
 
 interface CpuRun {
+  /** With medianCpuRuns: every round's figure, the median first reported. */
+  rounds_cpu_us_per_check?: number[];
   checks: number;
   allowed: number;
   per_second: number;
@@ -119,38 +121,50 @@ async function pacedLatency(server: ServerProcess, host: string, perSecond: numb
   }
 }
 
-export async function measureAuthzCpu(redisUrl: string, agentDomain: string, host: string) {
-  const noopServer = await startNoop();
-  const noop = await cpuRun(noopServer, host).finally(() => noopServer.stop());
-  console.log(`  no-op server: ${noop.cpu_us_per_check} µs CPU per Check, ${noop.per_second}/s`);
-  const leanServer = await startNoop(true);
-  const leanNoop = await cpuRun(leanServer, host).finally(() => leanServer.stop());
-  console.log(`  no-op on authz's own gRPC server: ${leanNoop.cpu_us_per_check} µs CPU per Check, ${leanNoop.per_second}/s`);
+const ROUNDS = Number(process.env.BENCH_CPU_ROUNDS ?? 3);
 
-  const one = await startAuthzProcess(redisUrl, agentDomain, 1);
-  let authz: CpuRun;
-  let latency: Awaited<ReturnType<typeof latencies>>;
-  try {
-    authz = await cpuRun(one, host);
-    console.log(`  authz (1 worker): ${authz.cpu_us_per_check} µs CPU per Check, ${authz.checks_per_cpu_second} per CPU-second, ${authz.per_second}/s`);
-    latency = await latencies(one, host, authz.per_second);
-  } finally {
-    await one.stop();
+/**
+ * The three servers run side by side (an idle one costs nothing) and are loaded in turn,
+ * ROUNDS times: each figure is the median round, so a moment of noise on this shared
+ * machine moves one round of one server, not the ratio.
+ */
+async function medianCpuRuns(servers: Record<string, ServerProcess>, host: string): Promise<Record<string, CpuRun>> {
+  const rounds: Record<string, CpuRun[]> = Object.fromEntries(Object.keys(servers).map((name) => [name, []]));
+  for (let round = 0; round < ROUNDS; round += 1) {
+    for (const [name, server] of Object.entries(servers)) rounds[name]!.push(await cpuRun(server, host));
   }
-  // The machine's own tail at that rate: the no-op server given the same paced load.
-  const noopAgain = await startNoop();
-  const noopHalfMax = await pacedLatency(noopAgain, host, latency.half_max!.per_second!).finally(() => noopAgain.stop());
-  console.log(`  p99 at ${latency.half_max!.per_second}/s: authz ${latency.half_max!.p99_ms} ms, no-op ${noopHalfMax.p99_ms} ms`);
+  const median = (runs: CpuRun[]) => [...runs].sort((a, b) => a.cpu_us_per_check - b.cpu_us_per_check)[Math.floor(runs.length / 2)]!;
+  return Object.fromEntries(Object.entries(rounds).map(([name, runs]) => [name, { ...median(runs), rounds_cpu_us_per_check: runs.map((run) => run.cpu_us_per_check) }]));
+}
+
+export async function measureAuthzCpu(redisUrl: string, agentDomain: string, host: string) {
+  const servers = { noop: await startNoop(), leanNoop: await startNoop(true), authz: await startAuthzProcess(redisUrl, agentDomain, 1) };
+  let runs: Record<string, CpuRun>;
+  let latency: Awaited<ReturnType<typeof latencies>>;
+  let noopHalfMax: Awaited<ReturnType<typeof pacedLatency>>;
+  try {
+    runs = await medianCpuRuns(servers, host);
+    console.log(`  no-op server: ${runs.noop!.cpu_us_per_check} µs CPU per Check, ${runs.noop!.per_second}/s`);
+    console.log(`  no-op on authz's own gRPC server: ${runs.leanNoop!.cpu_us_per_check} µs CPU per Check, ${runs.leanNoop!.per_second}/s`);
+    console.log(`  authz (1 worker): ${runs.authz!.cpu_us_per_check} µs CPU per Check, ${runs.authz!.checks_per_cpu_second} per CPU-second, ${runs.authz!.per_second}/s`);
+    latency = await latencies(servers.authz, host, runs.authz!.per_second);
+    // The machine's own tail at that rate: the no-op server given the same paced load.
+    noopHalfMax = await pacedLatency(servers.noop, host, latency.half_max!.per_second!);
+    console.log(`  p99 at ${latency.half_max!.per_second}/s: authz ${latency.half_max!.p99_ms} ms, no-op ${noopHalfMax.p99_ms} ms`);
+  } finally {
+    await Promise.all(Object.values(servers).map((server) => server.stop()));
+  }
   const two = await startAuthzProcess(redisUrl, agentDomain, 2);
   const twoWorkers = await cpuRun(two, host).finally(() => two.stop());
   console.log(`  authz (2 workers): ${twoWorkers.per_second}/s, ${twoWorkers.cpu_us_per_check} µs CPU per Check`);
+  const authz = runs.authz!;
   return {
-    method: 'each server its own process, CPU from /proc/<pid>/stat (workers included), load from the bench process over 8 connections at 64 in flight, Envoy-shaped CheckRequests (12 headers, source and destination)',
-    noop,
+    method: `each server its own process, CPU from /proc/<pid>/stat (workers included), load from the bench process over 8 connections at 64 in flight, Envoy-shaped CheckRequests (12 headers, source and destination); the median of ${ROUNDS} rounds, the servers loaded in turn`,
+    noop: runs.noop!,
     /** authz/grpc-server.ts answering OK with proto-loader's decode: authz's cost before its decision and Redis. */
-    noop_on_authz_grpc_server: leanNoop,
+    noop_on_authz_grpc_server: runs.leanNoop!,
     authz,
-    authz_to_noop_cpu_ratio: round(authz.cpu_us_per_check / noop.cpu_us_per_check),
+    authz_to_noop_cpu_ratio: round(authz.cpu_us_per_check / runs.noop!.cpu_us_per_check),
     authz_checks_per_cpu_second: authz.checks_per_cpu_second,
     latency,
     noop_half_max_latency: noopHalfMax,
