@@ -65,7 +65,7 @@ export function decodeCheckRequestFields(bytes: Buffer): CheckRequestFields | nu
 }
 
 /**
- * grpc-js's `requestDeserialize` for Check: the request facts, from the fast walk or, when
+ * The `requestDeserialize` of Check's method definition (authz/server.ts): the request facts, from the fast walk or, when
  * it is unsure, from proto-loader's full decode (`fullDeserialize`), which may throw as before.
  */
 export function checkRequestDeserializer(fullDeserialize: (bytes: Buffer) => unknown, trustExternalAddress: boolean): (bytes: Buffer) => RequestFacts {

@@ -10,12 +10,11 @@ import { createOpsServer } from './ops-server.js';
 
 /**
  * AUTHZ_WORKERS > 1: this process, the cluster primary, forks the workers and each runs
- * authz (startAuthz) on the same gRPC port. grpc-js binds with net's listen
- * (@grpc/grpc-js build/src/server.js, `bindOneAddress`: `http2Server.listen(address)`), and
- * in a cluster worker Node hands a listen to the primary, which holds the one socket and
- * deals connections out to the workers in turn (Node's cluster docs, "How it works").
- * grpc-js 1.14 has no SO_REUSEPORT option (no `reuseport` anywhere in its source), and
- * needs none. A gRPC connection stays with its worker; Envoy keeps several.
+ * authz (startAuthz) on the same gRPC port. Its gRPC server (authz/grpc-server.ts) binds
+ * with node:http2's `listen`, and in a cluster worker Node hands a listen to the primary,
+ * which holds the one socket and deals connections out to the workers in turn (Node's
+ * cluster docs, "How it works"): no SO_REUSEPORT needed. A gRPC connection stays with its
+ * worker; Envoy keeps several.
  *
  * The primary serves no Check. It serves the ops port once: /metrics adds the workers'
  * families up (prom-client's AggregatorRegistry asks each worker over IPC), /readyz asks
