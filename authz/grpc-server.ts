@@ -1,7 +1,7 @@
 import { EventEmitter } from 'node:events';
 import http2, { type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
-import { encodeGrpcMessage, frameMessage, FramingError, GrpcStatus, MessageDeframer } from '../proto/grpc-wire.js';
+import { encodeGrpcMessage, frameMessage, FramingError, GrpcStatus, isGrpcContentType, MessageDeframer } from '../proto/grpc-wire.js';
 
 /**
  * The gRPC server authz answers Envoy with: unary and client-streaming calls straight on
@@ -126,8 +126,9 @@ function serveCall(methods: ReadonlyMap<string, Method>, stream: ServerHttp2Stre
   // A reset stream emits 'error'; the call is simply over (its 'close' says so).
   stream.on('error', ignore);
   const contentType = headers['content-type'];
-  // "If Content-Type does not begin with application/grpc, gRPC servers SHOULD respond with HTTP status 415".
-  if (typeof contentType !== 'string' || !contentType.startsWith('application/grpc')) {
+  // "If Content-Type does not begin with application/grpc, gRPC servers SHOULD respond with
+  // HTTP status 415" (PROTOCOL-HTTP2.md), grpc-web included, as Envoy reads it.
+  if (!isGrpcContentType(contentType)) {
     stream.respond({ ':status': 415 }, { endStream: true });
     return;
   }

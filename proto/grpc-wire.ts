@@ -13,6 +13,18 @@ export const MAX_RECEIVE_MESSAGE_BYTES = 4 * 1024 * 1024;
 
 const PREFIX_BYTES = 5;
 
+/**
+ * Envoy's rule for a gRPC content-type, on requests and responses alike: "exactly
+ * application/grpc or starts with application/grpc+. Specifically, something like
+ * application/grpc-web is not gRPC" (envoyproxy/envoy source/common/grpc/common.cc,
+ * `Common::hasGrpcContentType`; `Common::isGrpcResponseHeaders` applies it to every
+ * response head that does not end the stream). A plain prefix test would take grpc-web.
+ */
+export function isGrpcContentType(value: string | undefined): boolean {
+  if (value === undefined || !value.startsWith('application/grpc')) return false;
+  return value.length === 'application/grpc'.length || value['application/grpc'.length] === '+';
+}
+
 /** Length-Prefixed-Message: Compressed-Flag 0, Message-Length (4 bytes, big endian), Message. */
 export function frameMessage(message: Uint8Array): Buffer {
   const framed = Buffer.allocUnsafe(PREFIX_BYTES + message.length);

@@ -110,6 +110,10 @@ describe('authz gRPC server on node:http2', function () {
 
     const notGrpc = await raw({ 'content-type': 'application/json' }, [Buffer.from('{}')]);
     assert.equal(notGrpc.headers[':status'], 415);
+    const grpcWeb = await raw({ 'content-type': 'application/grpc-web' }, [frameMessage(Buffer.from('x'))]);
+    assert.equal(grpcWeb.headers[':status'], 415, 'grpc-web is not gRPC (Envoy: Common::hasGrpcContentType)');
+    const withSuffix = await raw({ 'content-type': 'application/grpc+proto' }, [frameMessage(Buffer.from('x'))]);
+    assert.equal(statusOf(withSuffix), status.OK);
   });
 
   it('reads a message split over many DATA frames, and several messages in one', async function () {

@@ -1,6 +1,6 @@
 import { constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders, type IncomingHttpStatusHeader } from 'node:http2';
 import type protobuf from 'protobufjs';
-import { decodeGrpcMessage, frameMessage, grpcTimeoutHeader, MessageDeframer } from '../../proto/grpc-wire.js';
+import { decodeGrpcMessage, frameMessage, grpcTimeoutHeader, isGrpcContentType, MessageDeframer } from '../../proto/grpc-wire.js';
 import { EXTERNAL_AUTH_PROTO, loadEnvoyRoot } from '../../proto/load.js';
 import type { buildCheckRequest } from './check-request.js';
 import type { CheckResponse } from './authz-answer.js';
@@ -103,7 +103,7 @@ function outcomeOf(
   if (head === undefined) return 'the stream closed before a response';
   // PROTOCOL-HTTP2.md, "Responses": a non-200 or non-gRPC answer is an error whatever else it says.
   if (head[':status'] !== 200) return `HTTP status ${head[':status']}`;
-  if (!String(head['content-type'] ?? '').startsWith('application/grpc')) return `content-type ${head['content-type']}`;
+  if (!isGrpcContentType(head['content-type'])) return `content-type ${head['content-type']}`;
   // Status in Trailers, or in the one HEADERS frame of a Trailers-Only response (which carries no message).
   if (trailers === undefined && messages.length > 0) return 'a message without trailers';
   const status = (trailers ?? head)['grpc-status'];

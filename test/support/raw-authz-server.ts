@@ -98,6 +98,15 @@ export const BROKEN_ANSWERS: readonly { name: string; answer(stream: ServerHttp2
       stream.end(frameMessage(allowedResponse(upstream)));
     },
   },
+  {
+    // Envoy's Common::hasGrpcContentType: grpc-web is not gRPC, though it starts like it.
+    name: 'content-type application/grpc-web',
+    answer: (stream, upstream) => {
+      stream.respond({ ':status': 200, 'content-type': 'application/grpc-web' }, { waitForTrailers: true });
+      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
+      stream.end(frameMessage(allowedResponse(upstream)));
+    },
+  },
   { name: 'a message that is not a CheckResponse', answer: (stream) => answerWith(stream, Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f])) },
   {
     name: 'a compressed message, though no encoding was offered',
