@@ -10,7 +10,7 @@ import type { Orchestrator } from '../orchestrator/types.js';
 import type { AgentRow } from '../domain/agent.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { DeploymentService, QuotaDetails } from './deployment-service.js';
-import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
+import { PeriodicPass, PeriodicService, type LoopOptions } from './periodic-pass.js';
 
 /** The driver whose replicas are scaled, with the clock it stamps their start with (its own, not the API's). */
 export interface ScaledDriver {
@@ -36,9 +36,9 @@ interface AgentMemory {
  * quota is checked in the same transaction under the account's lock. With Nomad, the
  * job's scaling block hands this to the Nomad Autoscaler instead.
  */
-export class Autoscaler {
+export class Autoscaler extends PeriodicService {
   private readonly memory = new Map<string, AgentMemory>();
-  private readonly loop: PeriodicPass;
+  protected readonly loop: PeriodicPass;
 
   constructor(
     private readonly db: Knex,
@@ -50,23 +50,11 @@ export class Autoscaler {
     private readonly logger: Logger,
     private readonly options: AutoscalerOptions = {},
   ) {
+    super();
     const { exclusive, onPass } = options;
     this.loop = new PeriodicPass({
       loop: 'autoscaler', intervalMs: settings.intervalMs, logger, exclusive, onPass, pass: () => this.scaleAll(), failureMessage: 'autoscale pass failed',
     });
-  }
-
-  start(): void {
-    this.loop.start();
-  }
-
-  /** One pass at a time, and in one copy of the control API at a time. */
-  runOnce(): Promise<void> {
-    return this.loop.runOnce();
-  }
-
-  stop(): Promise<void> {
-    return this.loop.stop();
   }
 
   private async scaleAll(): Promise<void> {

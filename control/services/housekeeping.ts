@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import { repositoriesOn } from '../repositories/index.js';
-import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
+import { PeriodicPass, PeriodicService, type LoopOptions } from './periodic-pass.js';
 
 /** Once an hour: rows past their end of life leave no trace the API would act on, so nothing is in a hurry. */
 export const HOUSEKEEPING_INTERVAL_MS = 3_600_000;
@@ -15,8 +15,8 @@ const DAY_MS = 86_400_000;
  * sign-in) and audit events older than AUDIT_RETENTION_DAYS. Each copy of the control API
  * may run it; the deletes are idempotent.
  */
-export class Housekeeping {
-  private readonly loop: PeriodicPass;
+export class Housekeeping extends PeriodicService {
+  protected readonly loop: PeriodicPass;
   private readonly auditRetentionMs: number;
 
   constructor(
@@ -25,21 +25,10 @@ export class Housekeeping {
     logger: Logger,
     options: LoopOptions & { intervalMs?: number; auditRetentionDays: number },
   ) {
+    super();
     const { intervalMs = HOUSEKEEPING_INTERVAL_MS, auditRetentionDays, ...loopOptions } = options;
     this.auditRetentionMs = auditRetentionDays * DAY_MS;
     this.loop = new PeriodicPass({ ...loopOptions, loop: 'housekeeping', intervalMs, logger, pass: () => this.pass(), failureMessage: 'housekeeping pass failed; the next pass retries' });
-  }
-
-  start(): void {
-    this.loop.start();
-  }
-
-  stop(): Promise<void> {
-    return this.loop.stop();
-  }
-
-  runOnce(): Promise<void> {
-    return this.loop.runOnce();
   }
 
   private async pass(): Promise<void> {

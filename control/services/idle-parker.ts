@@ -8,7 +8,7 @@ import { scaleToZeroAfterSeconds } from '../domain/deploy.js';
 import { afterLook, parkingDue, type ActivityMemory } from '../domain/scale-to-zero.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { DeploymentService } from './deployment-service.js';
-import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
+import { PeriodicPass, PeriodicService, type LoopOptions } from './periodic-pass.js';
 
 /**
  * The edge writes a second's figures within about a second of its end (and Envoy's access
@@ -24,9 +24,9 @@ const REPORTING_DELAY_SECONDS = 5;
  * authz's Check path writes nothing for it. Parking goes through DeploymentService, like
  * any scale, so the driver's scale call, deployments and metering follow.
  */
-export class IdleParker {
+export class IdleParker extends PeriodicService {
   private readonly memory = new Map<string, ActivityMemory>();
-  private readonly loop: PeriodicPass;
+  protected readonly loop: PeriodicPass;
 
   constructor(
     private readonly db: Knex,
@@ -38,19 +38,8 @@ export class IdleParker {
     private readonly logger: Logger,
     options: LoopOptions = {},
   ) {
+    super();
     this.loop = new PeriodicPass({ ...options, loop: 'idle-parker', intervalMs, logger, pass: () => this.parkIdle(), failureMessage: 'idle parking pass failed' });
-  }
-
-  start(): void {
-    this.loop.start();
-  }
-
-  runOnce(): Promise<void> {
-    return this.loop.runOnce();
-  }
-
-  stop(): Promise<void> {
-    return this.loop.stop();
   }
 
   private async parkIdle(): Promise<void> {

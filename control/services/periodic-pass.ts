@@ -88,3 +88,25 @@ export class PeriodicPass {
     }
   }
 }
+
+/**
+ * A background service whose work is one PeriodicPass: start, runOnce and stop hand over
+ * to it. A subclass builds `loop` in its constructor and overrides what it does
+ * differently (a first pass before the timer, a last one after it).
+ */
+export abstract class PeriodicService {
+  protected abstract readonly loop: PeriodicPass;
+
+  start(): void | Promise<void> {
+    this.loop.start();
+  }
+
+  /** One pass at a time (and in one copy of the control API at a time, when the loop has a lock). */
+  runOnce(): Promise<void> {
+    return this.loop.runOnce();
+  }
+
+  stop(): Promise<void> {
+    return this.loop.stop();
+  }
+}

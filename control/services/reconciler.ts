@@ -1,15 +1,15 @@
 import type { Logger } from 'pino';
 import type { AgentRunner } from './agent-runner.js';
 import type { EdgeSync } from './edge-sync.js';
-import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
+import { PeriodicPass, PeriodicService, type LoopOptions } from './periodic-pass.js';
 
 /**
  * Brings the orchestrator in line with Postgres at start and then periodically, so a
  * crash of the control API, a container removed by hand or a lost notification heals
  * without anyone calling the API. Without an orchestrator, only the edge is rebuilt.
  */
-export class Reconciler {
-  private readonly loop: PeriodicPass;
+export class Reconciler extends PeriodicService {
+  protected readonly loop: PeriodicPass;
 
   constructor(
     private readonly runner: AgentRunner | undefined,
@@ -18,21 +18,14 @@ export class Reconciler {
     logger: Logger,
     options: LoopOptions = {},
   ) {
+    super();
     this.loop = new PeriodicPass({ ...options, loop: 'reconciler', intervalMs, logger, pass: () => this.reconcile(), failureMessage: 'reconcile failed' });
   }
 
   /** Adopts what runs and restarts what is missing (awaited: before the API takes requests), then every interval. */
-  async start(): Promise<void> {
+  override async start(): Promise<void> {
     await this.loop.runOnce();
     this.loop.start();
-  }
-
-  runOnce(): Promise<void> {
-    return this.loop.runOnce();
-  }
-
-  stop(): Promise<void> {
-    return this.loop.stop();
   }
 
   private async reconcile(): Promise<void> {

@@ -6,7 +6,7 @@ import type { Clock } from '../../contract/clock.js';
 import { repositoriesOn } from '../repositories/index.js';
 import { edgeKeyNames, edgeKeyPatterns, parseUsageFlushingKey, parseUsageKey } from '../../contract/edge-keys.js';
 import { scanKeys } from '../redis.js';
-import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
+import { PeriodicPass, PeriodicService, type LoopOptions } from './periodic-pass.js';
 
 /**
  * Moves the request counters authz keeps in Redis (`edge:usage:{slug}:YYYY-MM`, one INCR
@@ -18,8 +18,8 @@ import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
  *   3. DEL the flushing key.
  * Leftover flushing keys (a crash between 1 and 3) are finished first on every pass.
  */
-export class UsageFlusher {
-  private readonly loop: PeriodicPass;
+export class UsageFlusher extends PeriodicService {
+  protected readonly loop: PeriodicPass;
 
   constructor(
     private readonly db: Knex,
@@ -29,19 +29,20 @@ export class UsageFlusher {
     private readonly logger: Logger,
     options: LoopOptions = {},
   ) {
+    super();
     this.loop = new PeriodicPass({
       ...options, loop: 'usage-flusher', intervalMs, logger, pass: () => this.flushAll(), failureMessage: 'usage flush failed; counters stay in Redis for the next pass',
     });
   }
 
   /** Flushes at once (not awaited: the API need not wait for it), then every interval. */
-  start(): void {
+  override start(): void {
     void this.loop.runOnce();
     this.loop.start();
   }
 
   /** Stops the timer and flushes once more, so a shutdown loses no count. */
-  async stop(): Promise<void> {
+  override async stop(): Promise<void> {
     await this.loop.stop();
     await this.loop.runOnce();
   }
