@@ -4,7 +4,7 @@ import { createInterface } from 'node:readline';
 import { freePort } from '../scripts/lib/local-services.js';
 import { checkLoad, paced } from './check-load.js';
 import { treeCpuSeconds } from './process-cpu.js';
-import { runConcurrently, summarise, type LatencySummary } from './stats.js';
+import { medianRoundsInTurn, runConcurrently, summarise, type LatencySummary } from './stats.js';
 
 /**
  * Issue 21's figures: authz's CPU per allowed Check against a no-op grpc-js server's, each
@@ -110,17 +110,12 @@ async function latencies(server: ServerProcess, host: string): Promise<Record<st
 }
 
 /**
- * Latency at `perSecond` Checks sent open-loop for 5 s (bench/check-load.ts `paced`), to
- * `servers` in turn, ROUNDS times: each server's median round by p99. One stall of the
- * VM puts a round's p99 at 170 ms where the others read 20-30.
+ * Latency at `perSecond` to `servers` in turn, ROUNDS times: each server's median round by
+ * p99. One stall of the VM puts a round's p99 at 170 ms where the others read 20-30.
  */
 async function medianPacedLatency(servers: Record<string, ServerProcess>, host: string, perSecond: number): Promise<Record<string, PacedLatency>> {
-  const rounds: Record<string, PacedLatency[]> = Object.fromEntries(Object.keys(servers).map((name) => [name, []]));
-  for (let round = 0; round < ROUNDS; round += 1) {
-    for (const [name, server] of Object.entries(servers)) rounds[name]!.push(await pacedLatency(server, host, perSecond));
-  }
-  const median = (runs: PacedLatency[]) => [...runs].sort((a, b) => a.p99_ms - b.p99_ms)[Math.floor(runs.length / 2)]!;
-  return Object.fromEntries(Object.entries(rounds).map(([name, runs]) => [name, { ...median(runs), rounds_p99_ms: runs.map((run) => run.p99_ms) }]));
+  const byServer = await medianRoundsInTurn(servers, ROUNDS, (server) => pacedLatency(server, host, perSecond), (run) => run.p99_ms);
+  return Object.fromEntries(Object.entries(byServer).map(([name, { median, rounds }]) => [name, { ...median, rounds_p99_ms: rounds }]));
 }
 
 type PacedLatency = LatencySummary & { per_second: number; rounds_p99_ms?: number[] };
@@ -138,18 +133,10 @@ async function pacedLatency(server: ServerProcess, host: string, perSecond: numb
 
 const ROUNDS = Number(process.env.BENCH_CPU_ROUNDS ?? 3);
 
-/**
- * The three servers run side by side (an idle one costs nothing) and are loaded in turn,
- * ROUNDS times: each figure is the median round, so a moment of noise on this shared
- * machine moves one round of one server, not the ratio.
- */
+/** Each server's median round of CPU per Check, the servers loaded in turn (an idle one costs nothing). */
 async function medianCpuRuns(servers: Record<string, ServerProcess>, host: string): Promise<Record<string, CpuRun>> {
-  const rounds: Record<string, CpuRun[]> = Object.fromEntries(Object.keys(servers).map((name) => [name, []]));
-  for (let round = 0; round < ROUNDS; round += 1) {
-    for (const [name, server] of Object.entries(servers)) rounds[name]!.push(await cpuRun(server, host));
-  }
-  const median = (runs: CpuRun[]) => [...runs].sort((a, b) => a.cpu_us_per_check - b.cpu_us_per_check)[Math.floor(runs.length / 2)]!;
-  return Object.fromEntries(Object.entries(rounds).map(([name, runs]) => [name, { ...median(runs), rounds_cpu_us_per_check: runs.map((run) => run.cpu_us_per_check) }]));
+  const byServer = await medianRoundsInTurn(servers, ROUNDS, (server) => cpuRun(server, host), (run) => run.cpu_us_per_check);
+  return Object.fromEntries(Object.entries(byServer).map(([name, { median, rounds }]) => [name, { ...median, rounds_cpu_us_per_check: rounds }]));
 }
 
 export async function measureAuthzCpu(redisUrl: string, agentDomain: string, host: string) {

@@ -7,7 +7,7 @@ import { startAuthzProcess, type ServerProcess } from './authz-cpu.js';
 import { startNodeProcess, stopProcess } from './child-process.js';
 import { registerAgent } from './edge-fixture.js';
 import { treeCpuSeconds } from './process-cpu.js';
-import { measureThroughput, type Throughput } from './stats.js';
+import { measureThroughput, medianBy, type Throughput } from './stats.js';
 
 /**
  * Issue 21's local-edge figures, with every part in a process of its own as `npm run up`
@@ -108,7 +108,7 @@ export async function measureEdgeOverhead(options: EdgeOverheadOptions): Promise
         const throughEdge = await run(inFlight, edgePort, `${SLUG}.${options.agentDomain}:7080`);
         rounds.push(comparison(direct, throughEdge));
       }
-      const median = [...rounds].sort((a, b) => a.throughput_ratio - b.throughput_ratio)[Math.floor(rounds.length / 2)]!;
+      const median = medianBy(rounds, (each) => each.throughput_ratio);
       compared[`in_flight_${inFlight}`] = { ...median, rounds_throughput_ratio: rounds.map((each) => each.throughput_ratio), rounds_added_p50_ms: rounds.map((each) => each.added_p50_ms) };
       const { direct, through_edge: throughEdge } = median;
       console.log(

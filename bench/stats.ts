@@ -73,3 +73,26 @@ export async function measureThroughput(count: number, inFlight: number, task: (
   const seconds = Number(process.hrtime.bigint() - started) / 1e9;
   return { in_flight: inFlight, per_second: Math.round(count / seconds), failed, ...summarise(samples) };
 }
+
+/** The run with the median `key` (the upper one of an even count). */
+export function medianBy<T>(runs: readonly T[], key: (run: T) => number): T {
+  return [...runs].sort((a, b) => key(a) - key(b))[Math.floor(runs.length / 2)]!;
+}
+
+/**
+ * `measure` each subject in turn, `rounds` times, so a moment of noise on a shared machine
+ * moves one round of one subject, not the comparison; per subject, the round with the
+ * median `key` and every round's `key`.
+ */
+export async function medianRoundsInTurn<S, R>(
+  subjects: Readonly<Record<string, S>>,
+  rounds: number,
+  measure: (subject: S) => Promise<R>,
+  key: (run: R) => number,
+): Promise<Record<string, { median: R; rounds: number[] }>> {
+  const runs: Record<string, R[]> = Object.fromEntries(Object.keys(subjects).map((name) => [name, []]));
+  for (let round = 0; round < rounds; round += 1) {
+    for (const [name, subject] of Object.entries(subjects)) runs[name]!.push(await measure(subject));
+  }
+  return Object.fromEntries(Object.entries(runs).map(([name, all]) => [name, { median: medianBy(all, key), rounds: all.map(key) }]));
+}
