@@ -174,6 +174,17 @@ describe('authz gRPC server on node:http2', function () {
     assert.equal(stillServing.response?.toString(), 'echo:after a reset');
   });
 
+  it("answers HTTP/2 PINGs, which envoy.yaml's connection_keepalive sends to authz's cluster and closes the connection without", async function () {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    try {
+      await new Promise<void>((resolve, reject) => session.once('connect', () => resolve()).once('error', reject));
+      const acknowledged = await new Promise<boolean>((resolve, reject) => session.ping((error) => (error ? reject(error) : resolve(true))));
+      assert.equal(acknowledged, true);
+    } finally {
+      session.close();
+    }
+  });
+
   it('lets an open call finish on shutdown, then refuses new connections', async function () {
     const own = createGrpcServer();
     own.addService(TEST_SERVICE, { Slow: (_call: UnaryCall<Buffer>, callback: GrpcCallback<Buffer>) => setTimeout(() => callback(null, Buffer.from('done')), 200) });
