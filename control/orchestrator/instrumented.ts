@@ -45,7 +45,7 @@ export function instrumentOrchestrator(inner: Orchestrator, observe: Orchestrato
     submit: timed('submit', (spec) => inner.submit(spec)),
     scale: timed('scale', (agentId, count) => inner.scale(agentId, count)),
     remove: timed('remove', (agentId) => inner.remove(agentId)),
-    reconcile: timed('reconcile', (specs) => inner.reconcile(specs)),
+    reconcile: timed('reconcile', (specs, options) => inner.reconcile(specs, options)),
     status: timed('status', (agentId) => inner.status(agentId)),
     logs: timed('logs', (agentId, query) => inner.logs(agentId, query)),
     metrics: timed('metrics', (agentId) => inner.metrics(agentId)),

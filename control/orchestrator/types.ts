@@ -14,8 +14,12 @@ export interface Orchestrator {
   scale(agentId: string, count: number): Promise<void>;
   /** Stops and removes every replica and what the job owned (network, variables). */
   remove(agentId: string): Promise<void>;
-  /** Makes the set of jobs exactly `specs`: adopts what already runs, starts what is missing, removes the rest. */
-  reconcile(specs: JobSpec[]): Promise<void>;
+  /**
+   * Makes the set of jobs exactly `specs`: adopts what already runs, starts what is
+   * missing, removes the rest, except the agents in `keep`, whose jobs stay exactly as
+   * they are (neither submitted nor removed).
+   */
+  reconcile(specs: JobSpec[], options?: ReconcileOptions): Promise<void>;
   status(agentId: string): Promise<JobStatus | null>;
   logs(agentId: string, query: LogQuery): Promise<LogEntry[]>;
   metrics(agentId: string): Promise<ReplicaMetrics[]>;
@@ -24,6 +28,15 @@ export interface Orchestrator {
   /** Called with each step of a rollout (pulling, starting, health_check, routing, draining). */
   onProgress(listener: (progress: RolloutProgress) => void): void;
   close(): Promise<void>;
+}
+
+export interface ReconcileOptions {
+  /**
+   * Agents whose job the control API could not build this pass (a sealed value no master
+   * key opens, a damaged row): whatever runs for them is left running, untouched, until a
+   * pass or a submit hands over their job again.
+   */
+  keep?: readonly string[];
 }
 
 export interface LogQuery {

@@ -3,7 +3,7 @@ import type { Clock } from '../../../contract/clock.js';
 import { EventRing, KEPT_EVENTS } from '../event-ring.js';
 import { selectEntries } from '../log-levels.js';
 import { SerialQueue } from '../serial-queue.js';
-import type { LogQuery, Orchestrator, ReplicaMetrics } from '../types.js';
+import type { LogQuery, Orchestrator, ReconcileOptions, ReplicaMetrics } from '../types.js';
 import type { JobSpec, JobStatus, RolloutProgress } from '../../domain/job.js';
 import type { LogEntry } from '../../domain/log-entry.js';
 import { allocationsWatch, type AllocationsByJob } from './allocations-watch.js';
@@ -135,7 +135,7 @@ export class NomadDriver implements Orchestrator {
     });
   }
 
-  reconcile(specs: JobSpec[]): Promise<void> {
+  reconcile(specs: JobSpec[], { keep = [] }: ReconcileOptions = {}): Promise<void> {
     return this.serial(async () => {
       // The allocations as Nomad shows them before jobs are adopted (see `firstSeen`).
       await this.firstAnswers();
@@ -146,9 +146,9 @@ export class NomadDriver implements Orchestrator {
         if (job) existing.set(agentIdOf(listed.ID)!, job);
       });
       for (const agentId of [...this.jobs.keys()]) {
-        if (!specs.some((spec) => spec.agentId === agentId) && !existing.has(agentId)) await this.release(agentId);
+        if (!specs.some((spec) => spec.agentId === agentId) && !keep.includes(agentId) && !existing.has(agentId)) await this.release(agentId);
       }
-      for (const action of planReconcile(specs, existing)) {
+      for (const action of planReconcile(specs, existing, keep)) {
         try {
           if (action.kind === 'remove') {
             await this.removeJob(action.agentId);

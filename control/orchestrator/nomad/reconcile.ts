@@ -13,9 +13,10 @@ export type ReconcileAction =
  * version with its count is adopted as it is (no re-registration, so no rollout after a
  * restart of the control API); the same version with another count is scaled, unless
  * auto-scaling is on (the autoscaler owns the count then, and would be fought); a missing,
- * stopped or older job is submitted; a job of an agent not in `specs` is removed.
+ * stopped or older job is submitted; a job of an agent not in `specs` is removed, unless
+ * the agent is in `keep` (its job could not be built: what runs is left alone).
  */
-export function planReconcile(specs: JobSpec[], existing: Map<string, NomadJobRead>): ReconcileAction[] {
+export function planReconcile(specs: JobSpec[], existing: Map<string, NomadJobRead>, keep: readonly string[] = []): ReconcileAction[] {
   const actions: ReconcileAction[] = [];
   for (const spec of specs) {
     const job = existing.get(spec.agentId);
@@ -25,7 +26,7 @@ export function planReconcile(specs: JobSpec[], existing: Map<string, NomadJobRe
     else if (count !== spec.count && !spec.scaling.enabled) actions.push({ kind: 'scale', spec });
     else actions.push({ kind: 'adopt', spec });
   }
-  const wanted = new Set(specs.map((spec) => spec.agentId));
+  const wanted = new Set([...specs.map((spec) => spec.agentId), ...keep]);
   for (const agentId of existing.keys()) if (!wanted.has(agentId)) actions.push({ kind: 'remove', agentId });
   return actions;
 }

@@ -1,10 +1,10 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../../contract/clock.js';
-import { selectEntries } from '../log-levels.js';
-import { SerialQueue } from '../serial-queue.js';
-import type { LogQuery, Orchestrator, ReplicaMetrics } from '../types.js';
 import type { JobSpec, JobStatus, RolloutProgress } from '../../domain/job.js';
 import type { LogEntry } from '../../domain/log-entry.js';
+import { selectEntries } from '../log-levels.js';
+import { SerialQueue } from '../serial-queue.js';
+import type { LogQuery, Orchestrator, ReconcileOptions, ReplicaMetrics } from '../types.js';
 import { AgentNetworks } from './agent-networks.js';
 import type { PodmanCli } from './cli.js';
 import { AgentContainers } from './containers.js';
@@ -86,9 +86,9 @@ export class PodmanDriver implements Orchestrator {
     });
   }
 
-  reconcile(specs: JobSpec[]): Promise<void> {
+  reconcile(specs: JobSpec[], { keep = [] }: ReconcileOptions = {}): Promise<void> {
     return this.queue.run(async () => {
-      this.jobs.wantOnly(specs);
+      this.jobs.wantOnly(specs, keep);
       await this.supervisor.sweep();
     });
   }

@@ -15,6 +15,8 @@ export interface PodmanJob extends ReplicaJob {
 export class JobTable {
   private readonly jobs = new Map<string, PodmanJob>();
   private readonly progressListeners: ((progress: RolloutProgress) => void)[] = [];
+  /** The agents the last reconcile kept (their job could not be built), see `wantOnly`. */
+  private kept = new Set<string>();
 
   constructor(
     private readonly clock: Clock,
@@ -23,10 +25,6 @@ export class JobTable {
 
   get(agentId: string): PodmanJob | undefined {
     return this.jobs.get(agentId);
-  }
-
-  has(agentId: string): boolean {
-    return this.jobs.has(agentId);
   }
 
   all(): PodmanJob[] {
@@ -40,11 +38,21 @@ export class JobTable {
     else if (spec.version >= job.spec.version) job.spec = spec;
   }
 
-  /** Holds exactly `specs`: the jobs of other agents are dropped (their containers become strays). */
-  wantOnly(specs: JobSpec[]): void {
+  /**
+   * Holds exactly `specs` and the jobs of `keep`, as they are: the jobs of other agents are
+   * dropped (their containers become strays). A kept agent claims its containers and
+   * network even without a job (after a restart, none is held), until the next call.
+   */
+  wantOnly(specs: JobSpec[], keep: readonly string[]): void {
+    this.kept = new Set(keep);
     const wanted = new Set(specs.map((spec) => spec.agentId));
-    for (const agentId of [...this.jobs.keys()]) if (!wanted.has(agentId)) this.jobs.delete(agentId);
+    for (const agentId of [...this.jobs.keys()]) if (!wanted.has(agentId) && !this.kept.has(agentId)) this.jobs.delete(agentId);
     for (const spec of specs) this.want(spec);
+  }
+
+  /** Whether the agent's containers and network are someone's: its job's, or kept by the last reconcile. */
+  claims(agentId: string): boolean {
+    return this.jobs.has(agentId) || this.kept.has(agentId);
   }
 
   /** False when the agent has no job. */
@@ -57,6 +65,7 @@ export class JobTable {
 
   forget(agentId: string): void {
     this.jobs.delete(agentId);
+    this.kept.delete(agentId);
   }
 
   /** Told of each rollout step, as `record` sees it (rollout-phases.ts). */

@@ -40,7 +40,8 @@ export interface SupervisorParts {
 /**
  * Keeps the containers as the jobs ask: each tick (every PODMAN_POLL_INTERVAL_MS, and after
  * each change) lists the containers, adopts those of known agents, removes those no job
- * claims, and converges each job as the replica state machine (replica-state.ts) decides.
+ * claims (nor the last reconcile kept, see JobTable.wantOnly), and converges each job as
+ * the replica state machine (replica-state.ts) decides.
  * Listeners hear of every agent whose replicas changed.
  */
 /**
@@ -88,7 +89,9 @@ export class Supervisor {
     const containers = await this.parts.containers.list();
     const byReplica = new Map(containers.map((c) => [c.Names[0]!, c]));
     const changed = new Set<string>();
-    const strays = containers.filter((container) => !this.adopt(container, changed)).map((c) => c.Names[0]!);
+    const strays = containers
+      .filter((container) => !this.adopt(container, changed) && !this.parts.jobs.claims(container.Labels?.[LABEL.agentId] ?? ''))
+      .map((c) => c.Names[0]!);
     if (!this.adopting) await this.parts.containers.remove(strays);
     await Promise.all(this.parts.jobs.all().map((job) => this.converge(job, byReplica, changed)));
     this.notify([...changed]);
@@ -117,7 +120,7 @@ export class Supervisor {
   async sweep(): Promise<void> {
     this.adopting = false;
     await this.tick();
-    await this.parts.networks.removeStrays((agentId) => this.parts.jobs.has(agentId));
+    await this.parts.networks.removeStrays((agentId) => this.parts.jobs.claims(agentId));
   }
 
   /** An agent's containers and network go now, not at the next tick. */
