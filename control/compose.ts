@@ -225,6 +225,7 @@ export function buildControl(given: ControlDependencies): Control {
   const metrics = createControlMetrics({ countAgentsByStatus: () => repositoriesOn(given.db).agents.countByStatus() });
   const deps = withMetrics(given, metrics);
   const services = buildServices(deps);
+  services.runner?.onReconciled(metrics.onReconcile);
   const routes = [
     ...authRoutes(services.auth),
     ...apiKeyRoutes(services.apiKeys),

@@ -2,11 +2,13 @@ import { Registry } from 'prom-client';
 import { processMetrics } from '../../contract/process-metrics.js';
 import type { RequestObserver } from '../http/request-observer.js';
 import type { OrchestratorCallObserver } from '../orchestrator/instrumented.js';
+import type { ReconcileObserver } from '../services/agent-runner.js';
 import type { PassObserver } from '../services/periodic-pass.js';
 import { agentMetrics } from './agent-metrics.js';
 import { httpMetrics } from './http-metrics.js';
 import { loopMetrics } from './loop-metrics.js';
 import { orchestratorMetrics } from './orchestrator-metrics.js';
+import { reconcileMetrics } from './reconcile-metrics.js';
 
 /** The control API's Prometheus families, fed through the observers the lower layers offer. */
 export interface ControlMetrics {
@@ -15,6 +17,7 @@ export interface ControlMetrics {
   readonly onRequest: RequestObserver;
   readonly onPass: PassObserver;
   readonly onOrchestratorCall: OrchestratorCallObserver;
+  readonly onReconcile: ReconcileObserver;
 }
 
 export interface MetricSources {
@@ -29,6 +32,7 @@ export function createControlMetrics({ countAgentsByStatus }: MetricSources): Co
     onRequest: httpMetrics(own),
     onPass: loopMetrics(own),
     onOrchestratorCall: orchestratorMetrics(own),
+    onReconcile: reconcileMetrics(own),
   };
   agentMetrics(own, countAgentsByStatus);
   return { registry: Registry.merge([own, processMetrics()]), ...metrics };

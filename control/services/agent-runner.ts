@@ -6,13 +6,21 @@ import { observedState, type ObservedState } from '../domain/agent-status.js';
 import { jobSpecFor, type JobSettings } from '../domain/job-spec.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import type { AgentRow } from '../domain/agent.js';
-import type { JobStatus } from '../domain/job.js';
+import type { JobSpec, JobStatus } from '../domain/job.js';
 import { inTransaction, repositoriesOn } from '../repositories/index.js';
 import type { EdgeSync } from './edge-sync.js';
 import type { AgentOperation, Step } from './fair-queue.js';
 import { KeyedSerial } from './keyed-serial.js';
 import { OrchestrationQueue } from './orchestration-queue.js';
 import type { WebhookEvents } from './webhook-events.js';
+
+/** One reconcile pass: the deployed agents, and those whose job could not be built (kept as they run). */
+export interface ReconcileRecord {
+  agents: number;
+  unbuildable: number;
+}
+
+export type ReconcileObserver = (pass: ReconcileRecord) => void;
 
 /**
  * Keeps the orchestrator running what Postgres says, and Postgres showing what the
@@ -29,6 +37,7 @@ export class AgentRunner {
   private readonly refreshing: KeyedSerial;
   private readonly queue: OrchestrationQueue;
   private readonly observers: ((agent: AgentRow, job: JobStatus | null) => Promise<void>)[] = [];
+  private readonly reconcileObservers: ReconcileObserver[] = [];
 
   constructor(
     private readonly db: Knex,
@@ -79,11 +88,44 @@ export class AgentRunner {
     await this.refresh(agentId);
   }
 
-  /** Makes the orchestrator's jobs exactly the deployed agents, then brings every status up to date. */
+  /**
+   * Makes the orchestrator's jobs exactly the deployed agents, then brings every status up
+   * to date. An agent whose job cannot be built is kept as it runs, not removed, and the
+   * pass goes on for the others (see `buildJobs`).
+   */
   async reconcileAll(): Promise<void> {
     const agents = await repositoriesOn(this.db).agents.deployed();
-    await this.orchestrator.reconcile(agents.map((agent) => jobSpecFor(agent, this.box, this.jobSettings)));
+    const { specs, keep } = this.buildJobs(agents);
+    await this.orchestrator.reconcile(specs, { keep });
+    for (const observer of this.reconcileObservers) observer({ agents: agents.length, unbuildable: keep.length });
     await Promise.all(agents.map((agent) => this.refresh(agent.id)));
+  }
+
+  /**
+   * Each agent's job, or its id in `keep` when building it throws: a sealed value no
+   * configured master key opens (a key left MASTER_KEYS too early), a damaged row. Leaving
+   * such an agent out of the specs would have the orchestrator remove what runs for it;
+   * throwing would stop the pass for every agent, on every pass. The log names the agent
+   * and the error's message, never a value.
+   */
+  private buildJobs(agents: AgentRow[]): { specs: JobSpec[]; keep: string[] } {
+    const specs: JobSpec[] = [];
+    const keep: string[] = [];
+    for (const agent of agents) {
+      try {
+        specs.push(jobSpecFor(agent, this.box, this.jobSettings));
+      } catch (error) {
+        keep.push(agent.id);
+        const message = error instanceof Error ? error.message : String(error);
+        this.logger.warn({ agent_id: agent.id, error: message }, "the agent's job could not be built: what runs for it is kept as it is");
+      }
+    }
+    return { specs, keep };
+  }
+
+  /** Called after each reconcile pass handed the orchestrator its jobs (metrics count the agents kept). */
+  onReconciled(observer: ReconcileObserver): void {
+    this.reconcileObservers.push(observer);
   }
 
   /** Called after each refresh with the agent as stored and its job's status (the deployment tracker decides a rollout's end from them). */
