@@ -10,11 +10,7 @@ import type { AuthzConfig } from './config.js';
 import type { RequestFacts } from './check-request.js';
 import { checkRequestDeserializer } from './check-request-decoder.js';
 import { buildCheckResponse, type CheckResponseMessage } from './check-response.js';
-import { defineCheckScript } from './check-script.js';
-import { createAdmission } from './admission.js';
-import { createChecker } from './checker.js';
-import type { CheckResult, Decision } from './decision.js';
-import { createWakeWaiter } from './wake-waiter.js';
+import { createDecider, throttled } from './decider.js';
 import { withDeadline } from '../contract/deadline.js';
 import { createGrpcServer, type GrpcCallback, type GrpcMethodDefinition, type UnaryCall } from './grpc-server.js';
 import { healthService, healthServiceDefinition } from './health.js';
@@ -41,61 +37,20 @@ export interface RunningAuthz {
 }
 
 const REDIS_ERROR_LOG_INTERVAL_MS = 5_000;
-/** A shed Check's answer: the queue drains within a second at any load authz can bear. */
-const SHED: Decision = { outcome: 'overloaded', retryAfterSeconds: 1 };
 
 export interface AuthzOptions {
   /** Serve /metrics and the probes on config.metricsPort (default); a cluster worker does not. */
   serveOps?: boolean;
 }
 
-/** The composition root of authz: builds the checker from its deps and serves it. Port 0 picks free ports. */
+/** The composition root of authz: builds the decider (authz/decider.ts) from its deps and serves it over gRPC. Port 0 picks free ports. */
 export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOps = true }: AuthzOptions = {}): Promise<RunningAuthz> {
   const metrics = createAuthzMetrics();
-  const logRedisError = throttled(REDIS_ERROR_LOG_INTERVAL_MS, (error: Error) =>
-    deps.logger.warn({ err: error }, 'Redis failed a Check; answering 503 until it recovers'),
-  );
-  const admit = createAdmission({ maxInFlight: config.maxInFlight, maxQueued: config.maxQueued });
-  const check = createChecker(config, {
-    runCheckScript: defineCheckScript(deps.redis),
-    clock: deps.clock,
-    onRedisError: (error) => {
-      metrics.recordRedisError();
-      logRedisError(error);
-    },
-  });
-
-  // Checks held for a parked agent wait on one subscriber connection, outside admission:
-  // a wake of many seconds must not take the slots of Checks that need only Redis.
-  const subscriber = deps.redis.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true });
-  subscriber.on('error', () => undefined);
-  const wakes = createWakeWaiter({
-    redis: deps.redis,
-    subscriber,
-    keyPrefix: config.redisKeyPrefix,
-    clock: deps.clock,
-    timeoutMs: config.wakeTimeoutSeconds * 1000,
-    redisTimeoutMs: config.redisTimeoutMs,
-    onRedisError: (error) => {
-      metrics.recordRedisError();
-      logRedisError(error);
-    },
-  });
-
+  const decider = createDecider(config, { ...deps, metrics });
   const grpcServer = createGrpcServer();
   grpcServer.addService(authorizationService(config.trustExternalAddress), {
     Check(call: UnaryCall<RequestFacts>, callback: GrpcCallback<CheckResponseMessage>) {
-      const started = process.hrtime.bigint();
-      // A shed Check is a denial like any other (503 + Retry-After), never a gRPC error,
-      // so Envoy answers the caller with it rather than with status_on_error.
-      const admitted = admit(() => check(call.request));
-      const checked: Promise<CheckResult> = admitted === 'shed' ? Promise.resolve(SHED) : admitted;
-      const decided = checked.then((result) => (result.outcome === 'parked' ? wakes.wait(result) : result));
-      // The checker never rejects: every failure is already a decision (fail closed).
-      void decided.then((decision) => {
-        metrics.recordCheck(decision.outcome, Number(process.hrtime.bigint() - started) / 1e9);
-        callback(null, buildCheckResponse(decision));
-      });
+      void decider.decide(call.request).then((decision) => callback(null, buildCheckResponse(decision)));
     },
   });
   // Ready while Redis answers within a Check's deadline: asked by gRPC (Consul's check,
@@ -120,7 +75,7 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOp
     if (metricsServer) await once(metricsServer, 'listening');
   } catch (error) {
     grpcServer.forceShutdown();
-    subscriber.disconnect();
+    decider.close();
     await figures.close();
     throw error;
   }
@@ -131,18 +86,18 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOp
     metricsPort: metricsServer ? (metricsServer.address() as AddressInfo).port : 0,
     metrics,
     get heldForWake() {
-      return wakes.held;
+      return decider.heldForWake;
     },
     async close() {
       metricsServer?.closeAllConnections();
       accessLog.endStreams();
-      wakes.releaseAll();
+      decider.releaseHeld();
       await Promise.all([
         new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve())),
         grpcServer.shutdown(),
       ]);
       await figures.close();
-      subscriber.disconnect();
+      decider.close();
     },
   };
 }
@@ -157,14 +112,4 @@ function authorizationService(trustExternalAddress: boolean): Record<string, Grp
   const { service } = loadAuthorizationService();
   const check = service.Check!;
   return { ...service, Check: { ...check, requestDeserialize: checkRequestDeserializer(check.requestDeserialize, trustExternalAddress) } };
-}
-
-function throttled<T>(intervalMs: number, action: (value: T) => void): (value: T) => void {
-  let last = -Infinity;
-  return (value) => {
-    const now = Date.now();
-    if (now - last < intervalMs) return;
-    last = now;
-    action(value);
-  };
 }
