@@ -20,7 +20,8 @@ import { measureThroughput, writeResult, type Throughput } from './stats.js';
  * flight; the same Lua script straight from redis-benchmark (the ceiling authz can
  * approach, since a Check is one EVALSHA); authz's CPU per Check (bench/authz-cpu.ts); and
  * what the local edge adds over calling a replica directly (bench/edge-overhead.ts, every
- * part its own process). The Check figures have authz in this process.
+ * part its own process), and again with the edge deciding in its own process
+ * (bench/inprocess-edge.ts): what the gRPC hop costs. The Check figures have authz in this process.
  */
 const CHECKS = Number(process.env.BENCH_CHECKS ?? 10_000);
 const REDIS_BENCHMARK_REQUESTS = 200_000;
@@ -70,6 +71,8 @@ async function main(): Promise<void> {
 
     console.log('The local edge against calling the replica directly, each part a process of its own');
     const overhead = await measureEdgeOverhead({ redis, redisUrl: fixture.redisUrl, agentDomain: DOMAIN });
+    console.log('The same, the edge deciding in its own process (bench/inprocess-edge.ts): what the gRPC hop to authz costs');
+    const inProcess = await measureEdgeOverhead({ redis, redisUrl: fixture.redisUrl, agentDomain: DOMAIN, edgeEntry: 'bench/inprocess-edge.ts' });
 
     // Denied Checks (authz's deadline missed) are not throughput.
     const best = Math.max(...checks.map((result) => Math.round(result.per_second * (1 - result.failed / result.count))));
@@ -82,6 +85,8 @@ async function main(): Promise<void> {
       check_fraction_of_redis_ceiling: fraction,
       cpu_per_check: cpu,
       edge_overhead: overhead,
+      /** Not how the platform runs (DESIGN.md: the local edge asks authz over gRPC, as Envoy does): the gRPC hop's cost. */
+      edge_overhead_deciding_in_process: inProcess,
     });
     console.log(`Check throughput: ${best}/s = ${Math.round(fraction * 100)}% of the Redis ceiling (${ceiling}/s). Written to ${path}`);
   } finally {

@@ -28,6 +28,11 @@ export interface EdgeOverheadOptions {
   edgeNodeArgs?: readonly string[];
   /** Default 1 and 16, the issue's two figures. */
   inFlight?: readonly number[];
+  /**
+   * The edge's entry: envoy/local-edge/main.ts (default), or bench/inprocess-edge.ts, the
+   * same edge deciding in its own process, to measure what the gRPC hop to authz costs.
+   */
+  edgeEntry?: string;
 }
 
 type CpuPerRequest = Record<'replica' | 'authz' | 'local_edge' | 'load_generator', number>;
@@ -61,6 +66,7 @@ function comparison(direct: Run, throughEdge: Run): Compared {
 }
 
 export async function measureEdgeOverhead(options: EdgeOverheadOptions): Promise<Record<string, Compared | string>> {
+  const edgeEntry = options.edgeEntry ?? 'envoy/local-edge/main.ts';
   const replica = await startNodeProcess('bench/replica-server.ts', {}, '\n');
   const replicaPort = (JSON.parse(replica.output) as { port: number }).port;
   await registerAgent(options.redis, SLUG, `127.0.0.1:${replicaPort}`);
@@ -69,8 +75,8 @@ export async function measureEdgeOverhead(options: EdgeOverheadOptions): Promise
   let edge: ChildProcess | undefined;
   const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
   try {
-    edge = (await startNodeProcess('envoy/local-edge/main.ts', {
-      EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: authz.address, REDIS_URL: options.redisUrl,
+    edge = (await startNodeProcess(edgeEntry, {
+      EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: authz.address, REDIS_URL: options.redisUrl, AGENT_DOMAIN: options.agentDomain,
     }, 'listening', options.edgeNodeArgs)).child;
     const processes = { replica: replica.child.pid!, local_edge: edge.pid! };
     const get = (port: number, host: string) => () =>
@@ -118,7 +124,7 @@ export async function measureEdgeOverhead(options: EdgeOverheadOptions): Promise
       );
     }
     return {
-      method: `replica, authz (authz/main.ts, 1 worker) and the local edge (envoy/local-edge/main.ts) each a process of its own; the load generator in the bench process over keep-alive connections; CPU from /proc/<pid>/stat (the generator from process.cpuUsage), warm-up included; of ${ROUNDS} rounds, the one with the median throughput ratio`,
+      method: `replica, authz (authz/main.ts, 1 worker) and the local edge (${edgeEntry}) each a process of its own; the load generator in the bench process over keep-alive connections; CPU from /proc/<pid>/stat (the generator from process.cpuUsage), warm-up included; of ${ROUNDS} rounds, the one with the median throughput ratio`,
       ...compared,
     };
   } finally {

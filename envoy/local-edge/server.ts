@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { applyAllowedMutations, verdictOf, type AuthzVerdict } from './authz-answer.js';
-import { createAuthzClient } from './authz-client.js';
+import { createAuthzClient, type AuthzClient } from './authz-client.js';
 import { buildCheckRequest } from './check-request.js';
 import { plainAddress, sanitiseDownstreamHeaders } from './downstream-headers.js';
 import { EDGE_REPLIES, EXT_AUTHZ_TIMEOUT_MS } from './envoy-parity.js';
@@ -21,6 +21,12 @@ export interface LocalEdgeOptions {
   host?: string;
   /** authz's gRPC address, host:port. */
   authzAddress: string;
+  /**
+   * How a Check reaches authz; default: gRPC to `authzAddress`, as Envoy's ext_authz sends
+   * it. bench/inprocess-edge.ts passes one that decides in the edge's own process, to
+   * measure what the gRPC hop costs (docs/edge.md).
+   */
+  authzClient?: AuthzClient;
   /** Default: envoy.yaml's ext_authz timeout. */
   authzTimeoutMs?: number;
   /** Default: envoy.yaml's agents.connect_timeout (2 s). */
@@ -59,7 +65,7 @@ export interface RunningLocalEdge {
  * obeys it. The destination is only ever the `upstream` authz returned.
  */
 export async function startLocalEdge(options: LocalEdgeOptions): Promise<RunningLocalEdge> {
-  const authz = createAuthzClient(options.authzAddress);
+  const authz = options.authzClient ?? createAuthzClient(options.authzAddress);
   const authzTimeoutMs = options.authzTimeoutMs ?? EXT_AUTHZ_TIMEOUT_MS;
   // Keep-alive to replicas, closing idle connections after 4 s like envoy.yaml's
   // upstream idle_timeout, before a replica's own server would close them under us.
