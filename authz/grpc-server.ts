@@ -63,8 +63,12 @@ export interface GrpcServer {
   addService(service: Readonly<Record<string, GrpcMethodDefinition>>, implementation: ServiceImplementation): void;
   /** Resolves with the bound port (0 picks a free one). */
   listen(host: string, port: number): Promise<number>;
-  /** Stops accepting, lets open calls finish (GOAWAY), resolves when every connection has closed. */
-  shutdown(): Promise<void>;
+  /**
+   * Stops accepting, lets open calls finish (GOAWAY), resolves when every connection has
+   * closed, or after `graceMs`, when the connections still open are dropped: a peer that
+   * never closes its side of a stream would otherwise hold the shutdown for ever.
+   */
+  shutdown(graceMs?: number): Promise<void>;
   /** Drops every connection at once. */
   forceShutdown(): void;
 }
@@ -87,6 +91,9 @@ export function createGrpcServer(): GrpcServer {
     session.on('error', ignore);
   });
   server.on('stream', (stream, headers) => serveCall(methods, stream, headers));
+  const dropAll = () => {
+    for (const session of sessions) session.destroy();
+  };
 
   return {
     addService(service, implementation) {
@@ -109,16 +116,20 @@ export function createGrpcServer(): GrpcServer {
         });
       });
     },
-    shutdown() {
+    shutdown(graceMs = Infinity) {
       return new Promise((resolve) => {
         if (!server.listening) return resolve();
-        server.close(() => resolve());
+        const late = Number.isFinite(graceMs) ? setTimeout(dropAll, graceMs) : undefined;
+        server.close(() => {
+          clearTimeout(late);
+          resolve();
+        });
         for (const session of sessions) session.close();
       });
     },
     forceShutdown() {
       server.close();
-      for (const session of sessions) session.destroy();
+      dropAll();
     },
   };
 }

@@ -37,6 +37,13 @@ export interface RunningAuthz {
 }
 
 const REDIS_ERROR_LOG_INTERVAL_MS = 5_000;
+/**
+ * How long a stop waits for open calls before dropping their connections: inside
+ * nomad-jobs/authz.nomad.hcl's kill_timeout (10 s), so authz still flushes its request
+ * figures before Nomad kills it. Envoy closes its streams once answered; a peer that does
+ * not would otherwise hold the stop until the kill.
+ */
+const SHUTDOWN_GRACE_MS = 8_000;
 
 export interface AuthzOptions {
   /** Serve /metrics and the probes on config.metricsPort (default); a cluster worker does not. */
@@ -94,7 +101,7 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOp
       decider.releaseHeld();
       await Promise.all([
         new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve())),
-        grpcServer.shutdown(),
+        grpcServer.shutdown(SHUTDOWN_GRACE_MS),
       ]);
       await figures.close();
       decider.close();

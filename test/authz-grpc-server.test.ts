@@ -201,4 +201,22 @@ describe('authz gRPC server on node:http2', function () {
     assert.equal(refused.error?.code, status.UNAVAILABLE);
     ownClient.close();
   });
+
+  it('drops, after the grace it was given, a connection whose client never closes its stream', async function () {
+    const own = createGrpcServer();
+    own.addService(TEST_SERVICE, { Collect: (call: ClientStreamCall<Buffer>, callback: GrpcCallback<Buffer>) => call.on('end', () => callback(null, Buffer.from('done'))) });
+    const ownPort = await own.listen('127.0.0.1', 0);
+    const session = http2.connect(`http://127.0.0.1:${ownPort}`);
+    session.on('error', () => undefined);
+    const stream = session.request({ ':method': 'POST', ':path': TEST_SERVICE.Collect.path, 'content-type': 'application/grpc', te: 'trailers' });
+    stream.on('error', () => undefined);
+    stream.write(frameMessage(Buffer.from('one')));
+    // The call is open on the server once its first message is in; the client never ends it.
+    await new Promise((resolve) => stream.once('ready', resolve));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    const sessionClosed = new Promise((resolve) => session.once('close', resolve));
+    await own.shutdown(200);
+    await sessionClosed;
+    assert.ok(stream.destroyed, 'the stream the client held open is gone with its connection');
+  });
 });
