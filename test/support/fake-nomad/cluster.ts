@@ -4,17 +4,21 @@ import { freePort } from '../../../scripts/lib/local-services.js';
 import { createTask, imagePresent, removeLabelled, removeTask, startTask, taskState } from './task-runner.js';
 import { LogFiles } from './log-files.js';
 import { renderTaskTemplates } from './templates.js';
+import { tasksUpdated } from './tasks-updated.js';
 
 /**
  * The state of a fake Nomad region with one client node and its Consul catalog. Jobs are
  * played as Nomad plays them, on real containers: allocations per group count, task
- * states and events (only the last 10 kept), restarts per RestartPolicy, deployments that
- * succeed when the new allocations' Consul checks pass, and scale refused while one runs.
+ * states and events (only the last 10 kept), restarts per RestartPolicy, every change of
+ * the job (a registration or a scale) a new version whose allocations are updated in place
+ * or replaced as the scheduler decides, deployments that succeed when their allocations are
+ * healthy, and scale refused while one runs.
  *
  * Simplified, on purpose (tests wait for conditions, never for these timings): checks run
- * every 300 ms whatever their Interval; MaxParallel is not applied (a new version's
- * allocations start together, old ones stop once all new ones have been healthy for
- * MinHealthyTime, capped at 500 ms);
+ * every 300 ms whatever their Interval; MinHealthyTime is waited at most
+ * `minHealthyTimeCapMs` (500 ms unless a test needs a deployment seen running);
+ * MaxParallel is not applied (a new version's allocations start together, old ones stop
+ * once all new ones are healthy); HealthyDeadline is not applied;
  * a failed allocation is not rescheduled (the driver's ReschedulePolicy has Attempts 0).
  */
 type Json = Record<string, any>;
@@ -22,11 +26,25 @@ type Json = Record<string, any>;
 const nanos = (ms = Date.now()) => ms * 1_000_000;
 const LIVE = new Set(['pending', 'running']);
 
+/** A deployment as /v1/job/:id/deployment shows it (nomad/structs/deployment.go, `Deployment`), the parts the fake plays. */
+export interface Deployment {
+  ID: string;
+  JobVersion: number;
+  /** `running` is the only one of Deployment.Active's statuses the fake reaches. */
+  Status: 'running' | 'successful' | 'failed' | 'cancelled';
+  StatusDescription: string;
+  /** Per group in the deployment, how many allocations it needs healthy (`DeploymentState.DesiredTotal`). */
+  TaskGroups: Record<string, { DesiredTotal: number }>;
+}
+
 export interface StoredJob {
   job: Json;
   version: number;
   modifyIndex: number;
-  deployment: { ID: string; JobVersion: number; Status: 'running' | 'successful' | 'failed' } | null;
+  /** Every version written, oldest first, with its Version and JobModifyIndex: /v1/job/:id/versions, and the job each allocation runs. */
+  history: Json[];
+  /** The latest deployment of the job (what `LatestDeploymentByJobID` finds), of this version or an older one. */
+  deployment: Deployment | null;
 }
 
 interface Allocation {
@@ -37,6 +55,8 @@ interface Allocation {
   stopRequested: boolean;
   /** Played without a container (FakeClusterOptions.simulate): running and healthy at once. */
   simulated: boolean;
+  /** The client's health watcher waiting out MinHealthyTime before it marks the allocation healthy for its deployment. */
+  healthTimer?: NodeJS.Timeout;
 }
 
 export class FakeNomadState {
@@ -54,13 +74,15 @@ export class FakeNomadState {
   /** Namespaces that exist: Nomad's built-in "default", plus the test's. */
   readonly namespaces = new Set(['default']);
   private readonly allocs = new Map<string, Allocation>();
+  /** Name indexes being placed (a placement waits for a free port), per job, group and version: counted as placed. */
+  private readonly placing = new Map<string, Set<number>>();
   private readonly consulIndex = new Map<string, number>();
   private readonly consulWaiters = new Set<() => void>();
   private readonly allocWaiters = new Set<() => void>();
   private readonly checker: NodeJS.Timeout;
   private closed = false;
 
-  constructor(readonly label: string, private readonly simulate = false) {
+  constructor(readonly label: string, private readonly simulate = false, private readonly minHealthyTimeCapMs = 500) {
     this.checker = setInterval(() => void this.runChecks(), 300);
   }
 
@@ -99,33 +121,106 @@ export class FakeNomadState {
         if (old) group.Count = old.Count;
       }
     }
-    const version = previous && !previous.job.Stop ? previous.version + 1 : previous ? previous.version + 1 : 0;
+    return this.commit(previous, { ...job, Stop: false, Status: 'running' });
+  }
+
+  /**
+   * A scale validate/scale.ts admitted. nomad/job_endpoint.go, `Job.Scale`, sets the group's
+   * count and SubmitTime on a copy of the job and commits it through
+   * `raftApply(structs.JobRegisterRequestType, …)`, as a registration: a new version, then
+   * an evaluation (`commit`).
+   */
+  scale(jobId: string, group: string, count: number): StoredJob {
+    const stored = this.jobs.get(jobId)!;
+    const job = structuredClone(stored.job);
+    (job.TaskGroups as Json[]).find((g) => g.Name === group)!.Count = count;
+    job.SubmitTime = nanos();
+    return this.commit(stored, job);
+  }
+
+  /**
+   * Writes a changed job as nomad/state/state_store.go, `upsertJobImpl`, does (keepVersion
+   * is false for registrations and scales alike): the existing version + 1, a new
+   * JobModifyIndex, a row of the version history. Then the scheduler's evaluation: an active
+   * deployment of an older version is cancelled (scheduler/reconciler/reconcile_cluster.go,
+   * `cancelUnneededServiceDeployments`), the allocations are updated (`evaluate`) and placed.
+   */
+  private commit(previous: StoredJob | undefined, job: Json): StoredJob {
+    const version = previous ? previous.version + 1 : 0;
+    const modifyIndex = this.bump();
+    const written = { ...job, Version: version, JobModifyIndex: modifyIndex };
     const stored: StoredJob = {
-      job: { ...job, Stop: false, Version: version, Status: 'running' },
+      job: written,
       version,
-      modifyIndex: this.bump(),
-      deployment: { ID: randomUUID(), JobVersion: version, Status: 'running' },
+      modifyIndex,
+      history: [...(previous?.history ?? []), structuredClone({ ...written, ModifyIndex: modifyIndex })],
+      deployment: previous?.deployment ?? null,
     };
+    if (stored.deployment?.Status === 'running') this.endDeployment(stored.deployment, 'cancelled', 'Cancelled due to newer version of job');
     this.jobs.set(job.ID, stored);
+    this.evaluate(stored);
     this.reconcile(job.ID);
     return stored;
   }
 
-  scale(jobId: string, group: string, count: number): string | null {
-    const stored = this.jobs.get(jobId);
-    if (!stored) return 'job not found';
-    if (stored.deployment?.Status === 'running') {
-      return `job scaling blocked due to active deployment`;
+  /**
+   * The scheduler's first evaluation of a new version, per group
+   * (scheduler/reconciler/reconcile_cluster.go, `AllocReconciler.computeGroup`): a group at
+   * count 0 stops everything and has no deployment state; otherwise the surplus stops first
+   * (`computeStop`: the highest name indexes), then each allocation left moves to the new
+   * version in place unless its tasks changed (`computeUpdates` with scheduler/util.go,
+   * `genericAllocUpdateFn` and `tasksUpdated`; a count change changes no task). A deployment
+   * is created when a group has an update block and the desired total is above 0
+   * (`createDeployment`: nothing runs the new version yet, so `hadRunning` is false). The
+   * in-place allocations join it with their deployment health cleared
+   * (scheduler/generic_sched.go, `computeJobAllocs`), so it waits for them to be healthy again.
+   */
+  private evaluate(stored: StoredJob): void {
+    const inPlace: Allocation[] = [];
+    const surplus: Allocation[] = [];
+    const groups: Deployment['TaskGroups'] = {};
+    for (const group of stored.job.TaskGroups as Json[]) {
+      const live = [...this.allocs.values()]
+        .filter((a) => a.public.JobID === stored.job.ID && a.public.TaskGroup === group.Name && a.public.DesiredStatus === 'run' && LIVE.has(a.public.ClientStatus))
+        .sort((a, b) => nameIndex(b) - nameIndex(a));
+      const stopping = live.splice(0, Math.max(0, live.length - group.Count));
+      surplus.push(...stopping);
+      if (group.Count === 0) continue;
+      for (const alloc of live) {
+        const runs = stored.history.find((job) => job.Version === alloc.public.JobVersion);
+        if (runs && tasksUpdated(stored.job, runs, group.Name) === null) inPlace.push(alloc);
+      }
+      // structs.UpdateStrategy.IsEmpty: no block, or MaxParallel 0 (the job's block is merged into each group's).
+      if (((group.Update ?? stored.job.Update)?.MaxParallel ?? 0) > 0) groups[group.Name] = { DesiredTotal: group.Count };
     }
-    const taskGroup = (stored.job.TaskGroups as Json[]).find((g) => g.Name === group);
-    if (!taskGroup) return `task group "${group}" not found`;
-    const scaling = taskGroup.Scaling;
-    if (scaling && count > scaling.Max) return `group count was greater than scaling policy maximum: ${count} > ${scaling.Max}`;
-    if (scaling && count < (scaling.Min ?? 0)) return `group count was less than scaling policy minimum: ${count} < ${scaling.Min}`;
-    taskGroup.Count = count;
-    stored.modifyIndex = this.bump();
-    this.reconcile(jobId);
-    return null;
+    if (Object.keys(groups).length > 0) {
+      stored.deployment = { ID: randomUUID(), JobVersion: stored.version, Status: 'running', StatusDescription: 'Deployment is running', TaskGroups: groups };
+    }
+    const deploymentId = stored.deployment?.JobVersion === stored.version ? stored.deployment.ID : '';
+    // In place first: stopping an allocation reconciles, which must see them at the new version.
+    for (const alloc of inPlace) this.updateInPlace(alloc, stored.version, deploymentId);
+    for (const alloc of surplus) this.stop(alloc);
+  }
+
+  /**
+   * The allocation runs the new version without a restart. A new deployment clears its
+   * health, and the client's health hook watches it again from the start
+   * (client/allocrunner/health_hook.go, `Update`: ClearHealth, then `init`).
+   */
+  private updateInPlace(alloc: Allocation, version: number, deploymentId: string): void {
+    alloc.public.JobVersion = version;
+    if (alloc.public.DeploymentID !== deploymentId) {
+      alloc.public.DeploymentID = deploymentId;
+      alloc.public.DeploymentStatus = null;
+      this.watchDeploymentHealth(alloc);
+    }
+    this.touch(alloc);
+  }
+
+  private endDeployment(deployment: Deployment, status: Deployment['Status'], description: string): void {
+    deployment.Status = status;
+    deployment.StatusDescription = description;
+    this.bump();
   }
 
   deregister(jobId: string, purge: boolean): boolean {
@@ -134,6 +229,8 @@ export class FakeNomadState {
     // The job goes (or is marked stopped) first, so stopping its allocations places no replacement.
     if (purge) this.jobs.delete(jobId);
     else stored.job.Stop = true;
+    // cancelUnneededServiceDeployments: a stopped job's active deployment is cancelled.
+    if (stored.deployment?.Status === 'running') this.endDeployment(stored.deployment, 'cancelled', 'Cancelled because job is stopped');
     for (const alloc of this.allocs.values()) if (alloc.public.JobID === jobId) this.stop(alloc);
     this.bump();
     return true;
@@ -148,44 +245,66 @@ export class FakeNomadState {
       const current = mine.filter((a) => a.public.JobVersion === stored.version);
       const old = mine.filter((a) => a.public.JobVersion !== stored.version);
       // A failed allocation keeps its slot: it is not rescheduled (see the class comment).
-      const occupying = current.filter((a) => LIVE.has(a.public.ClientStatus) || a.public.ClientStatus === 'failed');
-      for (let i = occupying.length; i < group.Count; i += 1) void this.place(stored, group, i);
+      const placing = this.placing.get(placingKey(stored, group)) ?? new Set<number>();
+      const occupying = current.filter((a) => LIVE.has(a.public.ClientStatus) || a.public.ClientStatus === 'failed').length + placing.size;
+      const taken = new Set([...mine.map(nameIndex), ...placing]);
+      for (let i = occupying; i < group.Count; i += 1) void this.place(stored, group, freeIndex(taken));
       const live = current.filter((a) => LIVE.has(a.public.ClientStatus));
       for (const extra of live.slice(group.Count).reverse()) this.stop(extra);
-      if (old.length > 0 && live.length >= group.Count && live.slice(0, group.Count).every((a) => a.healthy)) this.replaceAfterMinHealthy(stored, group, old);
+      // Old allocations stop once the new ones are healthy for the deployment (after
+      // MinHealthyTime, `watchDeploymentHealth`): there is always a healthy replica to route to.
+      if (old.length > 0 && live.length >= group.Count && live.slice(0, group.Count).every(deploymentHealthy)) for (const a of old) this.stop(a);
       if (group.Count === 0) for (const a of old) this.stop(a);
     }
     this.settleDeployment(stored);
   }
 
   /**
-   * Old allocations stop once the new ones have been healthy for the update block's
-   * MinHealthyTime (capped here at 500 ms so tests stay quick), as a deployment does:
-   * there is always a healthy replica to route to.
+   * nomad/deploymentwatcher/deployment_watcher.go, `shouldFail`, and reconcile_cluster.go,
+   * `isDeploymentComplete`: successful once each group has its DesiredTotal of allocations
+   * healthy for this deployment; failed here as soon as one of them fails (the driver's
+   * allocations are not rescheduled, so the deadline would fail it anyway).
    */
-  private replaceAfterMinHealthy(stored: StoredJob, group: Json, old: Allocation[]): void {
-    const wait = Math.min((group.Update?.MinHealthyTime ?? 0) / 1e6, 500);
-    setTimeout(() => {
-      if (this.closed || this.jobs.get(stored.job.ID) !== stored) return;
-      for (const alloc of old) this.stop(alloc);
-    }, wait).unref();
-  }
-
   private settleDeployment(stored: StoredJob): void {
     const deployment = stored.deployment;
-    if (!deployment || deployment.Status !== 'running') return;
-    const current = [...this.allocs.values()].filter((a) => a.public.JobID === stored.job.ID && a.public.JobVersion === stored.version && a.public.DesiredStatus === 'run');
-    const wanted = (stored.job.TaskGroups as Json[]).reduce((sum, g) => sum + g.Count, 0);
-    if (current.some((a) => a.public.ClientStatus === 'failed')) deployment.Status = 'failed';
-    else if (current.filter((a) => a.healthy).length >= wanted) deployment.Status = 'successful';
-    else return;
-    this.bump();
+    if (!deployment || deployment.Status !== 'running' || deployment.JobVersion !== stored.version) return;
+    const members = [...this.allocs.values()].filter((a) => a.public.DeploymentID === deployment.ID && a.public.DesiredStatus === 'run');
+    const wanted = Object.values(deployment.TaskGroups).reduce((sum, g) => sum + g.DesiredTotal, 0);
+    if (members.some((a) => a.public.ClientStatus === 'failed')) this.endDeployment(deployment, 'failed', 'Failed due to unhealthy allocations');
+    else if (members.filter(deploymentHealthy).length >= wanted) this.endDeployment(deployment, 'successful', 'Deployment completed successfully');
+  }
+
+  /**
+   * The client's health watcher (client/allocrunner/health_hook.go, `init`;
+   * client/allochealth/tracker.go, `watchConsulEvents`): an allocation is healthy for its
+   * deployment once its task runs and its checks have passed for the update block's
+   * MinHealthyTime (the timer starts again when they fail); once set, health stays.
+   */
+  private watchDeploymentHealth(alloc: Allocation): void {
+    clearTimeout(alloc.healthTimer);
+    if (!alloc.healthy || alloc.public.DeploymentStatus?.Healthy !== undefined) return;
+    const wait = Math.min((this.groupOf(alloc)?.Update?.MinHealthyTime ?? 0) / 1e6, this.minHealthyTimeCapMs);
+    alloc.healthTimer = setTimeout(() => {
+      if (this.closed || !alloc.healthy || alloc.public.DesiredStatus !== 'run') return;
+      alloc.public.DeploymentStatus = { Healthy: true, Timestamp: new Date().toISOString(), Canary: false, ModifyIndex: this.bump() };
+      this.touch(alloc);
+      this.reconcile(alloc.public.JobID);
+    }, wait);
+    alloc.healthTimer.unref();
   }
 
   private async place(stored: StoredJob, group: Json, slot: number): Promise<void> {
     const task = group.Tasks[0] as Json;
     const port = (group.Networks?.[0]?.DynamicPorts ?? [])[0] as Json;
-    const hostPort = await freePort();
+    const key = placingKey(stored, group);
+    this.placing.set(key, (this.placing.get(key) ?? new Set()).add(slot));
+    let hostPort: number;
+    try {
+      hostPort = await freePort();
+    } finally {
+      // In the same turn as the allocation is added below.
+      this.placing.get(key)?.delete(slot);
+    }
     const id = randomUUID();
     const alloc: Allocation = {
       container: `fake-nomad-${this.label}-${id.slice(0, 8)}`,
@@ -196,6 +315,7 @@ export class FakeNomadState {
       public: {
         ID: id, EvalID: randomUUID(), Name: `${stored.job.ID}.${group.Name}[${slot}]`, Namespace: stored.job.Namespace ?? 'default',
         NodeID: 'fake-node-0', NodeName: 'fake-client', JobID: stored.job.ID, JobType: stored.job.Type, JobVersion: stored.version,
+        DeploymentID: stored.deployment?.Status === 'running' && stored.deployment.JobVersion === stored.version ? stored.deployment.ID : '',
         TaskGroup: group.Name, DesiredStatus: 'run', DesiredDescription: '', ClientStatus: 'pending', ClientDescription: 'No tasks have started',
         DeploymentStatus: null, CreateIndex: this.bump(), ModifyIndex: this.index, CreateTime: nanos(), ModifyTime: nanos(),
         AllocatedResources: { Shared: { Ports: port ? [{ Label: port.Label, Value: hostPort, To: port.To, HostIP: '127.0.0.1' }] : [] } },
@@ -445,7 +565,8 @@ export class FakeNomadState {
     for (const group of (stored?.job.TaskGroups ?? []) as Json[]) {
       for (const svc of (group.Services ?? []) as Json[]) this.consulIndex.set(svc.Name, (this.consulIndex.get(svc.Name) ?? 1) + 1);
     }
-    alloc.public.DeploymentStatus = healthy ? { Healthy: true, Timestamp: new Date().toISOString() } : alloc.public.DeploymentStatus;
+    if (healthy) this.watchDeploymentHealth(alloc);
+    else clearTimeout(alloc.healthTimer);
     this.touch(alloc);
     for (const wake of [...this.consulWaiters]) wake();
     if (stored) this.reconcile(stored.job.ID);
@@ -481,6 +602,21 @@ export class FakeNomadState {
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const placingKey = (stored: StoredJob, group: Json) => `${stored.job.ID}\0${group.Name}\0${stored.version}`;
+
+const deploymentHealthy = (alloc: Allocation) => alloc.public.DeploymentStatus?.Healthy === true;
+
+/** The N of an allocation's name `<job>.<group>[N]` (structs.Allocation.Index). */
+const nameIndex = (alloc: Allocation) => Number(/\[(\d+)\]$/.exec(alloc.public.Name)?.[1] ?? 0);
+
+/** The lowest index no allocation of the group holds (reconciler `AllocNameIndex.Next`), marked taken. */
+function freeIndex(taken: Set<number>): number {
+  let index = 0;
+  while (taken.has(index)) index += 1;
+  taken.add(index);
+  return index;
+}
 
 /** The fields structs.Job.SpecChanged copies from the existing job before comparing, so they never count as a change. */
 const NOT_SPEC = new Set(['Status', 'StatusDescription', 'Stable', 'Version', 'CreateIndex', 'ModifyIndex', 'JobModifyIndex', 'SubmitTime']);

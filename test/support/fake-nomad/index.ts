@@ -36,6 +36,8 @@ export interface FakeCluster {
 export interface FakeClusterOptions {
   /** Play allocations without containers: running and passing at once (for scale tests). */
   simulate?: boolean;
+  /** The most an update block's MinHealthyTime is waited (500 ms): higher for a test that must see a deployment still running. */
+  minHealthyTimeCapMs?: number;
   /** Node pools besides "default" and "all"; the driver's default, "agents", unless given. */
   nodePools?: string[];
   /** Namespaces besides Nomad's built-in "default" (a job in any other is refused). */
@@ -46,7 +48,7 @@ export interface FakeClusterOptions {
 }
 
 export async function startFakeCluster(options: FakeClusterOptions = {}): Promise<FakeCluster> {
-  const state = new FakeNomadState(randomBytes(4).toString('hex'), options.simulate ?? false);
+  const state = new FakeNomadState(randomBytes(4).toString('hex'), options.simulate ?? false, options.minHealthyTimeCapMs);
   for (const pool of options.nodePools ?? ['agents']) state.nodePools.add(pool);
   for (const namespace of options.namespaces ?? []) state.namespaces.add(namespace);
   const connections = {

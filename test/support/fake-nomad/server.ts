@@ -170,7 +170,8 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
       const stubs = state.allAllocations()
         .filter((alloc) => namespace === '*' || alloc.Namespace === namespace)
         .filter((alloc) => !filter || filter(alloc))
-        .map(({ AllocatedResources, TaskStates, ...rest }) => ({
+        // A stub has no DeploymentID (nomad/structs/alloc.go, `AllocListStub`).
+        .map(({ AllocatedResources, TaskStates, DeploymentID: _deployment, ...rest }) => ({
           ...rest,
           ...(withResources ? { AllocatedResources } : {}),
           TaskStates: withTaskStates ? TaskStates : null,
@@ -184,6 +185,12 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
     }
     if ((match = /^\/v1\/job\/([^/]+)\/allocations$/.exec(path))) {
       return send(response, 200, state.allocationsOf(decodeURIComponent(match[1]!)), index);
+    }
+    if ((match = /^\/v1\/job\/([^/]+)\/versions$/.exec(path)) && method === 'GET') {
+      // nomad/job_endpoint.go, `Job.GetJobVersions`: every version, the highest first (api/jobs.go, `JobVersionsResponse`).
+      const stored = state.jobs.get(decodeURIComponent(match[1]!));
+      if (!stored) return send(response, 404, 'job versions not found');
+      return send(response, 200, { Versions: [...stored.history].reverse(), Diffs: null }, index);
     }
     if ((match = /^\/v1\/job\/([^/]+)\/deployment$/.exec(path))) {
       const stored = state.jobs.get(decodeURIComponent(match[1]!));
@@ -199,10 +206,8 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
       if ('status' in admitted) return send(response, admitted.status, admitted.message);
       // No count: Nomad records a scaling event and changes nothing.
       if (admitted.count === null) return send(response, 200, { EvalID: '', EvalCreateIndex: 0, JobModifyIndex: target!.modifyIndex, Index: state.index }, index);
-      const refused = state.scale(decodeURIComponent(match[1]!), body.Target?.Group, body.Count);
-      if (refused === 'job not found') return send(response, 404, refused);
-      if (refused) return send(response, 400, refused);
-      return send(response, 200, { EvalID: crypto.randomUUID(), EvalCreateIndex: state.index, JobModifyIndex: state.index, Index: state.index }, index);
+      const scaled = state.scale(decodeURIComponent(match[1]!), body.Target?.Group, body.Count);
+      return send(response, 200, { EvalID: crypto.randomUUID(), EvalCreateIndex: state.index, JobModifyIndex: scaled.modifyIndex, Index: state.index }, index);
     }
     if ((match = /^\/v1\/allocation\/([^/]+)$/.exec(path))) {
       const alloc = state.allocation(decodeURIComponent(match[1]!));
