@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { AddressInfo } from 'node:net';
 import pino from 'pino';
 import { systemClock } from '../contract/clock.js';
-import type { AllocationListStub, ConsulHealthCheck, JobRegisterRequest, NomadVariable, ScalingRequest } from '../control/orchestrator/nomad/api-types.js';
+import type { AllocationListStub, ConsulHealthCheck, JobRegisterRequest, NomadJob, NomadVariable, ScalingRequest } from '../control/orchestrator/nomad/api-types.js';
 import { NomadDriver } from '../control/orchestrator/nomad/driver.js';
 import { consulClient, nomadClient } from '../control/orchestrator/nomad/http-client.js';
 import { defaultNomadSettings, sampleSpec } from './support/nomad-samples.js';
@@ -16,7 +16,8 @@ import { waitFor } from './support/wait.js';
  */
 class ScriptedCluster {
   readonly calls: string[] = [];
-  readonly jobs = new Map<string, JobRegisterRequest & { Version: number }>();
+  readonly jobs = new Map<string, Omit<JobRegisterRequest, 'Job'> & { Job: NomadJob; Version: number; JobModifyIndex: number }>();
+  private modifyIndex = 10;
   readonly variables = new Map<string, NomadVariable>();
   allocations: AllocationListStub[] = [];
   checks: ConsulHealthCheck[] = [];
@@ -104,10 +105,14 @@ class ScriptedCluster {
     }
     if (path === '/v1/jobs' && request.method === 'PUT') {
       const previous = this.jobs.get(body.Job.ID);
+      if (body.EnforceIndex && body.JobModifyIndex !== (previous?.JobModifyIndex ?? 0)) {
+        return json(`Enforcing job modify index ${body.JobModifyIndex}: job exists with conflicting job modify index: ${previous?.JobModifyIndex}`, 500);
+      }
       const count = body.PreserveCounts && previous ? previous.Job.TaskGroups[0]!.Count : body.Job.TaskGroups[0].Count;
       body.Job.TaskGroups[0].Count = count;
-      this.jobs.set(body.Job.ID, { ...body, Version: previous ? previous.Version + 1 : 0 });
-      return json({ EvalID: 'eval-1', JobModifyIndex: 10, Warnings: '' });
+      this.modifyIndex += 1;
+      this.jobs.set(body.Job.ID, { ...body, Version: previous ? previous.Version + 1 : 0, JobModifyIndex: this.modifyIndex });
+      return json({ EvalID: 'eval-1', JobModifyIndex: this.modifyIndex, Warnings: '' });
     }
     if (path === '/v1/jobs') return json([...this.jobs.values()].map((j) => ({ ID: j.Job.ID, Name: j.Job.Name, Status: 'running', Version: j.Version })));
     if ((match = /^\/v1\/job\/([^/]+)\/allocations$/.exec(path))) return json(this.allocations.filter((a) => a.JobID === match![1]));
@@ -117,6 +122,7 @@ class ScriptedCluster {
       const scale = body as ScalingRequest;
       stored!.Job.TaskGroups[0]!.Count = scale.Count;
       stored!.Version += 1;
+      stored!.JobModifyIndex = this.modifyIndex += 1;
       return json({ EvalID: 'eval-2' });
     }
     if ((match = /^\/v1\/job\/([^/]+)$/.exec(path))) {
@@ -126,7 +132,8 @@ class ScriptedCluster {
         return json({ EvalID: 'eval-3' });
       }
       if (!stored) return json('job not found', 404);
-      return json({ ID: stored.Job.ID, Version: stored.Version, Stop: false, Meta: stored.Job.Meta, TaskGroups: stored.Job.TaskGroups.map((g) => ({ Name: g.Name, Count: g.Count, Scaling: g.Scaling })) });
+      // The whole job, as Nomad answers it, with the fields its server sets.
+      return json({ ...stored.Job, Version: stored.Version, JobModifyIndex: stored.JobModifyIndex, Stop: false, Status: 'running' });
     }
     json(`no route ${request.method} ${path}`, 404);
   }
@@ -174,7 +181,7 @@ describe('nomad driver: what it asks of Nomad and Consul', function () {
     assert.equal(registered.PreserveCounts, false, 'the count we hold is the count');
   });
 
-  it('scales with the scale endpoint, and registers again with the count it holds when Nomad refuses', async () => {
+  it('scales with the scale endpoint, and when Nomad refuses registers the job it holds with the count, secrets untouched', async () => {
     await driver.submit(sampleSpec({ count: 2 }));
     cluster.calls.length = 0;
     await driver.scale('agt_7Qm2XbR9kLp4TzW1nVc8', 3);
@@ -184,12 +191,14 @@ describe('nomad driver: what it asks of Nomad and Consul', function () {
     cluster.refuseScale = 'job scaling blocked due to active deployment';
     cluster.calls.length = 0;
     await driver.scale('agt_7Qm2XbR9kLp4TzW1nVc8', 4);
-    assert.deepEqual(cluster.calls.filter((c) => !c.startsWith('GET')), ['POST /v1/job/agent-agt_7Qm2XbR9kLp4TzW1nVc8/scale', 'PUT /v1/var/nomad/jobs/agent-agt_7Qm2XbR9kLp4TzW1nVc8', 'PUT /v1/jobs']);
-    assert.equal(cluster.jobs.get('agent-agt_7Qm2XbR9kLp4TzW1nVc8')!.Job.TaskGroups[0]!.Count, 4);
+    assert.deepEqual(cluster.calls.filter((c) => !c.startsWith('GET')), ['POST /v1/job/agent-agt_7Qm2XbR9kLp4TzW1nVc8/scale', 'PUT /v1/jobs']);
+    const resubmitted = cluster.jobs.get('agent-agt_7Qm2XbR9kLp4TzW1nVc8')!;
+    assert.equal(resubmitted.Job.TaskGroups[0]!.Count, 4);
+    assert.deepEqual([resubmitted.EnforceIndex, resubmitted.PreserveCounts], [true, false], 'only over the job it read, as Job.Scale commits');
 
     cluster.calls.length = 0;
     await driver.scale('agt_7Qm2XbR9kLp4TzW1nVc8', 0);
-    assert.equal(cluster.calls.includes('POST /v1/job/agent-agt_7Qm2XbR9kLp4TzW1nVc8/scale'), false, 'below Scaling.Min: registered at once');
+    assert.deepEqual(cluster.calls.filter((c) => !c.startsWith('GET')), ['PUT /v1/jobs'], 'below Scaling.Min: registered at once');
     const group = cluster.jobs.get('agent-agt_7Qm2XbR9kLp4TzW1nVc8')!.Job.TaskGroups[0]!;
     assert.deepEqual([group.Count, group.Scaling.Min], [0, 0]);
   });

@@ -144,9 +144,13 @@ export interface NomadResources {
 
 /** PUT /v1/jobs. */
 export interface JobRegisterRequest {
-  Job: NomadJob;
+  /** The job the driver builds, or one read from Nomad and changed (scale.ts). */
+  Job: NomadJob | NomadJobRead;
   /** Keeps each group's current count instead of the one in Job (so a redeploy does not undo the autoscaler). */
   PreserveCounts: boolean;
+  /** Only if the job's JobModifyIndex is still `JobModifyIndex` (nomad/structs/job.go, `Job.EnforceIndex`). */
+  EnforceIndex?: boolean;
+  JobModifyIndex?: number;
 }
 
 export interface JobRegisterResponse {
@@ -177,9 +181,13 @@ export interface JobListStub {
 export interface NomadJobRead {
   ID: string;
   Version: number;
+  /** What a registration over this read must enforce (jobs-api.ts, `registerOver`); Nomad always sends it. */
+  JobModifyIndex?: number;
   Stop: boolean;
   Meta: Record<string, string> | null;
-  TaskGroups: { Name: string; Count: number; Scaling?: { Min: number | null; Max: number } | null }[];
+  TaskGroups: { Name: string; Count: number; Scaling?: { Min: number | null; Max: number; [field: string]: unknown } | null; [field: string]: unknown }[];
+  /** The rest of the job as Nomad holds it: sent back whole when the driver registers it again (scale.ts). */
+  [field: string]: unknown;
 }
 
 /** PUT /v1/var/:path */

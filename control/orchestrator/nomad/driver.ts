@@ -40,6 +40,13 @@ interface HeldJob {
   fingerprint: string;
 }
 
+/** How a scale reached Nomad (scale.ts), as the job's "scaled" event says it. */
+const SCALED_BY = {
+  scaled: '',
+  resubmitted: ' (job registered again: Nomad refused the scale endpoint)',
+  registered: ' (job registered: Nomad ran none)',
+} as const;
+
 /** Job reads in flight at once while reconciling: well inside the driver's connection budget. */
 const RECONCILE_READS = 8;
 
@@ -122,8 +129,8 @@ export class NomadDriver implements Orchestrator {
       if (!held) return;
       held.spec = { ...held.spec, count };
       const how = await scaleJob(this.api, held.spec, () => this.register(held.spec, { setCount: true }));
-      if (how === 'scaled') await this.learnVersion(agentId);
-      this.event(agentId, 'scaled', `${count} replica(s)${how === 'registered' ? ' (job registered again: Nomad refused the scale endpoint)' : ''}`);
+      if (how !== 'registered') await this.learnVersion(agentId);
+      this.event(agentId, 'scaled', `${count} replica(s)${SCALED_BY[how]}`);
       this.notify(agentId);
     });
   }

@@ -65,10 +65,12 @@ const retryable = (status: number) => status >= 500 || status === 429;
 /**
  * Nomad answers a job its validators refuse with a 500 (plain server errors are not
  * coded: command/agent/http.go, `wrap`) whose body is a go-multierror list, "1 error
- * occurred:" (go-multierror `ListFormatFunc`). That answer will not change: it is not
- * retried, unlike "No cluster leader" and other 5xx.
+ * occurred:" (go-multierror `ListFormatFunc`), and a registration whose EnforceIndex no
+ * longer matches with a plain "Enforcing job modify index …" (nomad/structs/job.go,
+ * `RegisterEnforceIndexErrPrefix`). Those answers will not change: they are not retried,
+ * unlike "No cluster leader" and other 5xx.
  */
-const refusedForGood = (status: number, body: string) => status === 500 && /^(rpc error: )?\d+ errors? occurred:/.test(body);
+const refusedForGood = (status: number, body: string) => status === 500 && /^(rpc error: )?(\d+ errors? occurred:|Enforcing job modify index)/.test(body);
 
 /**
  * One HTTP API (Nomad or Consul): token header, TLS from the settings, a timeout per

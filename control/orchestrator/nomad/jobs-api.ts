@@ -15,6 +15,16 @@ export class JobsApi {
     return this.nomad.json('PUT', '/v1/jobs', { query: this.scope, body: request });
   }
 
+  /**
+   * Registers a job as `read` gave it, changed by the caller, only if nothing registered or
+   * scaled it since that read (EnforceIndex on its JobModifyIndex), as Job.Scale commits its
+   * copy of the job; otherwise Nomad answers 500 "Enforcing job modify index …".
+   */
+  registerOver(job: NomadJobRead): Promise<JobRegisterResponse> {
+    const request: JobRegisterRequest = { Job: job, PreserveCounts: false, EnforceIndex: true, JobModifyIndex: job.JobModifyIndex ?? 0 };
+    return this.nomad.json('PUT', '/v1/jobs', { query: this.scope, body: request });
+  }
+
   read(jobId: string): Promise<NomadJobRead | null> {
     return this.nomad.json('GET', `/v1/job/${encodeURIComponent(jobId)}`, { query: this.scope, allowNotFound: true });
   }

@@ -48,6 +48,9 @@ const TaskGroup: Struct = {
 const Job: Struct = {
   ID: 'string', Name: 'string', Type: 'string', Namespace: 'string', Region: 'string', Priority: 'int', AllAtOnce: 'bool',
   Datacenters: 'strings', NodePool: 'string', Constraints: [Constraint], TaskGroups: [TaskGroup], Update: UpdateStrategy, Meta: 'stringMap',
+  // api.Job's "fields set by server": in a job read from GET /v1/job/:id and registered again.
+  Stop: 'bool', ParentID: 'string', Dispatched: 'bool', Status: 'string', StatusDescription: 'string', Stable: 'bool', Version: 'int',
+  SubmitTime: 'int', CreateIndex: 'int', ModifyIndex: 'int', JobModifyIndex: 'int',
 };
 /** PUT /v1/jobs: api.JobRegisterRequest. */
 export const JobRegisterRequest: Struct = {
