@@ -26,6 +26,8 @@ class ScriptedCluster {
   /** The watches' queries, kept apart from `calls` (they repeat on their own). */
   readonly watchQueries: string[] = [];
   refuseScale: string | null = null;
+  /** Another registration lands between the driver's read of a job and its next registration of it. */
+  registerInBetween = false;
   /** Nomad answers 500 to everything while set. */
   nomadDown = false;
   private parked: ServerResponse[] = [];
@@ -105,6 +107,10 @@ class ScriptedCluster {
     }
     if (path === '/v1/jobs' && request.method === 'PUT') {
       const previous = this.jobs.get(body.Job.ID);
+      if (this.registerInBetween && previous) {
+        this.registerInBetween = false;
+        previous.JobModifyIndex = this.modifyIndex += 1;
+      }
       if (body.EnforceIndex && body.JobModifyIndex !== (previous?.JobModifyIndex ?? 0)) {
         return json(`Enforcing job modify index ${body.JobModifyIndex}: job exists with conflicting job modify index: ${previous?.JobModifyIndex}`, 500);
       }
@@ -195,6 +201,14 @@ describe('nomad driver: what it asks of Nomad and Consul', function () {
     const resubmitted = cluster.jobs.get('agent-agt_7Qm2XbR9kLp4TzW1nVc8')!;
     assert.equal(resubmitted.Job.TaskGroups[0]!.Count, 4);
     assert.deepEqual([resubmitted.EnforceIndex, resubmitted.PreserveCounts], [true, false], 'only over the job it read, as Job.Scale commits');
+
+    // Registered by someone else after the driver read it: read again and registered over that (Job.EnforceIndex).
+    cluster.registerInBetween = true;
+    cluster.calls.length = 0;
+    await driver.scale('agt_7Qm2XbR9kLp4TzW1nVc8', 5);
+    const read = 'GET /v1/job/agent-agt_7Qm2XbR9kLp4TzW1nVc8';
+    assert.deepEqual(cluster.calls, [read, 'POST /v1/job/agent-agt_7Qm2XbR9kLp4TzW1nVc8/scale', 'PUT /v1/jobs', read, 'PUT /v1/jobs', read], 'the conflict answered once (not retried as it is), then the job read again and registered over');
+    assert.equal(cluster.jobs.get('agent-agt_7Qm2XbR9kLp4TzW1nVc8')!.Job.TaskGroups[0]!.Count, 5);
 
     cluster.calls.length = 0;
     await driver.scale('agt_7Qm2XbR9kLp4TzW1nVc8', 0);
