@@ -38,9 +38,9 @@ export interface ReplicaInputs {
 
 /**
  * Our version of each allocation's Nomad job version, from `known` (Nomad version → the
- * agent_version of its Meta, read after each registration): Meta changes only when we
- * register, so a version we did not read (the autoscaler's count changes) has the Meta of
- * the last one before it.
+ * agent_version of its Meta, read after each registration and scale): Meta changes only
+ * when we register a deploy, so a version we did not read (a scale's, the Nomad
+ * Autoscaler's: each is a job version of its own) has the Meta of the last one before it.
  */
 export function ourVersions(known: ReadonlyMap<number, number>, allocations: AllocationListStub[]): Map<number, number> {
   const sorted = [...known.entries()].sort((a, b) => a[0] - b[0]);
