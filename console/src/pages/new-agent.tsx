@@ -1,5 +1,6 @@
 import { useState } from 'preact/hooks';
 import { api, messageOf } from '../api.js';
+import { AutoScaleBounds, autoScaleInput, ParkNote } from '../auto-scale-fields.js';
 import { Field } from '../field.js';
 import { navigate } from '../router.js';
 import type { Agent } from '../types.js';
@@ -36,9 +37,7 @@ export function NewAgentPage() {
         replicas: number('replicas'),
         resources: { cpu: number('cpu'), memory_mb: number('memory_mb') },
         env: env.filter((row) => row.key),
-        ...(autoScale
-          ? { auto_scale: true, min_replicas: number('min_replicas'), max_replicas: number('max_replicas'), scale_to_zero_after_seconds: number('scale_to_zero_after_seconds') }
-          : {}),
+        ...(autoScale ? autoScaleInput(form) : {}),
       },
     };
     setBusy(true);
@@ -77,14 +76,7 @@ export function NewAgentPage() {
           <label class="check">
             <input type="checkbox" name="auto_scale" checked={autoScale} onChange={(event) => setAutoScale(event.currentTarget.checked)} /> Auto-scale
           </label>
-          {autoScale && (
-            <>
-              <Field label="Min replicas" name="min_replicas" type="number" min={0} max={100} value="1" />
-              <Field label="Max replicas" name="max_replicas" type="number" min={1} max={100} value="3" />
-              {/* docs/autoscaling.md: only with a minimum of 0 is the agent parked when idle, and woken by its next request. */}
-              <Field label="Park when idle for (seconds)" name="scale_to_zero_after_seconds" type="number" min={30} max={86400} placeholder="300" />
-            </>
-          )}
+          {autoScale && <><AutoScaleBounds saved={{ min_replicas: 1, max_replicas: 3 }} /><ParkNote /></>}
         </fieldset>
         <fieldset>
           <legend>Environment</legend>
