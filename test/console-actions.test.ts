@@ -10,7 +10,7 @@ import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-s
  * The agent page's actions in real Chromium, against the control API running agents with
  * podman and the local edge in front, as `npm run up` pairs them: Try it through the edge
  * (CORS), copy buttons, access, rate limit, deploy, rollback, scale up to the plan's limit,
- * delete with confirmation, and paging through the agents list. One user and one running
+ * auto-scaling settings, delete with confirmation, and paging through the agents list. One user and one running
  * agent (the test image answering /invoke) carry the steps; each checks what the user sees
  * and the API's state behind it.
  */
@@ -58,6 +58,14 @@ describe('the web console: agent actions', function () {
   const clipboard = () => page.evaluate(() => navigator.clipboard.readText());
   const tab = (name: string) => page.getByRole('tab', { name, exact: true }).click();
   const group = (name: string) => page.getByRole('group', { name, exact: true });
+  /** The Auto-scaling group's inputs as shown: the checkbox, min, max and the idle period. */
+  const autoScaleInputs = async () => {
+    const scaling = group('Auto-scaling');
+    return [
+      await scaling.getByLabel('Auto-scale', { exact: true }).isChecked(),
+      ...(await Promise.all(['Min replicas', 'Max replicas', 'Park when idle for (seconds)'].map((label) => scaling.getByLabel(label).inputValue()))),
+    ];
+  };
 
   describe('one agent, step by step', function () {
     stepsInOrder();
@@ -192,6 +200,51 @@ describe('the web console: agent actions', function () {
         await page.getByText(new RegExp(`^${replicas} replicas? ·`)).waitFor();
       }
       assert.equal(await scale.getByRole('alert').count(), 0);
+    });
+
+    it('turns on auto-scaling with a minimum of 0 and an idle period from the Auto-scaling group: one deploy of just those, and the agent has them', async function () {
+      const scaling = group('Auto-scaling');
+      // What the agent was created with: the deploy's defaults (control/domain/deploy.ts DEFAULT_DEPLOY).
+      await scaling.getByText('Auto-scaling off; at most 10 replicas.').waitFor();
+      assert.deepEqual(await autoScaleInputs(), [false, '1', '10', '300']);
+      await scaling.getByLabel('Auto-scale', { exact: true }).check();
+      await scaling.getByLabel('Min replicas').fill('0');
+      await scaling.getByLabel('Max replicas').fill('2');
+      await scaling.getByLabel('Park when idle for (seconds)').fill('600');
+      await scaling.getByRole('button', { name: 'Save auto-scaling' }).click();
+      await scaling.getByText('Auto-scaling on: 0 to 2 replicas, parked after 600 s without requests.').waitFor();
+      assert.deepEqual(await autoScaleInputs(), [true, '0', '2', '600'], 'the form shows what was saved');
+
+      const { deploy } = (await api('GET', `/agents/${agentId}`)).body;
+      assert.deepEqual([deploy.auto_scale, deploy.min_replicas, deploy.max_replicas, deploy.scale_to_zero_after_seconds], [true, 0, 2, 600]);
+      assert.deepEqual([deploy.replicas, deploy.env], [1, [{ key: 'MODE', value: 'agent', secret: false }]], 'the rest of the deploy is kept');
+      await page.getByText('Deployment #4').waitFor();
+      await page.locator('[data-rollout-end="succeeded"]').waitFor({ timeout: 90_000 });
+      assert.equal(await scaling.getByRole('alert').count(), 0);
+    });
+
+    it("a combination the API refuses shows its message in the Auto-scaling group, keeps what was typed, and changes nothing", async function () {
+      const scaling = group('Auto-scaling');
+      const before = (await api('GET', `/agents/${agentId}`)).body;
+      const refused = (message: RegExp) => scaling.getByRole('alert').filter({ hasText: message }).waitFor().catch(async (error: Error) => {
+        throw new Error(`${error.message}\nshown instead: ${(await scaling.getByRole('alert').allInnerTexts()).join(' | ')}`);
+      });
+
+      await scaling.getByLabel('Auto-scale', { exact: true }).uncheck();
+      await scaling.getByRole('button', { name: 'Save auto-scaling' }).click();
+      // control/domain/deploy.ts assertConsistent: nothing but the auto-scaler would park the agent at 0.
+      await refused(/^body\.deploy\.min_replicas: min_replicas may be 0 only with auto_scale: true/);
+
+      await scaling.getByLabel('Auto-scale', { exact: true }).check();
+      await scaling.getByLabel('Min replicas').fill('3');
+      await scaling.getByRole('button', { name: 'Save auto-scaling' }).click();
+      await refused(/^body\.deploy\.min_replicas: min_replicas must not exceed max_replicas$/);
+      assert.deepEqual(await autoScaleInputs(), [true, '3', '2', '600']);
+
+      const after = (await api('GET', `/agents/${agentId}`)).body;
+      assert.deepEqual([after.version, after.deploy], [before.version, before.deploy], 'nothing changed');
+      assert.equal((await api('GET', `/agents/${agentId}/deployments`)).body.deployments.length, 4, 'no deployment was made');
+      await scaling.getByText('Auto-scaling on: 0 to 2 replicas, parked after 600 s without requests.').waitFor();
     });
 
     it('works from the keyboard: arrow keys, Home and End move between the tabs; Delete moves focus to "Keep it" and back', async function () {

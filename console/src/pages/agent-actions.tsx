@@ -3,12 +3,13 @@ import type { ComponentChildren } from 'preact';
 import { api, messageOf } from '../api.js';
 import { navigate } from '../router.js';
 import type { Agent } from '../types.js';
+import { AutoScaleForm, autoScaleKey } from './agent-auto-scale.js';
 
-type Action = 'deploy' | 'scale' | 'access' | 'rate' | 'delete';
+type Action = 'deploy' | 'scale' | 'access' | 'rate' | 'autoscale' | 'delete';
 
 /**
- * Deploy, scale, access, rate limit and delete (after confirmation). A failure is shown in
- * the group of the control that was used, with the API's message.
+ * Deploy, scale, access, rate limit, auto-scaling and delete (after confirmation). A failure
+ * is shown in the group of the control that was used, with the API's message.
  */
 export function AgentActions({ agent, onChange }: { agent: Agent; onChange: (agent: Agent) => void }) {
   const [failed, setFailed] = useState<{ action: Action; message: string } | null>(null);
@@ -33,13 +34,14 @@ export function AgentActions({ agent, onChange }: { agent: Agent; onChange: (age
   };
   const reload = async () => onChange(await api<Agent>('GET', `/agents/${agent.id}`));
   const scale = (direction: 'up' | 'down') => act('scale', async () => { await api('POST', `/agents/${agent.id}/scale`, { direction, count: 1 }); await reload(); });
+  const deploy = (action: Action, body: Record<string, unknown>) => act(action, async () => onChange(await api<Agent>('POST', `/agents/${agent.id}/deploy`, body)));
   const patch = (action: Action, body: Record<string, unknown>) => act(action, async () => onChange(await api<Agent>('PATCH', `/agents/${agent.id}`, body)));
   const problem = (action: Action) => (failed?.action === action ? <p role="alert" class="error">{failed.message}</p> : null);
 
   return (
     <div class="actions">
       <Group name="Deploy" problem={problem('deploy')}>
-        <button type="button" onClick={() => act('deploy', async () => onChange(await api<Agent>('POST', `/agents/${agent.id}/deploy`, {})))}>Deploy</button>
+        <button type="button" onClick={() => deploy('deploy', {})}>Deploy</button>
       </Group>
       <Group name="Scale" problem={problem('scale')}>
         <button type="button" onClick={() => scale('up')}>Scale up</button>
@@ -65,6 +67,9 @@ export function AgentActions({ agent, onChange }: { agent: Agent; onChange: (age
           <button type="submit">Set rate limit</button>
         </form>
       </Group>
+      <Group name="Auto-scaling" problem={problem('autoscale')} wide>
+        <AutoScaleForm key={autoScaleKey(agent.deploy)} saved={agent.deploy} onSave={(input) => deploy('autoscale', input)} />
+      </Group>
       <Group name="Delete" problem={problem('delete')}>
         {!confirming && <button type="button" class="danger" ref={remove} onClick={() => setConfirming(true)}>Delete</button>}
         {confirming && (
@@ -79,10 +84,10 @@ export function AgentActions({ agent, onChange }: { agent: Agent; onChange: (age
   );
 }
 
-/** One action's controls and, below them, its failure. */
-function Group({ name, problem, children }: { name: string; problem: ComponentChildren; children: ComponentChildren }) {
+/** One action's controls and, below them, its failure; a wide one (a form of several fields) has a row of its own. */
+function Group({ name, problem, wide = false, children }: { name: string; problem: ComponentChildren; wide?: boolean; children: ComponentChildren }) {
   return (
-    <div class="action" role="group" aria-label={name}>
+    <div class={wide ? 'action wide' : 'action'} role="group" aria-label={name}>
       <div class="action-controls">{children}</div>
       {problem}
     </div>
