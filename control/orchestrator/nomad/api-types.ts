@@ -190,6 +190,14 @@ export interface NomadJobRead {
   [field: string]: unknown;
 }
 
+/**
+ * GET /v1/job/:id/versions (command/agent/job_endpoint.go, `jobVersions`: a
+ * structs.JobVersionsResponse), the versions Nomad still tracks, the newest first.
+ */
+export interface NomadJobVersions {
+  Versions: NomadJobRead[];
+}
+
 /** PUT /v1/var/:path */
 export interface NomadVariable {
   Namespace: string;

@@ -147,10 +147,16 @@ export class NomadDriver implements Orchestrator {
       // The allocations as Nomad shows them before jobs are adopted (see `firstSeen`).
       await this.firstAnswers();
       const existing = new Map<string, NomadJobRead>();
+      // Jobs this copy holds no versions of yet (after a restart): every version Nomad
+      // tracks, so allocations a rollout has not replaced yet show the agent version they run.
+      const histories = new Map<string, NomadJobRead[]>();
       const ours = (await this.api.list('agent-')).filter((listed) => agentIdOf(listed.ID) !== null);
       await mapBounded(ours, RECONCILE_READS, async (listed) => {
+        const agentId = agentIdOf(listed.ID)!;
         const job = await this.api.read(listed.ID);
-        if (job) existing.set(agentIdOf(listed.ID)!, job);
+        if (!job) return;
+        existing.set(agentId, job);
+        if (!this.jobs.has(agentId)) histories.set(agentId, await this.api.versions(listed.ID));
       });
       for (const agentId of [...this.jobs.keys()]) {
         if (!specs.some((spec) => spec.agentId === agentId) && !keep.includes(agentId) && !existing.has(agentId)) await this.release(agentId);
@@ -165,6 +171,7 @@ export class NomadDriver implements Orchestrator {
           const held = this.hold(action.spec);
           held.spec = action.spec;
           const found = existing.get(action.spec.agentId);
+          for (const version of histories.get(action.spec.agentId) ?? []) this.remember(held, version);
           if (found) this.remember(held, found);
           // A job first seen here (after a restart of the control API): the steps its
           // allocations already show happened before, and are not reported again.

@@ -1,4 +1,4 @@
-import type { AllocResourceUsage, JobListStub, JobRegisterRequest, JobRegisterResponse, NomadJob, NomadJobRead, ScalingRequest } from './api-types.js';
+import type { AllocResourceUsage, JobListStub, JobRegisterRequest, JobRegisterResponse, NomadJob, NomadJobRead, NomadJobVersions, ScalingRequest } from './api-types.js';
 import type { ApiClient } from './http-client.js';
 import { GROUP } from './job-spec.js';
 
@@ -27,6 +27,12 @@ export class JobsApi {
 
   read(jobId: string): Promise<NomadJobRead | null> {
     return this.nomad.json('GET', `/v1/job/${encodeURIComponent(jobId)}`, { query: this.scope, allowNotFound: true });
+  }
+
+  /** The versions of the job Nomad still tracks (JobTrackedVersions, 6 by default); none when it is gone. */
+  async versions(jobId: string): Promise<NomadJobRead[]> {
+    const answer = await this.nomad.json<NomadJobVersions | null>('GET', `/v1/job/${encodeURIComponent(jobId)}/versions`, { query: this.scope, allowNotFound: true });
+    return answer?.Versions ?? [];
   }
 
   async list(prefix: string): Promise<JobListStub[]> {
