@@ -184,7 +184,11 @@ describe('the web console', function () {
       await assertAccessible('the new-agent form');
       await page.getByLabel('Name', { exact: true }).fill(agentName);
       await page.getByLabel('Tags').fill('demo, console');
+      // Adding a variable re-renders the form: what was typed elsewhere in it stays.
+      await page.getByLabel('Replicas').fill('2');
       await page.getByRole('button', { name: 'Add variable' }).click();
+      assert.equal(await page.getByLabel('Replicas').inputValue(), '2');
+      await page.getByLabel('Replicas').fill('1');
       await page.getByLabel('Name 1').fill('GREETING');
       await page.getByLabel('Value 1').fill('hello');
       await page.getByRole('button', { name: 'Create and deploy' }).click();

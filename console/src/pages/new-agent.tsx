@@ -67,7 +67,7 @@ export function NewAgentPage() {
         </label>
         <Field label="Image" name="image" placeholder="the platform runtime" />
         <Field label="Port" name="port" type="number" min={1} max={65535} />
-        <Field label="Replicas" name="replicas" type="number" min={0} max={100} value="1" />
+        <Field label="Replicas" name="replicas" type="number" min={0} max={100} defaultValue="1" />
         <Field label="CPU" name="cpu" type="number" step="0.1" min={0.1} placeholder="vCPUs" />
         <Field label="Memory (MiB)" name="memory_mb" type="number" min={64} />
         <Field label="Tags" name="tags" placeholder="comma separated" />
