@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { consulClient, nomadClient } from '../control/orchestrator/nomad/http-client.js';
 import { preflight } from '../control/orchestrator/nomad/preflight.js';
 import { startFakeCluster, type FakeCluster } from './support/fake-nomad/index.js';
-import { defaultNomadSettings } from './support/nomad-samples.js';
+import { fakeClusterSettings } from './support/nomad-samples.js';
 
 /** What keeps every agent from running is said at start, with how to fix it. */
 describe('nomad driver: start-up checks', function () {
@@ -14,7 +14,7 @@ describe('nomad driver: start-up checks', function () {
   after(async () => cluster?.close());
 
   const check = (env: Record<string, string>) => {
-    const settings = defaultNomadSettings({ NOMAD_ADDR: cluster.nomadAddr, NOMAD_TOKEN: cluster.nomadToken, CONSUL_HTTP_ADDR: cluster.consulAddr, CONSUL_HTTP_TOKEN: cluster.consulToken, ...env });
+    const settings = fakeClusterSettings(cluster, env);
     return preflight(nomadClient(settings.nomad, 2000, 1, 4), consulClient(settings.consul, 2000, 1, 4), settings);
   };
 

@@ -1,11 +1,8 @@
 import assert from 'node:assert/strict';
-import pino from 'pino';
-import { systemClock } from '../contract/clock.js';
-import { createNomadDriver } from '../control/orchestrator/create.js';
 import type { NomadDriver } from '../control/orchestrator/nomad/driver.js';
 import { planReconcile } from '../control/orchestrator/nomad/reconcile.js';
 import { startFakeCluster, type FakeCluster } from './support/fake-nomad/index.js';
-import { defaultNomadSettings, sampleSpec } from './support/nomad-samples.js';
+import { fakeClusterDriver, sampleSpec } from './support/nomad-samples.js';
 import { waitFor } from './support/wait.js';
 
 const healthy = sampleSpec({ agentId: 'agt_Keep0Healthy000000001', slug: 'healthy-x7k2p9qa', count: 1, scaling: { enabled: false, min: 1, max: 1 } });
@@ -23,10 +20,7 @@ describe('nomad driver: reconcile keeps the jobs it is told to keep', function (
   let cluster: FakeCluster;
   const drivers: NomadDriver[] = [];
   const newDriver = () => {
-    const driver = createNomadDriver(defaultNomadSettings({
-      NOMAD_ADDR: cluster.nomadAddr, NOMAD_TOKEN: cluster.nomadToken, CONSUL_HTTP_ADDR: cluster.consulAddr, CONSUL_HTTP_TOKEN: cluster.consulToken,
-      NOMAD_WATCH_MIN_INTERVAL_MS: '250',
-    }), systemClock, pino({ level: 'silent' }));
+    const driver = fakeClusterDriver(cluster, { NOMAD_WATCH_MIN_INTERVAL_MS: '250' });
     drivers.push(driver);
     return driver;
   };

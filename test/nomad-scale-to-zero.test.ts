@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
-import pino from 'pino';
-import { systemClock } from '../contract/clock.js';
-import { createNomadDriver } from '../control/orchestrator/create.js';
 import type { NomadDriver } from '../control/orchestrator/nomad/driver.js';
 import { startFakeCluster, type FakeCluster } from './support/fake-nomad/index.js';
-import { defaultNomadSettings, sampleSpec } from './support/nomad-samples.js';
+import { fakeClusterDriver, sampleSpec } from './support/nomad-samples.js';
 import { waitFor } from './support/wait.js';
 import { edgeKeyNames, WAKE_REQUESTED } from '../contract/edge-keys.js';
 import { startControl, type TestControl } from './support/control-harness.js';
@@ -22,10 +19,7 @@ describe('nomad driver: scale to zero and back', function () {
 
   before(async () => {
     cluster = await startFakeCluster({ simulate: true });
-    driver = createNomadDriver(defaultNomadSettings({
-      NOMAD_ADDR: cluster.nomadAddr, NOMAD_TOKEN: cluster.nomadToken, CONSUL_HTTP_ADDR: cluster.consulAddr, CONSUL_HTTP_TOKEN: cluster.consulToken,
-      NOMAD_WATCH_MIN_INTERVAL_MS: '250',
-    }), systemClock, pino({ level: 'silent' }));
+    driver = fakeClusterDriver(cluster, { NOMAD_WATCH_MIN_INTERVAL_MS: '250' });
   });
   after(async () => {
     await driver?.close();

@@ -1,10 +1,7 @@
 import assert from 'node:assert/strict';
-import pino from 'pino';
-import { systemClock } from '../contract/clock.js';
-import { createNomadDriver } from '../control/orchestrator/create.js';
 import type { NomadDriver } from '../control/orchestrator/nomad/driver.js';
 import { startFakeCluster, type FakeCluster } from './support/fake-nomad/index.js';
-import { defaultNomadSettings, sampleSpec } from './support/nomad-samples.js';
+import { fakeClusterDriver, sampleSpec } from './support/nomad-samples.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -22,11 +19,7 @@ describe('nomad driver: a scale on the copy that did not deploy', function () {
   before(async () => {
     // MinHealthyTime waited up to 3 s: the deploy's deployment is still running when the scale comes.
     cluster = await startFakeCluster({ simulate: true, minHealthyTimeCapMs: 3_000 });
-    const settings = defaultNomadSettings({
-      NOMAD_ADDR: cluster.nomadAddr, NOMAD_TOKEN: cluster.nomadToken, CONSUL_HTTP_ADDR: cluster.consulAddr, CONSUL_HTTP_TOKEN: cluster.consulToken,
-      NOMAD_WATCH_MIN_INTERVAL_MS: '50',
-    });
-    for (let copy = 0; copy < 2; copy += 1) drivers.push(createNomadDriver(settings, systemClock, pino({ level: 'silent' })));
+    for (let copy = 0; copy < 2; copy += 1) drivers.push(fakeClusterDriver(cluster, { NOMAD_WATCH_MIN_INTERVAL_MS: '50' }));
   });
   after(async () => {
     await Promise.all(drivers.map((driver) => driver.close()));

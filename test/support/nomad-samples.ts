@@ -1,6 +1,11 @@
 import { readNomadSettings, type NomadSettings } from '../../control/orchestrator/nomad/settings.js';
 import { readSettings } from '../../control/settings-reader.js';
 import type { JobSpec } from '../../control/domain/job.js';
+import { createNomadDriver } from '../../control/orchestrator/create.js';
+import type { NomadDriver } from '../../control/orchestrator/nomad/driver.js';
+import { pino } from 'pino';
+import { systemClock } from '../../contract/clock.js';
+import type { FakeCluster } from './fake-nomad/index.js';
 
 /** A sample agent's job spec: what control/domain/job-spec.ts makes of a default-runtime agent with a model key. */
 export function sampleSpec(overrides: Partial<JobSpec> = {}): JobSpec {
@@ -27,4 +32,16 @@ export function sampleSpec(overrides: Partial<JobSpec> = {}): JobSpec {
 /** The driver's settings from an environment with only the defaults (and `env`); a bad value throws its ConfigError. */
 export function defaultNomadSettings(env: Record<string, string> = {}): NomadSettings {
   return readSettings({ ORCHESTRATOR: 'nomad', ...env }, readNomadSettings);
+}
+
+/** The driver's settings for a fake cluster (test/support/fake-nomad): its addresses and tokens, with `env` on top. */
+export function fakeClusterSettings(cluster: FakeCluster, env: Record<string, string> = {}): NomadSettings {
+  return defaultNomadSettings({
+    NOMAD_ADDR: cluster.nomadAddr, NOMAD_TOKEN: cluster.nomadToken, CONSUL_HTTP_ADDR: cluster.consulAddr, CONSUL_HTTP_TOKEN: cluster.consulToken, ...env,
+  });
+}
+
+/** A Nomad driver on a fake cluster, with a silent logger and the system clock. */
+export function fakeClusterDriver(cluster: FakeCluster, env: Record<string, string> = {}): NomadDriver {
+  return createNomadDriver(fakeClusterSettings(cluster, env), systemClock, pino({ level: 'silent' }));
 }
