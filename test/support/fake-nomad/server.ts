@@ -153,8 +153,8 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
     }
     if (path === '/v1/allocations' && method === 'GET') {
       // nomad/alloc_endpoint.go, `Alloc.List`: a blocking query on the "allocs" table index,
-      // the go-bexpr `filter` applied to each allocation, stubs with task states and (when
-      // resources=true) AllocatedResources (nomad/structs/alloc.go, `Allocation.Stub`).
+      // the go-bexpr `filter` applied to each allocation, list entries with task states and
+      // (when resources=true) AllocatedResources (nomad/structs/alloc.go, `Allocation.Stub`).
       let filter: ((item: Json) => boolean) | null = null;
       try {
         filter = compileFilter(url.searchParams.get('filter'));
@@ -167,16 +167,16 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
       while (state.allocsIndex <= waitIndex && Date.now() < deadline) await state.waitForAllocs(deadline - Date.now());
       const withResources = url.searchParams.get('resources') === 'true';
       const withTaskStates = url.searchParams.get('task_states') !== 'false';
-      const stubs = state.allAllocations()
+      const entries = state.allAllocations()
         .filter((alloc) => namespace === '*' || alloc.Namespace === namespace)
         .filter((alloc) => !filter || filter(alloc))
-        // A stub has no DeploymentID (nomad/structs/alloc.go, `AllocListStub`).
+        // The list's entries carry no DeploymentID (nomad/structs/alloc.go, type `AllocListStub`).
         .map(({ AllocatedResources, TaskStates, DeploymentID: _deployment, ...rest }) => ({
           ...rest,
           ...(withResources ? { AllocatedResources } : {}),
           TaskStates: withTaskStates ? TaskStates : null,
         }));
-      return send(response, 200, stubs, { ...index, 'X-Nomad-Index': String(state.allocsIndex) });
+      return send(response, 200, entries, { ...index, 'X-Nomad-Index': String(state.allocsIndex) });
     }
     if ((match = /^\/v1\/node\/pool\/([^/]+)$/.exec(path)) && method === 'GET') {
       const name = decodeURIComponent(match[1]!);
