@@ -1,5 +1,5 @@
 import { once } from 'node:events';
-import { createServer, type Http2Server, type Http2Session, type ServerHttp2Stream } from 'node:http2';
+import { createServer, type Http2Server, type Http2Session, type OutgoingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
 import type { AddressInfo } from 'node:net';
 import { frameMessage } from '../../proto/grpc-wire.js';
 import { EXTERNAL_AUTH_PROTO, loadEnvoyRoot } from '../../proto/load.js';
@@ -35,9 +35,16 @@ export function allowedResponse(upstream: string, agentId = 'agt_raw'): Uint8Arr
 
 /** A well-formed answer: headers, one Length-Prefixed-Message, trailers with `grpc-status`. */
 export function answerWith(stream: ServerHttp2Stream, message: Uint8Array, grpcStatus = '0'): void {
-  stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-  stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': grpcStatus }));
-  stream.end(frameMessage(message));
+  answerRaw(stream, { body: frameMessage(message), trailers: { 'grpc-status': grpcStatus } });
+}
+
+const GRPC_HEAD = { ':status': 200, 'content-type': 'application/grpc' };
+
+/** Headers (default: 200, application/grpc), `body` as bytes on the wire, then trailers (default: grpc-status 0). */
+function answerRaw(stream: ServerHttp2Stream, { head = GRPC_HEAD, body, trailers = { 'grpc-status': '0' } }: { head?: OutgoingHttpHeaders; body: Uint8Array; trailers?: OutgoingHttpHeaders }): void {
+  stream.respond(head, { waitForTrailers: true });
+  stream.once('wantTrailers', () => stream.sendTrailers(trailers));
+  stream.end(body);
 }
 
 export async function startRawAuthzServer(port = 0): Promise<RawAuthzServer> {
@@ -84,28 +91,16 @@ export const BROKEN_ANSWERS: readonly { name: string; answer(stream: ServerHttp2
   },
   {
     name: 'HTTP 503 with an allowing message',
-    answer: (stream, upstream) => {
-      stream.respond({ ':status': 503, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-      stream.end(frameMessage(allowedResponse(upstream)));
-    },
+    answer: (stream, upstream) => answerRaw(stream, { head: { ...GRPC_HEAD, ':status': 503 }, body: frameMessage(allowedResponse(upstream)) }),
   },
   {
     name: 'a content-type that is not gRPC',
-    answer: (stream, upstream) => {
-      stream.respond({ ':status': 200, 'content-type': 'text/html' }, { waitForTrailers: true });
-      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-      stream.end(frameMessage(allowedResponse(upstream)));
-    },
+    answer: (stream, upstream) => answerRaw(stream, { head: { ...GRPC_HEAD, 'content-type': 'text/html' }, body: frameMessage(allowedResponse(upstream)) }),
   },
   {
     // Envoy's Common::hasGrpcContentType: grpc-web is not gRPC, though it starts like it.
     name: 'content-type application/grpc-web',
-    answer: (stream, upstream) => {
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc-web' }, { waitForTrailers: true });
-      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-      stream.end(frameMessage(allowedResponse(upstream)));
-    },
+    answer: (stream, upstream) => answerRaw(stream, { head: { ...GRPC_HEAD, 'content-type': 'application/grpc-web' }, body: frameMessage(allowedResponse(upstream)) }),
   },
   { name: 'a message that is not a CheckResponse', answer: (stream) => answerWith(stream, Buffer.from([0xff, 0xff, 0xff, 0xff, 0x0f])) },
   {
@@ -113,36 +108,26 @@ export const BROKEN_ANSWERS: readonly { name: string; answer(stream: ServerHttp2
     answer: (stream, upstream) => {
       const framed = frameMessage(allowedResponse(upstream));
       framed[0] = 1;
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-encoding': 'gzip' }, { waitForTrailers: true });
-      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-      stream.end(framed);
+      answerRaw(stream, { head: { ...GRPC_HEAD, 'grpc-encoding': 'gzip' }, body: framed });
     },
   },
   {
     name: 'a message cut short before the trailers',
     answer: (stream, upstream) => {
       const framed = frameMessage(allowedResponse(upstream));
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-      stream.end(framed.subarray(0, framed.length - 3));
+      answerRaw(stream, { body: framed.subarray(0, framed.length - 3) });
     },
   },
   {
     name: 'two messages to a unary call',
     answer: (stream, upstream) => {
       const framed = frameMessage(allowedResponse(upstream));
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-      stream.once('wantTrailers', () => stream.sendTrailers({ 'grpc-status': '0' }));
-      stream.end(Buffer.concat([framed, framed]));
+      answerRaw(stream, { body: Buffer.concat([framed, framed]) });
     },
   },
   {
     name: 'trailers without grpc-status',
-    answer: (stream, upstream) => {
-      stream.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
-      stream.once('wantTrailers', () => stream.sendTrailers({ 'x-other': '1' }));
-      stream.end(frameMessage(allowedResponse(upstream)));
-    },
+    answer: (stream, upstream) => answerRaw(stream, { body: frameMessage(allowedResponse(upstream)), trailers: { 'x-other': '1' } }),
   },
   {
     name: 'an allowing message and no trailers',
