@@ -47,4 +47,20 @@ describe('nomad driver: adopting a job in the middle of a rollout', function () 
     const replicas = (await restarted.status(spec.agentId))!.replicas;
     assert.deepEqual(replicas.map((replica) => replica.version).sort(), [spec.version, next.version]);
   });
+
+  it('reads no version history for a job whose allocations all run its current version', async function () {
+    const spec = sampleSpec({ count: 1, scaling: { enabled: false, min: 1, max: 5 } });
+    const jobId = `agent-${spec.agentId}`;
+    // The rollout above ends once the new replica has been healthy for MinHealthyTime.
+    await waitFor('the rollout over', async () => {
+      const running = cluster.allocations(jobId).filter((a) => a.DesiredStatus === 'run');
+      return running.length === 1 && running[0]!.JobVersion === cluster.job(jobId)!.Version ? true : undefined;
+    }, 30_000);
+    const before = cluster.requests.length;
+    const restarted = startDriver();
+    await restarted.reconcile([{ ...spec, version: spec.version + 1 }]);
+    const versionReads = cluster.requests.slice(before).filter((request) => request.path.endsWith('/versions'));
+    assert.deepEqual(versionReads, []);
+    assert.deepEqual((await restarted.status(spec.agentId))!.replicas.map((replica) => replica.version), [spec.version + 1]);
+  });
 });

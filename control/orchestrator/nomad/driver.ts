@@ -147,8 +147,9 @@ export class NomadDriver implements Orchestrator {
       // The allocations as Nomad shows them before jobs are adopted (see `firstSeen`).
       await this.firstAnswers();
       const existing = new Map<string, NomadJobRead>();
-      // Jobs this copy holds no versions of yet (after a restart): every version Nomad
-      // tracks, so allocations a rollout has not replaced yet show the agent version they run.
+      // Jobs this copy holds no versions of yet (after a restart) with allocations meant to run
+      // an older version (a rollout under way): every version Nomad tracks, so those show the
+      // agent version they run. Only then: a start reads no more than it needs.
       const histories = new Map<string, NomadJobRead[]>();
       const ours = (await this.api.list('agent-')).filter((listed) => agentIdOf(listed.ID) !== null);
       await mapBounded(ours, RECONCILE_READS, async (listed) => {
@@ -156,7 +157,8 @@ export class NomadDriver implements Orchestrator {
         const job = await this.api.read(listed.ID);
         if (!job) return;
         existing.set(agentId, job);
-        if (!this.jobs.has(agentId)) histories.set(agentId, await this.api.versions(listed.ID));
+        const older = this.allocationsOf(agentId).some((allocation) => allocation.DesiredStatus === 'run' && allocation.JobVersion !== job.Version);
+        if (!this.jobs.has(agentId) && older) histories.set(agentId, await this.api.versions(listed.ID));
       });
       for (const agentId of [...this.jobs.keys()]) {
         if (!specs.some((spec) => spec.agentId === agentId) && !keep.includes(agentId) && !existing.has(agentId)) await this.release(agentId);
