@@ -1,8 +1,12 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { createInterface } from 'node:readline';
+import { Redis } from 'ioredis';
+import { edgeKeyNames, usageMonthOf } from '../contract/edge-keys.js';
+import { loadAuthorizationService } from '../proto/load.js';
 import { freePort } from '../scripts/lib/local-services.js';
-import { checkLoad, paced } from './check-load.js';
+import { checkLoad, envoyShapedCheckRequest, paced } from './check-load.js';
+import { h2loadChecks, type H2loadRun } from './h2load.js';
 import { treeCpuSeconds } from './process-cpu.js';
 import { medianRoundsInTurn, runConcurrently, summarise, type LatencySummary } from './stats.js';
 
@@ -12,7 +16,9 @@ import { medianRoundsInTurn, runConcurrently, summarise, type LatencySummary } f
  * process), Checks per CPU-second, latency at 1, 16 and 64 in flight and at half the
  * maximum rate (and the no-op's at the same rate: the machine's own tail), and throughput
  * with 1 and 2 workers. A third server, the no-op on authz's own gRPC server, splits authz's
- * CPU into what serving gRPC costs and what the decision and Redis add.
+ * CPU into what serving gRPC costs and what the decision and Redis add. The CPU and the
+ * half-maximum latency are measured twice: from grpc-js's client in the bench process, and
+ * from h2load (bench/h2load.ts), a C caller that leaves the server the second core.
  */
 export interface ServerProcess {
   address: string;
@@ -144,7 +150,9 @@ export async function measureAuthzCpu(redisUrl: string, agentDomain: string, hos
   let runs: Record<string, CpuRun>;
   let latency: Awaited<ReturnType<typeof latencies>>;
   let halfMax: Record<string, PacedLatency>;
+  let fromH2load: Awaited<ReturnType<typeof measureWithH2load>>;
   try {
+    fromH2load = await measureWithH2load(servers, host, redisUrl, () => startAuthzProcess(redisUrl, agentDomain, 2));
     runs = await medianCpuRuns(servers, host);
     console.log(`  no-op server: ${runs.noop!.cpu_us_per_check} µs CPU per Check, ${runs.noop!.per_second}/s`);
     console.log(`  no-op on authz's own gRPC server: ${runs.leanNoop!.cpu_us_per_check} µs CPU per Check, ${runs.leanNoop!.per_second}/s`);
@@ -171,7 +179,86 @@ export async function measureAuthzCpu(redisUrl: string, agentDomain: string, hos
     latency: { ...latency, half_max: halfMax.authz! },
     noop_half_max_latency: halfMax.noop!,
     workers: { 1: authz, 2: twoWorkers },
+    h2load_caller: fromH2load,
   };
+}
+
+/**
+ * `count` Checks from h2load at 64 in flight after a warm-up, and the server's CPU over them.
+ * `allowedDuring` counts the Checks allowed while its argument runs; without it, every
+ * answered Check counts (a no-op allows all).
+ */
+async function h2loadCpuRun(server: ServerProcess, request: Buffer, allowedDuring?: (run: () => Promise<H2loadRun>) => Promise<[H2loadRun, number]>) {
+  const load = { address: server.address, request, connections: 8, streamsPerConnection: 8 };
+  await h2loadChecks({ ...load, count: 4_000 });
+  const cpuBefore = server.cpuSeconds();
+  const measured = () => h2loadChecks({ ...load, count: 2 * CHECKS });
+  const [run, allowed] = allowedDuring ? await allowedDuring(measured) : await measured().then((run) => [run, run.ok] as const);
+  const cpu = server.cpuSeconds() - cpuBefore;
+  return {
+    checks: run.requests,
+    allowed,
+    per_second: run.per_second,
+    cpu_seconds: round(cpu),
+    cpu_us_per_check: round((cpu / run.requests) * 1e6),
+    checks_per_cpu_second: Math.round(run.requests / cpu),
+    latency_64_in_flight: run.latency,
+  };
+}
+
+/**
+ * The CPU figures and the half-maximum latency again, h2load the caller: the servers in
+ * turn, ROUNDS rounds each, the median round. h2load reads only HTTP statuses, so authz's
+ * allowed Checks are counted by its own usage counter in Redis (one increment per allowed
+ * Check).
+ */
+async function measureWithH2load(
+  servers: Record<'noop' | 'leanNoop' | 'authz', ServerProcess>,
+  host: string,
+  redisUrl: string,
+  startTwoWorkers: () => Promise<ServerProcess>,
+) {
+  const request = loadAuthorizationService().service.Check!.requestSerialize(envoyShapedCheckRequest(host, 7)) as Buffer;
+  const redis = new Redis(redisUrl);
+  try {
+    const usageKey = edgeKeyNames.usage(host.split('.')[0]!, usageMonthOf(new Date()));
+    const usage = async () => Number((await redis.get(usageKey)) ?? 0);
+    const allowedByAuthz = async (run: () => Promise<H2loadRun>): Promise<[H2loadRun, number]> => {
+      const before = await usage();
+      const result = await run();
+      return [result, (await usage()) - before];
+    };
+    const cpu = await medianRoundsInTurn(
+      servers,
+      ROUNDS,
+      (server) => h2loadCpuRun(server, request, server === servers.authz ? allowedByAuthz : undefined),
+      (run) => run.cpu_us_per_check,
+    );
+    const perSecond = Math.round(cpu.authz!.median.per_second / 2);
+    const paced = await medianRoundsInTurn({ authz: servers.authz, noop: servers.noop }, ROUNDS, async (server) => {
+      const run = await h2loadChecks({ address: server.address, request, connections: 8, streamsPerConnection: 32, perSecond, seconds: 5 });
+      return { per_second: perSecond, answered: run.ok, ...run.latency };
+    }, (run) => run.p99_ms);
+    const two = await startTwoWorkers();
+    const twoWorkers = await h2loadCpuRun(two, request, allowedByAuthz).finally(() => two.stop());
+    const withRounds = <R>(entry: { median: R; rounds: number[] }, name: string) => ({ ...entry.median, [name]: entry.rounds });
+    const result = {
+      method: 'h2load (nghttp2-client) from its own process, 8 connections, one Envoy-shaped CheckRequest (12 headers, source and destination); 64 in flight for CPU, open loop at half authz\'s maximum for latency; CPU from /proc/<pid>/stat; the median of the rounds, the servers loaded in turn',
+      noop: withRounds(cpu.noop!, 'rounds_cpu_us_per_check'),
+      noop_on_authz_grpc_server: withRounds(cpu.leanNoop!, 'rounds_cpu_us_per_check'),
+      authz: withRounds(cpu.authz!, 'rounds_cpu_us_per_check'),
+      authz_to_noop_cpu_ratio: round(cpu.authz!.median.cpu_us_per_check / cpu.noop!.median.cpu_us_per_check),
+      authz_checks_per_cpu_second: cpu.authz!.median.checks_per_cpu_second,
+      half_max: { authz: withRounds(paced.authz!, 'rounds_p99_ms'), noop: withRounds(paced.noop!, 'rounds_p99_ms') },
+      workers: { 1: cpu.authz!.median, 2: twoWorkers },
+    };
+    console.log(`  from h2load: no-op ${result.noop.cpu_us_per_check} µs, authz's server ${result.noop_on_authz_grpc_server.cpu_us_per_check} µs, authz ${result.authz.cpu_us_per_check} µs per Check (${result.authz_checks_per_cpu_second} per CPU-second, ${result.authz.allowed} of ${result.authz.checks} allowed)`);
+    console.log(`  from h2load, p99 at ${perSecond}/s: authz ${result.half_max.authz.p99_ms} ms, no-op ${result.half_max.noop.p99_ms} ms`);
+    console.log(`  from h2load, authz with 2 workers: ${twoWorkers.per_second}/s (1 worker: ${cpu.authz!.median.per_second}/s), ${twoWorkers.cpu_us_per_check} µs CPU per Check`);
+    return result;
+  } finally {
+    redis.disconnect();
+  }
 }
 
 const round = (n: number) => Math.round(n * 1000) / 1000;

@@ -6,6 +6,7 @@ import { freePort } from '../scripts/lib/local-services.js';
 import { startAuthzProcess, type ServerProcess } from './authz-cpu.js';
 import { startNodeProcess, stopProcess } from './child-process.js';
 import { registerAgent } from './edge-fixture.js';
+import { h2loadGets } from './h2load.js';
 import { treeCpuSeconds } from './process-cpu.js';
 import { measureThroughput, medianBy, type Throughput } from './stats.js';
 
@@ -15,9 +16,11 @@ import { measureThroughput, medianBy, type Throughput } from './stats.js';
  * and the local edge (`envoy/local-edge/main.ts`); the load generator is this process.
  * Direct is the generator calling the replica; through the edge is the same request to
  * the edge with the agent's Host. Each process's CPU per request (from /proc) says where
- * the time goes.
+ * the time goes. The comparison is made twice: from Node's http client in this process,
+ * and from h2load (bench/h2load.ts), a C caller that leaves the other processes the CPU.
  */
 const REQUESTS = Number(process.env.BENCH_EDGE_REQUESTS ?? 5_000);
+const WARM_UP = Math.min(500, REQUESTS);
 const SLUG = 'bench-edge';
 
 export interface EdgeOverheadOptions {
@@ -65,7 +68,7 @@ function comparison(direct: Run, throughEdge: Run): Compared {
   };
 }
 
-export async function measureEdgeOverhead(options: EdgeOverheadOptions): Promise<Record<string, Compared | string>> {
+export async function measureEdgeOverhead(options: EdgeOverheadOptions) {
   const edgeEntry = options.edgeEntry ?? 'envoy/local-edge/main.ts';
   const replica = await startNodeProcess('bench/replica-server.ts', {}, '\n');
   const replicaPort = (JSON.parse(replica.output) as { port: number }).port;
@@ -86,14 +89,22 @@ export async function measureEdgeOverhead(options: EdgeOverheadOptions): Promise
           response.on('end', () => resolve(response.statusCode === 200));
         }).on('error', reject).end();
       });
-    const run = async (inFlight: number, port: number, host: string): Promise<Run> => {
+    // Each generator sends a warm-up of WARM_UP requests and then REQUESTS, both inside the CPU window.
+    const fromNode = (inFlight: number, port: number, host: string) => measureThroughput(REQUESTS, inFlight, get(port, host));
+    const fromH2load = async (inFlight: number, port: number, host: string): Promise<Throughput> => {
+      const load = { address: `127.0.0.1:${port}`, host, connections: inFlight, streamsPerConnection: 1 };
+      await h2loadGets({ ...load, count: WARM_UP });
+      const result = await h2loadGets({ ...load, count: REQUESTS });
+      return { in_flight: inFlight, per_second: result.per_second, failed: result.requests - result.ok, ...result.latency };
+    };
+    type Generator = typeof fromNode;
+    const run = async (generator: Generator, inFlight: number, port: number, host: string): Promise<Run> => {
       const syscallsBefore = syscallsOf(edge!.pid!);
       const cpuBefore = cpuNow(processes, authz);
-      const result = await measureThroughput(REQUESTS, inFlight, get(port, host));
+      const result = await generator(inFlight, port, host);
       const cpuAfter = cpuNow(processes, authz);
       const syscallsAfter = syscallsOf(edge!.pid!);
-      // The warm-up's requests are inside the CPU window too.
-      const requests = REQUESTS + Math.min(500, REQUESTS);
+      const requests = REQUESTS + WARM_UP;
       const perRequest = Object.fromEntries(
         Object.entries(cpuAfter).map(([name, seconds]) => [name, round(((seconds - cpuBefore[name as keyof CpuPerRequest]) / requests) * 1e6)]),
       ) as CpuPerRequest;
@@ -104,28 +115,38 @@ export async function measureEdgeOverhead(options: EdgeOverheadOptions): Promise
       return { ...result, cpu_us_per_request: perRequest, edge_syscalls_per_request: edgeSyscalls };
     };
 
-    const compared: Record<string, Compared> = {};
-    for (const inFlight of options.inFlight ?? [1, 16]) {
-      // Direct and through the edge in turn, ROUNDS times; the round with the median ratio
-      // is reported whole, so its figures stay from one moment of this shared machine.
-      const rounds: Compared[] = [];
-      for (let attempt = 0; attempt < ROUNDS; attempt += 1) {
-        const direct = await run(inFlight, replicaPort, 'replica');
-        const throughEdge = await run(inFlight, edgePort, `${SLUG}.${options.agentDomain}:7080`);
-        rounds.push(comparison(direct, throughEdge));
+    const compare = async (generator: Generator, label: string): Promise<Record<string, Compared>> => {
+      const compared: Record<string, Compared> = {};
+      for (const inFlight of options.inFlight ?? [1, 16]) {
+        // Direct and through the edge in turn, ROUNDS times; the round with the median ratio
+        // is reported whole, so its figures stay from one moment of this shared machine.
+        const rounds: Compared[] = [];
+        for (let attempt = 0; attempt < ROUNDS; attempt += 1) {
+          const direct = await run(generator, inFlight, replicaPort, 'replica');
+          const throughEdge = await run(generator, inFlight, edgePort, `${SLUG}.${options.agentDomain}:7080`);
+          rounds.push(comparison(direct, throughEdge));
+        }
+        const median = medianBy(rounds, (each) => each.throughput_ratio);
+        const figures = { ...median, rounds_throughput_ratio: rounds.map((each) => each.throughput_ratio), rounds_added_p50_ms: rounds.map((each) => each.added_p50_ms) };
+        compared[`in_flight_${inFlight}`] = figures;
+        const { direct, through_edge: throughEdge } = median;
+        console.log(
+          `  ${label}, ${inFlight} in flight: p50 +${figures.added_p50_ms} ms (${direct.p50_ms} → ${throughEdge.p50_ms}), ` +
+            `${direct.per_second}/s → ${throughEdge.per_second}/s (${figures.throughput_ratio}×); ` +
+            `CPU µs per request through the edge: ${JSON.stringify(throughEdge.cpu_us_per_request)}, the edge's system calls: ${JSON.stringify(throughEdge.edge_syscalls_per_request)}`,
+        );
       }
-      const median = medianBy(rounds, (each) => each.throughput_ratio);
-      compared[`in_flight_${inFlight}`] = { ...median, rounds_throughput_ratio: rounds.map((each) => each.throughput_ratio), rounds_added_p50_ms: rounds.map((each) => each.added_p50_ms) };
-      const { direct, through_edge: throughEdge } = median;
-      console.log(
-        `  edge overhead at ${inFlight} in flight: p50 +${compared[`in_flight_${inFlight}`]!.added_p50_ms} ms (${direct.p50_ms} → ${throughEdge.p50_ms}), ` +
-          `${direct.per_second}/s → ${throughEdge.per_second}/s (${compared[`in_flight_${inFlight}`]!.throughput_ratio}×); ` +
-          `CPU µs per request through the edge: ${JSON.stringify(throughEdge.cpu_us_per_request)}, the edge's system calls: ${JSON.stringify(throughEdge.edge_syscalls_per_request)}`,
-      );
-    }
+      return compared;
+    };
+    const fromNodeFigures = await compare(fromNode, 'from Node');
+    const fromH2loadFigures = await compare(fromH2load, 'from h2load');
     return {
       method: `replica, authz (authz/main.ts, 1 worker) and the local edge (${edgeEntry}) each a process of its own; the load generator in the bench process over keep-alive connections; CPU from /proc/<pid>/stat (the generator from process.cpuUsage), warm-up included; of ${ROUNDS} rounds, the one with the median throughput ratio`,
-      ...compared,
+      ...fromNodeFigures,
+      h2load_caller: {
+        method: 'the same, the load from h2load --h1 (nghttp2-client) in a process of its own, one request at a time per keep-alive connection; its CPU is not counted (load_generator is the idle bench process)',
+        ...fromH2loadFigures,
+      },
     };
   } finally {
     keepAlive.destroy();

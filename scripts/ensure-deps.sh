@@ -2,7 +2,8 @@
 # Installs what the platform needs and is missing: Debian packages (PostgreSQL,
 # Redis; with --containers podman, runc, netavark + aardvark-dns, nftables, iptables and
 # a static busybox; with --test-tools the same busybox, from which the orchestration
-# tests build their tiny image, and Chromium for the console's browser tests) and npm dependencies. With --containers it also selects
+# tests build their tiny image, and Chromium for the console's browser tests; with
+# --bench-tools h2load, the C load generator of `npm run bench`) and npm dependencies. With --containers it also selects
 # podman's netavark network backend (select_netavark below).
 # Used by `npm run up` and `npm test`, so a fresh machine needs nothing by hand.
 set -euo pipefail
@@ -10,9 +11,11 @@ cd "$(dirname "$0")/.."
 
 want_containers=false
 want_test_tools=false
+want_bench_tools=false
 for arg in "$@"; do
   [ "$arg" = "--containers" ] && want_containers=true
   [ "$arg" = "--test-tools" ] && want_test_tools=true
+  [ "$arg" = "--bench-tools" ] && want_bench_tools=true
 done
 
 missing=()
@@ -43,6 +46,10 @@ if $want_test_tools; then
   [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
   # The web console's browser tests drive Debian's Chromium through playwright-core (test/support/browser.ts).
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+fi
+if $want_bench_tools; then
+  # authz's CPU per Check is also measured with h2load as the caller (bench/h2load.ts).
+  [ -x /usr/bin/h2load ] || missing+=(nghttp2-client)
 fi
 
 if [ ${#missing[@]} -gt 0 ]; then

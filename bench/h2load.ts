@@ -1,0 +1,87 @@
+import { execFile } from 'node:child_process';
+import { accessSync, constants, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { frameMessage } from '../proto/grpc-wire.js';
+import { summarise, type LatencySummary } from './stats.js';
+
+/**
+ * Load from h2load (nghttp2's load generator, Debian's nghttp2-client) rather than from
+ * Node: C on nghttp2, as Envoy is C++ on an HTTP/2 codec. On a two-core machine a Node
+ * generator takes most of a core, so the server under test shares the other with Redis and
+ * is preempted mid-request; h2load leaves it the CPU it would have next to Envoy. It sends
+ * the same request each time and reads only HTTP statuses: whether a Check was allowed is
+ * the caller's to count.
+ */
+export interface H2loadLoad {
+  connections: number;
+  /** HTTP/2 streams in flight per connection (HTTP/1.1: one request at a time, never pipelined). */
+  streamsPerConnection: number;
+  /** Closed loop: this many requests, `connections × streamsPerConnection` in flight. */
+  count?: number;
+  /** Open loop instead: this many requests a second for `seconds`, after a second's warm-up. */
+  perSecond?: number;
+  seconds?: number;
+}
+
+export interface H2loadRun {
+  requests: number;
+  /** Answered with HTTP status 200. */
+  ok: number;
+  per_second: number;
+  /** Each request from when h2load started it to its answer's end (its --log-file). */
+  latency: LatencySummary;
+}
+
+/** gRPC Checks to an Authorization server at `address` (host:port), `request` a serialized CheckRequest. */
+export function h2loadChecks(options: H2loadLoad & { address: string; request: Buffer }): Promise<H2loadRun> {
+  return runH2load(options, (dir) => {
+    const body = join(dir, 'check.bin');
+    writeFileSync(body, frameMessage(options.request));
+    return ['-d', body, '-H', 'content-type: application/grpc', '-H', 'te: trailers', `http://${options.address}/envoy.service.auth.v3.Authorization/Check`];
+  });
+}
+
+/** HTTP/1.1 GET / to `address` (host:port) with `host` as its Host header, as a caller reaches an agent. */
+export function h2loadGets(options: H2loadLoad & { address: string; host: string }): Promise<H2loadRun> {
+  // h2load builds Host from :authority when it speaks HTTP/1.1.
+  return runH2load({ ...options, streamsPerConnection: 1 }, () => ['--h1', '-H', `:authority: ${options.host}`, `http://${options.address}/`]);
+}
+
+async function runH2load(load: H2loadLoad, target: (dir: string) => string[]): Promise<H2loadRun> {
+  const dir = mkdtempSync(join(tmpdir(), 'h2load-'));
+  try {
+    const log = join(dir, 'requests.tsv');
+    const pace = load.perSecond === undefined
+      ? ['-n', String(load.count)]
+      // --rps is per connection; the log leaves the warm-up out.
+      : ['--rps', String(load.perSecond / load.connections), '-D', String(load.seconds), '--warm-up-time', '1'];
+    const { stdout } = await promisify(execFile)(h2loadBinary(), [
+      '-c', String(load.connections), '-m', String(load.streamsPerConnection), ...pace, '--log-file', log, ...target(dir),
+    ], { maxBuffer: 1 << 20 });
+    // "finished in 1.41s, 28373.30 req/s, 1.22MB/s"
+    const perSecond = Number(/finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(stdout)?.[1]);
+    // Tab-separated: start (µs since the epoch), HTTP status, µs to the end of the answer.
+    const rows = readFileSync(log, 'utf8').trim().split('\n').map((line) => line.split('\t').map(Number));
+    if (!Number.isFinite(perSecond) || rows.some((row) => !Number.isFinite(row[2]))) throw new Error(`cannot read h2load's output: ${stdout}`);
+    return {
+      requests: rows.length,
+      ok: rows.filter((row) => row[1] === 200).length,
+      per_second: Math.round(perSecond),
+      latency: summarise(rows.map((row) => row[2]! / 1000)),
+    };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+function h2loadBinary(): string {
+  const path = '/usr/bin/h2load';
+  try {
+    accessSync(path, constants.X_OK);
+    return path;
+  } catch {
+    throw new Error('h2load not found: apt-get install -y nghttp2-client (scripts/ensure-deps.sh --bench-tools does it)');
+  }
+}
