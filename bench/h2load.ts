@@ -32,6 +32,8 @@ export interface H2loadRun {
   per_second: number;
   /** Each request from when h2load started it to its answer's end (its --log-file). */
   latency: LatencySummary;
+  /** h2load's own CPU time (user + system), warm-up included. */
+  cpu_seconds: number;
 }
 
 /** gRPC Checks to an Authorization server at `address` (host:port), `request` a serialized CheckRequest. */
@@ -57,19 +59,24 @@ async function runH2load(load: H2loadLoad, target: (dir: string) => string[]): P
       ? ['-n', String(load.count)]
       // --rps is per connection; the log leaves the warm-up out.
       : ['--rps', String(load.perSecond / load.connections), '-D', String(load.seconds), '--warm-up-time', '1'];
-    const { stdout } = await promisify(execFile)(h2loadBinary(), [
-      '-c', String(load.connections), '-m', String(load.streamsPerConnection), ...pace, '--log-file', log, ...target(dir),
+    // bash's `times` prints the shell's CPU and then its children's: h2load's, as "0m1.230s 0m0.410s".
+    const { stdout } = await promisify(execFile)('bash', [
+      '-c', '"$0" "$@"; status=$?; times; exit $status',
+      h2loadBinary(), '-c', String(load.connections), '-m', String(load.streamsPerConnection), ...pace, '--log-file', log, ...target(dir),
     ], { maxBuffer: 1 << 20 });
     // "finished in 1.41s, 28373.30 req/s, 1.22MB/s"
     const perSecond = Number(/finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(stdout)?.[1]);
+    const childTimes = stdout.trim().split('\n').at(-1)!.split(' ').map((time) => /^(\d+)m([\d.]+)s$/.exec(time));
+    const cpuSeconds = childTimes.reduce((sum, match) => sum + (match ? Number(match[1]) * 60 + Number(match[2]) : NaN), 0);
     // Tab-separated: start (µs since the epoch), HTTP status, µs to the end of the answer.
     const rows = readFileSync(log, 'utf8').trim().split('\n').map((line) => line.split('\t').map(Number));
-    if (!Number.isFinite(perSecond) || rows.some((row) => !Number.isFinite(row[2]))) throw new Error(`cannot read h2load's output: ${stdout}`);
+    if (!Number.isFinite(perSecond) || !Number.isFinite(cpuSeconds) || rows.some((row) => !Number.isFinite(row[2]))) throw new Error(`cannot read h2load's output: ${stdout}`);
     return {
       requests: rows.length,
       ok: rows.filter((row) => row[1] === 200).length,
       per_second: Math.round(perSecond),
       latency: summarise(rows.map((row) => row[2]! / 1000)),
+      cpu_seconds: cpuSeconds,
     };
   } finally {
     rmSync(dir, { recursive: true, force: true });
