@@ -6,7 +6,7 @@ import { edgeKeyNames, usageMonthOf } from '../contract/edge-keys.js';
 import { loadAuthorizationService } from '../proto/load.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { checkLoad, envoyShapedCheckRequest, paced } from './check-load.js';
-import { h2loadChecks, type H2loadRun } from './h2load.js';
+import { h2loadChecks } from './h2load.js';
 import { treeCpuSeconds } from './process-cpu.js';
 import { medianRoundsInTurn, runConcurrently, summarise, type LatencySummary } from './stats.js';
 
@@ -184,17 +184,18 @@ export async function measureAuthzCpu(redisUrl: string, agentDomain: string, hos
 }
 
 /**
- * `count` Checks from h2load at 64 in flight after a warm-up, and the server's CPU over them.
- * `allowedDuring` counts the Checks allowed while its argument runs; without it, every
- * answered Check counts (a no-op allows all).
+ * Checks from h2load at 64 in flight after a warm-up, and the server's CPU over them.
+ * `allowedSoFar` reads a running count of allowed Checks (authz's usage counter); without
+ * it every answered Check counts, as a no-op allows all.
  */
-async function h2loadCpuRun(server: ServerProcess, request: Buffer, allowedDuring?: (run: () => Promise<H2loadRun>) => Promise<[H2loadRun, number]>) {
+async function h2loadCpuRun(server: ServerProcess, request: Buffer, allowedSoFar?: () => Promise<number>) {
   const load = { address: server.address, request, connections: 8, streamsPerConnection: 8 };
   await h2loadChecks({ ...load, count: 4_000 });
+  const allowedBefore = allowedSoFar ? await allowedSoFar() : 0;
   const cpuBefore = server.cpuSeconds();
-  const measured = () => h2loadChecks({ ...load, count: 2 * CHECKS });
-  const [run, allowed] = allowedDuring ? await allowedDuring(measured) : await measured().then((run) => [run, run.ok] as const);
+  const run = await h2loadChecks({ ...load, count: 2 * CHECKS });
   const cpu = server.cpuSeconds() - cpuBefore;
+  const allowed = allowedSoFar ? (await allowedSoFar()) - allowedBefore : run.ok;
   return {
     checks: run.requests,
     allowed,
@@ -222,12 +223,7 @@ async function measureWithH2load(
   const redis = new Redis(redisUrl);
   try {
     const usageKey = edgeKeyNames.usage(host.split('.')[0]!, usageMonthOf(new Date()));
-    const usage = async () => Number((await redis.get(usageKey)) ?? 0);
-    const allowedByAuthz = async (run: () => Promise<H2loadRun>): Promise<[H2loadRun, number]> => {
-      const before = await usage();
-      const result = await run();
-      return [result, (await usage()) - before];
-    };
+    const allowedByAuthz = async () => Number((await redis.get(usageKey)) ?? 0);
     const cpu = await medianRoundsInTurn(
       servers,
       ROUNDS,
