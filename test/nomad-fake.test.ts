@@ -87,6 +87,28 @@ describe('the fake Nomad + Consul', function () {
     assert.equal(alloc.TaskStates.agent.Failed, true);
   });
 
+  it('lists a job\'s allocations as Nomad does, each as Allocation.Stub(nil): no DeploymentID, no AllocatedResources', async () => {
+    const request = example();
+    request.Job.ID = request.Job.Name = 'agent-stubs';
+    request.Job.TaskGroups[0].Count = 1;
+    request.Job.TaskGroups[0].Tasks[0].Config.image = 'registry.invalid/no/such:1';
+    await nomad('PUT', '/v1/var/nomad/jobs/agent-stubs', { Namespace: 'default', Path: 'nomad/jobs/agent-stubs', Items: { K: 'v' } });
+    request.Job.TaskGroups[0].Tasks[0].Templates[0].EmbeddedTmpl = request.Job.TaskGroups[0].Tasks[0].Templates[0].EmbeddedTmpl.replace(/agent-agt_[A-Za-z0-9]+/, 'agent-stubs');
+    assert.equal((await nomad('PUT', '/v1/jobs', request)).status, 200);
+    const [placed] = await waitFor('an allocation', async () => (cluster.allocations('agent-stubs').length === 1 ? cluster.allocations('agent-stubs') : undefined));
+
+    const response = await nomad('GET', '/v1/job/agent-stubs/allocations');
+    assert.equal(response.status, 200);
+    const [listed] = (await response.json()) as Record<string, unknown>[];
+    assert.equal(listed!.ID, placed!.ID);
+    assert.equal('DeploymentID' in listed!, false);
+    assert.equal(listed!.AllocatedResources, null);
+    assert.ok(listed!.TaskStates && typeof listed!.TaskStates === 'object', 'task states kept');
+    assert.deepEqual(await (await nomad('GET', '/v1/job/agent-none/allocations')).json(), [], 'an unknown job has none');
+    const post = await nomad('POST', '/v1/job/agent-stubs/allocations', {});
+    assert.deepEqual([post.status, await post.text()], [405, 'Invalid method']);
+  });
+
   it('answers a Consul blocking query at once when the index moved, and holds it otherwise', async () => {
     const url = `${cluster.consulAddr}/v1/health/service/agent-none?passing=true`;
     const headers = { 'X-Consul-Token': cluster.consulToken };

@@ -170,12 +170,7 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
       const entries = state.allAllocations()
         .filter((alloc) => namespace === '*' || alloc.Namespace === namespace)
         .filter((alloc) => !filter || filter(alloc))
-        // The list's entries carry no DeploymentID (nomad/structs/alloc.go, type `AllocListStub`).
-        .map(({ AllocatedResources, TaskStates, DeploymentID: _deployment, ...rest }) => ({
-          ...rest,
-          ...(withResources ? { AllocatedResources } : {}),
-          TaskStates: withTaskStates ? TaskStates : null,
-        }));
+        .map((alloc) => allocationStub(alloc, { resources: withResources, taskStates: withTaskStates }));
       return send(response, 200, entries, { ...index, 'X-Nomad-Index': String(state.allocsIndex) });
     }
     if ((match = /^\/v1\/node\/pool\/([^/]+)$/.exec(path)) && method === 'GET') {
@@ -184,7 +179,10 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
       return send(response, 200, { Name: name, Description: '', Meta: null, SchedulerConfiguration: null, CreateIndex: 1, ModifyIndex: 1 }, index);
     }
     if ((match = /^\/v1\/job\/([^/]+)\/allocations$/.exec(path))) {
-      return send(response, 200, state.allocationsOf(decodeURIComponent(match[1]!)), index);
+      // command/agent/job_endpoint.go, `jobAllocations` (GET only), and nomad/job_endpoint.go,
+      // `Job.Allocations`: each as `alloc.Stub(nil)`; an unknown job has none.
+      if (method !== 'GET') return send(response, 405, 'Invalid method');
+      return send(response, 200, state.allocationsOf(decodeURIComponent(match[1]!)).map((alloc) => allocationStub(alloc)), index);
     }
     if ((match = /^\/v1\/job\/([^/]+)\/versions$/.exec(path)) && method === 'GET') {
       // nomad/job_endpoint.go, `Job.GetJobVersions`: every version, the highest first (api/jobs.go, `JobVersionsResponse`).
@@ -315,4 +313,18 @@ function parseWait(text: string | null): number {
   if (!match) return 300_000;
   const value = Number(match[1]) * { ms: 1, s: 1_000, m: 60_000 }[match[2] as 'ms' | 's' | 'm'];
   return Math.min(value, 600_000);
+}
+
+/**
+ * An allocation as Nomad lists it (nomad/structs/alloc.go, `Allocation.Stub`): no
+ * DeploymentID; AllocatedResources only when `fields` ask for them (null otherwise, as
+ * Go encodes a nil pointer), TaskStates unless `fields` turn them off. `Stub(nil)` is the
+ * call without `fields`.
+ */
+function allocationStub({ AllocatedResources, TaskStates, DeploymentID: _deployment, ...rest }: Json, fields?: { resources: boolean; taskStates: boolean }): Json {
+  return {
+    ...rest,
+    AllocatedResources: fields?.resources ? AllocatedResources : null,
+    TaskStates: !fields || fields.taskStates ? TaskStates : null,
+  };
 }
