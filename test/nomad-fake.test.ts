@@ -87,7 +87,7 @@ describe('the fake Nomad + Consul', function () {
     assert.equal(alloc.TaskStates.agent.Failed, true);
   });
 
-  it('lists a job\'s allocations as Nomad does, each as Allocation.Stub(nil): no DeploymentID, no AllocatedResources', async () => {
+  it('lists a job\'s allocations as Job.Allocations does: list entries, with no DeploymentID and no AllocatedResources', async () => {
     const request = example();
     request.Job.ID = request.Job.Name = 'agent-stubs';
     request.Job.TaskGroups[0].Count = 1;

@@ -170,7 +170,7 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
       const entries = state.allAllocations()
         .filter((alloc) => namespace === '*' || alloc.Namespace === namespace)
         .filter((alloc) => !filter || filter(alloc))
-        .map((alloc) => allocationStub(alloc, { resources: withResources, taskStates: withTaskStates }));
+        .map((alloc) => allocationListEntry(alloc, { resources: withResources, taskStates: withTaskStates }));
       return send(response, 200, entries, { ...index, 'X-Nomad-Index': String(state.allocsIndex) });
     }
     if ((match = /^\/v1\/node\/pool\/([^/]+)$/.exec(path)) && method === 'GET') {
@@ -180,9 +180,9 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
     }
     if ((match = /^\/v1\/job\/([^/]+)\/allocations$/.exec(path))) {
       // command/agent/job_endpoint.go, `jobAllocations` (GET only), and nomad/job_endpoint.go,
-      // `Job.Allocations`: each as `alloc.Stub(nil)`; an unknown job has none.
+      // `Job.Allocations`: list entries with no fields asked for; an unknown job has none.
       if (method !== 'GET') return send(response, 405, 'Invalid method');
-      return send(response, 200, state.allocationsOf(decodeURIComponent(match[1]!)).map((alloc) => allocationStub(alloc)), index);
+      return send(response, 200, state.allocationsOf(decodeURIComponent(match[1]!)).map((alloc) => allocationListEntry(alloc)), index);
     }
     if ((match = /^\/v1\/job\/([^/]+)\/versions$/.exec(path)) && method === 'GET') {
       // nomad/job_endpoint.go, `Job.GetJobVersions`: every version, the highest first (api/jobs.go, `JobVersionsResponse`).
@@ -316,12 +316,12 @@ function parseWait(text: string | null): number {
 }
 
 /**
- * An allocation as Nomad lists it (nomad/structs/alloc.go, `Allocation.Stub`): no
- * DeploymentID; AllocatedResources only when `fields` ask for them (null otherwise, as
- * Go encodes a nil pointer), TaskStates unless `fields` turn them off. `Stub(nil)` is the
- * call without `fields`.
+ * An allocation as Nomad's lists give it (nomad/structs/alloc.go, the `Stub` method of
+ * `Allocation`, type `AllocListStub`): no DeploymentID; AllocatedResources only when
+ * `fields` ask for them (null otherwise, as Go encodes a nil pointer), TaskStates unless
+ * `fields` turn them off. Without `fields`, as Nomad calls it with nil.
  */
-function allocationStub({ AllocatedResources, TaskStates, DeploymentID: _deployment, ...rest }: Json, fields?: { resources: boolean; taskStates: boolean }): Json {
+function allocationListEntry({ AllocatedResources, TaskStates, DeploymentID: _deployment, ...rest }: Json, fields?: { resources: boolean; taskStates: boolean }): Json {
   return {
     ...rest,
     AllocatedResources: fields?.resources ? AllocatedResources : null,
