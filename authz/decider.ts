@@ -8,6 +8,7 @@ import { createAdmission } from './admission.js';
 import { createChecker } from './checker.js';
 import type { CheckResult, Decision } from './decision.js';
 import type { AuthzMetrics } from './metrics.js';
+import { REDIS_ERROR_LOG_INTERVAL_MS, throttled } from './throttled.js';
 import { createWakeWaiter } from './wake-waiter.js';
 
 export interface DeciderDeps {
@@ -35,7 +36,6 @@ export interface Decider {
   close(): void;
 }
 
-const REDIS_ERROR_LOG_INTERVAL_MS = 5_000;
 /** A shed Check's answer: the queue drains within a second at any load authz can bear. */
 const SHED: Decision = { outcome: 'overloaded', retryAfterSeconds: 1 };
 
@@ -87,15 +87,5 @@ export function createDecider(config: AuthzConfig, deps: DeciderDeps): Decider {
     close() {
       subscriber.disconnect();
     },
-  };
-}
-
-export function throttled<T>(intervalMs: number, action: (value: T) => void): (value: T) => void {
-  let last = -Infinity;
-  return (value) => {
-    const now = Date.now();
-    if (now - last < intervalMs) return;
-    last = now;
-    action(value);
   };
 }

@@ -10,7 +10,8 @@ import type { AuthzConfig } from './config.js';
 import type { RequestFacts } from './check-request.js';
 import { checkRequestDeserializer } from './check-request-decoder.js';
 import { buildCheckResponse, type CheckResponseMessage } from './check-response.js';
-import { createDecider, throttled } from './decider.js';
+import { createDecider } from './decider.js';
+import { REDIS_ERROR_LOG_INTERVAL_MS, throttled } from './throttled.js';
 import { withDeadline } from '../contract/deadline.js';
 import { createGrpcServer, type GrpcCallback, type GrpcMethodDefinition, type UnaryCall } from './grpc-server.js';
 import { healthService, healthServiceDefinition } from './health.js';
@@ -36,7 +37,6 @@ export interface RunningAuthz {
   close(): Promise<void>;
 }
 
-const REDIS_ERROR_LOG_INTERVAL_MS = 5_000;
 /**
  * How long a stop waits for open calls before dropping their connections: inside
  * nomad-jobs/authz.nomad.hcl's kill_timeout (10 s), so authz still flushes its request
