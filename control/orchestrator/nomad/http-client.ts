@@ -70,7 +70,10 @@ const retryable = (status: number) => status >= 500 || status === 429;
  * `RegisterEnforceIndexErrPrefix`). Those answers will not change: they are not retried,
  * unlike "No cluster leader" and other 5xx.
  */
-const refusedForGood = (status: number, body: string) => status === 500 && /^(rpc error: )?(\d+ errors? occurred:|Enforcing job modify index)/.test(body);
+const refusedForGood = (status: number, body: string) => status === 500 && (/^(rpc error: )?\d+ errors? occurred:/.test(body) || enforceIndexRefused(status, body));
+
+/** nomad/structs/job.go, `RegisterEnforceIndexErrPrefix`: another registration or scale came between a read of the job and a write over it. */
+export const enforceIndexRefused = (status: number, body: string) => status === 500 && /^(rpc error: )?Enforcing job modify index/.test(body);
 
 /**
  * One HTTP API (Nomad or Consul): token header, TLS from the settings, a timeout per

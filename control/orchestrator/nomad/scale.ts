@@ -1,6 +1,6 @@
 import type { JobSpec } from '../../domain/job.js';
 import type { NomadJobRead } from './api-types.js';
-import { ApiError } from './http-client.js';
+import { ApiError, enforceIndexRefused } from './http-client.js';
 import type { JobsApi } from './jobs-api.js';
 import { GROUP, jobId } from './job-spec.js';
 
@@ -66,5 +66,4 @@ function withCount(job: NomadJobRead, count: number): NomadJobRead {
   };
 }
 
-/** nomad/structs/job.go, `Job.EnforceIndex`: another registration or scale came between the read and the write. */
-const changedSinceRead = (error: unknown) => error instanceof ApiError && error.status === 500 && /Enforcing job modify index/.test(error.body);
+const changedSinceRead = (error: unknown) => error instanceof ApiError && enforceIndexRefused(error.status, error.body);
