@@ -1,18 +1,20 @@
 import { EventEmitter } from 'node:events';
-import http2, { type Http2Server, type Http2Session, type IncomingHttpHeaders, type ServerHttp2Stream } from 'node:http2';
-import type { AddressInfo } from 'node:net';
+import net, { type AddressInfo } from 'node:net';
 import { encodeGrpcMessage, frameMessage, FramingError, GrpcStatus, isGrpcContentType, MessageDeframer } from '../proto/grpc-wire.js';
+import { Http2Connection, type ServerStream } from './http2/connection.js';
+import { encodeHeaderBlock } from './http2/hpack.js';
 
 /**
- * The gRPC server authz answers Envoy with: unary and client-streaming calls straight on
- * node:http2, following grpc/grpc doc/PROTOCOL-HTTP2.md. A no-op Check costs 38.5–44 µs
- * of CPU on it against 52–55.5 on grpc-js's server (bench/authz-cpu.ts, docs/edge.md),
- * and every allowed request to every agent makes one Check. What it leaves out, on
+ * The gRPC server authz answers Envoy with: unary and client-streaming calls, following
+ * grpc/grpc doc/PROTOCOL-HTTP2.md, on an HTTP/2 server of its own (authz/http2/). On
+ * node:http2 a no-op Check cost 25-31 µs of CPU and every stream left a graph of objects
+ * that only a full GC collects, which paused authz 50-115 ms every few seconds under load
+ * (docs/edge.md); here it costs a few µs and leaves next to nothing. What it leaves out, on
  * purpose: compression (Envoy and the local edge never compress; a call that does gets
  * UNIMPLEMENTED or INTERNAL), server streaming (no method here has it), and a timer per
- * call for grpc-timeout: the caller
- * cancels at its deadline (a RST_STREAM, seen here as the stream closing) and every
- * handler here ends within its own bound anyway (AUTHZ_REDIS_TIMEOUT_MS, WAKE_TIMEOUT_SECONDS).
+ * call for grpc-timeout: the caller cancels at its deadline (a RST_STREAM, seen here as
+ * the stream closing) and every handler here ends within its own bound anyway
+ * (AUTHZ_REDIS_TIMEOUT_MS, WAKE_TIMEOUT_SECONDS).
  */
 
 /** A method as proto-loader and grpc-js define one; the same definitions serve both. */
@@ -73,26 +75,21 @@ export interface GrpcServer {
   forceShutdown(): void;
 }
 
-// Constant heads, shared by every call: node:http2 copies them into its own header list.
-const RESPONSE_HEADERS = Object.freeze({ ':status': 200, 'content-type': 'application/grpc+proto' });
-const OK_TRAILERS = Object.freeze({ 'grpc-status': '0' });
-const ignore = () => undefined;
+// Constant answers, encoded once: literals without indexing stand alone (authz/http2/hpack.ts).
+const RESPONSE_HEAD = encodeHeaderBlock([[':status', '200'], ['content-type', 'application/grpc+proto']]);
+const OK_TRAILERS = encodeHeaderBlock([['grpc-status', '0']]);
+const NOT_GRPC = encodeHeaderBlock([[':status', '415']]);
 
 export function createGrpcServer(): GrpcServer {
   const methods = new Map<string, Method>();
-  const sessions = new Set<Http2Session>();
-  // grpc-js's server settings (server.ts, Server constructor): node's default session
-  // memory limit makes it refuse streams under load, so grpc-js turns the check off.
-  const server: Http2Server = http2.createServer({ maxSessionMemory: Number.MAX_SAFE_INTEGER, maxSendHeaderBlockLength: Number.MAX_SAFE_INTEGER });
-
-  server.on('session', (session) => {
-    sessions.add(session);
-    session.on('close', () => sessions.delete(session));
-    session.on('error', ignore);
+  const connections = new Set<Http2Connection>();
+  const server = net.createServer({ noDelay: true }, (socket) => {
+    const connection = new Http2Connection(socket, (stream) => serveCall(methods, stream));
+    connections.add(connection);
+    connection.onclose = () => connections.delete(connection);
   });
-  server.on('stream', (stream, headers) => serveCall(methods, stream, headers));
   const dropAll = () => {
-    for (const session of sessions) session.destroy();
+    for (const connection of connections) connection.destroy();
   };
 
   return {
@@ -124,7 +121,7 @@ export function createGrpcServer(): GrpcServer {
           clearTimeout(late);
           resolve();
         });
-        for (const session of sessions) session.close();
+        for (const connection of connections) connection.goAway();
       });
     },
     forceShutdown() {
@@ -134,16 +131,11 @@ export function createGrpcServer(): GrpcServer {
   };
 }
 
-function serveCall(methods: ReadonlyMap<string, Method>, stream: ServerHttp2Stream, headers: IncomingHttpHeaders): void {
-  // A reset stream emits 'error'; the call is simply over (its 'close' says so).
-  stream.on('error', ignore);
-  const contentType = headers['content-type'];
+function serveCall(methods: ReadonlyMap<string, Method>, stream: ServerStream): void {
+  const { headers } = stream;
   // "If Content-Type does not begin with application/grpc, gRPC servers SHOULD respond with
   // HTTP status 415" (PROTOCOL-HTTP2.md), grpc-web included, as Envoy reads it.
-  if (!isGrpcContentType(contentType)) {
-    stream.respond({ ':status': 415 }, { endStream: true });
-    return;
-  }
+  if (!isGrpcContentType(headers['content-type'])) return stream.respond(NOT_GRPC);
   const method = methods.get(headers[':path'] ?? '');
   if (!method) return endWithStatus(stream, GrpcStatus.UNIMPLEMENTED, `unknown method ${headers[':path']}`);
   const encoding = headers['grpc-encoding'];
@@ -154,11 +146,11 @@ function serveCall(methods: ReadonlyMap<string, Method>, stream: ServerHttp2Stre
   else serveClientStream(stream, method.definition, method.clientStream!);
 }
 
-function serveUnary(stream: ServerHttp2Stream, definition: GrpcMethodDefinition, handler: UnaryHandler<unknown, unknown>): void {
+function serveUnary(stream: ServerStream, definition: GrpcMethodDefinition, handler: UnaryHandler<unknown, unknown>): void {
   const deframer = new MessageDeframer();
   let request: Buffer | undefined;
   let failed = false;
-  stream.on('data', (chunk: Buffer) => {
+  stream.ondata = (chunk) => {
     if (failed) return;
     try {
       for (const message of deframer.push(chunk)) {
@@ -169,8 +161,8 @@ function serveUnary(stream: ServerHttp2Stream, definition: GrpcMethodDefinition,
       failed = true;
       endWithStatus(stream, (error as FramingError).code, (error as FramingError).message);
     }
-  });
-  stream.on('end', () => {
+  };
+  stream.onend = () => {
     if (failed) return;
     if (!request || deframer.midMessage) return endWithStatus(stream, GrpcStatus.INTERNAL, 'a unary call takes one whole request message');
     let decoded: unknown;
@@ -180,10 +172,10 @@ function serveUnary(stream: ServerHttp2Stream, definition: GrpcMethodDefinition,
       return endWithStatus(stream, GrpcStatus.INTERNAL, 'cannot decode the request message');
     }
     handler({ request: decoded }, (error, response) => answer(stream, definition, error, response));
-  });
+  };
 }
 
-function serveClientStream(stream: ServerHttp2Stream, definition: GrpcMethodDefinition, handler: ClientStreamHandler<unknown, unknown>): void {
+function serveClientStream(stream: ServerStream, definition: GrpcMethodDefinition, handler: ClientStreamHandler<unknown, unknown>): void {
   const deframer = new MessageDeframer();
   const call = new EventEmitter() as ClientStreamCall<unknown>;
   let over = false;
@@ -196,7 +188,7 @@ function serveClientStream(stream: ServerHttp2Stream, definition: GrpcMethodDefi
     over = true;
     answer(stream, definition, error, response);
   });
-  stream.on('data', (chunk: Buffer) => {
+  stream.ondata = (chunk) => {
     if (over) return;
     let messages: Buffer[];
     try {
@@ -213,22 +205,22 @@ function serveClientStream(stream: ServerHttp2Stream, definition: GrpcMethodDefi
       }
       call.emit('data', decoded);
     }
-  });
-  stream.on('end', () => {
+  };
+  stream.onend = () => {
     if (over) return;
     if (deframer.midMessage) return fail(GrpcStatus.INTERNAL, 'the call ended partway through a message');
     call.emit('end');
-  });
-  stream.on('close', () => {
+  };
+  stream.onclose = () => {
     if (over) return;
     over = true;
     call.emit('cancelled');
-  });
+  };
 }
 
-function answer(stream: ServerHttp2Stream, definition: GrpcMethodDefinition, error: GrpcError | null, response: unknown): void {
+function answer(stream: ServerStream, definition: GrpcMethodDefinition, error: GrpcError | null, response: unknown): void {
   // The caller cancelled or its deadline passed: nobody is listening.
-  if (stream.destroyed || stream.closed) return;
+  if (stream.closed) return;
   if (error) return endWithStatus(stream, error.code, error.details);
   let bytes: Buffer;
   try {
@@ -237,25 +229,22 @@ function answer(stream: ServerHttp2Stream, definition: GrpcMethodDefinition, err
     return endWithStatus(stream, GrpcStatus.INTERNAL, 'cannot encode the response message');
   }
   // "Status must be sent in Trailers even if the status code is OK."
-  stream.respond(RESPONSE_HEADERS, { waitForTrailers: true });
-  stream.once('wantTrailers', () => stream.sendTrailers(OK_TRAILERS));
-  stream.end(frameMessage(bytes));
+  stream.respond(RESPONSE_HEAD, frameMessage(bytes), OK_TRAILERS);
 }
 
 /**
  * Trailers-Only: the status in the one HEADERS frame. Sent before the client's END_STREAM
- * (a framing error), it is followed by RST_STREAM(NO_ERROR) "to allow the stream to be
- * deallocated" (PROTOCOL-HTTP2.md, Early Server Closure); node sends it once the headers are out.
+ * (a framing error), the connection follows it with RST_STREAM(NO_ERROR) "to allow the
+ * stream to be deallocated" (PROTOCOL-HTTP2.md, Early Server Closure).
  */
-function endWithStatus(stream: ServerHttp2Stream, code: GrpcStatus, details: string): void {
-  if (stream.destroyed || stream.closed) return;
-  if (stream.headersSent) {
-    stream.close(http2.constants.NGHTTP2_INTERNAL_ERROR);
-    return;
-  }
+function endWithStatus(stream: ServerStream, code: GrpcStatus, details: string): void {
+  if (stream.closed) return;
   stream.respond(
-    { ':status': 200, 'content-type': 'application/grpc+proto', 'grpc-status': String(code), 'grpc-message': encodeGrpcMessage(details) },
-    { endStream: true },
+    encodeHeaderBlock([
+      [':status', '200'],
+      ['content-type', 'application/grpc+proto'],
+      ['grpc-status', String(code)],
+      ['grpc-message', encodeGrpcMessage(details)],
+    ]),
   );
-  if (!stream.readableEnded) stream.close(http2.constants.NGHTTP2_NO_ERROR);
 }
