@@ -20,7 +20,10 @@ export interface H2loadLoad {
   streamsPerConnection: number;
   /** Closed loop: this many requests, `connections × streamsPerConnection` in flight. */
   count?: number;
-  /** Open loop instead: this many requests a second for `seconds`, after a second's warm-up. */
+  /**
+   * Open loop instead: this many requests a second for `seconds`, after a second's warm-up,
+   * over at least `perSecond / 100` connections (see the pacing in runH2load).
+   */
   perSecond?: number;
   seconds?: number;
 }
@@ -51,30 +54,44 @@ export function h2loadGets(options: H2loadLoad & { address: string; host: string
   return runH2load({ ...options, streamsPerConnection: 1 }, () => ['--h1', '-H', `:authority: ${options.host}`, `http://${options.address}/`]);
 }
 
+/** Requests a second one paced connection sends: one per tick of h2load's 10 ms timer. */
+const MAX_PACED_PER_CONNECTION = 100;
+const WARM_UP_SECONDS = 1;
+
 async function runH2load(load: H2loadLoad, target: (dir: string) => string[]): Promise<H2loadRun> {
   const dir = mkdtempSync(join(tmpdir(), 'h2load-'));
   try {
     const log = join(dir, 'requests.tsv');
-    const pace = load.perSecond === undefined
-      ? ['-n', String(load.count)]
-      // --rps is per connection; the log leaves the warm-up out.
-      : ['--rps', String(load.perSecond / load.connections), '-D', String(load.seconds), '--warm-up-time', '1'];
+    const paced = load.perSecond !== undefined;
+    const connections = paced ? Math.max(load.connections, Math.ceil(load.perSecond! / MAX_PACED_PER_CONNECTION)) : load.connections;
+    const pace = paced
+      // --rps is per connection. Its timer fires at most every 10 ms and sends what is due
+      // in one burst (nghttp2 src/h2load.cc, Client::connection_made: `rps_watcher.repeat =
+      // std::max(0.01, 1. / config.rps)`): 8 connections at 13,000/s sent bursts of 16 each
+      // and put a 3 ms floor under every latency. At 100/s a connection sends one request
+      // per tick, and connections opened 1 ms apart (-r 1) spread the ticks over the 10 ms.
+      ? ['--rps', String(load.perSecond! / connections), '-n', String(Math.round(load.perSecond! * (load.seconds! + WARM_UP_SECONDS))), '-r', '1', '--rate-period', '1ms']
+      : ['-n', String(load.count)];
     // bash's `times` prints the shell's CPU and then its children's: h2load's, as "0m1.230s 0m0.410s".
     const { stdout } = await promisify(execFile)('bash', [
       '-c', '"$0" "$@"; status=$?; times; exit $status',
-      h2loadBinary(), '-c', String(load.connections), '-m', String(load.streamsPerConnection), ...pace, '--log-file', log, ...target(dir),
+      h2loadBinary(), '-c', String(connections), '-m', String(load.streamsPerConnection), ...pace, '--log-file', log, ...target(dir),
     ], { maxBuffer: 1 << 20 });
     // "finished in 1.41s, 28373.30 req/s, 1.22MB/s"
     const perSecond = Number(/finished in [\d.]+m?s, ([\d.]+) req\/s/.exec(stdout)?.[1]);
     const childTimes = stdout.trim().split('\n').at(-1)!.split(' ').map((time) => /^(\d+)m([\d.]+)s$/.exec(time));
     const cpuSeconds = childTimes.reduce((sum, match) => sum + (match ? Number(match[1]) * 60 + Number(match[2]) : NaN), 0);
     // Tab-separated: start (µs since the epoch), HTTP status, µs to the end of the answer.
-    const rows = readFileSync(log, 'utf8').trim().split('\n').map((line) => line.split('\t').map(Number));
+    const logged = readFileSync(log, 'utf8').trim().split('\n').map((line) => line.split('\t').map(Number));
+    const firstStart = logged.reduce((first, row) => Math.min(first, row[0]!), Infinity);
+    // An open-loop run's first second warms up (connections opening, code optimising) and is left out.
+    const rows = paced ? logged.filter((row) => row[0]! >= firstStart + WARM_UP_SECONDS * 1e6) : logged;
     if (!Number.isFinite(perSecond) || !Number.isFinite(cpuSeconds) || rows.some((row) => !Number.isFinite(row[2]))) throw new Error(`cannot read h2load's output: ${stdout}`);
     return {
       requests: rows.length,
       ok: rows.filter((row) => row[1] === 200).length,
-      per_second: Math.round(perSecond),
+      // Paced: the rate the kept requests were started at, the warm-up left out.
+      per_second: paced ? Math.round(rows.length / ((rows.reduce((last, row) => Math.max(last, row[0]!), 0) - rows[0]![0]!) / 1e6)) : Math.round(perSecond),
       latency: summarise(rows.map((row) => row[2]! / 1000)),
       cpu_seconds: cpuSeconds,
     };
