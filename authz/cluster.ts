@@ -11,7 +11,7 @@ import { createOpsServer } from './ops-server.js';
 /**
  * AUTHZ_WORKERS > 1: this process, the cluster primary, forks the workers and each runs
  * authz (startAuthz) on the same gRPC port. Its gRPC server (authz/grpc-server.ts) binds
- * with node:http2's `listen`, and in a cluster worker Node hands a listen to the primary,
+ * with node:net's `listen`, and in a cluster worker Node hands a listen to the primary,
  * which holds the one socket and deals connections out to the workers in turn (Node's
  * cluster docs, "How it works"): no SO_REUSEPORT needed. A gRPC connection stays with its
  * worker; Envoy keeps several.

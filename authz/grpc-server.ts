@@ -39,10 +39,8 @@ export interface UnaryCall<Request> {
 
 /**
  * A client-streaming call's messages: 'data' with each decoded message, then either 'end'
- * or 'cancelled', once. 'end': the client sent its last message (node:http2 also ends the
- * readable side of a stream the client reset, and tells of the reset only later, so a
- * cancelled call may end this way: its answer then goes nowhere). 'cancelled': the stream
- * closed or broke before that.
+ * or 'cancelled', once. 'end': the client sent its last message. 'cancelled': the client
+ * reset the stream, or the connection broke, before that.
  */
 export interface ClientStreamCall<Request> extends EventEmitter {
   on(event: 'data', listener: (message: Request) => void): this;
