@@ -297,7 +297,7 @@ export class Http2Connection {
       this.decoder.decode(fragments.length === 1 ? fragments[0]! : Buffer.concat(fragments), (name, value) => {
         listSize += name.length + value.length + 32;
         // §8.2.1: "A field name MUST NOT contain characters in the ranges 0x41 to 0x5a".
-        if (name !== name.toLowerCase()) malformed = true;
+        if (UPPERCASE.test(name)) malformed = true;
         headers[name] = value;
       });
     } catch (error) {
@@ -407,16 +407,9 @@ export class Http2Connection {
   /** The usual answer, HEADERS, DATA and trailing HEADERS, in one buffer: what every allowed Check sends. */
   private writeAtOnce(stream: Stream, head: Buffer, body: Buffer, trailers: Buffer): void {
     const frames = Buffer.allocUnsafe(3 * FRAME_HEADER_BYTES + head.length + body.length + trailers.length);
-    let at = 0;
-    for (const [type, flags, payload] of [
-      [FrameType.HEADERS, Flag.END_HEADERS, head],
-      [FrameType.DATA, 0, body],
-      [FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, trailers],
-    ] as const) {
-      writeFrameHeader(frames, at, payload.length, type, flags, stream.id);
-      frames.set(payload, at + FRAME_HEADER_BYTES);
-      at += FRAME_HEADER_BYTES + payload.length;
-    }
+    let at = putFrame(frames, 0, FrameType.HEADERS, Flag.END_HEADERS, stream.id, head);
+    at = putFrame(frames, at, FrameType.DATA, 0, stream.id, body);
+    putFrame(frames, at, FrameType.HEADERS, Flag.END_HEADERS | Flag.END_STREAM, stream.id, trailers);
     stream.sendWindow -= body.length;
     this.sendWindow -= body.length;
     this.send(frames);
@@ -444,10 +437,11 @@ export class Http2Connection {
     this.localEnd(stream);
   }
 
+  /** In the order they blocked; one held by its own stream window does not hold the others. */
   private flushBlocked(): void {
     for (const stream of [...this.blocked]) {
+      if (this.sendWindow <= 0) return;
       this.flushStream(stream);
-      if (this.blocked.has(stream)) return;
     }
   }
 
@@ -525,7 +519,7 @@ export class Http2Connection {
 
   private flush(): void {
     this.flushScheduled = false;
-    if (this.output.length === 0 || this.socket.destroyed) {
+    if (this.output.length === 0 || this.socket.destroyed || this.socket.writableEnded) {
       this.output = [];
       return;
     }
@@ -537,6 +531,14 @@ export class Http2Connection {
 }
 
 const EMPTY = Buffer.alloc(0);
+const UPPERCASE = /[A-Z]/;
+
+/** Writes a whole frame at `at` in `target`; returns where the next one starts. */
+function putFrame(target: Buffer, at: number, type: number, flags: number, streamId: number, payload: Buffer): number {
+  writeFrameHeader(target, at, payload.length, type, flags, streamId);
+  payload.copy(target, at + FRAME_HEADER_BYTES);
+  return at + FRAME_HEADER_BYTES + payload.length;
+}
 
 /** §6.1: with PADDED, the first byte is the pad length, and the padding ends the payload. */
 function unpad(flags: number, payload: Buffer): Buffer {
