@@ -1,8 +1,11 @@
 import { EventEmitter } from 'node:events';
 import net, { type AddressInfo } from 'node:net';
-import { encodeGrpcMessage, frameMessage, FramingError, GrpcStatus, isGrpcContentType, MessageDeframer } from '../proto/grpc-wire.js';
+import { encodeGrpcMessage, frameMessage, FramingError, GrpcStatus, isGrpcContentType, MessageDeframer, parseGrpcTimeout } from '../proto/grpc-wire.js';
+import { isUnixSocket, type GrpcTarget } from '../contract/grpc-target.js';
 import { Http2Connection, type ServerStream } from './http2/connection.js';
 import { encodeHeaderBlock } from './http2/hpack.js';
+import { DEFAULT_HTTP2_LIMITS, type Http2Limits } from './http2/limits.js';
+import { clearStaleSocket, openToEnvoy } from './unix-socket.js';
 
 /**
  * The gRPC server authz answers Envoy with: unary and client-streaming calls, following
@@ -11,10 +14,10 @@ import { encodeHeaderBlock } from './http2/hpack.js';
  * that only a full GC collects, which paused authz 50-115 ms every few seconds under load
  * (docs/edge.md); here it costs a few µs and leaves next to nothing. What it leaves out, on
  * purpose: compression (Envoy and the local edge never compress; a call that does gets
- * UNIMPLEMENTED or INTERNAL), server streaming (no method here has it), and a timer per
- * call for grpc-timeout: the caller cancels at its deadline (a RST_STREAM, seen here as
- * the stream closing) and every handler here ends within its own bound anyway
- * (AUTHZ_REDIS_TIMEOUT_MS, WAKE_TIMEOUT_SECONDS).
+ * UNIMPLEMENTED or INTERNAL) and server streaming (no method here has it). A call's
+ * grpc-timeout is its deadline: past it the call ends DEADLINE_EXCEEDED, whatever its
+ * handler still does. Every stream is answered or reset exactly once, which is what frees
+ * its slot among the connection's concurrent streams (authz/http2/connection.ts).
  */
 
 /** A method as proto-loader and grpc-js define one; the same definitions serve both. */
@@ -61,8 +64,12 @@ interface Method {
 export interface GrpcServer {
   /** Serves each method of `service` that `implementation` names; the rest answer UNIMPLEMENTED. */
   addService(service: Readonly<Record<string, GrpcMethodDefinition>>, implementation: ServiceImplementation): void;
-  /** Resolves with the bound port (0 picks a free one). */
-  listen(host: string, port: number): Promise<number>;
+  /**
+   * Listens on a Unix socket (authz as Envoy's sidecar; authz/unix-socket.ts clears a stale
+   * one first and opens it to Envoy's user) or on TCP. Resolves with `target`, the bound
+   * port filled in (0 picks a free one).
+   */
+  listen<Target extends GrpcTarget>(target: Target): Promise<Target>;
   /**
    * Stops accepting, lets open calls finish (GOAWAY), resolves when every connection has
    * closed, or after `graceMs`, when the connections still open are dropped: a peer that
@@ -78,14 +85,22 @@ const RESPONSE_HEAD = encodeHeaderBlock([[':status', '200'], ['content-type', 'a
 const OK_TRAILERS = encodeHeaderBlock([['grpc-status', '0']]);
 const NOT_GRPC = encodeHeaderBlock([[':status', '415']]);
 
-export function createGrpcServer(): GrpcServer {
+export interface GrpcServerOptions {
+  /** What one connection may cost (authz/http2/limits.ts); tests shorten the timeouts. */
+  limits?: Partial<Http2Limits>;
+}
+
+export function createGrpcServer({ limits: overrides }: GrpcServerOptions = {}): GrpcServer {
+  const limits: Http2Limits = Object.freeze({ ...DEFAULT_HTTP2_LIMITS, ...overrides });
   const methods = new Map<string, Method>();
   const connections = new Set<Http2Connection>();
   const server = net.createServer({ noDelay: true }, (socket) => {
-    const connection = new Http2Connection(socket, (stream) => serveCall(methods, stream));
+    const connection = new Http2Connection(socket, (stream) => serveCall(methods, stream, limits), limits);
     connections.add(connection);
     connection.onclose = () => connections.delete(connection);
   });
+  // Past this, net.Server closes a new socket at accept (idle peers cannot hoard descriptors).
+  server.maxConnections = limits.maxConnections;
   const dropAll = () => {
     for (const connection of connections) connection.destroy();
   };
@@ -102,14 +117,18 @@ export function createGrpcServer(): GrpcServer {
         methods.set(definition.path, method);
       }
     },
-    listen(host, port) {
-      return new Promise((resolve, reject) => {
+    async listen(target) {
+      if (isUnixSocket(target)) await clearStaleSocket(target.path);
+      await new Promise<void>((resolve, reject) => {
         server.once('error', reject);
-        server.listen(port, host, () => {
+        server.listen(isUnixSocket(target) ? { path: target.path } : { host: target.host, port: target.port }, () => {
           server.off('error', reject);
-          resolve((server.address() as AddressInfo).port);
+          resolve();
         });
       });
+      if (!isUnixSocket(target)) return { ...target, port: (server.address() as AddressInfo).port };
+      await openToEnvoy(target.path);
+      return target;
     },
     shutdown(graceMs = Infinity) {
       return new Promise((resolve) => {
@@ -129,7 +148,7 @@ export function createGrpcServer(): GrpcServer {
   };
 }
 
-function serveCall(methods: ReadonlyMap<string, Method>, stream: ServerStream): void {
+function serveCall(methods: ReadonlyMap<string, Method>, stream: ServerStream, limits: Http2Limits): void {
   const { headers } = stream;
   // "If Content-Type does not begin with application/grpc, gRPC servers SHOULD respond with
   // HTTP status 415" (PROTOCOL-HTTP2.md), grpc-web included, as Envoy reads it.
@@ -140,57 +159,103 @@ function serveCall(methods: ReadonlyMap<string, Method>, stream: ServerStream): 
   if (encoding !== undefined && encoding !== 'identity') {
     return endWithStatus(stream, GrpcStatus.UNIMPLEMENTED, `message encoding ${encoding} is not supported`);
   }
-  if (method.unary) serveUnary(stream, method.definition, method.unary);
-  else serveClientStream(stream, method.definition, method.clientStream!);
+  const timeout = headers['grpc-timeout'];
+  const timeoutMs = timeout === undefined ? undefined : parseGrpcTimeout(timeout);
+  if (timeout !== undefined && timeoutMs === undefined) return endWithStatus(stream, GrpcStatus.INTERNAL, `invalid grpc-timeout ${timeout}`);
+  const deframer = new MessageDeframer(limits.maxMessageBytes);
+  const call = method.unary ? serveUnary(stream, deframer, method.definition, method.unary) : serveClientStream(stream, deframer, method.definition, method.clientStream!);
+  if (timeoutMs === undefined) return;
+  // Timers of one duration share one list in Node, so Envoy's constant timeout costs O(1) per call.
+  const deadline = setTimeout(() => call.end(GrpcStatus.DEADLINE_EXCEEDED, 'the deadline passed'), timeoutMs);
+  call.onEnd = () => clearTimeout(deadline);
 }
 
-function serveUnary(stream: ServerStream, definition: GrpcMethodDefinition, handler: UnaryHandler<unknown, unknown>): void {
-  const deframer = new MessageDeframer();
+/** One call's end, from whichever comes first: the handler's answer, a bad message, the peer's reset, the deadline. */
+class CallEnd {
+  over = false;
+  onEnd: (() => void) | undefined;
+  /** A handler that is still at work when the call ends without its answer is told (a client stream's 'cancelled'). */
+  onCancelled: (() => void) | undefined;
+
+  constructor(private readonly stream: ServerStream) {}
+
+  /** Ends the call with a status (nothing is sent if the peer has gone), unless it has ended. */
+  end(code: GrpcStatus, details: string): void {
+    if (!this.settle()) return;
+    endWithStatus(this.stream, code, details);
+    this.onCancelled?.();
+  }
+
+  answer(definition: GrpcMethodDefinition, error: GrpcError | null, response: unknown): void {
+    if (this.settle()) answer(this.stream, definition, error, response);
+  }
+
+  /** Gives the stream up without an answer: the peer reset it before any handler ran. */
+  abandon(): void {
+    if (this.settle()) this.stream.reset(0 /* NO_ERROR: nothing is sent on a closed stream */);
+  }
+
+  private settle(): boolean {
+    if (this.over) return false;
+    this.over = true;
+    this.onEnd?.();
+    return true;
+  }
+}
+
+/**
+ * Messages are consumed (their bytes given back to the peer's windows) as each is whole:
+ * a partial message holds the peer's window, not more of authz's memory.
+ */
+function pushAndConsume(stream: ServerStream, deframer: MessageDeframer, chunk: Buffer): Buffer[] {
+  const heldBefore = deframer.bufferedBytes;
+  const messages = deframer.push(chunk);
+  stream.consume(heldBefore + chunk.length - deframer.bufferedBytes);
+  return messages;
+}
+
+function serveUnary(stream: ServerStream, deframer: MessageDeframer, definition: GrpcMethodDefinition, handler: UnaryHandler<unknown, unknown>): CallEnd {
+  const call = new CallEnd(stream);
   let request: Buffer | undefined;
-  let failed = false;
   stream.ondata = (chunk) => {
-    if (failed) return;
+    if (call.over) return;
     try {
-      for (const message of deframer.push(chunk)) {
+      for (const message of pushAndConsume(stream, deframer, chunk)) {
         if (request) throw new FramingError(GrpcStatus.UNIMPLEMENTED, 'a unary call takes one request message');
         request = message;
       }
     } catch (error) {
-      failed = true;
-      endWithStatus(stream, (error as FramingError).code, (error as FramingError).message);
+      call.end((error as FramingError).code, (error as FramingError).message);
     }
   };
   stream.onend = () => {
-    if (failed) return;
-    if (!request || deframer.midMessage) return endWithStatus(stream, GrpcStatus.INTERNAL, 'a unary call takes one whole request message');
+    if (call.over) return;
+    if (!request || deframer.midMessage) return void call.end(GrpcStatus.INTERNAL, 'a unary call takes one whole request message');
     let decoded: unknown;
     try {
       decoded = definition.requestDeserialize(request);
     } catch {
-      return endWithStatus(stream, GrpcStatus.INTERNAL, 'cannot decode the request message');
+      return void call.end(GrpcStatus.INTERNAL, 'cannot decode the request message');
     }
-    handler({ request: decoded }, (error, response) => answer(stream, definition, error, response));
+    // From here the handler owns the stream's slot until it answers (a reset leaves it running).
+    stream.onclose = undefined;
+    handler({ request: decoded }, (error, response) => call.answer(definition, error, response));
   };
+  stream.onclose = () => call.abandon();
+  return call;
 }
 
-function serveClientStream(stream: ServerStream, definition: GrpcMethodDefinition, handler: ClientStreamHandler<unknown, unknown>): void {
-  const deframer = new MessageDeframer();
+function serveClientStream(stream: ServerStream, deframer: MessageDeframer, definition: GrpcMethodDefinition, handler: ClientStreamHandler<unknown, unknown>): CallEnd {
+  const end = new CallEnd(stream);
   const call = new EventEmitter() as ClientStreamCall<unknown>;
-  let over = false;
-  const fail = (code: GrpcStatus, details: string) => {
-    over = true;
-    endWithStatus(stream, code, details);
-    call.emit('cancelled');
-  };
-  handler(call, (error, response) => {
-    over = true;
-    answer(stream, definition, error, response);
-  });
+  end.onCancelled = () => call.emit('cancelled');
+  const fail = (code: GrpcStatus, details: string) => end.end(code, details);
+  handler(call, (error, response) => end.answer(definition, error, response));
   stream.ondata = (chunk) => {
-    if (over) return;
+    if (end.over) return;
     let messages: Buffer[];
     try {
-      messages = deframer.push(chunk);
+      messages = pushAndConsume(stream, deframer, chunk);
     } catch (error) {
       return fail((error as FramingError).code, (error as FramingError).message);
     }
@@ -205,20 +270,16 @@ function serveClientStream(stream: ServerStream, definition: GrpcMethodDefinitio
     }
   };
   stream.onend = () => {
-    if (over) return;
+    if (end.over) return;
     if (deframer.midMessage) return fail(GrpcStatus.INTERNAL, 'the call ended partway through a message');
     call.emit('end');
   };
-  stream.onclose = () => {
-    if (over) return;
-    over = true;
-    call.emit('cancelled');
-  };
+  // The peer reset the stream, or the connection went: the handler is told, and the call ends here.
+  stream.onclose = () => fail(GrpcStatus.CANCELLED, 'the caller cancelled');
+  return end;
 }
 
 function answer(stream: ServerStream, definition: GrpcMethodDefinition, error: GrpcError | null, response: unknown): void {
-  // The caller cancelled or its deadline passed: nobody is listening.
-  if (stream.closed) return;
   if (error) return endWithStatus(stream, error.code, error.details);
   let bytes: Buffer;
   try {
@@ -236,7 +297,6 @@ function answer(stream: ServerStream, definition: GrpcMethodDefinition, error: G
  * stream to be deallocated" (PROTOCOL-HTTP2.md, Early Server Closure).
  */
 function endWithStatus(stream: ServerStream, code: GrpcStatus, details: string): void {
-  if (stream.closed) return;
   stream.respond(
     encodeHeaderBlock([
       [':status', '200'],

@@ -81,6 +81,11 @@ export class MessageDeframer {
     return messages;
   }
 
+  /** Bytes held for a message not yet whole: what a caller's flow control has not yet given back. */
+  get bufferedBytes(): number {
+    return this.buffered;
+  }
+
   /** True when the stream stopped partway through a message. */
   get midMessage(): boolean {
     return this.buffered > 0;
@@ -112,6 +117,17 @@ export class MessageDeframer {
 export function grpcTimeoutHeader(ms: number): string {
   const millis = Math.max(1, Math.ceil(ms));
   return millis < 1e8 ? `${millis}m` : `${Math.min(99_999_999, Math.ceil(millis / 1000))}S`;
+}
+
+const TIMEOUT_UNIT_MS: Readonly<Record<string, number>> = { H: 3_600_000, M: 60_000, S: 1_000, m: 1, u: 1e-3, n: 1e-6 };
+
+/**
+ * A grpc-timeout's milliseconds, or undefined when the value is not one: "TimeoutValue
+ * TimeoutUnit", at most 8 digits, the unit one of H M S m u n (PROTOCOL-HTTP2.md, Requests).
+ */
+export function parseGrpcTimeout(value: string): number | undefined {
+  const match = /^([0-9]{1,8})([HMSmun])$/.exec(value);
+  return match ? Number(match[1]) * TIMEOUT_UNIT_MS[match[2]!]! : undefined;
 }
 
 /**

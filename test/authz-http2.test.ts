@@ -155,23 +155,38 @@ describe('authz HTTP/2: connections (RFC 9113)', function () {
   let port: number;
   const identity = (bytes: Buffer) => bytes;
   const ECHO = { path: '/test.Lean/Echo', requestStream: false, responseStream: false, requestSerialize: identity, requestDeserialize: identity, responseSerialize: identity, responseDeserialize: identity };
+  /** Answers 200,000 bytes to any request: a large answer from a request under the message limit. */
+  const LARGE = { ...ECHO, path: '/test.Lean/Large' };
+  const largeAnswer = Buffer.from(Array.from({ length: 200_000 }, (_, i) => i % 251));
+  /** Answers only when the test says so: a handler still at work (a Check waiting on Redis, or on a wake). */
+  const SLOW = { ...ECHO, path: '/test.Lean/Slow' };
+  let slowCallbacks: (() => void)[] = [];
   const echoHead = encodeHeaderBlock([[':method', 'POST'], [':scheme', 'http'], [':path', ECHO.path], [':authority', 'x'], ['content-type', 'application/grpc'], ['te', 'trailers']]);
 
   before(async function () {
     server = createGrpcServer();
-    server.addService({ Echo: ECHO }, { Echo: (call: UnaryCall<Buffer>, callback: GrpcCallback<Buffer>) => callback(null, call.request) });
-    port = await server.listen('127.0.0.1', 0);
+    server.addService(
+      { Echo: ECHO, Large: LARGE, Slow: SLOW },
+      {
+        Echo: (call: UnaryCall<Buffer>, callback: GrpcCallback<Buffer>) => callback(null, call.request),
+        Large: (_call: UnaryCall<Buffer>, callback: GrpcCallback<Buffer>) => callback(null, largeAnswer),
+        Slow: (call: UnaryCall<Buffer>, callback: GrpcCallback<Buffer>) => void slowCallbacks.push(() => callback(null, call.request)),
+      },
+    );
+    ({ port } = await server.listen({ host: '127.0.0.1', port: 0 }));
   });
   after(function () {
     server.forceShutdown();
   });
 
   /** An Echo from node:http2's client; resolves with the answer's body, or the stream's error code. */
-  function echo(session: http2.ClientHttp2Session, message: Buffer, extra: http2.OutgoingHttpHeaders = {}): Promise<{ body: Buffer; grpcStatus?: string; resetCode?: number }> {
+  function echo(session: http2.ClientHttp2Session, message: Buffer, extra: http2.OutgoingHttpHeaders = {}, path = ECHO.path): Promise<{ body: Buffer; grpcStatus?: string; resetCode?: number }> {
     return new Promise((resolve) => {
-      const stream = session.request({ ':method': 'POST', ':path': ECHO.path, 'content-type': 'application/grpc', te: 'trailers', ...extra });
+      const stream = session.request({ ':method': 'POST', ':path': path, 'content-type': 'application/grpc', te: 'trailers', ...extra });
       const chunks: Buffer[] = [];
       let grpcStatus: string | undefined;
+      // Trailers-Only (an error before any message) carries grpc-status in the response's headers.
+      stream.on('response', (head) => (grpcStatus = head['grpc-status'] === undefined ? undefined : String(head['grpc-status'])));
       stream.on('trailers', (trailers) => (grpcStatus = String(trailers['grpc-status'])));
       stream.on('data', (chunk: Buffer) => chunks.push(chunk));
       stream.on('error', () => undefined);
@@ -180,15 +195,73 @@ describe('authz HTTP/2: connections (RFC 9113)', function () {
     });
   }
 
-  it("waits for the peer's window and splits DATA at its frame size: a 200,000-byte echo to a client with a 16-byte stream window arrives whole", async function () {
-    const message = Buffer.from(Array.from({ length: 200_000 }, (_, i) => i % 251));
+  it("waits for the peer's window and splits DATA at its frame size: a 200,000-byte answer to a client with a 16-byte stream window arrives whole", async function () {
     for (const settings of [{ initialWindowSize: 16 }, {}]) {
       const session = http2.connect(`http://127.0.0.1:${port}`, { settings });
-      const answer = await echo(session, message);
+      const answer = await echo(session, Buffer.from('large, please'), {}, LARGE.path);
       session.close();
       assert.equal(answer.grpcStatus, '0', JSON.stringify(settings));
-      assert.ok(answer.body.subarray(5).equals(message), `the echo is the message, with ${JSON.stringify(settings)}`);
+      assert.ok(answer.body.subarray(5).equals(largeAnswer), `the answer arrives whole, with ${JSON.stringify(settings)}`);
     }
+  });
+
+  it('takes a request message of 64 KiB, and refuses one a byte longer with RESOURCE_EXHAUSTED (a Check is a few KiB)', async function () {
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    const largest = Buffer.alloc(64 << 10, 7);
+    const taken = await echo(session, largest);
+    const refused = await echo(session, Buffer.alloc((64 << 10) + 1, 7));
+    session.close();
+    assert.equal(taken.grpcStatus, '0');
+    assert.ok(taken.body.subarray(5).equals(largest));
+    assert.equal(refused.grpcStatus, '8', 'RESOURCE_EXHAUSTED');
+  });
+
+  it('ends a call at its grpc-timeout with DEADLINE_EXCEEDED while its handler still works, and drops the late answer', async function () {
+    slowCallbacks = [];
+    const session = http2.connect(`http://127.0.0.1:${port}`);
+    const answer = await echo(session, Buffer.from('slow'), { 'grpc-timeout': '50m' }, SLOW.path);
+    assert.equal(answer.grpcStatus, '4', 'DEADLINE_EXCEEDED');
+    assert.equal(slowCallbacks.length, 1, 'the handler ran and had not answered');
+    slowCallbacks[0]!();
+    const after = await echo(session, Buffer.from('next'));
+    session.close();
+    assert.equal(after.grpcStatus, '0', 'the connection goes on after the late answer is dropped');
+    const invalid = await echo(http2.connect(`http://127.0.0.1:${port}`), Buffer.from('x'), { 'grpc-timeout': '123456789S' });
+    assert.equal(invalid.grpcStatus, '13', 'a grpc-timeout of nine digits is refused (PROTOCOL-HTTP2.md: at most 8)');
+  });
+
+  it("holds a reset stream's slot until its handler answers: 100 reset while at work leave no room for a 101st until they finish", async function () {
+    slowCallbacks = [];
+    const slowHead = encodeHeaderBlock([[':method', 'POST'], [':scheme', 'http'], [':path', SLOW.path], [':authority', 'x'], ['content-type', 'application/grpc'], ['te', 'trailers']]);
+    const socket = net.connect(port, '127.0.0.1');
+    let input: Buffer = Buffer.alloc(0);
+    const seen: { type: number; flags: number; streamId: number; payload: Buffer }[] = [];
+    socket.on('data', (chunk: Buffer) => {
+      const { frames, rest } = readFrames(Buffer.concat([input, chunk]));
+      input = rest;
+      seen.push(...frames);
+    });
+    const call = (id: number) => [encodeFrame(FrameType.HEADERS, Flag.END_HEADERS, id, slowHead), encodeFrame(FrameType.DATA, Flag.END_STREAM, id, frameMessage(Buffer.from('x')))];
+    const ping = async (tag: string) => {
+      socket.write(encodeFrame(FrameType.PING, 0, 0, Buffer.from(tag.padEnd(8))));
+      while (!seen.some((frame) => frame.type === FrameType.PING && frame.payload.toString().trim() === tag)) await new Promise((resolve) => setTimeout(resolve, 5));
+    };
+    const resetCode = (id: number) => seen.find((frame) => frame.type === FrameType.RST_STREAM && frame.streamId === id)?.payload.readUInt32BE(0);
+    socket.write(Buffer.concat([CLIENT_PREFACE, encodeFrame(FrameType.SETTINGS, 0, 0)]));
+    const ids = Array.from({ length: 100 }, (_, i) => 1 + 2 * i);
+    socket.write(Buffer.concat(ids.flatMap((id) => [...call(id), encodeFrame(FrameType.RST_STREAM, 0, id, words(ErrorCode.CANCEL))])));
+    await ping('reset');
+    assert.equal(slowCallbacks.length, 100, 'every handler started');
+    socket.write(Buffer.concat(call(201)));
+    await ping('crowded');
+    assert.equal(resetCode(201), ErrorCode.REFUSED_STREAM, 'the 101st stream is refused while 100 handlers work for reset streams');
+    for (const answer of slowCallbacks.splice(0)) answer();
+    socket.write(Buffer.concat(call(203)));
+    await ping('room');
+    assert.equal(slowCallbacks.length, 1, 'once they answer, a new stream is taken');
+    assert.equal(seen.filter((frame) => frame.type === FrameType.HEADERS && frame.streamId <= 199).length, 0, 'nothing was sent on the reset streams');
+    slowCallbacks[0]!();
+    socket.destroy();
   });
 
   it("reads a header block continued over CONTINUATION frames from nghttp2 (a 30,000-byte header)", async function () {
@@ -242,7 +315,7 @@ describe('authz HTTP/2: connections (RFC 9113)', function () {
     assert.deepEqual(notHttp2.map((frame) => frame.type), [FrameType.SETTINGS, FrameType.WINDOW_UPDATE], 'HTTP/1.1 gets the connection closed and no answer');
   });
 
-  it('ignores unknown frame types, answers PING, refuses the 1,001st open stream, survives a rapid reset, and resets a stream with a header list above 64 KiB or an uppercase name, answering an Echo after each', async function () {
+  it('ignores unknown frame types, answers PING, refuses the 101st open stream, ends a rapid reset with ENHANCE_YOUR_CALM, and resets a stream with a header list above 64 KiB or an uppercase name, answering an Echo after each', async function () {
     const ping = Buffer.from('12345678');
     const pong = await raw([encodeFrame(0xfa, 0, 0, Buffer.from('unknown')), encodeFrame(FrameType.PING, 0, 0, ping)], { until: (frame) => frame.type === FrameType.PING });
     assert.ok(pong.some((frame) => frame.type === FrameType.PING && frame.flags & Flag.ACK && frame.payload.equals(ping)), 'PING answered with ACK and its payload (§6.7)');
@@ -253,24 +326,28 @@ describe('authz HTTP/2: connections (RFC 9113)', function () {
     ];
     const answered = (frames: { type: number; flags: number; streamId: number }[], id: number) => frames.some((frame) => frame.streamId === id && frame.type === FrameType.HEADERS && frame.flags & Flag.END_STREAM);
 
-    const open = Array.from({ length: 1_001 }, (_, i) => encodeFrame(FrameType.HEADERS, Flag.END_HEADERS, 1 + 2 * i, echoHead));
-    const refusedId = 1 + 2 * 1_000;
+    const open = Array.from({ length: 101 }, (_, i) => encodeFrame(FrameType.HEADERS, Flag.END_HEADERS, 1 + 2 * i, echoHead));
+    const refusedId = 1 + 2 * 100;
     const crowded = await raw([...open, encodeFrame(FrameType.PING, 0, 0, ping)], { until: (frame) => frame.type === FrameType.PING });
     const refusal = crowded.find((frame) => frame.type === FrameType.RST_STREAM && frame.streamId === refusedId);
-    assert.equal(refusal?.payload.readUInt32BE(0), ErrorCode.REFUSED_STREAM, 'the 1,001st stream is refused (SETTINGS_MAX_CONCURRENT_STREAMS 1,000)');
+    assert.equal(refusal?.payload.readUInt32BE(0), ErrorCode.REFUSED_STREAM, 'the 101st stream is refused (SETTINGS_MAX_CONCURRENT_STREAMS 100)');
+    assert.equal(crowded.filter((frame) => frame.type === FrameType.RST_STREAM).length, 1, 'the first 100 stay open');
 
+    // CVE-2023-44487: past 1,000 resets in a second the connection ends, as nghttp2's and Go's do.
     const resets = Array.from({ length: 3_000 }, (_, i) => [
       encodeFrame(FrameType.HEADERS, Flag.END_HEADERS, 1 + 2 * i, echoHead),
       encodeFrame(FrameType.RST_STREAM, 0, 1 + 2 * i, words(ErrorCode.CANCEL)),
     ]).flat();
-    const lastId = 1 + 2 * 3_000;
-    const afterResets = await raw([...resets, ...echoAfter(lastId)], { until: (frame) => frame.streamId === lastId && frame.type === FrameType.HEADERS && (frame.flags & Flag.END_STREAM) !== 0 });
-    assert.ok(answered(afterResets, lastId), 'an Echo after 3,000 streams opened and reset is answered');
+    const afterResets = await raw(resets);
+    assert.equal(goAwayCode(afterResets), ErrorCode.ENHANCE_YOUR_CALM, '3,000 streams opened and reset at once end the connection');
+    const nextConnection = await raw(echoAfter(1), { until: (frame) => frame.streamId === 1 && frame.type === FrameType.HEADERS && (frame.flags & Flag.END_STREAM) !== 0 });
+    assert.ok(answered(nextConnection, 1), 'an Echo on the next connection is answered');
 
-    // A header list above the advertised SETTINGS_MAX_HEADER_LIST_SIZE (64 KiB) over HEADERS and CONTINUATION frames.
-    const huge = encodeHeaderBlock([[':method', 'POST'], [':scheme', 'http'], [':path', ECHO.path], [':authority', 'x'], ['content-type', 'application/grpc'], ...Array.from({ length: 5 }, (_, i): [string, string] => [`x-huge-${i}`, 'v'.repeat(20_000)])]);
-    const pieces = Array.from({ length: Math.ceil(huge.length / 16_384) }, (_, i) => huge.subarray(i * 16_384, (i + 1) * 16_384));
-    const hugeFrames = pieces.map((piece, i) => encodeFrame(i === 0 ? FrameType.HEADERS : FrameType.CONTINUATION, i === pieces.length - 1 ? Flag.END_HEADERS : 0, 1, piece));
+    // A header list above the advertised SETTINGS_MAX_HEADER_LIST_SIZE (64 KiB) from a block of 3 KiB:
+    // one 3,000-byte field entered in the dynamic table (RFC 7541 §6.2.1), then named 22 more times by its index.
+    const entry = Buffer.concat([Buffer.from([0x40, 5]), Buffer.from('x-big'), Buffer.from([0x7f, 0xb9, 0x16]), Buffer.alloc(3_000, 0x76)]);
+    const huge = Buffer.concat([encodeHeaderBlock([[':method', 'POST'], [':scheme', 'http'], [':path', ECHO.path], [':authority', 'x'], ['content-type', 'application/grpc']]), entry, Buffer.alloc(22, 0xbe)]);
+    const hugeFrames = [encodeFrame(FrameType.HEADERS, Flag.END_HEADERS, 1, huge)];
     const afterHuge = await raw([...hugeFrames, ...echoAfter(3)], { until: (frame) => frame.streamId === 3 && frame.type === FrameType.HEADERS && (frame.flags & Flag.END_STREAM) !== 0 });
     assert.equal(afterHuge.find((frame) => frame.type === FrameType.RST_STREAM && frame.streamId === 1)?.payload.readUInt32BE(0), ErrorCode.PROTOCOL_ERROR, 'a header list above 64 KiB resets its stream');
     assert.ok(answered(afterHuge, 3), 'and the next stream is answered');

@@ -33,6 +33,12 @@ const STATIC_TABLE: ReadonlyArray<readonly [string, string]> = [
 const ENTRY_OVERHEAD = 32;
 /** No field here is near this long; a longer integer is a hostile or broken block. */
 const MAX_INTEGER = 2 ** 31 - 1;
+/**
+ * Continuation bytes after an integer's prefix: 5 carry 35 bits, past MAX_INTEGER. More
+ * bytes only ever encode a hostile value: a long run of zero bytes once reached 0 × 2^shift
+ * = NaN, which no comparison refuses (nghttp2's decode_length stops at the same point).
+ */
+const MAX_INTEGER_CONTINUATION_BYTES = 5;
 
 // The Huffman code as a binary tree in two flat arrays: node n's children are at
 // CHILD[2n] (bit 0) and CHILD[2n + 1] (bit 1); SYMBOL[n] is the symbol a leaf decodes to.
@@ -103,6 +109,11 @@ export class HpackDecoder {
     this.maxTableSize = settingsTableSize;
   }
 
+  /** The dynamic table's size as §4.1 counts it; never above the size in force. */
+  get dynamicTableSize(): number {
+    return this.tableSize;
+  }
+
   decode(block: Buffer, onField: HeaderField): void {
     this.at = 0;
     this.end = block.length;
@@ -145,13 +156,14 @@ export class HpackDecoder {
     const limit = (1 << prefixBits) - 1;
     let value = block[this.at++]! & limit;
     if (value < limit) return value;
-    for (let shift = 0; ; shift += 7) {
+    for (let shift = 0; shift < 7 * MAX_INTEGER_CONTINUATION_BYTES; shift += 7) {
       if (this.at >= this.end) throw new CompressionError('an integer runs past the end of the block');
       const byte = block[this.at++]!;
       value += (byte & 0x7f) * 2 ** shift;
-      if (value > MAX_INTEGER) throw new CompressionError('an integer too large');
+      if (!(value <= MAX_INTEGER)) throw new CompressionError('an integer too large');
       if ((byte & 0x80) === 0) return value;
     }
+    throw new CompressionError(`an integer of more than ${MAX_INTEGER_CONTINUATION_BYTES} continuation bytes`);
   }
 
   /** §5.2 string literal. */
