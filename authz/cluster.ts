@@ -5,16 +5,22 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { AggregatorRegistry, type Registry } from 'prom-client';
 import { withDeadline } from '../contract/deadline.js';
+import { isUnixSocket } from '../contract/grpc-target.js';
 import type { AuthzConfig } from './config.js';
 import { createOpsServer } from './ops-server.js';
+import { clearStaleSocket } from './unix-socket.js';
 
 /**
  * AUTHZ_WORKERS > 1: this process, the cluster primary, forks the workers and each runs
- * authz (startAuthz) on the same gRPC port. Its gRPC server (authz/grpc-server.ts) binds
- * with node:net's `listen`, and in a cluster worker Node hands a listen to the primary,
- * which holds the one socket and deals connections out to the workers in turn (Node's
- * cluster docs, "How it works"): no SO_REUSEPORT needed. A gRPC connection stays with its
- * worker; Envoy keeps several.
+ * authz (startAuthz) on the same gRPC socket (or port). Its gRPC server
+ * (authz/grpc-server.ts) binds with node:net's `listen`, and in a cluster worker Node hands
+ * a listen to the primary, which holds the one listening socket and deals connections out
+ * to the workers in turn (Node's cluster docs, "How it works"): no SO_REUSEPORT needed.
+ * The primary's round-robin handle binds a Unix socket's path as well as a port
+ * (lib/internal/cluster/round_robin_handle.js; test/authz-workers.test.ts runs it on a
+ * socket), so the primary clears a stale socket before forking and the workers never
+ * touch the path (authz/unix-socket.ts). A gRPC connection stays with its worker; Envoy
+ * keeps several.
  *
  * The primary serves no Check. It serves the ops port once: /metrics adds the workers'
  * families up (prom-client's AggregatorRegistry asks each worker over IPC), /readyz asks
@@ -48,6 +54,7 @@ export async function startAuthzPrimary(config: AuthzConfig, deps: { redis: Redi
     }, RESPAWN_DELAY_MS);
     respawns.add(timer);
   });
+  if (isUnixSocket(config.grpcListen)) await clearStaleSocket(config.grpcListen.path);
   for (let i = 0; i < config.workers; i += 1) fork();
 
   const aggregator = new AggregatorRegistry();

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { keyPrefixProblem } from '../contract/key-prefix.js';
+import { isUnixSocket, parseGrpcTarget, socketPathProblem, type GrpcTarget } from '../contract/grpc-target.js';
 
 /**
  * Every setting of authz, read from the environment once at start into a frozen object.
@@ -11,8 +12,14 @@ export interface AuthzConfig {
   readonly redisKeyPrefix: string;
   /** Agent hostnames are `<slug>.<agentDomain>`; any other hostname is a 404. */
   readonly agentDomain: string;
+  /**
+   * Where the gRPC server (Check, the access-log stream, health) listens: the Unix socket
+   * AUTHZ_GRPC_SOCKET, authz as Envoy's sidecar (docs/nomad.md), or AUTHZ_GRPC_LISTEN's
+   * host:port. Exactly one of the two; nothing listens on TCP for gRPC without the second.
+   */
+  readonly grpcListen: GrpcTarget;
+  /** AUTHZ_HOST: the address of the metrics and probes port (AUTHZ_METRICS_PORT), which stays on TCP. */
   readonly host: string;
-  readonly grpcPort: number;
   readonly metricsPort: number;
   /**
    * Read the caller from `x-envoy-external-address` instead of the Check's source address.
@@ -32,11 +39,21 @@ export interface AuthzConfig {
    */
   readonly wakeTimeoutSeconds: number;
   /**
-   * Processes serving Checks behind the one gRPC port (node:cluster; authz/cluster.ts), each
+   * Processes serving Checks behind the one gRPC socket or port (node:cluster; authz/cluster.ts), each
    * with its own Redis connection. 1 runs a single process, no cluster.
    */
   readonly workers: number;
+  /**
+   * Which gRPC server answers Envoy (AUTHZ_SERVER): `own`, authz's HTTP/2 server
+   * (authz/grpc-server.ts, the default), or `grpc-js`, @grpc/grpc-js's Server
+   * (authz/grpc-js-server.ts), the well-kept library to fall back on should the own server
+   * ever misbehave. The same services, handlers and bounds either way (docs/edge.md).
+   */
+  readonly grpcServer: AuthzServerKind;
 }
+
+export const AUTHZ_SERVER_KINDS = ['own', 'grpc-js'] as const;
+export type AuthzServerKind = (typeof AUTHZ_SERVER_KINDS)[number];
 
 /** WAKE_TIMEOUT_SECONDS's upper bound: envoy.yaml's ext_authz timeout (35 s) leaves 5 s above it. */
 export const WAKE_TIMEOUT_MAX_SECONDS = 30;
@@ -80,12 +97,17 @@ export function loadAuthzConfig(env: Env): AuthzConfig {
   const trust = read('AUTHZ_TRUST_EXTERNAL_ADDRESS') ?? 'false';
   if (!['true', 'false', '1', '0'].includes(trust)) problems.push(`AUTHZ_TRUST_EXTERNAL_ADDRESS: expected true or false, got "${trust}"`);
 
+  const grpcServer = read('AUTHZ_SERVER') ?? 'own';
+  if (!(AUTHZ_SERVER_KINDS as readonly string[]).includes(grpcServer)) {
+    problems.push(`AUTHZ_SERVER: expected own (authz's HTTP/2 server) or grpc-js (@grpc/grpc-js's, the fallback), got "${grpcServer}"`);
+  }
+
   const config: AuthzConfig = {
     redisUrl: redisUrl ?? '',
     redisKeyPrefix,
     agentDomain,
+    grpcListen: grpcListenTarget(read, problems),
     host: read('AUTHZ_HOST') ?? '127.0.0.1',
-    grpcPort: integer('AUTHZ_GRPC_PORT', 7091, 0, 65535),
     metricsPort: integer('AUTHZ_METRICS_PORT', 7092, 0, 65535),
     trustExternalAddress: trust === 'true' || trust === '1',
     // A hung Redis is a caller's 503 in a tenth of a second; far below envoy.yaml's 35 s ext_authz timeout.
@@ -100,7 +122,47 @@ export function loadAuthzConfig(env: Env): AuthzConfig {
     wakeTimeoutSeconds: integer('WAKE_TIMEOUT_SECONDS', 30, 1, WAKE_TIMEOUT_MAX_SECONDS, " (under envoy.yaml's 35 s ext_authz timeout)"),
     // A Check is CPU-bound in authz (Redis does its part elsewhere): one process per core.
     workers: integer('AUTHZ_WORKERS', availableParallelism(), 1, 256),
+    grpcServer: grpcServer as AuthzServerKind,
   };
   if (problems.length > 0) throw new AuthzConfigError(problems);
   return Object.freeze(config);
+}
+
+/**
+ * AUTHZ_GRPC_SOCKET or AUTHZ_GRPC_LISTEN, one of them and never a default: a socket path
+ * every host has and only authz's user may create does not exist (a world-writable
+ * directory such as /tmp would let another local user take the path first, and Envoy
+ * would send that user its Checks), and a TCP port open by default is what this setting
+ * exists to avoid.
+ */
+function grpcListenTarget(read: (name: string) => string | undefined, problems: string[]): GrpcTarget {
+  const socket = read('AUTHZ_GRPC_SOCKET');
+  const listen = read('AUTHZ_GRPC_LISTEN');
+  const unset: GrpcTarget = { path: '' };
+  if (read('AUTHZ_GRPC_PORT') !== undefined) {
+    problems.push('AUTHZ_GRPC_PORT: no longer read; authz serves gRPC on the Unix socket AUTHZ_GRPC_SOCKET (Envoy\'s sidecar), or on AUTHZ_GRPC_LISTEN=host:port');
+  }
+  if (socket !== undefined && listen !== undefined) {
+    problems.push('AUTHZ_GRPC_SOCKET, AUTHZ_GRPC_LISTEN: set one, not both');
+    return unset;
+  }
+  if (socket !== undefined) {
+    const problem = socketPathProblem(socket);
+    if (problem) problems.push(`AUTHZ_GRPC_SOCKET: ${problem}`);
+    return { path: socket };
+  }
+  if (listen !== undefined) {
+    const target = parseGrpcTarget(listen);
+    if ('problem' in target || isUnixSocket(target)) {
+      problems.push(`AUTHZ_GRPC_LISTEN: expected host:port (e.g. 10.0.0.5:7091; a socket goes in AUTHZ_GRPC_SOCKET), got "${listen}"`);
+      return unset;
+    }
+    return target;
+  }
+  problems.push(
+    'AUTHZ_GRPC_SOCKET or AUTHZ_GRPC_LISTEN: required, one of them. AUTHZ_GRPC_SOCKET: the path of the Unix socket ' +
+      "Envoy reaches authz on, its sidecar (envoy.yaml's authz cluster names it); AUTHZ_GRPC_LISTEN: host:port of a TCP " +
+      'listener, for an Envoy on another host, which then needs mTLS in front of authz or a network policy that lets only Envoy in (docs/edge.md)',
+  );
+  return unset;
 }

@@ -2,16 +2,18 @@ import cluster from 'node:cluster';
 import { pino } from 'pino';
 import { Redis } from 'ioredis';
 import { systemClock } from '../contract/clock.js';
+import { formatGrpcTarget } from '../contract/grpc-target.js';
 import { loadAuthzConfig } from './config.js';
 import { startAuthz } from './server.js';
 import { shareMetricsWithPrimary, startAuthzPrimary } from './cluster.js';
 
 /**
- * authz as a process: Envoy's ext_authz service on AUTHZ_HOST:AUTHZ_GRPC_PORT (gRPC,
- * insecure HTTP/2: Envoy reaches it on the same host) and, on AUTHZ_METRICS_PORT,
- * Prometheus metrics (/metrics: authz's families and the process's) and the probes /livez,
- * /readyz and /healthz (authz/ops-server.ts). With AUTHZ_WORKERS > 1 this process is the
- * cluster primary: its workers serve the gRPC port, it serves the metrics port (authz/cluster.ts).
+ * authz as a process: Envoy's ext_authz service (gRPC, plaintext HTTP/2) on the Unix socket
+ * AUTHZ_GRPC_SOCKET, as Envoy's sidecar, or on AUTHZ_GRPC_LISTEN's host:port; and, on
+ * AUTHZ_HOST:AUTHZ_METRICS_PORT, Prometheus metrics (/metrics: authz's families and the
+ * process's) and the probes /livez, /readyz and /healthz (authz/ops-server.ts). With
+ * AUTHZ_WORKERS > 1 this process is the cluster primary: its workers serve the gRPC
+ * socket, it serves the metrics port (authz/cluster.ts).
  * Each process has one Redis connection (the primary's answers /readyz only).
  */
 const config = loadAuthzConfig(process.env);
@@ -48,7 +50,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 async function start(): Promise<() => Promise<void>> {
   if (config.workers > 1 && cluster.isPrimary) {
     const primary = await startAuthzPrimary(config, { redis, logger });
-    logger.info({ workers: config.workers, metrics: `${config.host}:${primary.metricsPort}` }, 'authz started its workers');
+    logger.info({ workers: config.workers, grpc: formatGrpcTarget(config.grpcListen), metrics: `${config.host}:${primary.metricsPort}` }, 'authz started its workers');
     return () => primary.stop();
   }
   const authz = await startAuthz(config, { redis, clock: systemClock, logger }, { serveOps: cluster.isPrimary });

@@ -6,14 +6,16 @@ import { ACCESS_LOG_SERVICE, AUTHORIZATION_SERVICE, loadAccessLogService, loadAu
 import { createRequestFigureRecorder } from '../contract/request-figure-recorder.js';
 import { createAccessLogService } from './access-log-service.js';
 import type { Clock } from '../contract/clock.js';
-import type { AuthzConfig } from './config.js';
+import type { AuthzConfig, AuthzServerKind } from './config.js';
 import type { RequestFacts } from './check-request.js';
 import { checkRequestDeserializer } from './check-request-decoder.js';
 import { buildCheckResponse, type CheckResponseMessage } from './check-response.js';
 import { createDecider } from './decider.js';
 import { REDIS_ERROR_LOG_INTERVAL_MS, throttled } from './throttled.js';
 import { withDeadline } from '../contract/deadline.js';
-import { createGrpcServer, type GrpcCallback, type GrpcMethodDefinition, type UnaryCall } from './grpc-server.js';
+import { formatGrpcTarget, type GrpcTarget } from '../contract/grpc-target.js';
+import { createGrpcServer, type GrpcCallback, type GrpcMethodDefinition, type GrpcServer, type UnaryCall } from './grpc-server.js';
+import { createGrpcJsServer } from './grpc-js-server.js';
 import { healthService, healthServiceDefinition } from './health.js';
 import { createAuthzMetrics, type AuthzMetrics } from './metrics.js';
 import { createOpsServer } from './ops-server.js';
@@ -25,9 +27,10 @@ export interface AuthzDeps {
 }
 
 export interface RunningAuthz {
-  /** `host:port` of the gRPC server (Authorization and Health). */
+  /** Where the gRPC server (Authorization, access logs, Health) listens: its socket, or its bound host and port. */
+  grpcTarget: GrpcTarget;
+  /** The same as a gRPC name, `unix:/path` or `host:port`: what grpc-js clients and the local edge's AUTHZ_ADDRESS take. */
   grpcAddress: string;
-  grpcPort: number;
   /** 0 in a cluster worker, which serves no ops port: the primary serves it for all (authz/cluster.ts). */
   metricsPort: number;
   metrics: AuthzMetrics;
@@ -39,11 +42,14 @@ export interface RunningAuthz {
 
 /**
  * How long a stop waits for open calls before dropping their connections: inside
- * nomad-jobs/authz.nomad.hcl's kill_timeout (10 s), so authz still flushes its request
+ * the kill_timeout (10 s) of nomad-jobs/envoy.nomad.hcl's authz task, so authz still flushes its request
  * figures before Nomad kills it. Envoy closes its streams once answered; a peer that does
  * not would otherwise hold the stop until the kill.
  */
 const SHUTDOWN_GRACE_MS = 8_000;
+
+/** AUTHZ_SERVER's choice: the same services and handlers on either (authz/config.ts). */
+export const GRPC_SERVERS: Readonly<Record<AuthzServerKind, () => GrpcServer>> = Object.freeze({ own: createGrpcServer, 'grpc-js': createGrpcJsServer });
 
 export interface AuthzOptions {
   /** Serve /metrics and the probes on config.metricsPort (default); a cluster worker does not. */
@@ -54,16 +60,16 @@ export interface AuthzOptions {
 export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOps = true }: AuthzOptions = {}): Promise<RunningAuthz> {
   const metrics = createAuthzMetrics();
   const decider = createDecider(config, { ...deps, metrics });
-  const grpcServer = createGrpcServer();
+  const grpcServer = GRPC_SERVERS[config.grpcServer]();
   grpcServer.addService(authorizationService(config.trustExternalAddress), {
     Check(call: UnaryCall<RequestFacts>, callback: GrpcCallback<CheckResponseMessage>) {
       void decider.decide(call.request).then((decision) => callback(null, buildCheckResponse(decision)));
     },
   });
-  // Ready while Redis answers within a Check's deadline: asked by gRPC (Consul's check,
-  // Envoy's health checks) and by HTTP (/readyz on the metrics port) alike.
+  // Ready while Redis answers within a Check's deadline: asked by gRPC (Envoy's health
+  // checks) and by HTTP (/readyz on the metrics port) alike.
   const isReady = async () => (await withDeadline(deps.redis.ping(), config.redisTimeoutMs)) === 'PONG';
-  // Envoy's access logs on the same port, apart from Check: its handler never runs on a
+  // Envoy's access logs on the same socket, apart from Check: its handler never runs on a
   // Check's path. Each agent's second of figures goes to Redis once (contract/request-figures.ts).
   const figures = createRequestFigureRecorder({
     redis: deps.redis,
@@ -74,7 +80,7 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOp
   const accessLog = createAccessLogService(figures);
   grpcServer.addService(loadAccessLogService().service, accessLog.implementation);
   grpcServer.addService(healthServiceDefinition, healthService([AUTHORIZATION_SERVICE, ACCESS_LOG_SERVICE], isReady));
-  const grpcPort = await grpcServer.listen(config.host, config.grpcPort);
+  const grpcTarget = await grpcServer.listen(config.grpcListen);
 
   const metricsServer = serveOps ? createOpsServer({ registry: metrics.registry, isReady }) : null;
   metricsServer?.listen(config.metricsPort, config.host);
@@ -88,8 +94,8 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOp
   }
 
   return {
-    grpcAddress: `${config.host}:${grpcPort}`,
-    grpcPort,
+    grpcTarget,
+    grpcAddress: formatGrpcTarget(grpcTarget),
     metricsPort: metricsServer ? (metricsServer.address() as AddressInfo).port : 0,
     metrics,
     get heldForWake() {

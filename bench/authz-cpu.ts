@@ -4,6 +4,7 @@ import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { edgeKeyNames, usageMonthOf } from '../contract/edge-keys.js';
 import { loadAuthorizationService } from '../proto/load.js';
+import type { AuthzServerKind } from '../authz/config.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { checkLoad, envoyShapedCheckRequest, paced } from './check-load.js';
 import { h2loadChecks } from './h2load.js';
@@ -16,8 +17,9 @@ import { medianRoundsInTurn, runConcurrently, summarise, type LatencySummary } f
  * process), Checks per CPU-second, latency at 1, 16 and 64 in flight and at half the
  * maximum rate (and the no-op's at the same rate: the machine's own tail), and throughput
  * with 1 and 2 workers. A third server, the no-op on authz's own gRPC server, splits authz's
- * CPU into what serving gRPC costs and what the decision and Redis add. The CPU and the
- * half-maximum latency are measured twice: from grpc-js's client in the bench process, and
+ * CPU into what serving gRPC costs and what the decision and Redis add. authz on grpc-js's
+ * server (AUTHZ_SERVER=grpc-js, the fallback) has its CPU per Check and throughput measured
+ * beside authz on its own. The CPU and the half-maximum latency are measured twice: from grpc-js's client in the bench process, and
  * from h2load (bench/h2load.ts), a C caller that leaves the server the second core.
  */
 export interface ServerProcess {
@@ -47,11 +49,11 @@ async function startNoop(lean = false): Promise<ServerProcess> {
   return serverProcess(child, `127.0.0.1:${(JSON.parse(line) as { port: number }).port}`);
 }
 
-/** authz as it runs in production: `authz/main.ts`, AUTHZ_WORKERS processes. */
-export async function startAuthzProcess(redisUrl: string, agentDomain: string, workers: number): Promise<ServerProcess> {
+/** authz as it runs in production: `authz/main.ts`, AUTHZ_WORKERS processes, on AUTHZ_SERVER's gRPC server. */
+export async function startAuthzProcess(redisUrl: string, agentDomain: string, workers: number, server: AuthzServerKind = 'own'): Promise<ServerProcess> {
   const [grpcPort, metricsPort] = [await freePort(), await freePort()];
   const child = spawn(process.execPath, ['--import', 'tsx', 'authz/main.ts'], {
-    env: { PATH: process.env.PATH, REDIS_URL: redisUrl, AGENT_DOMAIN: agentDomain, AUTHZ_GRPC_PORT: String(grpcPort), AUTHZ_METRICS_PORT: String(metricsPort), AUTHZ_WORKERS: String(workers) },
+    env: { PATH: process.env.PATH, REDIS_URL: redisUrl, AGENT_DOMAIN: agentDomain, AUTHZ_GRPC_LISTEN: `127.0.0.1:${grpcPort}`, AUTHZ_METRICS_PORT: String(metricsPort), AUTHZ_WORKERS: String(workers), AUTHZ_SERVER: server },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   // Ready when every worker shows in /metrics (one series of authz_process_checks_total each).
@@ -146,7 +148,12 @@ async function medianCpuRuns(servers: Record<string, ServerProcess>, host: strin
 }
 
 export async function measureAuthzCpu(redisUrl: string, agentDomain: string, host: string) {
-  const servers = { noop: await startNoop(), leanNoop: await startNoop(true), authz: await startAuthzProcess(redisUrl, agentDomain, 1) };
+  const servers = {
+    noop: await startNoop(),
+    leanNoop: await startNoop(true),
+    authz: await startAuthzProcess(redisUrl, agentDomain, 1),
+    authzOnGrpcJs: await startAuthzProcess(redisUrl, agentDomain, 1, 'grpc-js'),
+  };
   let runs: Record<string, CpuRun>;
   let latency: Awaited<ReturnType<typeof latencies>>;
   let halfMax: Record<string, PacedLatency>;
@@ -157,6 +164,7 @@ export async function measureAuthzCpu(redisUrl: string, agentDomain: string, hos
     console.log(`  no-op server: ${runs.noop!.cpu_us_per_check} µs CPU per Check, ${runs.noop!.per_second}/s`);
     console.log(`  no-op on authz's own gRPC server: ${runs.leanNoop!.cpu_us_per_check} µs CPU per Check, ${runs.leanNoop!.per_second}/s`);
     console.log(`  authz (1 worker): ${runs.authz!.cpu_us_per_check} µs CPU per Check, ${runs.authz!.checks_per_cpu_second} per CPU-second, ${runs.authz!.per_second}/s`);
+    console.log(`  authz on grpc-js's server (1 worker): ${runs.authzOnGrpcJs!.cpu_us_per_check} µs CPU per Check, ${runs.authzOnGrpcJs!.checks_per_cpu_second} per CPU-second, ${runs.authzOnGrpcJs!.per_second}/s`);
     latency = await latencies(servers.authz, host);
     // At half authz's maximum; the no-op given the same paced load shows the machine's own tail.
     halfMax = await medianPacedLatency({ authz: servers.authz, noop: servers.noop }, host, Math.round(runs.authz!.per_second / 2));
@@ -176,6 +184,9 @@ export async function measureAuthzCpu(redisUrl: string, agentDomain: string, hos
     authz,
     authz_to_noop_cpu_ratio: round(authz.cpu_us_per_check / runs.noop!.cpu_us_per_check),
     authz_checks_per_cpu_second: authz.checks_per_cpu_second,
+    /** AUTHZ_SERVER=grpc-js: the same authz on @grpc/grpc-js's Server, the fallback. */
+    authz_on_grpc_js: runs.authzOnGrpcJs!,
+    authz_on_grpc_js_to_own_cpu_ratio: round(runs.authzOnGrpcJs!.cpu_us_per_check / authz.cpu_us_per_check),
     latency: { ...latency, half_max: halfMax.authz! },
     noop_half_max_latency: halfMax.noop!,
     workers: { 1: authz, 2: twoWorkers },
@@ -214,7 +225,7 @@ async function h2loadCpuRun(server: ServerProcess, request: Buffer, allowedSoFar
  * Check).
  */
 async function measureWithH2load(
-  servers: Record<'noop' | 'leanNoop' | 'authz', ServerProcess>,
+  servers: Record<'noop' | 'leanNoop' | 'authz' | 'authzOnGrpcJs', ServerProcess>,
   host: string,
   redisUrl: string,
   startTwoWorkers: () => Promise<ServerProcess>,
@@ -227,7 +238,8 @@ async function measureWithH2load(
     const cpu = await medianRoundsInTurn(
       servers,
       ROUNDS,
-      (server) => h2loadCpuRun(server, request, server === servers.authz ? allowedByAuthz : undefined),
+      // Loaded in turn, so the one usage counter tells each authz's allowed Checks apart.
+      (server) => h2loadCpuRun(server, request, server === servers.authz || server === servers.authzOnGrpcJs ? allowedByAuthz : undefined),
       (run) => run.cpu_us_per_check,
     );
     const perSecond = Math.round(cpu.authz!.median.per_second / 2);
@@ -248,10 +260,13 @@ async function measureWithH2load(
       authz: withRounds(cpu.authz!, 'rounds_cpu_us_per_check'),
       authz_to_noop_cpu_ratio: round(cpu.authz!.median.cpu_us_per_check / cpu.noop!.median.cpu_us_per_check),
       authz_checks_per_cpu_second: cpu.authz!.median.checks_per_cpu_second,
+      authz_on_grpc_js: withRounds(cpu.authzOnGrpcJs!, 'rounds_cpu_us_per_check'),
+      authz_on_grpc_js_to_own_cpu_ratio: round(cpu.authzOnGrpcJs!.median.cpu_us_per_check / cpu.authz!.median.cpu_us_per_check),
       half_max: { authz: withRounds(paced.authz!, 'rounds_p99_ms'), noop_on_authz_grpc_server: withRounds(paced.noop!, 'rounds_p99_ms') },
       workers: { 1: cpu.authz!.median, 2: twoWorkers },
     };
     console.log(`  from h2load: no-op ${result.noop.cpu_us_per_check} µs, authz's server ${result.noop_on_authz_grpc_server.cpu_us_per_check} µs, authz ${result.authz.cpu_us_per_check} µs per Check (${result.authz_checks_per_cpu_second} per CPU-second, ${result.authz.allowed} of ${result.authz.checks} allowed)`);
+    console.log(`  from h2load, authz on grpc-js's server: ${result.authz_on_grpc_js.cpu_us_per_check} µs per Check (${result.authz_on_grpc_js.checks_per_cpu_second} per CPU-second, ${result.authz_on_grpc_js.per_second}/s, ${result.authz_on_grpc_js.allowed} of ${result.authz_on_grpc_js.checks} allowed)`);
     console.log(`  from h2load, p99 at ${perSecond}/s: authz ${result.half_max.authz.p99_ms} ms, no-op on authz's server ${result.half_max.noop_on_authz_grpc_server.p99_ms} ms`);
     console.log(`  from h2load, authz with 2 workers: ${twoWorkers.per_second}/s (1 worker: ${cpu.authz!.median.per_second}/s), ${twoWorkers.cpu_us_per_check} µs CPU per Check`);
     return result;

@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
-import { cpus } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { credentials } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
@@ -32,7 +34,9 @@ async function main(): Promise<void> {
   const fixture = await startEdgeFixture('authz-bench', SLUG);
   const { redis } = fixture;
 
-  const config = loadAuthzConfig({ REDIS_URL: fixture.redisUrl, AGENT_DOMAIN: DOMAIN, AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0' });
+  // On a Unix socket, as Envoy reaches its sidecar.
+  const socketDir = mkdtempSync(join(tmpdir(), 'authz-bench-'));
+  const config = loadAuthzConfig({ REDIS_URL: fixture.redisUrl, AGENT_DOMAIN: DOMAIN, AUTHZ_GRPC_SOCKET: join(socketDir, 'authz.sock'), AUTHZ_METRICS_PORT: '0' });
   const authz = await startAuthz(config, { redis, clock: systemClock, logger: pino({ level: 'silent' }) });
 
   try {
@@ -92,6 +96,7 @@ async function main(): Promise<void> {
   } finally {
     await authz.close();
     await fixture.stop();
+    rmSync(socketDir, { recursive: true, force: true });
   }
 }
 

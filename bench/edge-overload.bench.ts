@@ -1,5 +1,7 @@
 import { Agent, request as httpRequest } from 'node:http';
-import { cpus } from 'node:os';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { freePort } from '../scripts/lib/local-services.js';
 import { startNodeProcess, stopProcess } from './child-process.js';
 import { startEdgeFixture } from './edge-fixture.js';
@@ -23,14 +25,16 @@ async function main(): Promise<void> {
   const fixture = await startEdgeFixture('edge-overload', SLUG);
   const { redis, replicaPort } = fixture;
 
-  const authzPort = await freePort();
+  // authz on a Unix socket, the local edge connecting there, as Envoy to its sidecar.
+  const socketDir = mkdtempSync(join(tmpdir(), 'authz-bench-'));
+  const authzSocket = join(socketDir, 'authz.sock');
   const edgePort = await freePort();
   const { child: authz } = await startNodeProcess('authz/main.ts', {
-    REDIS_URL: fixture.redisUrl, AGENT_DOMAIN: DOMAIN, AUTHZ_GRPC_PORT: String(authzPort), AUTHZ_METRICS_PORT: String(await freePort()),
+    REDIS_URL: fixture.redisUrl, AGENT_DOMAIN: DOMAIN, AUTHZ_GRPC_SOCKET: authzSocket, AUTHZ_METRICS_PORT: String(await freePort()),
   }, 'authz listening');
   // All the bench's connections come from 127.0.0.1: lift the per-address cap above them.
   const { child: edge } = await startNodeProcess('envoy/local-edge/main.ts', {
-    EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: `127.0.0.1:${authzPort}`, EDGE_MAX_CONNECTIONS_PER_ADDRESS: String(CONNECTIONS + 10), REDIS_URL: fixture.redisUrl,
+    EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: `unix:${authzSocket}`, EDGE_MAX_CONNECTIONS_PER_ADDRESS: String(CONNECTIONS + 10), REDIS_URL: fixture.redisUrl,
   }, 'listening');
   const keepAlive = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 
@@ -72,6 +76,7 @@ async function main(): Promise<void> {
     keepAlive.destroy();
     for (const child of [edge, authz]) await stopProcess(child);
     await fixture.stop();
+    rmSync(socketDir, { recursive: true, force: true });
   }
 }
 

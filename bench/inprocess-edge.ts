@@ -21,7 +21,8 @@ import { startLocalEdge } from '../envoy/local-edge/server.js';
  * envoy/local-edge/main.ts, with authz's settings (REDIS_URL, AGENT_DOMAIN, …) too.
  */
 const edgeConfig = loadLocalEdgeConfig(process.env);
-const authzConfig = loadAuthzConfig(process.env);
+// authz's decider alone, no gRPC server: where it would listen does not matter, so any socket path will do.
+const authzConfig = loadAuthzConfig({ AUTHZ_GRPC_SOCKET: '/nonexistent/authz.sock', ...process.env });
 const redis = new Redis(authzConfig.redisUrl, { keyPrefix: authzConfig.redisKeyPrefix, connectTimeout: 2_000, commandTimeout: 2_000, maxRetriesPerRequest: 1, enableAutoPipelining: false });
 redis.on('error', () => undefined);
 const decider = createDecider(authzConfig, { redis, clock: systemClock, logger: pino({ level: 'warn' }), metrics: createAuthzMetrics() });

@@ -15,7 +15,7 @@ const answerOk = (_call: unknown, callback: sendUnaryData<object>) => callback(n
 if (process.argv.includes('--lean')) {
   const server = createGrpcServer();
   server.addService(service, { Check: answerOk });
-  const port = await server.listen('127.0.0.1', 0);
+  const { port } = await server.listen({ host: '127.0.0.1', port: 0 });
   console.log(JSON.stringify({ port }));
   process.once('SIGTERM', () => void server.shutdown().then(() => process.exit(0)));
 } else {

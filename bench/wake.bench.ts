@@ -57,7 +57,7 @@ async function main(): Promise<void> {
   await loops.start();
   const server = app.listen(config.port, config.host);
   const authzRedis = connectRedis(config.redisUrl, config.redisKeyPrefix);
-  const authz = await startAuthz(loadAuthzConfig({ REDIS_URL: config.redisUrl, AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: config.agentUrl.domain }), {
+  const authz = await startAuthz(loadAuthzConfig({ REDIS_URL: config.redisUrl, AUTHZ_GRPC_SOCKET: join(workDir, 'authz.sock'), AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: config.agentUrl.domain }), {
     redis: authzRedis, clock: systemClock, logger: pino({ level: 'warn' }),
   });
   const figures = createRequestFigureRecorder({ redis: authzRedis, onError: () => undefined });

@@ -1,11 +1,25 @@
-# Envoy, the agent edge, as a Nomad system job: one copy on every edge node. See
-# docs/nomad.md ("Envoy placement") and envoy/README.md.
+# Envoy, the agent edge, and authz, its ext_authz service, as a Nomad system job: on every
+# edge node one Envoy and, beside it, one authz. See docs/nomad.md ("The edge group") and
+# envoy/README.md.
 #
-#   nomad job run nomad-jobs/envoy.nomad.hcl
+#   nomad job run -var 'image=registry.example.com/agent-platform:1.0.0' \
+#     -var console_origin=https://platform.example.com nomad-jobs/envoy.nomad.hcl
 #
-# The template below IS envoy/envoy.yaml, except the endpoints of cluster "authz", which
-# come from Consul. test/nomad-jobs-hcl.test.ts renders it and compares it with
-# envoy/envoy.yaml, so a change to one that is not made to the other fails the tests.
+# authz is Envoy's sidecar: a task of the same group that serves Checks and the access-log
+# stream on a Unix socket in the allocation's shared directory, where Envoy's cluster authz
+# points (docs/decisions.md, "authz is Envoy's sidecar on a Unix socket"). No port, Consul
+# service or template couples them: authz's gRPC is off the network, and its health never
+# re-renders or restarts Envoy. authz runs from the platform image (Containerfile, built by
+# scripts/build-platform-image.sh), the one control.nomad.hcl runs; the command picks authz.
+#
+# The template below IS envoy/envoy.yaml, except the socket's path (in the allocation's
+# directory) and the console's origin. test/nomad-jobs-hcl.test.ts renders it and compares
+# it with envoy/envoy.yaml, so a change to one that is not made to the other fails the tests.
+#
+# Before the first run, write the Variable nomad/jobs/platform-edge/edge/authz (namespace
+# "platform") with REDIS_URL: authz's template blocks until it exists. Only the authz task
+# reads it: a workload identity reads nomad/jobs/<job>/<group>/<its own task> without any
+# policy (acl/acl.go, `matchingVariablesCapabilitySet`), not another task's path.
 
 variable "datacenters" {
   type    = list(string)
@@ -31,6 +45,29 @@ variable "envoy_image" {
   description = "Envoy 1.27 or later (original_dst_lb_config.metadata_key); pin a digest in production."
 }
 
+variable "image" {
+  type        = string
+  default     = "localhost/agent-platform:latest"
+  description = "The platform image (scripts/build-platform-image.sh) authz runs from, at a name every edge node's Docker can pull or already holds."
+}
+
+variable "agent_domain" {
+  type    = string
+  default = "agents.example.com"
+}
+
+variable "wake_timeout_seconds" {
+  type        = number
+  default     = 30
+  description = "How long a request to a parked agent waits for it to start (1 to 30: below the edge's 35 s ext_authz timeout in envoy.yaml)."
+}
+
+variable "authz_workers" {
+  type        = number
+  default     = 2
+  description = "authz's processes on each edge node (AUTHZ_WORKERS), one per core its task reserves: raise cpu and memory with it."
+}
+
 job "platform-edge" {
   namespace   = "platform"
   type        = "system"
@@ -38,7 +75,8 @@ job "platform-edge" {
 
   # Edge nodes are the Nomad clients whose agent configuration says node_class = "edge"
   # (client { node_class = "edge" }): the ones a load balancer or public address sends
-  # agent URLs to. Nothing else runs Envoy, and agents never land there by this job.
+  # agent URLs to. Nothing else runs Envoy, and agents never land there by this job. Their
+  # authz reaches Redis from them (docs/nomad.md, "Before you start").
   constraint {
     attribute = "${node.class}"
     value     = "edge"
@@ -55,6 +93,11 @@ job "platform-edge" {
       # GET /stats/prometheus to the admin listener (127.0.0.1:9901) and nothing else.
       port "stats" {
         static = 9902
+      }
+      # authz's metrics and probes (authz/ops-server.ts), its container's 7092. authz's gRPC
+      # has no port: it is the Unix socket in the allocation's directory.
+      port "authz_metrics" {
+        to = 7092
       }
     }
 
@@ -110,21 +153,112 @@ job "platform-edge" {
       }
     }
 
-    task "envoy" {
+    # Prometheus scrapes authz's GET /metrics here. A service for Prometheus and for the
+    # liveness check only: nothing routes to authz through Consul.
+    service {
+      name     = "authz-metrics"
+      provider = "consul"
+      port     = "authz_metrics"
+      tags     = ["platform", "prometheus"]
+
+      meta {
+        metrics_path = "/metrics"
+      }
+
+      # Liveness: GET /livez never asks Redis; it fails only when the process cannot
+      # answer at all (a wedged event loop), which a restart does cure. No readiness check
+      # restarts anything: a restart cannot bring Redis back.
+      check {
+        name     = "authz live"
+        type     = "http"
+        path     = "/livez"
+        interval = "10s"
+        timeout  = "2s"
+
+        check_restart {
+          limit = 3
+          grace = "30s"
+        }
+      }
+    }
+
+    # Envoy's sidecar. A prestart sidecar starts before Envoy and runs beside it: Nomad
+    # starts the main tasks once every prestart sidecar is running
+    # (client/allocrunner/tasklifecycle/coordinator.go, `isPrestartDone`), and stops
+    # sidecars after the other tasks (client/allocrunner/alloc_runner.go, `killTasks`:
+    # "Kill the sidecar tasks last"), so Envoy's last Checks still find authz. Should authz
+    # crash, Nomad restarts it alone (the restart block above) while Envoy answers 503s,
+    # failing closed.
+    task "authz" {
       driver = "docker"
 
-      # The template below reads Consul's catalog (service "authz"). With Consul ACLs on,
-      # a task gets a Consul token only through a workload identity, and Nomad gives it
-      # one only when the task or its group has a consul block
-      # (nomad/job_endpoint_hook_implicit_identities.go, `handleConsulTask`). Without it
-      # the template sees no authz instance, and every request would get 503. The token's
-      # rights: nomad-jobs/edge-consul-policy.hcl (docs/nomad.md, "Consul identities").
-      consul {}
+      lifecycle {
+        hook    = "prestart"
+        sidecar = true
+      }
+
+      config {
+        image        = var.image
+        ports        = ["authz_metrics"]
+        command      = "node"
+        args         = ["dist/authz/main.js"]
+        init         = true
+        pids_limit   = 512
+        cap_drop     = ["ALL"]
+        security_opt = ["no-new-privileges"]
+      }
+
+      env {
+        # The allocation's shared directory, /alloc in every docker task of the group
+        # (client/allocrunner/taskrunner/task_dir_hook.go, `setEnvvars`; drivers/docker/
+        # driver.go binds it), under tmp/, which Nomad makes writable by every task's user
+        # (client/allocdir/alloc_dir.go, `Build`) and where it puts its own Consul sockets
+        # (`AllocGRPCSocket`). authz opens the socket to Envoy's user (authz/unix-socket.ts).
+        AUTHZ_GRPC_SOCKET      = "${NOMAD_ALLOC_DIR}/tmp/authz.sock"
+        # Metrics and probes only, inside the container: the published port reaches it
+        # through Docker's bridge.
+        AUTHZ_HOST             = "0.0.0.0"
+        AUTHZ_METRICS_PORT     = "7092"
+        AGENT_DOMAIN           = var.agent_domain
+        AUTHZ_REDIS_TIMEOUT_MS = "100"
+        WAKE_TIMEOUT_SECONDS   = var.wake_timeout_seconds
+        # A container sees the host's cores (os.availableParallelism ignores Docker's CPU
+        # share), so the workers are set, one per core that resources reserve below.
+        AUTHZ_WORKERS          = var.authz_workers
+      }
+
+      # `.KEY.Value | toJSON` marshals the plain string (json.Marshal: \u0026, \n, \u0001…),
+      # which go-envparse reads back exactly. `.KEY | toJSON` would go through
+      # NomadVarItem.MarshalJSON, Go's %q, whose \x01, \a, \v and \x7f are not JSON: the
+      # render fails (test/nomad-env-template.test.ts).
+      template {
+        data        = <<-EOT
+          {{ with nomadVar "nomad/jobs/platform-edge/edge/authz" -}}
+          REDIS_URL={{ .REDIS_URL.Value | toJSON }}
+          {{- end }}
+        EOT
+        destination = "secrets/authz.env"
+        env         = true
+        change_mode = "restart"
+      }
+
+      resources {
+        cpu    = 2000
+        memory = 512
+      }
+
+      # authz flushes its request figures within 8 s of SIGTERM (authz/server.ts, SHUTDOWN_GRACE_MS).
+      kill_timeout = "10s"
+    }
+
+    task "envoy" {
+      driver = "docker"
 
       config {
         image = var.envoy_image
         # Host networking: callers' addresses reach Envoy unchanged (authz rate-limits per
-        # client address), and the admin port stays on the host's 127.0.0.1.
+        # client address), and the admin port stays on the host's 127.0.0.1. The
+        # allocation's directory, authz's socket in it, is mounted at /alloc all the same.
         network_mode = "host"
         args         = ["-c", "/local/envoy.yaml", "--log-level", "warn"]
         pids_limit   = 2048
@@ -145,20 +279,17 @@ job "platform-edge" {
 
       template {
         destination = "local/envoy.yaml"
-        # Envoy reads its bootstrap once: a changed authz instance set restarts it. The
-        # splay keeps edge nodes from restarting together, so the load balancer always
-        # has live nodes; wait batches a rolling update of authz into one restart.
-        change_mode = "restart"
-        splay       = "30s"
-        wait {
-          min = "5s"
-          max = "30s"
-        }
+        # It reads the task's environment only (CONSOLE_ORIGIN, and NOMAD_ALLOC_DIR, which
+        # Nomad sets for every task: client/allocrunner/taskrunner/template/template.go,
+        # `templateRunner` sets runner.Env), no Consul or Vault: rendered once, it never
+        # changes while the task runs, so nothing restarts Envoy behind a job update's back.
+        change_mode = "noop"
         data = <<EOT
 # The production edge of the agent platform: every request to an agent URL
 # (http://<slug>.<agent domain>:7080) passes here. See envoy/README.md and docs/contract.md, "Edge".
 #
-#   caller ──► listener 0.0.0.0:7080 ──► ext_authz (gRPC) ──► cluster authz 127.0.0.1:7091
+#   caller ──► listener 0.0.0.0:7080 ──► ext_authz (gRPC) ──► cluster authz: a Unix socket,
+#                                      │                        authz being Envoy's sidecar
 #                                      └► router ──► cluster agents (ORIGINAL_DST: the replica
 #                                                    authz chose, from dynamic metadata)
 #
@@ -251,7 +382,7 @@ static_resources:
                           upstream_host: "%UPSTREAM_HOST%"
                           agent_id: "%REQ(X-AGENT-ID)%"
                   # Agents' request figures (GET /v1/agents/{id}/metrics): every request
-                  # authz allowed is streamed to authz's access-log service on its gRPC port,
+                  # authz allowed is streamed to authz's access-log service, over its socket,
                   # which counts those a replica answered (authz/access-log-entry.ts) and writes
                   # each agent's second to Redis once. Only entries whose ext_authz metadata
                   # names an agent are sent (envoy source/common/access_log/access_log_impl.cc,
@@ -495,19 +626,27 @@ static_resources:
           explicit_http_config:
             http_protocol_options: {}
 
-    # authz, the gRPC ext_authz service: every passing instance of the Consul service
-    # "authz" (nomad-jobs/authz.nomad.hcl), rendered by Nomad's template. None passing
-    # renders no endpoint, so every Check fails and Envoy answers 503 (fail closed).
+    # authz, the gRPC ext_authz service, is Envoy's sidecar: the task "authz" of this group,
+    # serving Checks and the access-log stream on a Unix socket in the allocation's shared
+    # directory (NOMAD_ALLOC_DIR, /alloc in both tasks' containers). Nothing but this Envoy
+    # reaches its gRPC server, and authz's health never changes this file. A pipe address
+    # is an address like any other to a STATIC cluster: envoy source/common/network/
+    # resolver_impl.cc, `resolveProtoAddress`, makes a PipeInstance of it (address_impl.cc),
+    # and every upstream connection, health checks' included, is
+    # `dispatcher.createClientConnection` on the host's address (source/common/upstream/
+    # upstream_impl.cc, `HostImplBase::createConnection` and `createHealthCheckConnection`;
+    # source/extensions/health_checkers/grpc/health_checker_impl.cc,
+    # `GrpcActiveHealthCheckSession::onInterval`).
     - name: authz
       type: STATIC
       connect_timeout: 0.25s
       load_assignment:
         cluster_name: authz
         endpoints:
-          - lb_endpoints:{{ range service "authz" }}
+          - lb_endpoints:
               - endpoint:
                   address:
-                    socket_address: { address: "{{ .Address }}", port_value: {{ .Port }} }{{ else }} []{{ end }}
+                    pipe: { path: {{ env "NOMAD_ALLOC_DIR" }}/tmp/authz.sock }
       # gRPC needs HTTP/2.
       typed_extension_protocol_options:
         envoy.extensions.upstreams.http.v3.HttpProtocolOptions:

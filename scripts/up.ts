@@ -1,9 +1,11 @@
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { join, resolve } from 'node:path';
 import { redisServerCommand, startPostgres, type RunningService } from './lib/local-services.js';
 import { Supervisor, UP_SUPERVISION, type Component } from './lib/supervisor.js';
+import { envoyBootstrapFor, upAuthzWiring } from './lib/up-authz.js';
+import { formatGrpcTarget, isUnixSocket, type GrpcTarget } from '../contract/grpc-target.js';
 
 /**
  * Runs the platform on this host: Postgres and Redis under .data/ (unless DATABASE_URL
@@ -48,11 +50,16 @@ async function main(): Promise<void> {
     env.MASTER_KEYS_FILE = keyFile;
   }
 
+  // authz serves gRPC on a Unix socket in the data dir, no TCP port: only the edge talks to it.
+  const authz = upAuthzWiring(env, dataDir);
+  Object.assign(env, authz.env);
   // Besides Postgres, Redis and the control API (from their settings), the podman driver
-  // fences and probes authz (gRPC and metrics), the edge and Envoy's admin and stats listener: no agent may reach them.
-  env.PODMAN_PROTECTED_ENDPOINTS ??= [env.AUTHZ_GRPC_PORT ?? '7091', env.AUTHZ_METRICS_PORT ?? '7092', env.EDGE_PORT ?? '7080', '9901', '9902']
-    .map((port) => `127.0.0.1:${port}`)
-    .join(',');
+  // fences and probes authz's metrics, the edge and Envoy's admin and stats listener (and
+  // authz's gRPC port, should AUTHZ_GRPC_LISTEN open one): no agent may reach them.
+  env.PODMAN_PROTECTED_ENDPOINTS ??= [
+    ...[env.AUTHZ_METRICS_PORT ?? '7092', env.EDGE_PORT ?? '7080', '9901', '9902'].map((port) => `127.0.0.1:${port}`),
+    ...(isUnixSocket(authz.target) ? [] : [formatGrpcTarget(authz.target)]),
+  ].join(',');
   // A single-host install: the receivers of its webhooks (a local CI, a chat bridge) are likely on this host or its network.
   env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ??= 'true';
   supervisor.start(node('control', 'control/main.ts', env));
@@ -65,9 +72,9 @@ async function main(): Promise<void> {
   const edgePort = env.EDGE_PORT ?? '7080';
   supervisor.start(
     hasEnvoy()
-      ? { name: 'envoy', command: 'envoy', args: ['-c', join(root, 'envoy/envoy.yaml'), '--log-level', 'warn'], env, cwd: root }
+      ? { name: 'envoy', command: 'envoy', args: ['-c', envoyBootstrap(authz.target), '--log-level', 'warn'], env, cwd: root }
       // The console is served by the control API: "Try it" calls agents from its origin.
-      : node('edge', 'envoy/local-edge/main.ts', { CONSOLE_ORIGIN: `http://${host}:${port}`, ...env, EDGE_PORT: edgePort, AUTHZ_ADDRESS: `127.0.0.1:${env.AUTHZ_GRPC_PORT ?? '7091'}` }),
+      : node('edge', 'envoy/local-edge/main.ts', { CONSOLE_ORIGIN: `http://${host}:${port}`, ...env, EDGE_PORT: edgePort, AUTHZ_ADDRESS: formatGrpcTarget(authz.target) }),
   );
   if (!(await waitFor(`the edge on port ${edgePort}`, () => isListening(Number(edgePort))))) return;
 
@@ -75,6 +82,7 @@ async function main(): Promise<void> {
 Platform is up.
   Control API  ${base}          (OpenAPI: ${base}/openapi.json)
   Metrics      http://${host}:${env.CONTROL_METRICS_PORT ?? '7072'}/metrics (control API), http://127.0.0.1:${env.AUTHZ_METRICS_PORT ?? '7092'}/metrics (authz)
+  authz        gRPC on ${formatGrpcTarget(authz.target)}, for the edge only
   Edge         http://127.0.0.1:${edgePort}  (${hasEnvoy() ? 'Envoy' : 'the local edge: no envoy binary on PATH'}); agents at http://<slug>.${env.AGENT_DOMAIN ?? 'agents.localhost'}:${edgePort}
   Data         ${dataDir}
 
@@ -90,6 +98,13 @@ A component that exits is restarted; Ctrl-C stops everything.`);
 /** Node runs the TypeScript entry point itself (no npx in between), so signals reach it. */
 function node(name: string, entryPoint: string, env: Record<string, string>): Component {
   return { name, command: process.execPath, args: ['--import', 'tsx', join(root, entryPoint)], env, cwd: root };
+}
+
+/** envoy/envoy.yaml as envoy.yaml in the data dir, its authz cluster at this run's authz. */
+function envoyBootstrap(target: GrpcTarget): string {
+  const file = join(dataDir, 'envoy.yaml');
+  writeFileSync(file, envoyBootstrapFor(readFileSync(join(root, 'envoy/envoy.yaml'), 'utf8'), target));
+  return file;
 }
 
 function hasEnvoy(): boolean {

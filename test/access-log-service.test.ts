@@ -5,6 +5,7 @@ import { systemClock } from '../contract/clock.js';
 import { loadAccessLogService } from '../proto/load.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { connectTestRedis, EdgeProjectionWriter, startTestAuthz, type TestAuthz } from './support/edge-authz.js';
+import { describeOnEachAuthzServer } from './support/authz-servers.js';
 import { scanKeys } from '../control/redis.js';
 import { waitFor } from './support/wait.js';
 
@@ -52,7 +53,7 @@ function envoyEntry({ metadata, status, firstTx, firstRx, lastRx, flags = {} }: 
  * messages, encoded from Envoy's own protos, the way Envoy's http_grpc logger sends them;
  * then the agent's figures read as a user reads them, through GET /agents/{id}/metrics.
  */
-describe('request figures from Envoy access logs', function () {
+describeOnEachAuthzServer('request figures from Envoy access logs', function (server) {
   this.timeout(60_000);
   let control: TestControl;
   let authzRedis: Redis;
@@ -61,7 +62,7 @@ describe('request figures from Envoy access logs', function () {
   before(async () => {
     control = await startControl();
     authzRedis = connectTestRedis(control.config.redisKeyPrefix);
-    authz = await startTestAuthz({ redis: authzRedis, clock: systemClock, agentDomain: control.config.agentUrl.domain });
+    authz = await startTestAuthz({ redis: authzRedis, clock: systemClock, agentDomain: control.config.agentUrl.domain, server });
   });
   after(async () => {
     await authz?.close();
@@ -147,7 +148,7 @@ describe('request figures from Envoy access logs', function () {
 
   it('answers an open stream when authz stops, so its shutdown does not wait on Envoy', async () => {
     const redis = connectTestRedis(control.config.redisKeyPrefix);
-    const own = await startTestAuthz({ redis, clock: systemClock, agentDomain: control.config.agentUrl.domain });
+    const own = await startTestAuthz({ redis, clock: systemClock, agentDomain: control.config.agentUrl.domain, server });
     const stream = openStream(own.authz.grpcAddress);
     try {
       const agentId = `agt_shutdown${Date.now()}`;

@@ -9,12 +9,13 @@ import {
   connectTestRedis, denialOf, EdgeProjectionWriter, newAccessKey, startTestAuthz, uniqueAgentDomain,
   type DecodedCheckResponse, type TestAuthz,
 } from './support/edge-authz.js';
+import { describeOnEachAuthzServer } from './support/authz-servers.js';
 
 /**
  * authz through a real grpc-js client calling Check exactly as Envoy's ext_authz does,
  * on the run's real Redis. Every agent has its own slug, so tests do not share counters.
  */
-describe('authz Check (gRPC, as Envoy calls it)', () => {
+describeOnEachAuthzServer('authz Check (gRPC, as Envoy calls it)', (server) => {
   const domain = uniqueAgentDomain('authz-check');
   // Half past the minute: Retry-After is then 30 s.
   const clock = new ManualClock(new Date('2031-03-04T05:06:30.000Z'));
@@ -28,7 +29,7 @@ describe('authz Check (gRPC, as Envoy calls it)', () => {
   before(async () => {
     redis = connectTestRedis();
     projection = new EdgeProjectionWriter(redis);
-    edge = await startTestAuthz({ redis, clock, agentDomain: domain });
+    edge = await startTestAuthz({ redis, clock, agentDomain: domain, server });
   });
 
   after(async () => {
@@ -204,7 +205,7 @@ describe('authz Check (gRPC, as Envoy calls it)', () => {
       const agentSlug = slug('retry-after');
       await projection.putAgent({ slug: agentSlug, access: 'public', callerRpm: 1, agentRpm: 100, upstreams: ['10.5.0.5:8080'] });
       const limitedClock = new ManualClock(new Date('2031-03-04T05:07:00.000Z'));
-      const timed = await startTestAuthz({ redis, clock: limitedClock, agentDomain: domain });
+      const timed = await startTestAuthz({ redis, clock: limitedClock, agentDomain: domain, server });
       try {
         const retryAfterAt = async (iso: string) => {
           limitedClock.set(new Date(iso));
@@ -226,7 +227,7 @@ describe('authz Check (gRPC, as Envoy calls it)', () => {
     it('counts the caller from x-envoy-external-address only when told Envoy is behind trusted proxies', async () => {
       const agentSlug = slug('external-address');
       await projection.putAgent({ slug: agentSlug, access: 'public', callerRpm: 1, agentRpm: 100, upstreams: ['10.5.0.6:8080'] });
-      const proxied = await startTestAuthz({ redis, clock, agentDomain: domain, trustExternalAddress: true });
+      const proxied = await startTestAuthz({ redis, clock, agentDomain: domain, trustExternalAddress: true, server });
       try {
         const viaProxy = (client: string) => ({ host: hostOf(agentSlug), source: '10.9.9.9', headers: { 'x-envoy-external-address': client } });
         allowed(await proxied.client.check(viaProxy('198.51.100.50')));
@@ -277,7 +278,7 @@ describe('authz Check (gRPC, as Envoy calls it)', () => {
     it('answers 503 (never allows) when Redis is down, yet 404s hostnames without asking it', async () => {
       const deadRedis = new Redis(await freePort(), '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 200, lazyConnect: true });
       deadRedis.on('error', () => undefined);
-      const cutOff = await startTestAuthz({ redis: deadRedis, clock, agentDomain: domain });
+      const cutOff = await startTestAuthz({ redis: deadRedis, clock, agentDomain: domain, server });
       try {
         const denial = denialOf(await cutOff.client.check({ host: hostOf('anything') }));
         assert.equal(denial.httpStatus, 'ServiceUnavailable');
@@ -295,7 +296,7 @@ describe('authz Check (gRPC, as Envoy calls it)', () => {
       const silent = await startSilentServer();
       const hungRedis = new Redis(silent.port, '127.0.0.1', { maxRetriesPerRequest: 1 });
       hungRedis.on('error', () => undefined);
-      const stalled = await startTestAuthz({ redis: hungRedis, clock, agentDomain: domain, redisTimeoutMs: 50 });
+      const stalled = await startTestAuthz({ redis: hungRedis, clock, agentDomain: domain, redisTimeoutMs: 50, server });
       try {
         assert.equal(denialOf(await stalled.client.check({ host: hostOf('anything') })).httpStatus, 'ServiceUnavailable');
         const metrics = await (await fetch(`http://127.0.0.1:${stalled.authz.metricsPort}/metrics`)).text();

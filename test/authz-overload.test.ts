@@ -7,6 +7,7 @@ import { ManualClock } from '../contract/clock.js';
 import { createAdmission } from '../authz/admission.js';
 import { loadAuthzConfig } from '../authz/config.js';
 import { denialOf, startTestAuthz, uniqueAgentDomain, type DecodedCheckResponse } from './support/edge-authz.js';
+import { describeOnEachAuthzServer } from './support/authz-servers.js';
 
 /** Issue 13 item 6: past its bounds authz sheds Checks as 503 denials instead of failing them all. */
 describe('authz under overload', () => {
@@ -44,17 +45,17 @@ describe('authz under overload', () => {
 
   describe('settings', () => {
     it('defaults to 256 in flight and 1,024 queued, and reports bad values by name', () => {
-      const config = loadAuthzConfig({ REDIS_URL: 'redis://127.0.0.1:6379' });
+      const config = loadAuthzConfig({ REDIS_URL: 'redis://127.0.0.1:6379', AUTHZ_GRPC_SOCKET: '/run/agent-platform/authz.sock' });
       assert.equal(config.maxInFlight, 256);
       assert.equal(config.maxQueued, 1024);
       assert.throws(
-        () => loadAuthzConfig({ REDIS_URL: 'redis://127.0.0.1:6379', AUTHZ_MAX_IN_FLIGHT: '0', AUTHZ_MAX_QUEUED: 'lots' }),
+        () => loadAuthzConfig({ REDIS_URL: 'redis://127.0.0.1:6379', AUTHZ_GRPC_SOCKET: '/run/agent-platform/authz.sock', AUTHZ_MAX_IN_FLIGHT: '0', AUTHZ_MAX_QUEUED: 'lots' }),
         (error: Error) => /AUTHZ_MAX_IN_FLIGHT: expected an integer from 1/.test(error.message) && /AUTHZ_MAX_QUEUED: expected an integer from 0/.test(error.message),
       );
     });
   });
 
-  describe('through gRPC, as Envoy calls it', () => {
+  describeOnEachAuthzServer('through gRPC, as Envoy calls it', (server) => {
     const clock = new ManualClock(new Date('2031-03-04T05:06:30.000Z'));
     const domain = uniqueAgentDomain('authz-overload');
 
@@ -64,7 +65,7 @@ describe('authz under overload', () => {
       const redisServer = await startHoldingRedis(2);
       const redis = new Redis(redisServer.port, '127.0.0.1', { enableReadyCheck: false, maxRetriesPerRequest: 1 });
       redis.on('error', () => undefined);
-      const authz = await startTestAuthz({ redis, clock, agentDomain: domain, redisTimeoutMs: 500, maxInFlight: 1, maxQueued: 1 });
+      const authz = await startTestAuthz({ redis, clock, agentDomain: domain, redisTimeoutMs: 500, maxInFlight: 1, maxQueued: 1, server });
       try {
         const answers = await Promise.all([1, 2, 3, 4].map(() => authz.client.check({ host: `bench.${domain}` })));
         const shed = answers.filter((answer) => answer.denied_response?.body.includes('overloaded'));

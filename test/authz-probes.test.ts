@@ -4,6 +4,7 @@ import { systemClock } from '../contract/clock.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { parseSamples, sampleValue } from './support/prometheus-text.js';
 import { connectTestRedis, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
+import { describeOnEachAuthzServer } from './support/authz-servers.js';
 
 /**
  * authz's HTTP probes on its metrics port, beside the gRPC health service: readiness is
@@ -16,7 +17,7 @@ async function getJson(url: string): Promise<{ status: number; body: any }> {
   return { status: response.status, body: await response.json() };
 }
 
-describe('authz probes: /livez, /readyz, /healthz and /metrics on the metrics port', function () {
+describeOnEachAuthzServer('authz probes: /livez, /readyz, /healthz and /metrics on the metrics port', function (server) {
   const domain = uniqueAgentDomain('authz-probes');
 
   describe('with Redis answering', function () {
@@ -25,7 +26,7 @@ describe('authz probes: /livez, /readyz, /healthz and /metrics on the metrics po
     let root: string;
     before(async () => {
       redis = connectTestRedis();
-      running = await startTestAuthz({ redis, clock: systemClock, agentDomain: domain });
+      running = await startTestAuthz({ redis, clock: systemClock, agentDomain: domain, server });
       root = `http://127.0.0.1:${running.authz.metricsPort}`;
     });
     after(async () => {
@@ -65,7 +66,7 @@ describe('authz probes: /livez, /readyz, /healthz and /metrics on the metrics po
     before(async () => {
       deadRedis = new Redis(await freePort(), '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 200, lazyConnect: true });
       deadRedis.on('error', () => undefined);
-      running = await startTestAuthz({ redis: deadRedis, clock: systemClock, agentDomain: domain });
+      running = await startTestAuthz({ redis: deadRedis, clock: systemClock, agentDomain: domain, server });
       root = `http://127.0.0.1:${running.authz.metricsPort}`;
     });
     after(async () => {

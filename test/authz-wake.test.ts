@@ -8,6 +8,7 @@ import {
   connectTestRedis, denialOf, EdgeProjectionWriter, newAccessKey, startTestAuthz, uniqueAgentDomain,
   type DecodedCheckResponse, type TestAuthz,
 } from './support/edge-authz.js';
+import { describeOnEachAuthzServer } from './support/authz-servers.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -15,7 +16,7 @@ import { waitFor } from './support/wait.js';
  * Redis: the control API's part is played by its real EdgeProjection (the upstream write
  * that publishes `routable`, the refusal) and by reading the wake queue.
  */
-describe('authz: Checks for a parked agent wait for its wake', function () {
+describeOnEachAuthzServer('authz: Checks for a parked agent wait for its wake', function (server) {
   this.timeout(30_000);
   const domain = uniqueAgentDomain('authz-wake');
   const clock = new ManualClock(new Date('2031-03-04T05:06:30.000Z'));
@@ -33,7 +34,7 @@ describe('authz: Checks for a parked agent wait for its wake', function () {
     redis = connectTestRedis();
     writer = new EdgeProjectionWriter(redis);
     control = new EdgeProjection(redis, redis.options.keyPrefix);
-    edge = await startTestAuthz({ redis, clock, agentDomain: domain, wakeTimeoutSeconds: 2 });
+    edge = await startTestAuthz({ redis, clock, agentDomain: domain, wakeTimeoutSeconds: 2, server });
   });
   beforeEach(async () => redis.del(edgeKeyNames.wakeQueue));
   after(async () => {
@@ -105,7 +106,7 @@ describe('authz: Checks for a parked agent wait for its wake', function () {
 
   it('answers the Checks it holds when it stops, instead of keeping its shutdown waiting out the wake timeout', async function () {
     this.timeout(10_000); // far below the 30 s wake timeout of this authz
-    const patient = await startTestAuthz({ redis, clock, agentDomain: domain, wakeTimeoutSeconds: 30 });
+    const patient = await startTestAuthz({ redis, clock, agentDomain: domain, wakeTimeoutSeconds: 30, server });
     const agentSlug = slug('stopping');
     await writer.putAgent({ slug: agentSlug, access: 'public', wakeable: true });
     const held = patient.client.check({ host: hostOf(agentSlug) });

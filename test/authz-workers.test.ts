@@ -1,12 +1,14 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { existsSync, lstatSync } from 'node:fs';
 import { credentials } from '@grpc/grpc-js';
 import type { Redis } from 'ioredis';
 import { loadAuthorizationService } from '../proto/load.js';
 import { freePort } from '../scripts/lib/local-services.js';
-import { connectTestRedis, EdgeProjectionWriter, envoyCheckRequest, uniqueAgentDomain } from './support/edge-authz.js';
+import { connectTestRedis, EdgeProjectionWriter, envoyCheckRequest, tempAuthzSocket, uniqueAgentDomain } from './support/edge-authz.js';
 import { waitFor } from './support/wait.js';
+import { describeOnEachAuthzServer } from './support/authz-servers.js';
 
 type CheckClient = {
   Check(request: unknown, options: object, callback: (error: Error | null, response?: { status: { code: number } }) => void): void;
@@ -14,10 +16,10 @@ type CheckClient = {
 };
 
 /**
- * authz as `node authz/main.ts` with AUTHZ_WORKERS=2: one gRPC port served by two worker
- * processes, one metrics port served by the primary for both.
+ * authz as `node authz/main.ts` with AUTHZ_WORKERS=2: one gRPC Unix socket (as Envoy's
+ * sidecar) served by two worker processes, one metrics port served by the primary for both.
  */
-describe('authz with AUTHZ_WORKERS=2 (node:cluster)', function () {
+describeOnEachAuthzServer('authz with AUTHZ_WORKERS=2 (node:cluster)', function (server) {
   this.timeout(120_000);
   const domain = uniqueAgentDomain('authz-workers');
   const host = `shop.${domain}`;
@@ -25,6 +27,7 @@ describe('authz with AUTHZ_WORKERS=2 (node:cluster)', function () {
   let projection: EdgeProjectionWriter;
   let authz: ChildProcess;
   let exited: Promise<[number | null, string | null]>;
+  let socket: ReturnType<typeof tempAuthzSocket>;
   let grpcAddress: string;
   let metricsUrl: string;
   const clients: CheckClient[] = [];
@@ -33,8 +36,10 @@ describe('authz with AUTHZ_WORKERS=2 (node:cluster)', function () {
     redis = connectTestRedis();
     projection = new EdgeProjectionWriter(redis);
     await projection.putAgent({ slug: 'shop', access: 'public', callerRpm: 1_000_000, agentRpm: 1_000_000, upstreams: ['10.1.0.1:8080'] });
-    const [grpcPort, metricsPort] = [await freePort(), await freePort()];
-    grpcAddress = `127.0.0.1:${grpcPort}`;
+    const metricsPort = await freePort();
+    socket = tempAuthzSocket();
+    grpcAddress = `unix:${socket.path}`;
+    await leaveStaleSocket(socket.path);
     metricsUrl = `http://127.0.0.1:${metricsPort}/metrics`;
     authz = spawn(process.execPath, ['--import', 'tsx', 'authz/main.ts'], {
       env: {
@@ -42,9 +47,10 @@ describe('authz with AUTHZ_WORKERS=2 (node:cluster)', function () {
         REDIS_URL: process.env.TEST_REDIS_URL,
         REDIS_KEY_PREFIX: redis.options.keyPrefix,
         AGENT_DOMAIN: domain,
-        AUTHZ_GRPC_PORT: String(grpcPort),
+        AUTHZ_GRPC_SOCKET: socket.path,
         AUTHZ_METRICS_PORT: String(metricsPort),
         AUTHZ_WORKERS: '2',
+        AUTHZ_SERVER: server,
       },
       stdio: ['ignore', 'ignore', 'inherit'],
     });
@@ -57,6 +63,7 @@ describe('authz with AUTHZ_WORKERS=2 (node:cluster)', function () {
     if (authz.exitCode === null && authz.signalCode === null) authz.kill('SIGKILL');
     await projection.cleanUp();
     redis.disconnect();
+    socket.remove();
   });
 
   /** authz_process_checks_total by pid, from the primary's aggregated /metrics. */
@@ -78,7 +85,10 @@ describe('authz with AUTHZ_WORKERS=2 (node:cluster)', function () {
       client.Check(envoyCheckRequest({ host }), { deadline: new Date(Date.now() + 10_000) }, (error, response) => (error ? reject(error) : resolve(response!.status.code))),
     );
 
-  it('answers Checks on one port from both workers, and the primary adds their metrics up', async () => {
+  it('answers Checks on one socket from both workers, and the primary adds their metrics up', async () => {
+    // The primary removed the stale socket before forking, and the workers share the one it bound.
+    assert.ok(lstatSync(socket.path).isSocket());
+    assert.equal(lstatSync(socket.path).mode & 0o777, 0o666, "Envoy's user may connect");
     const before = await checkCounts();
     const codes = await Promise.all(Array.from({ length: 4 }, () => newClient()).flatMap((client) => Array.from({ length: 10 }, () => check(client))));
     assert.deepEqual(new Set(codes), new Set([0]), 'every Check allowed');
@@ -111,6 +121,14 @@ describe('authz with AUTHZ_WORKERS=2 (node:cluster)', function () {
     const [code] = await exited;
     assert.equal(code, 0);
     for (const pid of workers) assert.throws(() => process.kill(pid, 0), /ESRCH/, `worker ${pid} still running`);
-    await assert.rejects(check(newClient()), 'the gRPC port is closed');
+    await assert.rejects(check(newClient()), 'the gRPC socket is closed');
+    assert.ok(!existsSync(socket.path), 'the socket file went with the last worker');
   });
 });
+
+/** What an authz killed by SIGKILL leaves behind: a socket file at `path` that nobody listens on. */
+async function leaveStaleSocket(path: string): Promise<void> {
+  const child = spawn(process.execPath, ['-e', `require('node:net').createServer().listen(${JSON.stringify(path)}, () => process.kill(process.pid, 'SIGKILL'))`]);
+  await once(child, 'exit');
+  assert.ok(lstatSync(path).isSocket(), 'a stale socket to start from');
+}

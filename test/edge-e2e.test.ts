@@ -11,6 +11,7 @@ import { startAuthz } from '../authz/server.js';
 import { EDGE_REPLIES } from '../envoy/local-edge/envoy-parity.js';
 import { startLocalEdge } from '../envoy/local-edge/server.js';
 import { startControl, type TestControl } from './support/control-harness.js';
+import { tempAuthzSocket } from './support/edge-authz.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
 import { waitFor } from './support/wait.js';
 
@@ -230,7 +231,8 @@ describe('the edge: agent URLs through the local edge, authz and real agents', f
     const { token } = await control.signUp();
     const agent = await runningAgent(token, { access: 'public' });
     const deadRedis = connectRedis('redis://127.0.0.1:1');
-    const config = loadAuthzConfig({ REDIS_URL: 'redis://127.0.0.1:1', AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: control.config.agentUrl.domain });
+    const socket = tempAuthzSocket();
+    const config = loadAuthzConfig({ REDIS_URL: 'redis://127.0.0.1:1', AUTHZ_GRPC_SOCKET: socket.path, AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: control.config.agentUrl.domain });
     const blindAuthz = await startAuthz(config, { redis: deadRedis, clock: systemClock, logger });
     const blindEdge = await startLocalEdge({ port: 0, authzAddress: blindAuthz.grpcAddress });
     try {
@@ -245,6 +247,7 @@ describe('the edge: agent URLs through the local edge, authz and real agents', f
       await blindEdge.close();
       await blindAuthz.close();
       deadRedis.disconnect();
+      socket.remove();
     }
   });
 

@@ -6,6 +6,8 @@ import { parse } from 'yaml';
 import { loadEnvoyRoot } from '../proto/load.js';
 import { AGENT_ID_METADATA_KEY, EXT_AUTHZ_METADATA_NAMESPACE } from '../authz/access-log-entry.js';
 import { EnvoySchema, type SchemaIssue } from './support/envoy-schema.js';
+import { AUTHZ_SOCKET_PATH } from '../envoy/local-edge/envoy-parity.js';
+import { UNIX_SOCKET_PATH_MAX_BYTES } from '../contract/grpc-target.js';
 import { rewrite } from './support/upstream/envoy-local-reply.js';
 
 /**
@@ -117,6 +119,16 @@ describe('envoy/envoy.yaml', function () {
       expectRejected((copy) => {
         edge(copy).extAuthz.grpc_service.google_grpc = { target_uri: '127.0.0.1:7091', stat_prefix: 'authz' };
       }, /oneof target_specifier .* has envoy_grpc and google_grpc set/);
+    });
+
+    it('rejects a pipe without a path, and an address that is a pipe and a socket at once', function () {
+      const authzAddress = (copy: Node) => cluster(copy, 'authz').load_assignment.endpoints[0].lb_endpoints[0].endpoint.address;
+      expectRejected((copy) => {
+        authzAddress(copy).pipe.path = '';
+      }, /pipe\.path: must be at least 1 character/);
+      expectRejected((copy) => {
+        authzAddress(copy).socket_address = { address: '127.0.0.1', port_value: 7091 };
+      }, /oneof address of envoy\.config\.core\.v3\.Address has socket_address and pipe set/);
     });
 
     it('rejects deprecated fields and broken protoc-gen-validate rules', function () {
@@ -254,10 +266,18 @@ describe('envoy/envoy.yaml', function () {
       }
     });
 
-    it('reaches authz on 127.0.0.1:7091 over HTTP/2', function () {
+    it('reaches authz, its sidecar, on a Unix socket over HTTP/2, health checks included', function () {
       const authz = cluster(config, 'authz');
-      const endpoint = authz.load_assignment.endpoints[0].lb_endpoints[0].endpoint;
-      assert.deepEqual(endpoint.address.socket_address, { address: '127.0.0.1', port_value: 7091 });
+      assert.equal(authz.type, 'STATIC');
+      const endpoints = authz.load_assignment.endpoints.flatMap((locality: Node) => locality.lb_endpoints);
+      assert.equal(endpoints.length, 1, 'one authz: the one beside this Envoy');
+      const { address } = endpoints[0].endpoint;
+      assert.deepEqual(Object.keys(address), ['pipe'], 'no TCP address: authz opens no gRPC port');
+      assert.deepEqual(address.pipe, { path: AUTHZ_SOCKET_PATH });
+      assert.ok(Buffer.byteLength(address.pipe.path) <= UNIX_SOCKET_PATH_MAX_BYTES);
+      // Health checks dial the host's own address, the pipe, unless the endpoint names a port of their own (HealthCheckConfig).
+      assert.ok((authz.health_checks as Node[]).every((check) => check.grpc_health_check), "authz's gRPC health service");
+      assert.equal(endpoints[0].endpoint.health_check_config, undefined);
       const options = authz.typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'];
       assert.equal(options['@type'], 'type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions');
       assert.ok(options.explicit_http_config.http2_protocol_options, 'HTTP/2 to authz');

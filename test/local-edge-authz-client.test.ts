@@ -8,6 +8,7 @@ import { buildCheckRequest } from '../envoy/local-edge/check-request.js';
 import { loadAuthorizationService } from '../proto/load.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { connectTestRedis, EdgeProjectionWriter, newAccessKey, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
+import { describeOnEachAuthzServer } from './support/authz-servers.js';
 import { allowedResponse, answerWith, BROKEN_ANSWERS, startRawAuthzServer, type RawAuthzServer } from './support/raw-authz-server.js';
 
 /**
@@ -36,7 +37,7 @@ describe("the local edge's gRPC client of authz", () => {
     return { upstream: verdict.upstream, agentId: verdict.agentId, forwarded };
   };
 
-  describe('against a real authz', () => {
+  describeOnEachAuthzServer('against a real authz', (server) => {
     const domain = uniqueAgentDomain('authz-client');
     const clock = new ManualClock(new Date('2031-05-06T07:08:20.000Z'));
     let redis: Redis;
@@ -52,7 +53,7 @@ describe("the local edge's gRPC client of authz", () => {
     before(async () => {
       redis = connectTestRedis();
       projection = new EdgeProjectionWriter(redis);
-      authz = await startTestAuthz({ redis, clock, agentDomain: domain });
+      authz = await startTestAuthz({ redis, clock, agentDomain: domain, server });
       client = createAuthzClient(authz.authz.grpcAddress);
       const { Client } = loadAuthorizationService();
       grpcJs = new Client(authz.authz.grpcAddress, credentials.createInsecure()) as never;

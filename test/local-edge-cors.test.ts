@@ -3,13 +3,14 @@ import { Redis } from 'ioredis';
 import { ManualClock } from '../contract/clock.js';
 import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
 import { connectTestRedis, EdgeProjectionWriter, newAccessKey, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
+import { describeOnEachAuthzServer } from './support/authz-servers.js';
 import { edgeRequest, startUpstream, type TestUpstream } from './support/edge-upstream.js';
 
 /**
  * The local edge's CORS for the web console, in front of a real authz on real Redis: what a
  * browser on the console's origin sees, and that only a true preflight skips the key check.
  */
-describe('local edge CORS for the console', () => {
+describeOnEachAuthzServer('local edge CORS for the console', (server) => {
   const consoleOrigin = 'http://127.0.0.1:7070';
   const domain = uniqueAgentDomain('edge-cors');
   const clock = new ManualClock(new Date('2031-05-06T07:08:20.000Z'));
@@ -26,7 +27,7 @@ describe('local edge CORS for the console', () => {
   before(async () => {
     redis = connectTestRedis();
     projection = new EdgeProjectionWriter(redis);
-    authz = await startTestAuthz({ redis, clock, agentDomain: domain });
+    authz = await startTestAuthz({ redis, clock, agentDomain: domain, server });
     edge = await startLocalEdge({ port: 0, authzAddress: authz.authz.grpcAddress, consoleOrigin });
     // A replica that sets its own CORS header: the edge's must win, as Envoy's encoder overwrites it.
     replica = await startUpstream('cors', (_request, response) => {

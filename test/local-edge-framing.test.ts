@@ -4,6 +4,7 @@ import { Redis } from 'ioredis';
 import { ManualClock } from '../contract/clock.js';
 import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
 import { connectTestRedis, EdgeProjectionWriter, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
+import { describeOnEachAuthzServer } from './support/authz-servers.js';
 import { startUpstream, type TestUpstream } from './support/edge-upstream.js';
 import { openRawClient, rawExchange } from './support/slow-client.js';
 
@@ -12,7 +13,7 @@ import { openRawClient, rawExchange } from './support/slow-client.js';
  * could disagree about are a 400 that reaches neither authz's decision nor the agent,
  * and an agent's early answer to an upload is relayed.
  */
-describe('local edge: request framing', () => {
+describeOnEachAuthzServer('local edge: request framing', (server) => {
   const domain = uniqueAgentDomain('edge-framing');
   let redis: Redis;
   let projection: EdgeProjectionWriter;
@@ -26,7 +27,7 @@ describe('local edge: request framing', () => {
   before(async () => {
     redis = connectTestRedis();
     projection = new EdgeProjectionWriter(redis);
-    authz = await startTestAuthz({ redis, clock: new ManualClock(new Date()), agentDomain: domain });
+    authz = await startTestAuthz({ redis, clock: new ManualClock(new Date()), agentDomain: domain, server });
     edge = await startLocalEdge({ port: 0, authzAddress: authz.authz.grpcAddress });
     replica = await startUpstream('open');
     // Refuses every upload at once, without reading it, as an agent with a size limit would.

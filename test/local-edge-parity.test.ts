@@ -4,7 +4,7 @@ import { parse } from 'yaml';
 import { applyAllowedMutations, verdictOf } from '../envoy/local-edge/authz-answer.js';
 import { buildCheckRequest } from '../envoy/local-edge/check-request.js';
 import { sanitiseDownstreamHeaders } from '../envoy/local-edge/downstream-headers.js';
-import { AUTHZ_ALLOWED_HEADERS, EDGE_REPLIES, EXT_AUTHZ_TIMEOUT_MS } from '../envoy/local-edge/envoy-parity.js';
+import { AUTHZ_ALLOWED_HEADERS, AUTHZ_SOCKET_PATH, EDGE_REPLIES, EXT_AUTHZ_TIMEOUT_MS } from '../envoy/local-edge/envoy-parity.js';
 import { loadLocalEdgeConfig } from '../envoy/local-edge/config.js';
 import { CORS_POLICY, corsFor, corsOutcome } from '../envoy/local-edge/cors.js';
 import { parseUpstream } from '../envoy/local-edge/forward.js';
@@ -18,6 +18,19 @@ describe('local edge parity with envoy.yaml', () => {
   it('uses the ext_authz timeout and allowed_headers of envoy.yaml', () => {
     assert.equal(`${EXT_AUTHZ_TIMEOUT_MS / 1000}s`, extAuthz.grpc_service.timeout);
     assert.deepEqual([...AUTHZ_ALLOWED_HEADERS], extAuthz.allowed_headers.patterns.map((pattern: { exact: string }) => pattern.exact));
+  });
+
+  it("reaches authz where envoy.yaml's authz cluster does by default, its Unix socket, and takes unix:/path or host:port", () => {
+    const authz = bootstrap.static_resources.clusters.find((cluster: { name: string }) => cluster.name === 'authz');
+    const { path } = authz.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address.pipe;
+    assert.equal(AUTHZ_SOCKET_PATH, path);
+    assert.equal(loadLocalEdgeConfig({ REDIS_URL: 'redis://127.0.0.1:6379' }).authzAddress, `unix:${path}`);
+    for (const address of ['unix:/tmp/authz-1/authz.sock', '127.0.0.1:7091', '[::1]:7091']) {
+      assert.equal(loadLocalEdgeConfig({ REDIS_URL: 'redis://127.0.0.1:6379', AUTHZ_ADDRESS: address }).authzAddress, address);
+    }
+    for (const address of ['unix:authz.sock', '127.0.0.1', 'localhost:70910']) {
+      assert.throws(() => loadLocalEdgeConfig({ REDIS_URL: 'redis://127.0.0.1:6379', AUTHZ_ADDRESS: address }), /AUTHZ_ADDRESS: authz's gRPC server/, address);
+    }
   });
 
   it('answers its own failures with the bodies of envoy.yaml local_reply_config', () => {

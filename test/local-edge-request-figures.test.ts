@@ -4,6 +4,7 @@ import { startControl, type TestControl } from './support/control-harness.js';
 import { EdgeProjectionWriter } from './support/edge-authz.js';
 import { startUpstream, type TestUpstream } from './support/edge-upstream.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
+import { describeOnEachAuthzServer } from './support/authz-servers.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -11,7 +12,7 @@ import { waitFor } from './support/wait.js';
  * real HTTP replica) show up in GET /agents/{id}/metrics within 5 s, the agent's 5xx as
  * errors, and requests the edge denied not at all.
  */
-describe('request figures through the local edge', function () {
+describeOnEachAuthzServer('request figures through the local edge', function (authzServer) {
   this.timeout(60_000);
   let control: TestControl;
   let edge: LocalEdgeStack;
@@ -20,7 +21,7 @@ describe('request figures through the local edge', function () {
 
   before(async () => {
     control = await startControl();
-    edge = await startLocalEdgeStack(control);
+    edge = await startLocalEdgeStack(control, { authzServer });
     replica = await startUpstream('figures', (request, response) => {
       request.resume();
       request.on('end', () => response.writeHead(request.url === '/fail' ? 500 : 200, { 'content-type': 'text/plain' }).end('answered\n'));

@@ -5,13 +5,14 @@ import { ManualClock } from '../contract/clock.js';
 import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { connectTestRedis, EdgeProjectionWriter, newAccessKey, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
+import { describeOnEachAuthzServer } from './support/authz-servers.js';
 import { edgeRequest, startUpstream, type TestUpstream } from './support/edge-upstream.js';
 
 /**
  * The local edge in front of a real authz on real Redis, forwarding to tiny replicas on
  * 127.0.0.1. Callers come from 127.0.0.2 and 127.0.0.3 (http.request's localAddress).
  */
-describe('local edge', () => {
+describeOnEachAuthzServer('local edge', (server) => {
   const domain = uniqueAgentDomain('local-edge');
   const clock = new ManualClock(new Date('2031-05-06T07:08:20.000Z'));
   let redis: Redis;
@@ -28,7 +29,7 @@ describe('local edge', () => {
   before(async () => {
     redis = connectTestRedis();
     projection = new EdgeProjectionWriter(redis);
-    authz = await startTestAuthz({ redis, clock, agentDomain: domain });
+    authz = await startTestAuthz({ redis, clock, agentDomain: domain, server });
     edge = await startLocalEdge({ port: 0, authzAddress: authz.authz.grpcAddress });
     replicaA = await startUpstream('a');
     replicaB = await startUpstream('b');
@@ -219,19 +220,21 @@ describe('local edge', () => {
       }
     });
 
-    it('answers 503 in plain text, and forwards nothing, when authz cannot be reached', async () => {
+    it('answers 503 in plain text, and forwards nothing, when authz cannot be reached (no socket, or nothing on the port)', async () => {
       const agentSlug = slug('no-authz');
       await projection.putAgent({ slug: agentSlug, access: 'public', upstreams: [replicaA.address] });
-      const blind = await startLocalEdge({ port: 0, authzAddress: `127.0.0.1:${await freePort()}` });
-      const seen = replicaA.received.length;
-      try {
-        const response = await edgeRequest({ port: blind.port, host: hostOf(agentSlug) });
-        assert.equal(response.status, 503);
-        assert.equal(response.headers['content-type'], 'text/plain');
-        assert.equal(response.body, 'service unavailable: the edge cannot check requests right now\n');
-        assert.equal(replicaA.received.length, seen);
-      } finally {
-        await blind.close();
+      for (const authzAddress of ['unix:/nonexistent/authz.sock', `127.0.0.1:${await freePort()}`]) {
+        const blind = await startLocalEdge({ port: 0, authzAddress });
+        const seen = replicaA.received.length;
+        try {
+          const response = await edgeRequest({ port: blind.port, host: hostOf(agentSlug) });
+          assert.equal(response.status, 503, authzAddress);
+          assert.equal(response.headers['content-type'], 'text/plain');
+          assert.equal(response.body, 'service unavailable: the edge cannot check requests right now\n');
+          assert.equal(replicaA.received.length, seen);
+        } finally {
+          await blind.close();
+        }
       }
     });
   });

@@ -87,7 +87,7 @@ describe('secrets through Nomad env templates (consul-template + go-envparse, po
   });
 
   describe('the platform jobs (nomad-jobs/*.nomad.hcl)', () => {
-    for (const file of ['control.nomad.hcl', 'authz.nomad.hcl']) {
+    for (const file of ['control.nomad.hcl', 'envoy.nomad.hcl']) {
       it(`${file}: every env template gives back every value exactly, whatever item it lands in`, async () => {
         const templates = envTemplatesOf(await parseHcl(file, readFileSync(new URL(`../nomad-jobs/${file}`, import.meta.url), 'utf8')));
         assert.ok(templates.length > 0, 'the job reads its secrets through an env template');

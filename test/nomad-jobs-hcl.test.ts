@@ -16,6 +16,7 @@ import { startMetricsServer } from '../control/metrics/server.js';
 import { loadEnvoyRoot } from '../proto/load.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { connectTestRedis, startTestAuthz } from './support/edge-authz.js';
+import { isUnixSocket } from '../contract/grpc-target.js';
 import { EnvoySchema } from './support/envoy-schema.js';
 import { functionCalls, NOMAD_FUNCTIONS } from './support/nomad-functions.js';
 import {
@@ -30,8 +31,8 @@ import {
 /**
  * nomad-jobs/ as Nomad would read it, without Nomad: every file parses as HCL, names only
  * what Nomad's job specification (or ACL policy syntax) has, passes the settings its
- * program actually reads, and the Envoy template is envoy/envoy.yaml but for the authz
- * endpoints.
+ * program actually reads, and the Envoy template is envoy/envoy.yaml but for the path of
+ * authz's socket (in the allocation's directory) and the console's origin.
  */
 
 const JOBS_DIR = new URL('../nomad-jobs/', import.meta.url);
@@ -72,10 +73,14 @@ interface ParsedJob {
   task: Body;
 }
 
-async function readJob(file: string): Promise<ParsedJob> {
+/** The file's one job and group, and its one task or the task named `taskName`. */
+async function readJob(file: string, taskName?: string): Promise<ParsedJob> {
   const { label: id, body: job } = only(await parseFile(file), 'job');
   const group = only(job, 'group').body;
-  return { id, job, group, task: only(group, 'task').body };
+  if (taskName === undefined) return { id, job, group, task: only(group, 'task').body };
+  const task = (group.task as Record<string, Body[]> | undefined)?.[taskName]?.[0];
+  assert.ok(task, `${file}: no task "${taskName}"`);
+  return { id, job, group, task };
 }
 
 /** The container port (`to`) of the group's port labelled `label`. */
@@ -113,57 +118,56 @@ function settingsReadBy(load: (env: Record<string, string | undefined>) => unkno
   return { read, problems };
 }
 
-interface ConsulInstance {
-  Address: string;
-  Port: number;
-}
-
 /**
- * Renders the two consul-template constructs the Envoy template uses,
- * `{{ range service "authz" }}…{{ .Address }}…{{ .Port }}…{{ else }}…{{ end }}`, with the
- * given passing instances, and `{{ env "NAME" | toJSON }}` from `env` (the task's env, which
- * Nomad hands the template: client/allocrunner/taskrunner/template/template.go, `templateRunner`
- * sets runner.Env; consul-template's toJSON is json.Marshal, as JSON.stringify for a string).
- * Any other action throws, so the template cannot grow one this test would not render.
+ * Renders the one consul-template action the Envoy template uses, `{{ env "NAME" }}`, raw
+ * or `| toJSON`, from `env`: the task's env, which Nomad hands the template
+ * (client/allocrunner/taskrunner/template/template.go, `templateRunner` sets runner.Env;
+ * consul-template's toJSON is json.Marshal, as JSON.stringify for a string). Any other
+ * action throws, so the template cannot grow one this test would not render (a Consul
+ * lookup, which would re-render and restart Envoy whenever its answer changed).
  */
-function renderEnvoyTemplate(template: string, instances: ConsulInstance[], env: Record<string, string> = ENVOY_TASK_ENV): string {
-  const range = /\{\{ range service "authz" \}\}([\s\S]*?)\{\{ else \}\}([\s\S]*?)\{\{ end \}\}/;
-  const match = range.exec(template);
-  assert.ok(match, 'the template ranges over service "authz" with an else branch');
-  const [, body = '', empty = ''] = match;
-  const each = (instance: ConsulInstance) =>
-    body.replace(/\{\{ \.(Address|Port) \}\}/g, (_, field: 'Address' | 'Port') => String(instance[field]));
-  const rendered = template
-    .replace(range, instances.length > 0 ? instances.map(each).join('') : empty)
-    .replace(/\{\{ env "([A-Z_]+)" \| toJSON \}\}/g, (_, name: string) => JSON.stringify(env[name] ?? ''));
+function renderEnvoyTemplate(template: string, env: Record<string, string> = ENVOY_TASK_ENV): string {
+  const rendered = template.replace(/\{\{ env "([A-Z_]+)"( \| toJSON)? \}\}/g, (_, name: string, toJson?: string) => {
+    assert.ok(name in env, `the template reads ${name}, which this test's task env lacks`);
+    return toJson ? JSON.stringify(env[name]) : env[name]!;
+  });
   assert.ok(!rendered.includes('{{'), `the template has an action this test does not render: ${rendered.slice(rendered.indexOf('{{'), rendered.indexOf('{{') + 60)}`);
   return rendered;
 }
 
-/** envoy/envoy.yaml as parsed, with cluster authz's endpoints set to `instances`. */
-function envoyYamlWithAuthz(instances: ConsulInstance[]): Body {
-  const config = parseYaml(readFileSync(ENVOY_YAML, 'utf8')) as Body;
+/** NOMAD_ALLOC_DIR in a docker task: the allocation's shared directory, mounted at /alloc (client/allocdir/fs_unix.go, SharedAllocContainerPath). */
+const ALLOC_DIR_IN_DOCKER = '/alloc';
+
+/** The Envoy task's env as rendered in these tests: the console origin envoy/envoy.yaml holds, and Nomad's NOMAD_ALLOC_DIR. */
+const ENVOY_TASK_ENV = { CONSOLE_ORIGIN: 'http://127.0.0.1:7070', NOMAD_ALLOC_DIR: ALLOC_DIR_IN_DOCKER };
+
+/** `value` of a job's env as Nomad interpolates it in a docker task: `${NOMAD_ALLOC_DIR}` is /alloc. */
+const interpolated = (value: string) => value.replaceAll('${NOMAD_ALLOC_DIR}', ALLOC_DIR_IN_DOCKER);
+
+/** Cluster authz's one endpoint address. */
+const authzAddressOf = (config: Body): Body => {
   const authz = (config.static_resources.clusters as Body[]).find((cluster) => cluster.name === 'authz');
-  assert.ok(authz, 'envoy.yaml has cluster authz');
-  authz.load_assignment.endpoints[0].lb_endpoints = instances.map((instance) => ({
-    endpoint: { address: { socket_address: { address: instance.Address, port_value: instance.Port } } },
-  }));
+  assert.ok(authz, 'cluster authz');
+  return authz.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address;
+};
+
+/** envoy/envoy.yaml as parsed, with cluster authz's socket at `path`. */
+function envoyYamlWithAuthzSocket(path: string): Body {
+  const config = parseYaml(readFileSync(ENVOY_YAML, 'utf8')) as Body;
+  authzAddressOf(config).pipe.path = path;
   return config;
 }
 
-/** The Envoy task's env as rendered in these tests: the console origin envoy/envoy.yaml holds. */
-const ENVOY_TASK_ENV = { CONSOLE_ORIGIN: 'http://127.0.0.1:7070' };
-
-const AUTHZ_INSTANCES: ConsulInstance[] = [
-  { Address: '10.0.3.11', Port: 27181 },
-  { Address: '10.0.3.12', Port: 21904 },
-];
+/** Where envoy.nomad.hcl's authz task listens, as its Envoy sees the path. */
+const ALLOC_SOCKET = `${ALLOC_DIR_IN_DOCKER}/tmp/authz.sock`;
 
 describe('nomad-jobs/*.hcl', function () {
   it('holds the platform jobs and the control API\'s ACL policies', function () {
-    for (const file of ['control.nomad.hcl', 'authz.nomad.hcl', 'envoy.nomad.hcl', 'control-acl-policy.hcl', 'control-consul-policy.hcl', 'edge-consul-policy.hcl']) {
+    for (const file of ['control.nomad.hcl', 'envoy.nomad.hcl', 'control-acl-policy.hcl', 'control-consul-policy.hcl']) {
       assert.ok(hclFiles().includes(file), `nomad-jobs/${file} is missing`);
     }
+    // authz runs in Envoy's group (envoy.nomad.hcl): no job, Consul service or Consul policy of its own.
+    for (const file of ['authz.nomad.hcl', 'edge-consul-policy.hcl']) assert.ok(!hclFiles().includes(file), `nomad-jobs/${file} is back`);
   });
 
   it('every file parses as HCL and names only blocks and attributes Nomad (or Consul) has', async function () {
@@ -263,34 +267,75 @@ describe('nomad-jobs/*.hcl', function () {
     assert.equal(task.env[0].CONSUL_HTTP_ADDR, 'http://127.0.0.1:8500');
   });
 
-  describe('authz.nomad.hcl', function () {
+  describe("envoy.nomad.hcl: authz, Envoy's sidecar", function () {
     let authz: ParsedJob;
+    let envoy: ParsedJob;
     before(async function () {
-      authz = await readJob('authz.nomad.hcl');
+      authz = await readJob('envoy.nomad.hcl', 'authz');
+      envoy = await readJob('envoy.nomad.hcl', 'envoy');
     });
 
-    it('runs several copies as the Consul service authz, with settings loadAuthzConfig reads and REDIS_URL from a Variable', function () {
-      assert.ok(authz.group.count >= 2, 'more than one authz');
-      assert.ok((authz.group.service as Body[]).some((s) => s.name === 'authz' && s.provider === 'consul'));
+    it("runs in Envoy's group, one beside each Envoy (a system job's group, one a node), started before Envoy and stopped after it", function () {
+      assert.deepEqual(Object.keys(authz.group.task).sort(), ['authz', 'envoy']);
+      assert.equal(authz.job.type, 'system');
+      assert.equal(authz.group.count, undefined, 'one group a node');
+      // A prestart sidecar: running before the main tasks start, killed after them
+      // (tasklifecycle/coordinator.go `isPrestartDone`; alloc_runner.go `killTasks`).
+      assert.deepEqual(authz.task.lifecycle, [{ hook: 'prestart', sidecar: true }]);
+      assert.equal(envoy.task.lifecycle, undefined, 'Envoy is the main task');
+    });
+
+    it('passes settings loadAuthzConfig reads and accepts, REDIS_URL from the Variable only its task reads', async function () {
       const read = new Set<string>();
       const env = new Proxy({} as Record<string, string | undefined>, { get: (_, name) => (typeof name === 'string' && read.add(name), undefined) });
       assert.throws(() => loadAuthzConfig(env));
       const { plain, templated } = envNames(authz.task);
       for (const name of [...plain, ...templated]) assert.ok(read.has(name), `${name} is passed to authz but loadAuthzConfig does not read it`);
       assert.ok(!plain.includes('REDIS_URL') && templated.includes('REDIS_URL'));
-      const portOf = (service: string) => portTo(authz.group, (authz.group.service as Body[]).find((s) => s.name === service)!.port);
-      assert.equal(String(portOf('authz')), authz.task.env[0].AUTHZ_GRPC_PORT);
-      assert.equal(String(portOf('authz-metrics')), authz.task.env[0].AUTHZ_METRICS_PORT);
+      const template = (authz.task.template as Body[]).find((t) => t.env === true)!;
+      // nomad/jobs/<job>/<group>/<task>: this task's workload identity reads it without a policy (acl/acl.go), Envoy's does not.
+      assert.match(template.data, /\{\{ with nomadVar "nomad\/jobs\/platform-edge\/edge\/authz" -?\}\}/);
+      assert.match(template.destination, /^secrets\//);
+      assert.equal(envNames(envoy.task).templated.length, 0, 'Envoy gets no secret');
+      // The env as the task gets it: job variables at their defaults, NOMAD_ALLOC_DIR at /alloc.
+      const variables = (await parseFile('envoy.nomad.hcl')).variable as Record<string, Body[]>;
+      const value = (raw: unknown) => interpolated(String(raw)).replace(/^\$\{var\.([a-z_]+)\}$/, (_, name: string) => String(variables[name]![0]!.default));
+      const taskEnv = Object.fromEntries(Object.entries(authz.task.env[0] as Body).map(([name, raw]) => [name, value(raw)]));
+      const config = loadAuthzConfig({ ...taskEnv, REDIS_URL: 'redis://redis.example:6379' });
+      assert.deepEqual(config.grpcListen, { path: ALLOC_SOCKET });
+      assert.equal(config.metricsPort, portTo(authz.group, 'authz_metrics'));
     });
 
-    it('health-checks the gRPC service name authz serves: a real authz answers SERVING for it', async function () {
-      const service = (authz.group.service as Body[]).find((s) => s.name === 'authz')!;
-      const check = (service.check as Body[])[0]!;
-      assert.equal(check.type, 'grpc');
+    it("puts authz's socket in the allocation's directory, and Envoy's authz cluster points at the same path", function () {
+      assert.equal(authz.task.env[0].AUTHZ_GRPC_SOCKET, '${NOMAD_ALLOC_DIR}/tmp/authz.sock');
+      const template = (envoy.task.template as Body[]).find((t) => t.destination === 'local/envoy.yaml')!.data;
+      assert.match(template, /pipe: \{ path: \{\{ env "NOMAD_ALLOC_DIR" \}\}\/tmp\/authz\.sock \}/);
+      const rendered = parseYaml(renderEnvoyTemplate(template)) as Body;
+      assert.deepEqual(authzAddressOf(rendered), { pipe: { path: interpolated(authz.task.env[0].AUTHZ_GRPC_SOCKET) } });
+    });
+
+    it("opens no network port for authz's gRPC: its task publishes the metrics port alone, and no service or check names gRPC", function () {
+      const ports = Object.keys(authz.group.network[0].port).sort();
+      assert.deepEqual(ports, ['authz_metrics', 'edge', 'stats']);
+      assert.deepEqual(authz.task.config[0].ports, ['authz_metrics']);
+      assert.equal(String(portTo(authz.group, 'authz_metrics')), authz.task.env[0].AUTHZ_METRICS_PORT);
+      assert.equal(authz.task.env[0].AUTHZ_GRPC_LISTEN, undefined);
+      const services = [...((authz.group.service ?? []) as Body[]), ...((authz.task.service ?? []) as Body[])];
+      assert.deepEqual(services.map((service) => service.name).sort(), ['authz-metrics', 'platform-edge', 'platform-edge-metrics']);
+      for (const service of services) {
+        assert.ok(!(service.check ?? []).some((check: Body) => check.type === 'grpc'), `service ${service.name} has a gRPC check`);
+      }
+    });
+
+    it("health-checks, from Envoy, the gRPC service name authz serves: a real authz answers SERVING for it on its socket", async function () {
+      const template = (envoy.task.template as Body[]).find((t) => t.destination === 'local/envoy.yaml')!.data;
+      const cluster = (parseYaml(renderEnvoyTemplate(template)).static_resources.clusters as Body[]).find((c) => c.name === 'authz')!;
+      const [check] = cluster.health_checks as Body[];
       const redis = connectTestRedis();
       const running = await startTestAuthz({ redis, clock: systemClock, agentDomain: 'nomad-jobs.test' });
       try {
-        assert.deepEqual(await running.client.healthCheck(check.grpc_service), { status: 'SERVING' });
+        assert.ok(isUnixSocket(running.authz.grpcTarget));
+        assert.deepEqual(await running.client.healthCheck(check!.grpc_health_check.service_name ?? ''), { status: 'SERVING' });
       } finally {
         await running.close();
         redis.disconnect();
@@ -299,19 +344,17 @@ describe('nomad-jobs/*.hcl', function () {
   });
 
   it('every platform task drops every capability and cannot gain privileges', async function () {
-    for (const file of ['control.nomad.hcl', 'authz.nomad.hcl', 'envoy.nomad.hcl']) {
-      const [config] = (await readJob(file)).task.config as Body[];
-      assert.deepEqual(config!.cap_drop, ['ALL'], file);
-      assert.equal(config!.cap_add, undefined, file);
-      assert.deepEqual(config!.security_opt, ['no-new-privileges'], file);
+    for (const [file, task] of [['control.nomad.hcl'], ['envoy.nomad.hcl', 'authz'], ['envoy.nomad.hcl', 'envoy']] as const) {
+      const [config] = (await readJob(file, task)).task.config as Body[];
+      assert.deepEqual(config!.cap_drop, ['ALL'], `${file} ${task ?? ''}`);
+      assert.equal(config!.cap_add, undefined, `${file} ${task ?? ''}`);
+      assert.deepEqual(config!.security_opt, ['no-new-privileges'], `${file} ${task ?? ''}`);
     }
   });
 
-  it('control and authz run only on platform nodes, away from the agents\' firewalled bridge', async function () {
-    for (const file of ['control.nomad.hcl', 'authz.nomad.hcl']) {
-      const { job } = await readJob(file);
-      assert.deepEqual(job.constraint, [{ attribute: '${node.class}', value: 'platform' }], file);
-    }
+  it('control runs only on platform nodes, authz beside Envoy on edge nodes: neither on the agents\' firewalled bridge', async function () {
+    assert.deepEqual((await readJob('control.nomad.hcl')).job.constraint, [{ attribute: '${node.class}', value: 'platform' }]);
+    assert.deepEqual((await readJob('envoy.nomad.hcl', 'authz')).job.constraint, [{ attribute: '${node.class}', value: 'edge' }]);
   });
 
   it("calls only functions Nomad's job language has", async function () {
@@ -327,7 +370,7 @@ describe('nomad-jobs/*.hcl', function () {
     let envoy: ParsedJob;
     let template: string;
     before(async function () {
-      envoy = await readJob('envoy.nomad.hcl');
+      envoy = await readJob('envoy.nomad.hcl', 'envoy');
       template = (envoy.task.template as Body[]).find((t) => t.destination === 'local/envoy.yaml')!.data;
     });
 
@@ -338,32 +381,37 @@ describe('nomad-jobs/*.hcl', function () {
       assert.ok(envoy.task.config[0].args.includes('/local/envoy.yaml'));
     });
 
-    it('renders envoy/envoy.yaml exactly, with authz\'s endpoints from Consul', function () {
+    it("renders envoy/envoy.yaml exactly, with authz's socket in the allocation's directory", function () {
       assert.ok(!/\$\{|%\{/.test(template), 'HCL would interpolate ${ or %{ inside the template');
-      for (const instances of [AUTHZ_INSTANCES, AUTHZ_INSTANCES.slice(0, 1), []]) {
-        const rendered = parseYaml(renderEnvoyTemplate(template, instances));
-        assert.deepEqual(rendered, envoyYamlWithAuthz(instances), `rendered with ${instances.length} authz instance(s)`);
-      }
+      assert.deepEqual(parseYaml(renderEnvoyTemplate(template)), envoyYamlWithAuthzSocket(ALLOC_SOCKET));
+    });
+
+    it('renders once: no Consul lookup, so neither authz nor anything else in Consul can re-render it and restart Envoy', function () {
+      const [rendering] = envoy.task.template as Body[];
+      assert.equal((envoy.task.template as Body[]).length, 1);
+      assert.doesNotMatch(template, /\{\{[^}]*\b(service|services|key|keyOrDefault|ls|tree|nomadService|secret|nomadVar)\b/);
+      assert.equal(rendering!.change_mode, 'noop');
+      assert.equal(envoy.task.consul ?? envoy.group.consul, undefined, 'no Consul token: the task reads nothing from Consul');
     });
 
     it("fills the CORS policy's allowed origin from the job's console_origin, as a JSON string", function () {
       assert.equal(envoy.task.env[0].CONSOLE_ORIGIN, '${var.console_origin}');
       const origin = 'https://platform.example.com:8443';
-      const rendered = parseYaml(renderEnvoyTemplate(template, AUTHZ_INSTANCES, { CONSOLE_ORIGIN: origin }));
+      const rendered = parseYaml(renderEnvoyTemplate(template, { ...ENVOY_TASK_ENV, CONSOLE_ORIGIN: origin }));
       const host = rendered.static_resources.listeners[0].filter_chains[0].filters[0].typed_config.route_config.virtual_hosts[0];
       assert.deepEqual(host.typed_per_filter_config['envoy.filters.http.cors'].allow_origin_string_match, [{ exact: origin }]);
     });
 
     it('renders a bootstrap Envoy accepts (v3 protos, no unknown field)', function () {
       const schema = new EnvoySchema(loadEnvoyRoot());
-      const issues = schema.check('envoy.config.bootstrap.v3.Bootstrap', parseYaml(renderEnvoyTemplate(template, AUTHZ_INSTANCES)));
+      const issues = schema.check('envoy.config.bootstrap.v3.Bootstrap', parseYaml(renderEnvoyTemplate(template)));
       assert.deepEqual(issues, []);
     });
 
     it('notices drift: a template edited apart from envoy.yaml no longer matches', function () {
       assert.ok(template.includes('timeout: 0.25s'));
-      const drifted = parseYaml(renderEnvoyTemplate(template.replace('timeout: 0.25s', 'timeout: 0.5s'), AUTHZ_INSTANCES));
-      assert.notDeepStrictEqual(drifted, envoyYamlWithAuthz(AUTHZ_INSTANCES));
+      const drifted = parseYaml(renderEnvoyTemplate(template.replace('timeout: 0.25s', 'timeout: 0.5s')));
+      assert.notDeepStrictEqual(drifted, envoyYamlWithAuthzSocket(ALLOC_SOCKET));
     });
   });
 
@@ -387,10 +435,11 @@ describe('nomad-jobs/*.hcl', function () {
       }
     });
 
-    it('authz: authz-metrics, at the path its metrics port answers', async function () {
-      const [target, ...others] = scrapeTargets(await readJob('authz.nomad.hcl'));
-      assert.equal(others.length, 0);
-      assert.equal(target!.name, 'authz-metrics');
+    it("authz: authz-metrics in Envoy's group, on the port its task publishes, at the path its metrics port answers", async function () {
+      const authz = await readJob('envoy.nomad.hcl', 'authz');
+      const target = scrapeTargets(authz).find((service) => service.name === 'authz-metrics');
+      assert.ok(target, 'a scrape target authz-metrics');
+      assert.ok((authz.task.config[0].ports as string[]).includes(target.port));
       const redis = connectTestRedis();
       const running = await startTestAuthz({ redis, clock: systemClock, agentDomain: 'nomad-jobs-metrics.test' });
       try {
@@ -404,10 +453,10 @@ describe('nomad-jobs/*.hcl', function () {
     });
 
     it("Envoy: platform-edge-metrics on the static port of envoy.yaml's prometheus_stats listener, whose one proxied path is the meta's", async function () {
-      const envoy = await readJob('envoy.nomad.hcl');
-      const [target, ...others] = scrapeTargets(envoy);
-      assert.equal(others.length, 0);
-      assert.equal(target!.name, 'platform-edge-metrics');
+      const envoy = await readJob('envoy.nomad.hcl', 'envoy');
+      const targets = scrapeTargets(envoy);
+      assert.deepEqual(targets.map((service) => service.name).sort(), ['authz-metrics', 'platform-edge-metrics']);
+      const target = targets.find((service) => service.name === 'platform-edge-metrics');
       const config = parseYaml(readFileSync(ENVOY_YAML, 'utf8')) as Body;
       const listener = (config.static_resources.listeners as Body[]).find((l) => l.name === 'prometheus_stats')!;
       const port = (envoy.group.network[0].port as Record<string, Body[]>)[target!.port]![0]!;
@@ -442,25 +491,26 @@ describe('nomad-jobs/*.hcl', function () {
     });
   });
 
-  describe('the Envoy task’s Consul identity', function () {
-    it('has a consul block, without which Nomad gives the task no Consul token and the template sees no authz', async function () {
+  describe('Consul identities on edge nodes', function () {
+    it('neither Envoy nor authz has a consul block: nothing in the edge group reads Consul, so neither gets a Consul token', async function () {
+      // A task gets a Consul token only with a consul block on it or its group
+      // (nomad/job_endpoint_hook_implicit_identities.go, `handleConsulTask`): none is needed now.
       const job = await parseFile('envoy.nomad.hcl');
-      const task = job.job['platform-edge'][0].group.edge[0].task.envoy[0];
-      assert.ok(task.consul || job.job['platform-edge'][0].group.edge[0].consul, 'a consul block on the task or its group');
-      assert.match(JSON.stringify(task.template), /service \\"authz\\"/, 'the template reads service authz');
-    });
-
-    it('its policy reads service authz and the nodes, nothing else', async function () {
-      const rules = await parseFile('edge-consul-policy.hcl');
-      assert.deepEqual(Object.keys(rules).sort(), ['node_prefix', 'service']);
-      assert.deepEqual(rules.service, { authz: [{ policy: 'read' }] });
-      assert.deepEqual(rules.node_prefix, { '': [{ policy: 'read' }] });
+      const group = job.job['platform-edge'][0].group.edge[0];
+      assert.equal(group.consul, undefined);
+      for (const [name, [task]] of Object.entries(group.task as Record<string, Body[]>)) {
+        assert.equal(task!.consul, undefined, name);
+        assert.doesNotMatch(JSON.stringify(task!.template ?? []), /service \\"|\{\{ ?services/, `${name}'s templates read Consul's catalog`);
+      }
     });
   });
 
   describe('the platform image and the probes', function () {
-    /** The program each platform job runs from the platform image. */
-    const PROGRAMS = { 'control.nomad.hcl': 'control', 'authz.nomad.hcl': 'authz' } as const;
+    /** The program each platform task runs from the platform image: [file, task, program]. */
+    const PROGRAMS = [
+      ['control.nomad.hcl', undefined, 'control'],
+      ['envoy.nomad.hcl', 'authz', 'authz'],
+    ] as const;
 
     /** Every service of the job's group and task, each with its checks. */
     const servicesOf = ({ group, task }: ParsedJob): Body[] => [...((group.service ?? []) as Body[]), ...((task.service ?? []) as Body[])];
@@ -472,9 +522,9 @@ describe('nomad-jobs/*.hcl', function () {
       assert.equal(tagged, 'localhost/agent-platform:latest');
       const build = JSON.parse(readFileSync(new URL('../tsconfig.build.json', import.meta.url), 'utf8'));
       assert.deepEqual([build.compilerOptions.rootDir, build.compilerOptions.outDir], ['.', 'dist'], 'dist/ mirrors the source tree');
-      for (const [file, program] of Object.entries(PROGRAMS)) {
+      for (const [file, task, program] of PROGRAMS) {
         assert.equal((await parseFile(file)).variable.image[0].default, tagged, `${file}: the image variable defaults to what the build script tags`);
-        const config = (await readJob(file)).task.config[0];
+        const config = (await readJob(file, task)).task.config[0];
         assert.equal(config.image, '${var.image}', file);
         assert.equal(config.command, 'node', file);
         assert.deepEqual(config.args, [`dist/${program}/main.js`], file);
@@ -484,8 +534,8 @@ describe('nomad-jobs/*.hcl', function () {
     });
 
     it('restarts hang on liveness checks only: check_restart sits on /livez checks, never on a service or a readiness check', async function () {
-      for (const file of ['control.nomad.hcl', 'authz.nomad.hcl', 'envoy.nomad.hcl']) {
-        for (const service of servicesOf(await readJob(file))) {
+      for (const [file, task] of [['control.nomad.hcl'], ['envoy.nomad.hcl', 'authz'], ['envoy.nomad.hcl', 'envoy']] as const) {
+        for (const service of servicesOf(await readJob(file, task))) {
           // On a service, check_restart would apply to every check of it (job-specification/check_restart).
           assert.equal(service.check_restart, undefined, `${file}: service ${service.name} has check_restart`);
           for (const check of checksOf(service).filter((c) => c.check_restart)) {
@@ -493,8 +543,8 @@ describe('nomad-jobs/*.hcl', function () {
           }
         }
       }
-      for (const file of Object.keys(PROGRAMS)) {
-        const checks = servicesOf(await readJob(file)).flatMap(checksOf);
+      for (const [file, task] of PROGRAMS) {
+        const checks = servicesOf(await readJob(file, task)).flatMap(checksOf);
         assert.ok(checks.some((c) => c.check_restart), `${file}: a wedged process is never restarted`);
       }
     });
@@ -525,24 +575,22 @@ describe('nomad-jobs/*.hcl', function () {
       }
     });
 
-    it('authz: with Redis down, its restarting check passes and its routing check (gRPC health) fails', async function () {
-      const { group } = await readJob('authz.nomad.hcl');
+    it("authz: with Redis down, its restarting check passes, and only Envoy's own health check of it fails (no Consul routing check)", async function () {
+      const { group, task } = await readJob('envoy.nomad.hcl', 'envoy');
+      const cluster = (parseYaml(renderEnvoyTemplate((task.template as Body[])[0]!.data)).static_resources.clusters as Body[]).find((c) => c.name === 'authz')!;
       const deadRedis = new Redis(await freePort(), '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 200, lazyConnect: true });
       deadRedis.on('error', () => undefined);
       const running = await startTestAuthz({ redis: deadRedis, clock: systemClock, agentDomain: 'nomad-jobs-probes.test' });
       try {
-        const portOf: Record<string, number> = { grpc: running.authz.grpcPort, metrics: running.authz.metricsPort };
-        const routed = (group.service as Body[]).find((s) => s.name === 'authz')!;
-        for (const check of checksOf(routed)) {
-          assert.equal(check.check_restart, undefined);
-          assert.equal(check.type, 'grpc');
-          assert.deepEqual(await running.client.healthCheck(check.grpc_service), { status: 'NOT_SERVING' });
+        for (const check of cluster.health_checks as Body[]) {
+          assert.deepEqual(await running.client.healthCheck(check.grpc_health_check.service_name ?? ''), { status: 'NOT_SERVING' });
         }
-        for (const service of group.service as Body[]) {
-          for (const check of checksOf(service).filter((c) => c.check_restart)) {
-            const port = portOf[check.port ?? service.port];
-            assert.equal((await fetch(`http://127.0.0.1:${port}${check.path}`)).status, 200, `check "${check.name}" (${check.path})`);
-          }
+        const authzService = (group.service as Body[]).find((s) => s.name === 'authz-metrics')!;
+        const checks = checksOf(authzService);
+        assert.ok(checks.length > 0);
+        for (const check of checks) {
+          assert.ok(check.check_restart, `check "${check.name}" on authz-metrics restarts nothing: it is there for the restart`);
+          assert.equal((await fetch(`http://127.0.0.1:${running.authz.metricsPort}${check.path}`)).status, 200, `check "${check.name}" (${check.path})`);
         }
       } finally {
         await running.close();

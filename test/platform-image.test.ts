@@ -1,11 +1,15 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { chmodSync, lstatSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { connectDatabase } from '../control/db/database.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { AuthorizationTestClient, denialOf } from './support/edge-authz.js';
+import { processTree, tcpListenPorts } from './support/listeners.js';
 
 /**
  * The platform image as Nomad runs it: built by scripts/build-platform-image.sh, then authz and
@@ -35,11 +39,11 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
   let hostOptions: string[];
 
   /** Starts `command` from the image with the limits the Nomad jobs set; waits until `ready` answers. */
-  async function startContainer(name: string, env: Record<string, string>, command: string[], readyUrl: string): Promise<void> {
+  async function startContainer(name: string, env: Record<string, string>, command: string[], readyUrl: string, runOptions: string[] = []): Promise<void> {
     const container = `${prefix}-${name}`;
     containers.push(container);
     await podman([
-      'run', '-d', '--name', container, ...hostOptions,
+      'run', '-d', '--name', container, ...hostOptions, ...runOptions,
       '--network', 'host', '--cap-drop', 'all', '--security-opt', 'no-new-privileges', '--pids-limit', '512', '--memory', '512m',
       ...Object.entries(env).flatMap(([key, value]) => ['-e', `${key}=${value}`]),
       IMAGE, ...command,
@@ -91,25 +95,42 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
   });
 
   describe('authz from the image', function () {
-    let grpcPort: number;
+    let socketDir: string;
     let metricsPort: number;
     let client: AuthorizationTestClient;
 
     before(async function () {
-      grpcPort = await freePort();
+      // As in Nomad: the socket in a directory mounted into the container (the allocation's
+      // tmp/, writable by every task's user), which a client of another user connects to.
+      socketDir = mkdtempSync(join(tmpdir(), 'authz-image-'));
+      chmodSync(socketDir, 0o777);
       metricsPort = await freePort();
       await startContainer('authz', {
         REDIS_URL: process.env.TEST_REDIS_URL!,
         REDIS_KEY_PREFIX: 'platform-image:',
         AUTHZ_HOST: '127.0.0.1',
-        AUTHZ_GRPC_PORT: String(grpcPort),
+        AUTHZ_GRPC_SOCKET: '/alloc/tmp/authz.sock',
         AUTHZ_METRICS_PORT: String(metricsPort),
         AGENT_DOMAIN: 'platform-image.test',
-        // AUTHZ_WORKERS unset: as many workers as cores behind a primary (the Nomad job sets 1). Ready means a worker serves.
-      }, ['node', 'dist/authz/main.js'], `http://127.0.0.1:${metricsPort}/readyz`);
-      client = new AuthorizationTestClient(`127.0.0.1:${grpcPort}`);
+        // AUTHZ_WORKERS unset: as many workers as cores behind a primary (the Nomad job sets authz_workers). Ready means a worker serves.
+      }, ['node', 'dist/authz/main.js'], `http://127.0.0.1:${metricsPort}/readyz`, ['-v', `${socketDir}:/alloc/tmp`]);
+      client = new AuthorizationTestClient(`unix:${join(socketDir, 'authz.sock')}`);
     });
-    after(() => client?.close());
+    after(() => {
+      client?.close();
+      if (socketDir) rmSync(socketDir, { recursive: true, force: true });
+    });
+
+    it('serves gRPC on the mounted socket, open to other users (mode 0666), and listens on TCP for nothing but metrics', async function () {
+      const stats = lstatSync(join(socketDir, 'authz.sock'));
+      assert.ok(stats.isSocket());
+      assert.equal(stats.mode & 0o777, 0o666);
+      assert.equal(stats.uid, 1000, "created by the image's user");
+      const container = containers.find((name) => name.endsWith('-authz'))!;
+      const pid = Number((await podman(['inspect', '--format', '{{.State.Pid}}', container])).trim());
+      // The container shares the host's network namespace here, so /proc/net/tcp shows its listeners.
+      assert.deepEqual(tcpListenPorts(processTree(pid)), [metricsPort]);
+    });
 
     it('is ready while Redis answers, on /readyz (and /healthz) and in gRPC health', async function () {
       for (const path of ['/readyz', '/healthz']) {

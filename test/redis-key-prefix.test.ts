@@ -96,6 +96,6 @@ describe('Redis key prefix', function () {
       assert.throws(() => loadAuthzConfig({ REDIS_URL: 'redis://localhost', REDIS_KEY_PREFIX: prefix }), /REDIS_KEY_PREFIX:/);
     }
     assert.equal(loadConfig({ ...control, REDIS_KEY_PREFIX: 'eu-1:' }).redisKeyPrefix, 'eu-1:');
-    assert.equal(loadAuthzConfig({ REDIS_URL: 'redis://localhost', REDIS_KEY_PREFIX: 'eu-1:' }).redisKeyPrefix, 'eu-1:');
+    assert.equal(loadAuthzConfig({ REDIS_URL: 'redis://localhost', REDIS_KEY_PREFIX: 'eu-1:', AUTHZ_GRPC_SOCKET: '/run/agent-platform/authz.sock' }).redisKeyPrefix, 'eu-1:');
   });
 });

@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -8,6 +9,7 @@ import { freePort } from '../scripts/lib/local-services.js';
 import { containersOf } from './support/podman.js';
 import { ensureTestImage, TEST_IMAGE } from './support/test-image.js';
 import { waitFor } from './support/wait.js';
+import { processTree, tcpListenPorts, unixListenPaths } from './support/listeners.js';
 
 /**
  * The real `scripts/up.ts` (what `npm run up` runs once dependencies are installed), on
@@ -58,7 +60,7 @@ describe('npm run up: supervises, then stops fully', function () {
     workDir = mkdtempSync(join(tmpdir(), 'platform-up-'));
     chmodSync(workDir, 0o755); // Postgres runs as the postgres user when we are root
     ports = {};
-    for (const name of ['postgres', 'redis', 'control', 'controlMetrics', 'grpc', 'metrics', 'edge']) ports[name] = await freePort();
+    for (const name of ['postgres', 'redis', 'control', 'controlMetrics', 'metrics', 'edge']) ports[name] = await freePort();
     up = spawn(process.execPath, ['--import', 'tsx', 'scripts/up.ts'], {
       env: {
         ...process.env,
@@ -67,7 +69,6 @@ describe('npm run up: supervises, then stops fully', function () {
         UP_REDIS_PORT: String(ports.redis),
         CONTROL_PORT: String(ports.control),
         CONTROL_METRICS_PORT: String(ports.controlMetrics),
-        AUTHZ_GRPC_PORT: String(ports.grpc),
         AUTHZ_METRICS_PORT: String(ports.metrics),
         EDGE_PORT: String(ports.edge),
         PODMAN_INSTANCE: `up-test-${ports.control}`,
@@ -126,6 +127,23 @@ describe('npm run up: supervises, then stops fully', function () {
     assert.match(text, /^process_cpu_user_seconds_total [0-9.e-]+$/m);
   });
 
+  it("runs authz with gRPC on a socket in the data dir and no TCP listener but its metrics port", async () => {
+    const [authz] = started('authz');
+    const pids = processTree(authz!);
+    assert.deepEqual(tcpListenPorts(pids), [ports.metrics], 'authz listens on TCP for metrics alone');
+    const socket = join(workDir, 'data', 'authz.sock');
+    assert.deepEqual(unixListenPaths(pids), [socket]);
+    assert.match(output, new RegExp(`authz +gRPC on unix:${socket.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, for the edge only`));
+    // The edge reaches authz there: an unknown hostname is authz's own 404.
+    const status = await new Promise<number>((resolve, reject) => {
+      httpRequest({ host: '127.0.0.1', port: ports.edge, path: '/', headers: { host: 'nobody.agents.localhost' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      }).on('error', reject).end();
+    });
+    assert.equal(status, 404);
+  });
+
   it('stops every process it started on Ctrl-C, Postgres and Redis included, and exits 0', async () => {
     const pids = ['redis', 'control', 'authz', 'edge'].flatMap(started);
     const postgres = postmasterPid();
@@ -137,6 +155,7 @@ describe('npm run up: supervises, then stops fully', function () {
     assert.equal(await exited, 0, output.slice(-2000));
     assert.deepEqual(pids.filter(isAlive), [], 'no child of up.ts still runs');
     assert.ok(!isAlive(postgres!), 'Postgres stopped');
-    for (const name of ['postgres', 'redis', 'control', 'grpc', 'edge']) assert.ok(!(await isListening(ports[name]!)), `nothing listens on the ${name} port`);
+    for (const name of ['postgres', 'redis', 'control', 'metrics', 'edge']) assert.ok(!(await isListening(ports[name]!)), `nothing listens on the ${name} port`);
+    assert.ok(!existsSync(join(workDir, 'data', 'authz.sock')), "authz's socket went with it");
   });
 });

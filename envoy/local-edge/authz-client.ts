@@ -2,6 +2,7 @@ import { constants, type ClientHttp2Session, type ClientHttp2Stream, type Incomi
 import type protobuf from 'protobufjs';
 import { decodeGrpcMessage, frameMessage, grpcTimeoutHeader, isGrpcContentType, MessageDeframer } from '../../proto/grpc-wire.js';
 import { EXTERNAL_AUTH_PROTO, loadEnvoyRoot } from '../../proto/load.js';
+import { isUnixSocket, parseGrpcTarget } from '../../contract/grpc-target.js';
 import type { buildCheckRequest } from './check-request.js';
 import type { CheckResponse } from './authz-answer.js';
 import { Http2Channel } from './http2-channel.js';
@@ -19,20 +20,24 @@ const CHECK_PATH = '/envoy.service.auth.v3.Authorization/Check';
 
 /**
  * A gRPC client of envoy.service.auth.v3.Authorization's unary Check at `address`
- * (host:port, plaintext HTTP/2), written to grpc/grpc's doc/PROTOCOL-HTTP2.md over one
+ * (unix:/path of authz's socket, or host:port; plaintext HTTP/2), written to grpc/grpc's doc/PROTOCOL-HTTP2.md over one
  * node:http2 connection (Http2Channel). grpc-js's client did the same with a resolver,
  * a load balancer, call credentials, interceptors and filters on every call: a third of
  * the local edge's CPU. Every call is a Check; no decision is ever cached.
  */
 export function createAuthzClient(address: string): AuthzClient {
-  const channel = new Http2Channel(address);
+  const target = parseGrpcTarget(address);
+  if ('problem' in target) throw new Error(`authz's address: ${target.problem}`);
+  const channel = new Http2Channel(target);
+  // gRPC's authority for a Unix socket is "localhost" (grpc-js, resolver-uds.ts, getDefaultAuthority).
+  const authority = isUnixSocket(target) ? 'localhost' : address;
   const { request: requestType, response: responseType } = checkTypes();
   const headersByDeadline = new Map<number, Record<string, string>>();
   const headersFor = (deadlineMs: number) => {
     let headers = headersByDeadline.get(deadlineMs);
     if (headers === undefined) {
       // PROTOCOL-HTTP2.md, "Requests": Call-Definition; the deadline as Timeout.
-      headers = { ':method': 'POST', ':scheme': 'http', ':authority': address, ':path': CHECK_PATH, te: 'trailers', 'content-type': 'application/grpc', 'grpc-timeout': grpcTimeoutHeader(deadlineMs) };
+      headers = { ':method': 'POST', ':scheme': 'http', ':authority': authority, ':path': CHECK_PATH, te: 'trailers', 'content-type': 'application/grpc', 'grpc-timeout': grpcTimeoutHeader(deadlineMs) };
       if (headersByDeadline.size < 16) headersByDeadline.set(deadlineMs, headers);
     }
     return headers;

@@ -1,4 +1,6 @@
 import { keyPrefixProblem } from '../../contract/key-prefix.js';
+import { formatGrpcTarget, parseGrpcTarget } from '../../contract/grpc-target.js';
+import { AUTHZ_SOCKET_PATH } from './envoy-parity.js';
 import { DEFAULT_EDGE_CLIENT_LIMITS, type LocalEdgeOptions } from './server.js';
 
 type Env = Record<string, string | undefined>;
@@ -12,8 +14,9 @@ export interface LocalEdgeConfig extends LocalEdgeOptions {
 }
 
 /**
- * EDGE_HOST (127.0.0.1), EDGE_PORT (7080), AUTHZ_ADDRESS (127.0.0.1:7091, as envoy.yaml's
- * authz cluster), CONSOLE_ORIGIN (the web console's origin, whose CORS preflights the edge
+ * EDGE_HOST (127.0.0.1), EDGE_PORT (7080), AUTHZ_ADDRESS (authz's gRPC server as gRPC names
+ * it: unix:/path of its socket, or host:port; default unix:/run/agent-platform/authz.sock,
+ * envoy.yaml's authz cluster), CONSOLE_ORIGIN (the web console's origin, whose CORS preflights the edge
  * answers: http://127.0.0.1:7070, as envoy.yaml's CorsPolicy), and the client limits EDGE_HEADERS_TIMEOUT_MS, EDGE_REQUEST_TIMEOUT_MS and
  * EDGE_MAX_CONNECTIONS_PER_ADDRESS (defaults: DEFAULT_EDGE_CLIENT_LIMITS); REDIS_URL (required)
  * and REDIS_KEY_PREFIX for the request figures.
@@ -29,8 +32,9 @@ export function loadLocalEdgeConfig(env: Env): Readonly<LocalEdgeConfig> {
     return fallback;
   };
   const port = integer('EDGE_PORT', 7080, 0, 65535);
-  const authzAddress = env.AUTHZ_ADDRESS || '127.0.0.1:7091';
-  if (!/^[^\s:]+:\d{1,5}$/.test(authzAddress)) problems.push(`AUTHZ_ADDRESS: expected host:port of authz's gRPC server, got "${authzAddress}"`);
+  const authzAddress = env.AUTHZ_ADDRESS || formatGrpcTarget({ path: AUTHZ_SOCKET_PATH });
+  const authzTarget = parseGrpcTarget(authzAddress);
+  if ('problem' in authzTarget) problems.push(`AUTHZ_ADDRESS: authz's gRPC server, ${authzTarget.problem}`);
   const consoleOrigin = env.CONSOLE_ORIGIN || 'http://127.0.0.1:7070';
   // An Origin header is scheme://host[:port], nothing after: anything else would never match.
   if (!/^https?:\/\/[^/\s]+$/.test(consoleOrigin)) problems.push(`CONSOLE_ORIGIN: expected scheme://host[:port] without a path, as a browser sends Origin, got "${consoleOrigin}"`);

@@ -3,6 +3,12 @@
  * does. test/local-edge-parity.test.ts reads envoy.yaml and fails when they drift apart.
  */
 
+/**
+ * Cluster `authz`'s pipe address: where Envoy reaches authz, its sidecar, on a host
+ * without Nomad (the Nomad job's template puts the socket in the allocation's directory).
+ */
+export const AUTHZ_SOCKET_PATH = '/run/agent-platform/authz.sock';
+
 /** ext_authz `grpc_service.timeout` (35s): above authz's longest Check, a parked agent's wake (WAKE_TIMEOUT_SECONDS, 30 s at most). */
 export const EXT_AUTHZ_TIMEOUT_MS = 35_000;
 

@@ -1,4 +1,6 @@
 import { connect, type ClientHttp2Session } from 'node:http2';
+import net from 'node:net';
+import { formatGrpcTarget, isUnixSocket, type GrpcTarget } from '../../contract/grpc-target.js';
 
 /** How long a connection to authz may take to open before calls stop waiting on it. */
 const CONNECT_TIMEOUT_MS = 2_000;
@@ -6,22 +8,30 @@ const CONNECT_TIMEOUT_MS = 2_000;
 const PING_TIMEOUT_MS = 1_000;
 
 /**
- * One plaintext HTTP/2 connection to `authority` (host:port), shared by every call and
- * opened again, on the next call, once it has closed, been told GOAWAY, or failed to
- * open in time: gRPC's channel, without its load balancing, for one address.
+ * One plaintext HTTP/2 connection to authz at `target` (its Unix socket, as Envoy reaches
+ * its sidecar, or host:port), shared by every call and opened again, on the next call,
+ * once it has closed, been told GOAWAY, or failed to open in time: gRPC's channel,
+ * without its load balancing, for one address.
  */
 export class Http2Channel {
   #session: ClientHttp2Session | null = null;
   #closed = false;
+  readonly #name: string;
 
-  constructor(private readonly authority: string) {}
+  constructor(private readonly target: GrpcTarget) {
+    this.#name = formatGrpcTarget(target);
+  }
 
   /** The open connection, or a new one (calls made on it while it connects wait for it). */
   session(): ClientHttp2Session {
     if (this.#closed) throw new Error('the channel to authz is closed');
     const current = this.#session;
     if (current !== null && !current.closed && !current.destroyed) return current;
-    const session = connect(`http://${this.authority}`);
+    const { target } = this;
+    // node:http2 dials TCP from the URL; a socket path goes through createConnection instead.
+    const session = isUnixSocket(target)
+      ? connect('http://localhost', { createConnection: () => net.connect(target.path) })
+      : connect(`http://${this.#name}`);
     this.#session = session;
     // A failure reaches each call through its stream; the session's own event needs a listener.
     session.on('error', () => undefined);
@@ -32,7 +42,7 @@ export class Http2Channel {
     // PROTOCOL-HTTP2.md, "GOAWAY Frame": no new calls on this connection; Node closes it once its calls end.
     session.once('goaway', forget);
     const connectTimer = setTimeout(() => {
-      if (session.connecting) session.destroy(new Error(`connecting to authz at ${this.authority} timed out`));
+      if (session.connecting) session.destroy(new Error(`connecting to authz at ${this.#name} timed out`));
     }, CONNECT_TIMEOUT_MS);
     session.once('connect', () => clearTimeout(connectTimer));
     session.once('close', () => clearTimeout(connectTimer));

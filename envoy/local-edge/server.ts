@@ -19,7 +19,7 @@ export interface LocalEdgeOptions {
   port?: number;
   /** Default 127.0.0.1: the local edge is for one machine. */
   host?: string;
-  /** authz's gRPC address, host:port. */
+  /** authz's gRPC server as gRPC names it: `unix:/path` of its socket (as Envoy reaches its sidecar) or `host:port`. */
   authzAddress: string;
   /**
    * How a Check reaches authz; default: gRPC to `authzAddress`, as Envoy's ext_authz sends

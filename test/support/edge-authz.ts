@@ -1,19 +1,23 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { credentials, makeGenericClientConstructor, type ServiceError } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
 import { pino } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import { loadAuthorizationService } from '../../proto/load.js';
-import { loadAuthzConfig } from '../../authz/config.js';
+import { loadAuthzConfig, type AuthzServerKind } from '../../authz/config.js';
 import { startAuthz, type RunningAuthz } from '../../authz/server.js';
 import { healthServiceDefinition, type HealthCheckReply } from '../../authz/health.js';
 import { scanKeys } from '../../control/redis.js';
 
 /**
- * authz on port 0 with real Redis (the run's TEST_REDIS_URL), a gRPC client that calls
- * Check as Envoy does, and a writer of the control API's projection keys (the same key
- * names authz's Lua script reads). Each suite has a Redis key prefix of its own: authz
- * reads through the client it is given, which carries the prefix.
+ * authz on a Unix socket of its own (as Envoy's sidecar) with real Redis (the run's
+ * TEST_REDIS_URL), a gRPC client that calls Check as Envoy does, and a writer of the
+ * control API's projection keys (the same key names authz's Lua script reads). Each suite
+ * has a Redis key prefix of its own: authz reads through the client it is given, which
+ * carries the prefix.
  */
 
 /**
@@ -24,6 +28,15 @@ export function connectTestRedis(keyPrefix = `s_${randomBytes(4).toString('hex')
   const url = process.env.TEST_REDIS_URL;
   if (!url) throw new Error('TEST_REDIS_URL is unset: run through mocha (test/support/global.ts starts Redis)');
   return new Redis(url, { maxRetriesPerRequest: 1, keyPrefix });
+}
+
+/**
+ * A path for a test authz's Unix socket (AUTHZ_GRPC_SOCKET), in a directory of its own
+ * under the OS's temp dir, so that authzs started at once never meet; `remove` deletes it.
+ */
+export function tempAuthzSocket(): { path: string; remove(): void } {
+  const dir = mkdtempSync(join(tmpdir(), 'authz-'));
+  return { path: join(dir, 'authz.sock'), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
 /** A DNS name no other suite uses, so hostnames cannot collide across files. */
@@ -44,20 +57,24 @@ export interface TestAuthzOptions {
   maxInFlight?: number;
   maxQueued?: number;
   wakeTimeoutSeconds?: number;
+  /** AUTHZ_SERVER: the gRPC server authz runs on (default: the config's, its own). */
+  server?: AuthzServerKind;
 }
 
 export async function startTestAuthz(options: TestAuthzOptions): Promise<TestAuthz> {
+  const socket = tempAuthzSocket();
   const config = loadAuthzConfig({
     REDIS_URL: process.env.TEST_REDIS_URL ?? 'redis://unused',
     REDIS_KEY_PREFIX: options.redis.options.keyPrefix,
     AGENT_DOMAIN: options.agentDomain,
-    AUTHZ_GRPC_PORT: '0',
+    AUTHZ_GRPC_SOCKET: socket.path,
     AUTHZ_METRICS_PORT: '0',
     AUTHZ_TRUST_EXTERNAL_ADDRESS: String(options.trustExternalAddress ?? false),
     AUTHZ_REDIS_TIMEOUT_MS: String(options.redisTimeoutMs ?? 100),
     AUTHZ_MAX_IN_FLIGHT: options.maxInFlight === undefined ? undefined : String(options.maxInFlight),
     AUTHZ_MAX_QUEUED: options.maxQueued === undefined ? undefined : String(options.maxQueued),
     WAKE_TIMEOUT_SECONDS: options.wakeTimeoutSeconds === undefined ? undefined : String(options.wakeTimeoutSeconds),
+    AUTHZ_SERVER: options.server,
   });
   const authz = await startAuthz(config, { redis: options.redis, clock: options.clock, logger: pino({ level: 'silent' }) });
   const client = new AuthorizationTestClient(authz.grpcAddress);
@@ -67,6 +84,7 @@ export async function startTestAuthz(options: TestAuthzOptions): Promise<TestAut
     async close() {
       client.close();
       await authz.close();
+      socket.remove();
     },
   };
 }

@@ -1,11 +1,12 @@
 import { pino } from 'pino';
 import { systemClock } from '../../contract/clock.js';
-import { loadAuthzConfig } from '../../authz/config.js';
+import { loadAuthzConfig, type AuthzServerKind } from '../../authz/config.js';
 import { startAuthz } from '../../authz/server.js';
 import { connectRedis } from '../../control/redis.js';
 import { startLocalEdge } from '../../envoy/local-edge/server.js';
 import { createRequestFigureRecorder } from '../../contract/request-figure-recorder.js';
 import type { TestControl } from './control-harness.js';
+import { tempAuthzSocket } from './edge-authz.js';
 
 export interface LocalEdgeStack {
   /** Where callers connect; the agent's hostname goes in Host. */
@@ -15,7 +16,8 @@ export interface LocalEdgeStack {
 }
 
 /**
- * The edge in front of a test control's agents, as production pairs them: authz reads the
+ * The edge in front of a test control's agents, as production pairs them: authz on a Unix
+ * socket the local edge connects to, as Envoy does to its sidecar; authz reads the
  * control's projection with the control's REDIS_KEY_PREFIX (and connects as authz/main.ts
  * does), and the local edge obeys authz and writes agents' request figures there, as
  * envoy/local-edge/main.ts does.
@@ -27,13 +29,17 @@ export interface LocalEdgeStackOptions {
   consoleOrigin?: string;
   /** authz's WAKE_TIMEOUT_SECONDS (default 30). */
   wakeTimeoutSeconds?: number;
+  /** authz's AUTHZ_SERVER (default: its own). */
+  authzServer?: AuthzServerKind;
 }
 
 export async function startLocalEdgeStack(control: TestControl, options: LocalEdgeStackOptions = {}): Promise<LocalEdgeStack> {
+  const socket = tempAuthzSocket();
   const config = loadAuthzConfig({
     REDIS_URL: process.env.TEST_REDIS_URL, REDIS_KEY_PREFIX: control.config.redisKeyPrefix,
-    AUTHZ_GRPC_PORT: '0', AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: control.config.agentUrl.domain,
+    AUTHZ_GRPC_SOCKET: socket.path, AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: control.config.agentUrl.domain,
     WAKE_TIMEOUT_SECONDS: options.wakeTimeoutSeconds === undefined ? undefined : String(options.wakeTimeoutSeconds),
+    AUTHZ_SERVER: options.authzServer,
   });
   const redis = connectRedis(config.redisUrl, config.redisKeyPrefix);
   const authz = await startAuthz(config, { redis, clock: systemClock, logger: pino({ level: 'silent' }) });
@@ -52,6 +58,7 @@ export async function startLocalEdgeStack(control: TestControl, options: LocalEd
       await requestFigures.close();
       await authz.close();
       redis.disconnect();
+      socket.remove();
     },
   };
 }
