@@ -1,5 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { Redis } from 'ioredis';
 import { edgeKeyNames, usageMonthOf } from '../contract/edge-keys.js';
@@ -49,13 +52,22 @@ async function startNoop(lean = false): Promise<ServerProcess> {
   return serverProcess(child, `127.0.0.1:${(JSON.parse(line) as { port: number }).port}`);
 }
 
+/**
+ * How a caller reaches authz: its Unix socket, as Envoy reaches its sidecar and `npm run up`
+ * runs it, or TCP (AUTHZ_GRPC_LISTEN), which h2load needs (it has no Unix socket client).
+ */
+export type AuthzTransport = 'socket' | 'tcp';
+
 /** authz as it runs in production: `authz/main.ts`, AUTHZ_WORKERS processes, on AUTHZ_SERVER's gRPC server. */
-export async function startAuthzProcess(redisUrl: string, agentDomain: string, workers: number, server: AuthzServerKind = 'own'): Promise<ServerProcess> {
+export async function startAuthzProcess(redisUrl: string, agentDomain: string, workers: number, server: AuthzServerKind = 'own', transport: AuthzTransport = 'tcp'): Promise<ServerProcess> {
   const [grpcPort, metricsPort] = [await freePort(), await freePort()];
+  const socketDir = transport === 'socket' ? mkdtempSync(join(tmpdir(), 'authz-bench-')) : undefined;
+  const listen = socketDir ? { AUTHZ_GRPC_SOCKET: join(socketDir, 'authz.sock') } : { AUTHZ_GRPC_LISTEN: `127.0.0.1:${grpcPort}` };
   const child = spawn(process.execPath, ['--import', 'tsx', 'authz/main.ts'], {
-    env: { PATH: process.env.PATH, REDIS_URL: redisUrl, AGENT_DOMAIN: agentDomain, AUTHZ_GRPC_LISTEN: `127.0.0.1:${grpcPort}`, AUTHZ_METRICS_PORT: String(metricsPort), AUTHZ_WORKERS: String(workers), AUTHZ_SERVER: server },
+    env: { PATH: process.env.PATH, REDIS_URL: redisUrl, AGENT_DOMAIN: agentDomain, ...listen, AUTHZ_METRICS_PORT: String(metricsPort), AUTHZ_WORKERS: String(workers), AUTHZ_SERVER: server },
     stdio: ['ignore', 'ignore', 'inherit'],
   });
+  if (socketDir) child.once('exit', () => rmSync(socketDir, { recursive: true, force: true }));
   // Ready when every worker shows in /metrics (one series of authz_process_checks_total each).
   for (let attempt = 0; ; attempt += 1) {
     const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((response) => response.text(), () => '');
@@ -63,7 +75,7 @@ export async function startAuthzProcess(redisUrl: string, agentDomain: string, w
     if (attempt > 300) throw new Error(`authz with ${workers} workers did not start`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return serverProcess(child, `127.0.0.1:${grpcPort}`);
+  return serverProcess(child, socketDir ? `unix:${join(socketDir, 'authz.sock')}` : `127.0.0.1:${grpcPort}`);
 }
 
 interface CpuRun {

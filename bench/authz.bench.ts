@@ -73,8 +73,10 @@ async function main(): Promise<void> {
     const ceiling = await redisBenchmarkCeiling(redis, fixture.redisUrl);
     console.log(`redis-benchmark EVALSHA of the same script (64 clients): ${ceiling}/s`);
 
-    console.log('The local edge against calling the replica directly, each part a process of its own');
+    console.log("The local edge against calling the replica directly, each part a process of its own, the edge reaching authz on its Unix socket");
     const overhead = await measureEdgeOverhead({ redis, redisUrl: fixture.redisUrl, agentDomain: DOMAIN });
+    console.log('The same, the edge reaching authz over TCP (AUTHZ_GRPC_LISTEN)');
+    const overTcp = await measureEdgeOverhead({ redis, redisUrl: fixture.redisUrl, agentDomain: DOMAIN, authzTransport: 'tcp' });
     console.log('The same, the edge deciding in its own process (bench/inprocess-edge.ts): what the gRPC hop to authz costs');
     const inProcess = await measureEdgeOverhead({ redis, redisUrl: fixture.redisUrl, agentDomain: DOMAIN, edgeEntry: 'bench/inprocess-edge.ts' });
 
@@ -89,6 +91,7 @@ async function main(): Promise<void> {
       check_fraction_of_redis_ceiling: fraction,
       cpu_per_check: cpu,
       edge_overhead: overhead,
+      edge_overhead_authz_over_tcp: overTcp,
       /** Not how the platform runs (DESIGN.md: the local edge asks authz over gRPC, as Envoy does): the gRPC hop's cost. */
       edge_overhead_deciding_in_process: inProcess,
     });

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import { Agent, request as httpRequest } from 'node:http';
 import type { Redis } from 'ioredis';
 import { freePort } from '../scripts/lib/local-services.js';
-import { startAuthzProcess, type ServerProcess } from './authz-cpu.js';
+import { startAuthzProcess, type AuthzTransport, type ServerProcess } from './authz-cpu.js';
 import { startNodeProcess, stopProcess } from './child-process.js';
 import { registerAgent } from './edge-fixture.js';
 import { h2loadGets } from './h2load.js';
@@ -36,6 +36,8 @@ export interface EdgeOverheadOptions {
    * same edge deciding in its own process, to measure what the gRPC hop to authz costs.
    */
   edgeEntry?: string;
+  /** How the edge reaches authz: its Unix socket (default, as `npm run up` and Envoy's sidecar) or TCP. */
+  authzTransport?: AuthzTransport;
 }
 
 type CpuPerRequest = Record<'replica' | 'authz' | 'local_edge' | 'load_generator', number>;
@@ -73,7 +75,8 @@ export async function measureEdgeOverhead(options: EdgeOverheadOptions) {
   const replica = await startNodeProcess('bench/replica-server.ts', {}, '\n');
   const replicaPort = (JSON.parse(replica.output) as { port: number }).port;
   await registerAgent(options.redis, SLUG, `127.0.0.1:${replicaPort}`);
-  const authz = await startAuthzProcess(options.redisUrl, options.agentDomain, 1);
+  const authzTransport = options.authzTransport ?? 'socket';
+  const authz = await startAuthzProcess(options.redisUrl, options.agentDomain, 1, 'own', authzTransport);
   const edgePort = await freePort();
   let edge: ChildProcess | undefined;
   const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
@@ -144,7 +147,7 @@ export async function measureEdgeOverhead(options: EdgeOverheadOptions) {
     const fromNodeFigures = await compare(fromNode, 'from Node');
     const fromH2loadFigures = await compare(fromH2load, 'from h2load');
     return {
-      method: `replica, authz (authz/main.ts, 1 worker) and the local edge (${edgeEntry}) each a process of its own; the load generator in the bench process over keep-alive connections; CPU from /proc/<pid>/stat (the generator from process.cpuUsage), warm-up included; of ${ROUNDS} rounds, the one with the median throughput ratio`,
+      method: `replica, authz (authz/main.ts, 1 worker, reached over ${authzTransport === 'socket' ? 'its Unix socket' : 'TCP'}) and the local edge (${edgeEntry}) each a process of its own; the load generator in the bench process over keep-alive connections; CPU from /proc/<pid>/stat (the generator from process.cpuUsage), warm-up included; of ${ROUNDS} rounds, the one with the median throughput ratio`,
       ...fromNodeFigures,
       h2load_caller: {
         method: 'the same, the load from h2load --h1 (nghttp2-client) in a process of its own, one request at a time per keep-alive connection; load_generator is h2load\'s CPU (bash\'s times)',
