@@ -32,6 +32,7 @@ import { DeploymentEventFeed } from './services/deployment-event-feed.js';
 import { DeploymentTracker } from './services/deployment-tracker.js';
 import { EventNotifier } from './services/event-notifier.js';
 import { ObservabilityService } from './services/observability-service.js';
+import { OpenStreams } from './services/open-streams.js';
 import { AccessKeyService } from './services/access-key-service.js';
 import { AccountService } from './services/account-service.js';
 import { AuditEventService } from './services/audit-event-service.js';
@@ -129,28 +130,36 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     driver.orchestrator.onProgress((progress) => void tracker.record(progress));
     runner.onObserved((agent, job) => tracker.settle(agent, job));
   }
+  // The edge stamps each second of figures by the wall clock, so they are read by it too.
+  const observability = new ObservabilityService(db, orchestrator, clock, new RequestFiguresReader(redis, systemClock));
+  // Open streams re-check their tokens as requests are authenticated; `auth` is called only once a stream is open, after it is built.
+  const streams: OpenStreams = new OpenStreams(redis, {
+    authenticates: (principal) => auth.stillAuthenticates(principal),
+    agentExists: (principal, agentId) => observability.exists(principal, agentId),
+  }, logger.child({ component: 'open-streams' }));
+  const auth = new AuthService(db, clock, limiter, {
+    registrationMode: config.registrationMode,
+    sessionTtlMinutes: config.sessionTtlMinutes,
+    loginRateLimitPerMinute: config.loginRateLimitPerMinute,
+    registrationRateLimitPerHour: config.registrationRateLimitPerHour,
+  }, streams);
   return {
     edge,
     runner,
     deployments: new DeploymentService(db, clock, box, runner, presenter, recorder, edge, webhookEvents),
     deploymentHistory: new DeploymentHistoryService(db, presenter),
     deploymentEvents: new DeploymentEventFeed(db, deploymentNotifier),
-    // The edge stamps each second of figures by the wall clock, so they are read by it too.
-    observability: new ObservabilityService(db, orchestrator, clock, new RequestFiguresReader(redis, systemClock)),
+    observability,
+    streams,
     limiter,
-    auth: new AuthService(db, clock, limiter, {
-      registrationMode: config.registrationMode,
-      sessionTtlMinutes: config.sessionTtlMinutes,
-      loginRateLimitPerMinute: config.loginRateLimitPerMinute,
-      registrationRateLimitPerHour: config.registrationRateLimitPerHour,
-    }),
-    apiKeys: new ApiKeyService(db, clock),
+    auth,
+    apiKeys: new ApiKeyService(db, clock, streams),
     accessKeys,
-    agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge, recorder, webhookEvents),
+    agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge, recorder, webhookEvents, streams),
     usage: new UsageService(db, redis, clock),
     subscriptions: new SubscriptionService(db, clock, edge, billing, logger.child({ component: 'subscriptions' })),
-    webhooks: new WebhookService(db, clock, box),
-    accounts: new AccountService(db, clock, edge, runner, logger.child({ component: 'accounts' })),
+    webhooks: new WebhookService(db, clock, box, config.webhooks),
+    accounts: new AccountService(db, clock, edge, runner, logger.child({ component: 'accounts' }), streams),
     auditEvents: new AuditEventService(db),
   };
 }
@@ -232,8 +241,8 @@ export function buildControl(given: ControlDependencies): Control {
     ...agentRoutes(services.agents),
     ...lifecycleRoutes(services.deployments),
     ...deploymentRoutes(services.deploymentHistory, services.deployments),
-    ...deploymentEventRoutes(services.deploymentHistory, services.deploymentEvents),
-    ...observabilityRoutes(services.observability),
+    ...deploymentEventRoutes(services.deploymentHistory, services.deploymentEvents, services.streams),
+    ...observabilityRoutes(services.observability, services.streams),
     ...accessKeyRoutes(services.accessKeys),
     ...accountRoutes(services.usage, services.subscriptions),
     ...accountUserRoutes(services.accounts),
@@ -243,7 +252,7 @@ export function buildControl(given: ControlDependencies): Control {
   const serverUrl = `http://${deps.config.host}:${deps.config.port}/v1`;
   const app = createApp({
     routes: [...routes, openApiRoute(routes, serverUrl)],
-    authenticate: bearerAuthenticator(services.auth, services.limiter, deps.config.tokenRateLimitPerMinute, deps.logger),
+    authenticate: bearerAuthenticator(services.auth, services.limiter, { perMinute: deps.config.tokenRateLimitPerMinute, timeoutMs: deps.config.tokenRateLimitTimeoutMs }, deps.logger),
     checkReadiness: readinessCheck(
       { postgres: () => pingDatabase(deps.db), redis: () => deps.redis.ping() },
       READINESS_TIMEOUT_MS,

@@ -5,6 +5,7 @@ import { ConfigError, readSettings, SettingReader, type Env } from './settings-r
 import { readMasterKeys } from './master-key-settings.js';
 import type { ClientLimits } from './http/client-limits.js';
 import { keyPrefixProblem } from '../contract/key-prefix.js';
+import type { DatabaseClientTimeouts } from './db/database.js';
 
 /**
  * Every setting of the control API, read from the environment once at start.
@@ -18,7 +19,13 @@ export interface Config {
   readonly databaseUrl: string;
   /** Postgres cancels a statement of the control API that runs longer (a lock wait or a runaway plan); migrations are exempt. */
   readonly databaseStatementTimeoutMs: number;
+  /** How long the control API waits on Postgres before it answers 503 DATABASE_UNAVAILABLE (a stalled or unreachable server). */
+  readonly databaseTimeouts: DatabaseClientTimeouts;
   readonly redisUrl: string;
+  /** How long one Redis command may wait for its reply; a connection silent that long is dropped and reopened (control/redis.ts). */
+  readonly redisCommandTimeoutMs: number;
+  /** How long a request waits for its token's rate-limit count before it goes on without it (as when Redis is down). */
+  readonly tokenRateLimitTimeoutMs: number;
   /** Put before every Redis key of the control API and authz, so installations (or test suites) can share one Redis. */
   readonly redisKeyPrefix: string;
   /** 32 bytes each for AES-256-GCM, the current key first; encrypt model keys and secret env values at rest (control/master-key-settings.ts). */
@@ -114,7 +121,14 @@ export function loadConfig(env: Env): Config {
     metricsPort: read.port('CONTROL_METRICS_PORT', 7072),
     databaseUrl: read.url('DATABASE_URL', ['postgres:', 'postgresql:']),
     databaseStatementTimeoutMs: read.integer('DATABASE_STATEMENT_TIMEOUT_MS', 30_000, 100, 3_600_000),
+    databaseTimeouts: Object.freeze({
+      connectMs: read.integer('DATABASE_CONNECT_TIMEOUT_MS', 1_000, 50, 60_000),
+      acquireMs: read.integer('DATABASE_ACQUIRE_TIMEOUT_MS', 1_500, 50, 60_000),
+      queryMs: read.integer('DATABASE_QUERY_TIMEOUT_MS', 1_500, 50, 3_600_000),
+    }),
     redisUrl: read.url('REDIS_URL', ['redis:', 'rediss:']),
+    redisCommandTimeoutMs: read.integer('REDIS_COMMAND_TIMEOUT_MS', 1_000, 50, 60_000),
+    tokenRateLimitTimeoutMs: read.integer('TOKEN_RATE_LIMIT_TIMEOUT_MS', 250, 10, 60_000),
     redisKeyPrefix: read.string('REDIS_KEY_PREFIX', ''),
     masterKeys: Object.freeze(readMasterKeys(read)),
     registrationMode: read.oneOf('REGISTRATION_MODE', ['open', 'invite', 'closed'] as const, 'open'),
@@ -170,6 +184,13 @@ export function loadConfig(env: Env): Config {
   // Node refuses a headersTimeout longer than requestTimeout.
   if (config.clientLimits.headersTimeoutMs > config.clientLimits.requestTimeoutMs) {
     read.report('CONTROL_HEADERS_TIMEOUT_MS: must not exceed CONTROL_REQUEST_TIMEOUT_MS (the headers are part of the request)');
+  }
+  // A connection opened for a waiting request must be able to open within the request's wait.
+  if (config.databaseTimeouts.connectMs > config.databaseTimeouts.acquireMs) {
+    read.report('DATABASE_CONNECT_TIMEOUT_MS: must not exceed DATABASE_ACQUIRE_TIMEOUT_MS (a request waiting for a connection waits for a new one to open too)');
+  }
+  if (config.tokenRateLimitTimeoutMs > config.redisCommandTimeoutMs) {
+    read.report('TOKEN_RATE_LIMIT_TIMEOUT_MS: must not exceed REDIS_COMMAND_TIMEOUT_MS (the count is one Redis command)');
   }
   if (config.webhooks.retryBaseMs > config.webhooks.retryMaxMs) {
     read.report('WEBHOOK_RETRY_BASE_MS: must not exceed WEBHOOK_RETRY_MAX_MS (the first wait is one of the waits)');

@@ -12,9 +12,9 @@ import { startMetricsServer } from './metrics/server.js';
 async function main(): Promise<void> {
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
-  const db = connectDatabase(config.databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs);
+  const db = connectDatabase(config.databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs, config.databaseTimeouts);
   await migrate(db);
-  const redis = connectRedis(config.redisUrl, config.redisKeyPrefix);
+  const redis = connectRedis(config.redisUrl, config.redisKeyPrefix, config.redisCommandTimeoutMs);
   const driver = createOrchestrator(config, systemClock, logger);
   const { app, services, loops, metrics } = buildControl({ config, db, redis, clock: systemClock, logger, driver });
   // Up before the first reconcile, so a slow start shows in its metrics.

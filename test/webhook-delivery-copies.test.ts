@@ -37,10 +37,13 @@ describe('webhooks: delivery across copies, restarts and the address check', () 
   });
 
   it('refuses a receiver on 127.0.0.1 without WEBHOOK_ALLOW_PRIVATE_NETWORKS, before opening any connection, and records why', async () => {
-    const control = await start({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' });
+    // Saved while private networks were allowed (without, the URL is a 422: webhooks-api.test.ts),
+    // delivered by a copy that no longer allows them: the address is checked again at each delivery.
+    const saving = await start({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
+    const { token } = await saving.signUp();
+    const hook = await subscribe(saving, token);
+    const control = await start({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'false' }, saving);
     control.control.loops.webhooks.start();
-    const { token } = await control.signUp();
-    const hook = await subscribe(control, token);
     await createAgent(control, token, { deploy: { replicas: 0 } });
     const attempts = await waitFor('a refused attempt', async () => {
       const listed = await control.request('GET', `/account/webhooks/${hook.id}/deliveries`, { token });

@@ -26,7 +26,8 @@ describe('webhooks: master-key rotation', () => {
   });
 
   it('re-seals the secret under the new key, and a control with only the new key signs with the secret the account was shown', async () => {
-    const first = await startControl({ MASTER_KEY: oldKey.toString('base64') });
+    // The receiver listens on 127.0.0.1, which a URL may name only with private networks allowed.
+    const first = await startControl({ MASTER_KEY: oldKey.toString('base64'), WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' });
     controls.push(first);
     const { token } = await first.signUp();
     const created = await first.request('POST', '/account/webhooks', { token, body: { url: receiver.url(), events: ['agent.deployed'] } });

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { withDeadline } from '../../contract/deadline.js';
 import { sha256Hex } from '../crypto/tokens.js';
 import { PlatformError, rateLimited } from '../errors.js';
 import type { AuthService } from '../services/auth-service.js';
@@ -9,18 +10,26 @@ export interface Authenticator {
   (authorization: string): Promise<Principal>;
 }
 
+export interface TokenRateLimit {
+  readonly perMinute: number;
+  /** How long the count may take before the request goes on without it. */
+  readonly timeoutMs: number;
+}
+
 /**
  * Bearer token → principal. The per-token rate limit is counted before the database is
- * asked, so a flood of made-up tokens costs Redis, not Postgres. If Redis is down the
- * limit is skipped (logged): the control API stays usable, and the edge is unaffected.
+ * asked, so a flood of made-up tokens costs Redis, not Postgres. If Redis is down, or
+ * does not answer within `limit.timeoutMs`, the limit is skipped (logged): the control
+ * API stays usable, and requests that need only Postgres are not slowed by a stalled
+ * Redis. A late count still reaches Redis; only this request's verdict is given up.
  */
-export function bearerAuthenticator(auth: AuthService, limiter: FixedWindowLimiter, perMinute: number, logger: Logger): Authenticator {
+export function bearerAuthenticator(auth: AuthService, limiter: FixedWindowLimiter, limit: TokenRateLimit, logger: Logger): Authenticator {
   return async (authorization) => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match) throw new PlatformError('AUTHENTICATION_FAILED', 'Send Authorization: Bearer <token>');
     const token = match[1]!;
     try {
-      const decision = await limiter.hit(`token:${sha256Hex(token).slice(0, 32)}`, perMinute);
+      const decision = await withDeadline(limiter.hit(`token:${sha256Hex(token).slice(0, 32)}`, limit.perMinute), limit.timeoutMs, 'Redis (token rate limit)');
       if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
     } catch (error) {
       if (error instanceof PlatformError) throw error;

@@ -2,11 +2,13 @@ import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
 import { dependencyOutage } from '../dependency-outage.js';
 import { errorCatalogue, errorHeaders, PlatformError } from '../errors.js';
+import { CLIENT_CLOSED_REQUEST, isClientAbort } from './client-abandoned.js';
 
 /**
  * The one place where errors become responses: a PlatformError by its catalogue entry,
  * Postgres or Redis unable to serve as 503 DATABASE_UNAVAILABLE / CACHE_UNAVAILABLE with
  * Retry-After, anything else as a 500 whose body reveals nothing; causes go to the log only.
+ * A request the client abandoned is no error of ours: it is recorded as 499 and nothing is sent.
  */
 export function errorMiddleware(logger: Logger): Middleware {
   return async (ctx, next) => {
@@ -14,6 +16,12 @@ export function errorMiddleware(logger: Logger): Middleware {
       await next();
     } catch (caught) {
       const requestId = ctx.state.requestId as string;
+      if (isClientAbort(caught, ctx.req)) {
+        // Anyone can cut a body short: logged as an error or counted as a 500, it would page
+        // operators. The request's own log line (request-log.ts, at info) shows the 499.
+        ctx.status = CLIENT_CLOSED_REQUEST;
+        return;
+      }
       const error = caught instanceof PlatformError ? caught : fromOutage(caught, logger, requestId) ?? fromUnexpected(caught, logger, requestId);
       ctx.status = errorCatalogue[error.code].status;
       // The catalogue names each code's headers, so the OpenAPI document declares exactly these.

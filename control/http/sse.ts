@@ -1,4 +1,5 @@
 import { PassThrough } from 'node:stream';
+import type { StreamLease } from '../services/open-streams.js';
 
 export interface SseEvent {
   event: string;
@@ -6,38 +7,56 @@ export interface SseEvent {
   id?: string;
 }
 
+export interface SseOptions {
+  /** A comment line this often keeps proxies from closing an idle stream. */
+  heartbeatMs?: number;
+  /** The caller's hold on its access (OpenStreams.open): when it ends, `event: access-ended` with its reason, and the stream ends. */
+  lease?: StreamLease;
+}
+
 /**
- * A server-sent event stream fed by `source`: a comment line every `heartbeatMs` keeps
- * proxies from closing an idle stream; the source is stopped when the client leaves.
+ * A server-sent event stream fed by `source`; the source is stopped when the client leaves,
+ * or when the lease's access ends.
  */
-export function sseStream(source: (signal: AbortSignal) => AsyncIterable<SseEvent>, heartbeatMs = 15_000): { stream: PassThrough; abort: () => void } {
+export function sseStream(source: (signal: AbortSignal) => AsyncIterable<SseEvent>, { heartbeatMs = 15_000, lease }: SseOptions = {}): { stream: PassThrough; abort: () => void } {
   const stream = new PassThrough();
   const controller = new AbortController();
-  const heartbeat = setInterval(() => stream.write(': heartbeat\n\n'), heartbeatMs);
-  const abort = () => controller.abort();
+  const write = (text: string) => {
+    if (stream.writable) stream.write(text);
+  };
+  const heartbeat = setInterval(() => write(': heartbeat\n\n'), heartbeatMs);
+  const accessEnded = () => {
+    write(frame({ event: 'access-ended', data: lease?.signal.reason }));
+    finish();
+  };
   const finish = () => {
     clearInterval(heartbeat);
     controller.abort();
+    lease?.signal.removeEventListener('abort', accessEnded);
+    lease?.release();
+    if (stream.writable) stream.end();
   };
   stream.on('close', finish);
-  stream.write(': connected\n\n');
+  write(': connected\n\n');
+  if (lease?.signal.aborted) accessEnded();
+  else lease?.signal.addEventListener('abort', accessEnded, { once: true });
 
   void (async () => {
     try {
       for await (const item of source(controller.signal)) {
         if (controller.signal.aborted) break;
-        const idLine = item.id ? `id: ${item.id}\n` : '';
-        stream.write(`${idLine}event: ${item.event}\ndata: ${JSON.stringify(item.data)}\n\n`);
+        write(frame(item));
       }
     } catch (error) {
-      if (!controller.signal.aborted) stream.write(`event: error\ndata: ${JSON.stringify({ message: (error as Error).message })}\n\n`);
+      if (!controller.signal.aborted) write(frame({ event: 'error', data: { message: (error as Error).message } }));
     } finally {
-      clearInterval(heartbeat);
-      stream.end();
+      finish();
     }
   })();
-  return { stream, abort };
+  return { stream, abort: () => controller.abort() };
 }
+
+const frame = ({ id, event, data }: SseEvent) => `${id ? `id: ${id}\n` : ''}event: ${event}\ndata: ${JSON.stringify(data)}\n\n`;
 
 export const SSE_HEADERS = {
   'Content-Type': 'text/event-stream; charset=utf-8',

@@ -37,9 +37,10 @@ export class ApiKeyRepository {
     return (await this.db('api_keys').where({ user_id: userId, id }).delete()) > 0;
   }
 
-  /** The key's user, and the key's id (the actor of what is done with it, in the audit log). */
-  async findUser(keyHash: string): Promise<(UserRow & { api_key_id: string }) | undefined> {
-    return this.db<UserRow>('users').join('api_keys', 'api_keys.user_id', 'users.id').where('api_keys.key_hash', keyHash).first('users.*', 'api_keys.id as api_key_id');
+  /** The key's user, and the key's id (the actor of what is done with it, in the audit log); by the key's hash, or by its id for an open stream's re-check. */
+  async findUser(key: { hash: string } | { id: string }): Promise<(UserRow & { api_key_id: string }) | undefined> {
+    const where = 'hash' in key ? { 'api_keys.key_hash': key.hash } : { 'api_keys.id': key.id };
+    return this.db<UserRow>('users').join('api_keys', 'api_keys.user_id', 'users.id').where(where).first('users.*', 'api_keys.id as api_key_id');
   }
 }
 

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DEPLOYMENT_STATUSES, ROLLOUT_PHASES } from '../domain/deployment.js';
 import { StringEnum, Timestamp } from './common.js';
+import { ACCESS_ENDED_TEXT } from './observability-streams.js';
 
 /** The data of an `event: progress` of a deployment's stream. */
 export const DeploymentProgress = Type.Object(
@@ -22,6 +23,7 @@ export type DeploymentStreamEnd = Static<typeof DeploymentStreamEnd>;
 export const DeploymentEventStream = Type.String({
   description:
     'Server-sent events. Each step: `id: <event id>`, `event: progress`, `data: DeploymentProgress`; past steps are replayed first, ' +
-    'or those after `Last-Event-ID`. Last, always: `event: end`, `data: DeploymentStreamEnd` (after a `succeeded` or `failed` step, ' +
-    'or when the deployment ended without one: superseded, cancelled); then the server closes the stream. Comment lines keep it alive.',
+    'or those after `Last-Event-ID`. Last: `event: end`, `data: DeploymentStreamEnd` (after a `succeeded` or `failed` step, ' +
+    'or when the deployment ended without one: superseded, cancelled); then the server closes the stream. ' +
+    `${ACCESS_ENDED_TEXT} Comment lines keep it alive.`,
 });

@@ -7,7 +7,7 @@ export const WEBHOOK_URL_MAX_LENGTH = 2048;
 
 export const CreateWebhookBody = Type.Object(
   {
-    url: Type.String({ minLength: 1, maxLength: WEBHOOK_URL_MAX_LENGTH, description: 'http or https, without user or password; checked again at each delivery (docs/webhooks.md, "SSRF")' }),
+    url: Type.String({ minLength: 1, maxLength: WEBHOOK_URL_MAX_LENGTH, description: 'http or https, without user or password, written as a WHATWG URL parser writes it; where it points is checked now and again at each delivery (docs/webhooks.md, "SSRF")' }),
     events: Type.Array(StringEnum(WEBHOOK_EVENT_TYPES), { minItems: 1, maxItems: WEBHOOK_EVENT_TYPES.length, uniqueItems: true }),
     description: Type.Optional(Type.String({ maxLength: 256 })),
   },

@@ -10,6 +10,7 @@ import { recordAudit } from './audit-log.js';
 import { userView } from './auth-service.js';
 import type { EdgeSync } from './edge-sync.js';
 import type { Principal } from './principal.js';
+import type { AccessEnds } from './open-streams.js';
 
 /** An account's users, and the end of a user or of the whole account. */
 export class AccountService {
@@ -19,6 +20,8 @@ export class AccountService {
     private readonly edge: EdgeSync,
     private readonly runner: AgentRunner | undefined,
     private readonly logger: Logger,
+    /** Told of a removed user or a deleted account: the streams their tokens opened end. */
+    private readonly streams?: AccessEnds,
   ) {}
 
   /** Owners and admins see who is in the account (the ids DELETE /account/users/{id} takes). */
@@ -37,6 +40,7 @@ export class AccountService {
   async deleteUser(principal: Principal, audit: AuditContext, userId: string): Promise<void> {
     assertOwner(principal, 'delete a user');
     await inTransaction(this.db, (repos) => removeUser(repos, principal.accountId, userId, audit, this.clock.now()));
+    this.streams?.announce({ scope: 'user', id: userId, reason: 'user_removed' });
     this.logger.info({ account_id: principal.accountId, user_id: userId, by: principal.userId }, 'user deleted');
   }
 
@@ -63,6 +67,7 @@ export class AccountService {
       });
       return owned;
     });
+    this.streams?.announce({ scope: 'account', id: principal.accountId, reason: 'account_deleted' });
     for (const agent of agents) this.runner?.request('remove', agent);
     this.logger.info({ account_id: principal.accountId, by: principal.userId, agents: agents.length }, 'account deleted');
   }

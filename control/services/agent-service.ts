@@ -18,6 +18,7 @@ import type { EdgeSync } from './edge-sync.js';
 import { agentView, type PresenterSettings } from './agent-presenter.js';
 import { pageEnvelope, pageWindow, type PageEnvelope } from './paging.js';
 import type { Principal } from './principal.js';
+import type { AccessEnds } from './open-streams.js';
 import { assertWithinLimits } from './quota.js';
 import { recordAudit } from './audit-log.js';
 import { fromTo } from './audit-details.js';
@@ -39,6 +40,8 @@ export class AgentService {
     private readonly recorder: DeploymentRecorder,
     /** Told of a deleted agent (agent.deleted), in the transaction that deletes it. */
     private readonly events?: WebhookEvents,
+    /** Told of a deleted agent: its streams end. */
+    private readonly streams?: AccessEnds,
   ) {}
 
   /**
@@ -174,6 +177,7 @@ export class AgentService {
       await this.edge.write((projection) => projection.removeAgent(current.slug));
       return current;
     });
+    this.streams?.announce({ scope: 'agent', id, reason: 'agent_deleted' });
     this.runner?.request('remove', agent);
   }
 

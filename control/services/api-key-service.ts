@@ -8,10 +8,16 @@ import type { KeyView } from '../schemas/keys.js';
 import { recordAudit } from './audit-log.js';
 import { keyView } from './key-presenter.js';
 import type { Principal } from './principal.js';
+import { credentialKey, type AccessEnds } from './open-streams.js';
 
 /** Personal API keys (agnt_…): a user's long-lived credential for scripts and CI. */
 export class ApiKeyService {
-  constructor(private readonly db: Knex, private readonly clock: Clock) {}
+  constructor(
+    private readonly db: Knex,
+    private readonly clock: Clock,
+    /** Told of a revoked key: the streams it opened end. */
+    private readonly streams?: AccessEnds,
+  ) {}
 
   async create(principal: Principal, audit: AuditContext, label: string): Promise<KeyView & { key: string }> {
     assertConsoleSession(principal);
@@ -43,6 +49,7 @@ export class ApiKeyService {
       if (!(await repos.apiKeys.delete(principal.userId, id))) throw notFound('API key');
       await this.recordKeyChange(repos, audit, principal, 'api_key.revoke', id);
     });
+    this.streams?.announce({ scope: 'credential', id: credentialKey.apiKey(id), reason: 'key_revoked' });
   }
 
   private recordKeyChange(repos: Repositories, audit: AuditContext, principal: Principal, action: 'api_key.create' | 'api_key.revoke', keyId: string, details?: { label: string }): Promise<void> {

@@ -9,6 +9,7 @@ import { inTransaction, repositoriesOn, type Repositories } from '../repositorie
 import type { UserRow } from '../repositories/users.js';
 import type { LoginBody, RegisterBody, User } from '../schemas/auth.js';
 import type { Principal } from './principal.js';
+import { credentialKey, type AccessEnds } from './open-streams.js';
 import type { FixedWindowLimiter } from './rate-limiter.js';
 import { recordAudit } from './audit-log.js';
 
@@ -33,6 +34,8 @@ export class AuthService {
     private readonly clock: Clock,
     private readonly limiter: FixedWindowLimiter,
     private readonly settings: AuthSettings,
+    /** Told of a signed-out session: the streams it opened end. */
+    private readonly streams?: AccessEnds,
   ) {}
 
   registrationMode(): RegistrationMode {
@@ -102,16 +105,29 @@ export class AuthService {
 
   /** Resolves a bearer token (a personal API key or a session token) to its principal. */
   async authenticate(token: string): Promise<Principal> {
-    const repos = repositoriesOn(this.db);
     const hash = sha256Hex(token);
-    if (token.startsWith(SECRET_PREFIX.apiKey)) {
-      const user = await repos.apiKeys.findUser(hash);
-      if (user) return { userId: user.id, email: user.email, accountId: user.account_id, role: user.role, via: 'api_key', apiKeyId: user.api_key_id };
-    } else if (token.startsWith(SECRET_PREFIX.session)) {
-      const user = await repos.sessions.findLiveUser(hash, this.clock.now());
-      if (user) return { userId: user.id, email: user.email, accountId: user.account_id, role: user.role, via: 'session', sessionHash: hash };
-    }
-    throw new PlatformError('AUTHENTICATION_FAILED');
+    const principal = token.startsWith(SECRET_PREFIX.apiKey)
+      ? await this.apiKeyPrincipal({ hash })
+      : token.startsWith(SECRET_PREFIX.session) ? await this.sessionPrincipal(hash) : undefined;
+    if (!principal) throw new PlatformError('AUTHENTICATION_FAILED');
+    return principal;
+  }
+
+  /** Whether the credential `principal` was established from would still authenticate the same user of the same account now (an open stream's re-check). */
+  async stillAuthenticates(principal: Principal): Promise<boolean> {
+    const { sessionHash, apiKeyId } = principal;
+    const current = sessionHash ? await this.sessionPrincipal(sessionHash) : apiKeyId ? await this.apiKeyPrincipal({ id: apiKeyId }) : undefined;
+    return current?.userId === principal.userId && current.accountId === principal.accountId;
+  }
+
+  private async apiKeyPrincipal(key: { hash: string } | { id: string }): Promise<Principal | undefined> {
+    const user = await repositoriesOn(this.db).apiKeys.findUser(key);
+    return user && { userId: user.id, email: user.email, accountId: user.account_id, role: user.role, via: 'api_key', apiKeyId: user.api_key_id };
+  }
+
+  private async sessionPrincipal(hash: string): Promise<Principal | undefined> {
+    const user = await repositoriesOn(this.db).sessions.findLiveUser(hash, this.clock.now());
+    return user && { userId: user.id, email: user.email, accountId: user.account_id, role: user.role, via: 'session', sessionHash: hash };
   }
 
   /**
@@ -128,6 +144,7 @@ export class AuthService {
       await repos.sessions.delete(sessionHash);
       await recordAudit(repos, audit, { accountId: principal.accountId, at: this.clock.now(), action: 'auth.logout', target: { type: 'user', id: principal.userId } });
     });
+    this.streams?.announce({ scope: 'credential', id: credentialKey.session(sessionHash), reason: 'signed_out' });
   }
 
   async me(principal: Principal): Promise<User> {

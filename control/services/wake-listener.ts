@@ -31,8 +31,9 @@ export class WakeListener {
 
   start(): void {
     if (this.blocking) return;
-    // A blocking read needs a connection to itself, a command deadline longer than its block, and to queue until connected.
-    const blocking = this.redis.duplicate({ commandTimeout: (BLOCK_SECONDS + 5) * 1000, enableOfflineQueue: true });
+    // A blocking read needs a connection to itself, a command deadline longer than its block, and to queue until connected;
+    // and no socket timeout, since a block is a silence it asked for (control/redis.ts).
+    const blocking = this.redis.duplicate({ commandTimeout: (BLOCK_SECONDS + 5) * 1000, socketTimeout: undefined, enableOfflineQueue: true });
     blocking.on('error', () => undefined);
     this.blocking = blocking;
     this.listening = this.listen(blocking);

@@ -1,7 +1,7 @@
 import { lookup as dnsLookup } from 'node:dns/promises';
 import http, { type IncomingMessage } from 'node:http';
 import https from 'node:https';
-import type { LookupFunction } from 'node:net';
+import { isIP, type LookupFunction } from 'node:net';
 import { performance } from 'node:perf_hooks';
 import { Webhook } from 'standardwebhooks';
 import { refusedAddress } from '../domain/public-address.js';
@@ -9,7 +9,10 @@ import { refusedAddress } from '../domain/public-address.js';
 export interface WebhookSenderSettings {
   /** One attempt's deadline, the host's resolution included (10 s by the issue). */
   readonly timeoutMs: number;
-  /** Deliver to loopback, private and link-local addresses too: a single-host install's receivers live there. */
+  /**
+   * Deliver to loopback, private and other special-purpose addresses too: a single-host
+   * install's receivers live there. Link-local and metadata addresses stay refused.
+   */
   readonly allowPrivateNetworks: boolean;
 }
 
@@ -42,8 +45,8 @@ const resolveAll: Resolver = (host) => dnsLookup(host, { all: true, verbatim: tr
  * One attempt to deliver one event (docs/webhooks.md): signed per Standard Webhooks, sent
  * to an address checked when it is sent, with no redirect followed and a deadline.
  *
- * The host is resolved here and every address it has is checked (refusedAddress) unless
- * private networks are allowed; the connection then goes to the address checked, handed
+ * The host is resolved here and every address it has is checked (refusedAddress, under
+ * the same policy as the URL was when saved); the connection then goes to the address checked, handed
  * to Node through the request's `lookup`, so a second resolution that answers otherwise
  * (DNS rebinding) is never made. An IP literal is checked as it stands and connected to
  * without any lookup.
@@ -73,13 +76,13 @@ export class WebhookSender {
   }
 
   private async checkedAddress(host: string): Promise<ResolvedAddress | { refused: string }> {
-    const addresses = await this.resolve(host);
+    const family = isIP(host);
+    const addresses = family === 0 ? await this.resolve(host) : [{ address: host, family }];
     if (addresses.length === 0) return { refused: `${host} resolves to no address` };
-    if (!this.settings.allowPrivateNetworks) {
-      for (const { address } of addresses) {
-        const why = refusedAddress(address);
-        if (why) return { refused: `refused: ${host} resolves to ${address}, a ${why} address (WEBHOOK_ALLOW_PRIVATE_NETWORKS is off)` };
-      }
+    // Every one, not only the first: a name whose addresses mix public and refused ones is refused.
+    for (const { address } of addresses) {
+      const why = refusedAddress(address, this.settings);
+      if (why) return { refused: `refused: ${host} resolves to ${address}, ${why}` };
     }
     return addresses[0]!;
   }

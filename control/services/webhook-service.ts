@@ -4,6 +4,8 @@ import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { ID_PREFIX, newId } from '../crypto/tokens.js';
 import type { AuditContext } from '../domain/audit.js';
+import type { AddressPolicy } from '../domain/public-address.js';
+import { checkWebhookUrl } from '../domain/webhook-url.js';
 import type { WebhookDeliveryRow, WebhookRow } from '../domain/webhooks.js';
 import { notFound, PlatformError, validationError } from '../errors.js';
 import { inTransaction, repositoriesOn } from '../repositories/index.js';
@@ -17,7 +19,13 @@ const SECRET_PREFIX = 'whsec_';
 
 /** An account's webhooks (docs/webhooks.md): owners and admins only, as they see every agent's events. */
 export class WebhookService {
-  constructor(private readonly db: Knex, private readonly clock: Clock, private readonly box: SecretBox) {}
+  constructor(
+    private readonly db: Knex,
+    private readonly clock: Clock,
+    private readonly box: SecretBox,
+    /** Where a URL may point, as the sender checks it at each delivery (WEBHOOK_ALLOW_PRIVATE_NETWORKS). */
+    private readonly addressPolicy: AddressPolicy,
+  ) {}
 
   async create(principal: Principal, body: CreateWebhookBody, audit: AuditContext): Promise<WebhookCreated> {
     assertManager(principal);
@@ -25,7 +33,7 @@ export class WebhookService {
     const row: WebhookRow = {
       id: newId(ID_PREFIX.webhook),
       account_id: principal.accountId,
-      url: checkedUrl(body.url),
+      url: checkedUrl(body.url, this.addressPolicy),
       events: body.events,
       description: body.description ?? null,
       secret_sealed: this.box.seal(secret),
@@ -68,23 +76,10 @@ function assertManager(principal: Principal): void {
   }
 }
 
-/**
- * An absolute http or https URL without user or password (a secret in a URL shows on
- * every listing and in every log). Where it points is checked at each delivery, on the
- * addresses its host resolves to then (webhook-sender.ts), since DNS can change meanwhile.
- */
-function checkedUrl(text: string): string {
-  const refuse = (msg: string) => validationError([{ loc: ['body', 'url'], msg, type: 'value_error.url' }]);
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw refuse('is not an absolute URL');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw refuse('must be an http or https URL');
-  if (url.username !== '' || url.password !== '') throw refuse('must not hold a user name or password');
-  if (url.hostname === '') throw refuse('must name a host');
-  return url.href;
+function checkedUrl(text: string, policy: AddressPolicy): string {
+  const checked = checkWebhookUrl(text, policy);
+  if ('problem' in checked) throw validationError([{ loc: ['body', 'url'], msg: checked.problem, type: 'value_error.url' }]);
+  return checked.url;
 }
 
 function webhookView(row: WebhookRow): Webhook {

@@ -9,6 +9,7 @@ import { plainAddress, sanitiseDownstreamHeaders } from './downstream-headers.js
 import { EDGE_REPLIES, EXT_AUTHZ_TIMEOUT_MS } from './envoy-parity.js';
 import { forwardRequest, parseUpstream } from './forward.js';
 import { framingProblem } from './framing.js';
+import { answerClientErrors } from './parser-errors.js';
 import { createUpstreamAgent } from './upstream-agent.js';
 import { corsFor, corsOutcome } from './cors.js';
 import { createLimitedServer, type ClientLimits } from '../../control/http/client-limits.js';
@@ -139,6 +140,8 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
       else response.destroy();
     });
   });
+  // What Node's parser refuses (over-long headers, Content-Length with Transfer-Encoding, a bad method) or times out.
+  answerClientErrors(server);
   server.listen(options.port ?? 7080, options.host ?? '127.0.0.1');
   await once(server, 'listening');
   const address = server.address() as AddressInfo;

@@ -11,6 +11,8 @@ import { join } from 'node:path';
 
 export interface RunningService {
   url: string;
+  /** The server's main process (Postgres's postmaster, whose children serve the connections): for tests that freeze it. */
+  pid: number;
   stop(): Promise<void>;
 }
 
@@ -100,6 +102,8 @@ export async function startPostgres({ dataDir, port, database }: PostgresOptions
   await ensureDatabase(adminUrl, database);
   return {
     url: `postgres://platform:${encodeURIComponent(password)}@127.0.0.1:${port}/${database}`,
+    // The first line of postmaster.pid (PostgreSQL docs, "Database File Layout").
+    pid: Number(readFileSync(join(dataDir, 'postmaster.pid'), 'utf8').split('\n')[0]),
     stop: async () => {
       runAsOwner(join(bin, 'pg_ctl'), ['-D', dataDir, '-m', 'fast', '-w', 'stop']);
     },
@@ -139,6 +143,7 @@ export async function startRedis(options: RedisOptions): Promise<RunningService>
   await waitForPort(options.port, child, 'redis-server');
   return {
     url: `redis://127.0.0.1:${options.port}`,
+    pid: child.pid!,
     stop: () =>
       new Promise((resolve) => {
         // A child killed by a signal has exitCode null and signalCode set, and its exit event has passed.

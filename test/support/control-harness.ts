@@ -129,9 +129,9 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     ...env,
   });
   const clock = new ManualClock(new Date());
-  const db = connectDatabase(databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs);
+  const db = connectDatabase(databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs, config.databaseTimeouts);
   // An authz paired with this control reads the projection through this client, or one with config.redisKeyPrefix.
-  const redis = connectRedis(redisUrl, config.redisKeyPrefix);
+  const redis = connectRedis(redisUrl, config.redisKeyPrefix, config.redisCommandTimeoutMs);
   const logger = createLogger(config.logLevel);
   // Chosen as control/main.ts chooses it: podman, or Nomad when the config names it (nomadEnvironment).
   // The fake Nomad cluster runs allocations as podman containers too, of the same image.

@@ -1,6 +1,7 @@
 import type { DeploymentEventRow } from '../../domain/deployment.js';
 import type { DeploymentEventFeed } from '../../services/deployment-event-feed.js';
 import type { DeploymentHistoryService } from '../../services/deployment-history.js';
+import type { OpenStreams } from '../../services/open-streams.js';
 import { ErrorBody } from '../../schemas/common.js';
 import { DeploymentEventStream, type DeploymentProgress } from '../../schemas/deployment-events.js';
 import { defineRoute } from '../route.js';
@@ -8,13 +9,14 @@ import { SSE_HEADERS, sseStream, type SseEvent } from '../sse.js';
 
 const notFound = { description: 'NOT_FOUND: no such agent in your account; DEPLOYMENT_NOT_FOUND: the agent has no such deployment', schema: ErrorBody };
 
-export const deploymentEventRoutes = (history: DeploymentHistoryService, feed: DeploymentEventFeed) => [
+export const deploymentEventRoutes = (history: DeploymentHistoryService, feed: DeploymentEventFeed, streams: Pick<OpenStreams, 'open'>) => [
   defineRoute({
     method: 'get',
     path: '/agents/:id/deployments/:deploymentId/events',
     summary:
       'Server-sent events of the rollout: `progress` (queued, pulling, starting, health_check, routing, draining, succeeded, failed), ' +
-      'past ones first (send Last-Event-ID to resume after one), then live; always a last `end` with the status, then the stream ends',
+      'past ones first (send Last-Event-ID to resume after one), then live; a last `end` with the status, then the stream ends ' +
+      '(or `access-ended` when the token stops granting access)',
     tag: 'Deployments',
     auth: 'any',
     reads: ['Last-Event-ID'],
@@ -27,7 +29,7 @@ export const deploymentEventRoutes = (history: DeploymentHistoryService, feed: D
           yield item.kind === 'progress' ? { event: 'progress', id: String(item.event.id), data: progressData(item.event) } : { event: 'end', data: { status: item.status } };
         }
       }
-      return { status: 200, headers: SSE_HEADERS, body: sseStream(frames).stream };
+      return { status: 200, headers: SSE_HEADERS, body: sseStream(frames, { lease: streams.open(principal, deployment.agent_id) }).stream };
     },
   }),
 ];

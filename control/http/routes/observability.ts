@@ -1,4 +1,5 @@
 import type { ObservabilityService } from '../../services/observability-service.js';
+import type { OpenStreams } from '../../services/open-streams.js';
 import { LogList, LogsQuery, MetricsSample, MetricsStreamQuery } from '../../schemas/agents.js';
 import { ErrorBody } from '../../schemas/common.js';
 import { LogEventStream, MetricsEventStream } from '../../schemas/observability-streams.js';
@@ -8,7 +9,7 @@ import { pause, SSE_HEADERS, sseStream, type SseEvent } from '../sse.js';
 const notFound = { description: 'NOT_FOUND: no such agent in your account', schema: ErrorBody };
 const LOG_POLL_MS = 1000;
 
-export const observabilityRoutes = (observability: ObservabilityService) => [
+export const observabilityRoutes = (observability: ObservabilityService, streams: Pick<OpenStreams, 'open'>) => [
   defineRoute({
     method: 'get',
     path: '/agents/:id/logs',
@@ -22,7 +23,7 @@ export const observabilityRoutes = (observability: ObservabilityService) => [
   defineRoute({
     method: 'get',
     path: '/agents/:id/logs/stream',
-    summary: 'Server-sent events `log` with an id each (send Last-Event-ID to resume); ends when the agent is deleted',
+    summary: 'Server-sent events `log` with an id each (send Last-Event-ID to resume); ends when the agent is deleted, or with `access-ended` when the token stops granting access',
     tag: 'Observability',
     auth: 'any',
     query: LogsQuery,
@@ -47,7 +48,7 @@ export const observabilityRoutes = (observability: ObservabilityService) => [
           await pause(LOG_POLL_MS, signal);
         }
       }
-      return { status: 200, headers: SSE_HEADERS, body: sseStream(follow).stream };
+      return { status: 200, headers: SSE_HEADERS, body: sseStream(follow, { lease: streams.open(principal, agentId) }).stream };
     },
   }),
   defineRoute({
@@ -62,7 +63,7 @@ export const observabilityRoutes = (observability: ObservabilityService) => [
   defineRoute({
     method: 'get',
     path: '/agents/:id/metrics/stream',
-    summary: 'Server-sent events `metrics`, one sample every `interval` seconds (1–60, default 5)',
+    summary: 'Server-sent events `metrics`, one sample every `interval` seconds (1–60, default 5); ends with `access-ended` when the token stops granting access',
     tag: 'Observability',
     auth: 'any',
     query: MetricsStreamQuery,
@@ -78,7 +79,7 @@ export const observabilityRoutes = (observability: ObservabilityService) => [
           await pause(intervalMs, signal);
         }
       }
-      return { status: 200, headers: SSE_HEADERS, body: sseStream(samples).stream };
+      return { status: 200, headers: SSE_HEADERS, body: sseStream(samples, { lease: streams.open(principal, agentId) }).stream };
     },
   }),
 ];
