@@ -99,6 +99,12 @@ const FAST_ORCHESTRATION = {
   RESTART_BACKOFF_MAX_MS: '500',
   STOP_TIMEOUT_SECONDS: '2',
   DRAIN_SECONDS: '0.5',
+  // Suites that start real containers load both cores for seconds at a time, and the
+  // shared Redis and Postgres with them: a reply can take over a second, which the
+  // fail-fast defaults (1 s, 1.5 s; test/control-stalls.test.ts holds them) would turn into
+  // 503s these suites are not about. A CI run saw one: a sign-up's CACHE_UNAVAILABLE.
+  REDIS_COMMAND_TIMEOUT_MS: '5000',
+  DATABASE_QUERY_TIMEOUT_MS: '5000',
 };
 
 export async function startControl(env: Record<string, string> = {}, options: ControlOptions = {}): Promise<TestControl> {

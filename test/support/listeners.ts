@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync, readlinkSync } from 'node:fs';
+import { resolve } from 'node:path';
 
 /**
  * What a process tree listens on, as the kernel sees it (proc(5)): no asking the program.
@@ -65,10 +66,15 @@ export function tcpListenPorts(pids: number[]): number[] {
 export function unixListenPaths(pids: number[]): string[] {
   const inodes = socketInodes(pids);
   const paths = new Set<string>();
+  // A cluster primary binds the shorter of a socket's absolute path and its path relative
+  // to its working directory (node lib/internal/cluster/primary.js, queryServer: "Find
+  // shortest path for unix sockets because of the ~100 byte limit"), and /proc/net/unix
+  // shows the path as bound: a relative one is resolved against the process's directory.
+  const cwd = readlinkSync(`/proc/${pids[0]}/cwd`);
   for (const line of readFileSync('/proc/net/unix', 'utf8').split('\n').slice(1)) {
     const fields = line.trim().split(/\s+/);
     if (fields.length < 8 || fields[3] !== '00010000' || !inodes.has(fields[6]!)) continue;
-    paths.add(fields[7]!);
+    paths.add(resolve(cwd, fields[7]!));
   }
   return [...paths].sort();
 }
