@@ -118,6 +118,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const edge = new EdgeSync(db, new EdgeProjection(redis, config.redisKeyPrefix), orchestrator, logger.child({ component: 'edge-sync' }));
   const accessKeys = new AccessKeyService(db, clock, edge);
   const presenter = { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage };
+  const deployRules = { identityTokens: config.orchestrator !== 'nomad' };
   const jobSettings = { runtimeImage: config.runtimeImage, urlOf: (slug: string) => agentUrl(slug, config.agentUrl) };
   // Webhook events are written to the outbox by the transactions that cause them.
   const webhookEvents = new WebhookEvents(clock, presenter);
@@ -146,7 +147,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   return {
     edge,
     runner,
-    deployments: new DeploymentService(db, clock, box, runner, presenter, recorder, edge, webhookEvents),
+    deployments: new DeploymentService(db, clock, box, runner, presenter, recorder, edge, webhookEvents, deployRules),
     deploymentHistory: new DeploymentHistoryService(db, presenter),
     deploymentEvents: new DeploymentEventFeed(db, deploymentNotifier),
     observability,
@@ -155,7 +156,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     auth,
     apiKeys: new ApiKeyService(db, clock, streams),
     accessKeys,
-    agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge, recorder, webhookEvents, streams),
+    agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge, recorder, webhookEvents, streams, deployRules),
     usage: new UsageService(db, redis, clock),
     subscriptions: new SubscriptionService(db, clock, edge, billing, logger.child({ component: 'subscriptions' })),
     webhooks: new WebhookService(db, clock, box, config.webhooks),

@@ -5,6 +5,7 @@ import { ConfigError, readSettings, SettingReader, type Env } from './settings-r
 import { readMasterKeys } from './master-key-settings.js';
 import type { ClientLimits } from './http/client-limits.js';
 import { keyPrefixProblem } from '../contract/key-prefix.js';
+import { LOCAL_RUNTIME_IMAGE, mutableImageProblem } from './runtime-image.js';
 import type { DatabaseClientTimeouts } from './db/database.js';
 
 /**
@@ -137,7 +138,7 @@ export function loadConfig(env: Env): Config {
       domain: read.matching('AGENT_DOMAIN', 'agents.localhost', DNS_NAME, 'a lower-case DNS name such as agents.example.com'),
       port: read.optionalPort('AGENT_URL_PORT', 7080),
     },
-    runtimeImage: read.string('RUNTIME_IMAGE', 'localhost/agent-runtime:latest'),
+    runtimeImage: read.string('RUNTIME_IMAGE', LOCAL_RUNTIME_IMAGE),
     sessionTtlMinutes: read.integer('SESSION_TTL_MINUTES', 60, 1, 24 * 60),
     tokenRateLimitPerMinute: read.integer('TOKEN_RATE_LIMIT_PER_MINUTE', 600, 1, 1_000_000),
     loginRateLimitPerMinute: read.integer('LOGIN_RATE_LIMIT_PER_MINUTE', 10, 1, 10_000),
@@ -176,6 +177,8 @@ export function loadConfig(env: Env): Config {
     }),
   };
 
+  const imageProblem = config.orchestrator === 'nomad' ? mutableImageProblem(config.runtimeImage) : null;
+  if (imageProblem) read.report(`RUNTIME_IMAGE: ${config.runtimeImage} is ${imageProblem}`);
   const prefixProblem = keyPrefixProblem('REDIS_KEY_PREFIX', config.redisKeyPrefix);
   if (prefixProblem) read.report(prefixProblem);
   if (config.metricsPort !== 0 && config.metricsPort === config.port) {

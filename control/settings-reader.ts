@@ -163,6 +163,14 @@ export class SettingReader {
     }
   }
 
+  /**
+   * Variables handed on as they are to a child process (not settings of ours), as `pick`
+   * selects them from the environment: the rest (MASTER_KEYS, DATABASE_URL, ...) stays here.
+   */
+  passthrough(pick: (env: Env) => Record<string, string>): Record<string, string> {
+    return pick(this.env);
+  }
+
   /** A value `parse` turns into T, throwing an Error whose message names the setting and why. */
   parsed<T>(name: string, fallback: T, parse: (value: string) => T): T {
     const value = this.raw(name);

@@ -1,9 +1,15 @@
 # The control API (control/main.ts) as a Nomad service job. See docs/nomad.md.
 #
-#   nomad job run -var 'image=registry.example.com/agent-platform:1.0.0' nomad-jobs/control.nomad.hcl
+#   nomad job run \
+#     -var 'image=registry.example.com/platform/agent-platform:1.0.0-3f2c1ab' \
+#     -var 'runtime_image=registry.example.com/platform/agent-runtime:1.0.0-3f2c1ab' \
+#     nomad-jobs/control.nomad.hcl
 #
-# The image is the platform image (Containerfile, built by scripts/build-platform-image.sh):
-# compiled JavaScript, one image for control and authz, the command picking the program.
+# The image is the platform image (Containerfile): compiled JavaScript, one image for control
+# and authz, the command picking the program. Both images are named by the references
+# `npm run images -- push <registry>/<namespace>` prints: an immutable tag or a digest, never
+# "latest", which Nomad's docker driver pulls at every start instead of using the node's copy
+# (docs/nomad.md, "Images").
 #
 # Before the first run, write the Variable nomad/jobs/platform-control (namespace
 # "platform") with DATABASE_URL, REDIS_URL, MASTER_KEYS, NOMAD_TOKEN and CONSUL_HTTP_TOKEN:
@@ -12,8 +18,12 @@
 
 variable "image" {
   type        = string
-  default     = "localhost/agent-platform:latest"
-  description = "The platform image (scripts/build-platform-image.sh), at a name every platform node's Docker can pull or already holds."
+  description = "The platform image, by an immutable tag or digest every platform node's Docker can pull (npm run images -- push prints it)."
+}
+
+variable "runtime_image" {
+  type        = string
+  description = "The image of agents that name none (RUNTIME_IMAGE), by an immutable tag or digest every agent node's Docker can pull: the control API refuses an untagged or \"latest\" one."
 }
 
 variable "datacenters" {
@@ -159,6 +169,7 @@ job "platform-control" {
         NOMAD_NAMESPACE  = var.agents_namespace
         CONSUL_HTTP_ADDR = "http://127.0.0.1:8500"
         AGENT_DOMAIN     = var.agent_domain
+        RUNTIME_IMAGE    = var.runtime_image
         AGENT_URL_SCHEME = "https"
         AGENT_URL_PORT   = "none"
         LOG_LEVEL        = "info"

@@ -2,15 +2,17 @@
 # edge node one Envoy and, beside it, one authz. See docs/nomad.md ("The edge group") and
 # envoy/README.md.
 #
-#   nomad job run -var 'image=registry.example.com/agent-platform:1.0.0' \
+#   nomad job run -var 'image=registry.example.com/platform/agent-platform:1.0.0-3f2c1ab' \
+#     -var 'envoy_image=envoyproxy/envoy:v1.34.1' \
 #     -var console_origin=https://platform.example.com nomad-jobs/envoy.nomad.hcl
 #
 # authz is Envoy's sidecar: a task of the same group that serves Checks and the access-log
 # stream on a Unix socket in the allocation's shared directory, where Envoy's cluster authz
 # points (docs/decisions.md, "authz is Envoy's sidecar on a Unix socket"). No port, Consul
 # service or template couples them: authz's gRPC is off the network, and its health never
-# re-renders or restarts Envoy. authz runs from the platform image (Containerfile, built by
-# scripts/build-platform-image.sh), the one control.nomad.hcl runs; the command picks authz.
+# re-renders or restarts Envoy. authz runs from the platform image (Containerfile), the one
+# control.nomad.hcl runs; the command picks authz. Both images are named by an immutable tag
+# or a digest, never "latest" (docs/nomad.md, "Images").
 #
 # The template below IS envoy/envoy.yaml, except the socket's path (in the allocation's
 # directory) and the console's origin. test/nomad-jobs-hcl.test.ts renders it and compares
@@ -41,14 +43,12 @@ variable "console_origin" {
 
 variable "envoy_image" {
   type        = string
-  default     = "envoyproxy/envoy:v1.31-latest"
-  description = "Envoy 1.27 or later (original_dst_lb_config.metadata_key); pin a digest in production."
+  description = "Envoy 1.27 or later (original_dst_lb_config.metadata_key), by a release tag (vX.Y.Z) or a digest: a stable branch's vX.Y-latest moves, and each node keeps whichever copy it pulled first."
 }
 
 variable "image" {
   type        = string
-  default     = "localhost/agent-platform:latest"
-  description = "The platform image (scripts/build-platform-image.sh) authz runs from, at a name every edge node's Docker can pull or already holds."
+  description = "The platform image authz runs from, by an immutable tag or digest every edge node's Docker can pull (npm run images -- push prints it)."
 }
 
 variable "agent_domain" {
@@ -345,6 +345,12 @@ static_resources:
                 use_remote_address: true
                 xff_num_trusted_hops: 0
 
+                # Every answer carries the request's x-request-id, Envoy's own local replies
+                # (502, 503) as much as authz's denials and agents' answers, so a caller can
+                # quote it (ConnectionManagerUtility::mutateResponseHeaders sets it from the
+                # request when this is on; otherwise only when tracing is forced). The local
+                # edge does the same (envoy/local-edge/server.ts).
+                always_set_request_id_in_response: true
                 # Edge best practices (Envoy docs, "Configuring Envoy as an edge proxy").
                 normalize_path: true
                 merge_slashes: true

@@ -2,7 +2,8 @@
 # Installs what the platform needs and is missing: Debian packages (PostgreSQL,
 # Redis; with --containers podman, runc, netavark + aardvark-dns, nftables, iptables and
 # a static busybox; with --test-tools the same busybox, from which the orchestration
-# tests build their tiny image, and Chromium for the console's browser tests; with
+# tests build their tiny image, Chromium for the console's browser tests, and
+# docker-registry with openssl for the registry tests; with
 # --bench-tools h2load, the C load generator of `npm run bench`) and npm dependencies. With --containers it also selects
 # podman's netavark network backend (select_netavark below).
 # Used by `npm run up` and `npm test`, so a fresh machine needs nothing by hand.
@@ -36,6 +37,8 @@ if $want_containers; then
   # netavark itself still writes its rules with iptables.
   command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || missing+=(nftables)
   command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
+  # The agent subnet pool's unreachable route (control/orchestrator/podman/pool-route.ts).
+  command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
 fi
 if $want_containers || $want_test_tools; then
   static_busybox || missing+=(busybox-static)
@@ -46,6 +49,10 @@ if $want_test_tools; then
   [ -x /usr/lib/cni/bridge ] || missing+=(containernetworking-plugins)
   # The web console's browser tests drive Debian's Chromium through playwright-core (test/support/browser.ts).
   [ -x /usr/bin/chromium ] || missing+=(chromium)
+  # The registry tests push, pull by digest and deploy from a real distribution registry
+  # on loopback (test/support/registry.ts); the tests generate its TLS CA with openssl.
+  [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
+  command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 fi
 if $want_bench_tools; then
   # authz's CPU per Check is also measured with h2load as the caller (bench/h2load.ts).
@@ -62,8 +69,8 @@ if [ ${#missing[@]} -gt 0 ]; then
   export DEBIAN_FRONTEND=noninteractive
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-  # Debian starts packaged services on install; the platform runs its own copies.
-  for service in postgresql redis-server; do
+  # Debian starts packaged services on install; the platform (and its tests) run their own copies.
+  for service in postgresql redis-server docker-registry; do
     $sudo systemctl disable --now "$service" >/dev/null 2>&1 || $sudo service "$service" stop >/dev/null 2>&1 || true
   done
 fi

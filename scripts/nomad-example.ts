@@ -1,7 +1,8 @@
 /**
  * Writes nomad-jobs/agent.example.json: the request body the Nomad driver sends to
  * PUT /v1/jobs for a sample agent (default runtime, two replicas, a model key, auto-scaling
- * on), with the default settings. `npm run nomad:example` rewrites it; a test fails when
+ * on, the runtime image as `npm run images -- push` names it in an operator's registry), with
+ * the default settings. `npm run nomad:example` rewrites it; a test fails when
  * the committed file no longer matches what the driver generates.
  *
  *   curl -X PUT -H "X-Nomad-Token: $NOMAD_TOKEN" -d @nomad-jobs/agent.example.json "$NOMAD_ADDR/v1/jobs"
@@ -23,7 +24,7 @@ export const EXAMPLE_AGENT: JobSpec = {
     accountId: 'acc_3Jd8Kq1ZrT5mWn2Vb7Xc',
     url: 'https://support-bot-x7k2p9qa.agents.example.com',
   version: 3,
-  image: 'localhost/agent-runtime:latest',
+  image: 'registry.example.com/platform/agent-runtime:0.1.0-3f2c1ab',
   port: 8080,
   count: 2,
   cpu: 0.5,

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../control/crypto/tokens.js';
+import { LOCAL_RUNTIME_IMAGE } from '../control/runtime-image.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, databaseText, expectError, expectStatus, signUpMember } from './support/control-api.js';
 
 const DEFAULT_DEPLOY = {
-  image: 'localhost/agent-runtime:latest',
+  image: LOCAL_RUNTIME_IMAGE,
   port: 8080,
   replicas: 1,
   resources: { cpu: 1, memory_mb: 512, gpu: 0, disk_gb: 1, ephemeral_storage_gb: 1 },

@@ -107,7 +107,8 @@ describe('control API fuzz: hostile input never gives a 5xx', function () {
       for (const operation of operations.filter((op) => op.body)) {
         for (const path of fieldPaths(operation.body!, resolve)) {
           const schema = schemaAt(operation.body!, path, resolve);
-          const wrong = schema.type === 'object' ? 'not an object' : { not: 'this type' };
+          const objectTyped = schema.type === 'object' || (Array.isArray(schema.type) && schema.type.includes('object'));
+          const wrong = objectTyped ? 'not an object' : { not: 'this type' };
           const request = requestTo(operation, realSegments(operation), jsonBody(withValueAt({}, path, wrong)));
           const response = await send(baseUrl(), request);
           assertWellFormed(request, response);

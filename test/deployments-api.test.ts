@@ -4,6 +4,7 @@ import { SecretBox } from '../control/crypto/secret-box.js';
 import { jobSpecFor } from '../control/domain/job-spec.js';
 import type { AgentRow } from '../control/domain/agent.js';
 import { agentUrl } from '../control/services/agent-presenter.js';
+import { LOCAL_RUNTIME_IMAGE } from '../control/runtime-image.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, expectError, expectStatus, signUpMember } from './support/control-api.js';
 
@@ -51,7 +52,7 @@ describe('deployments: history and rollback through the API', () => {
         assert.equal(d.agent_id, agent.id);
         assert.equal(d.created_by, user.id);
         assert.equal(d.rollback_of, null);
-        assert.equal(d.image, 'localhost/agent-runtime:latest');
+        assert.equal(d.image, LOCAL_RUNTIME_IMAGE);
       }
       const one = await control.request('GET', `/agents/${agent.id}/deployments/${listed.deployments[0].id}`, { token });
       expectStatus(one, 200);

@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../control/config.js';
+import { LOCAL_RUNTIME_IMAGE } from '../control/runtime-image.js';
 import { ConfigError } from '../control/settings-reader.js';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1/db', REDIS_URL: 'redis://127.0.0.1:6379', MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };
@@ -105,5 +107,44 @@ describe('nomad driver: settings', () => {
         return true;
       },
     );
+  });
+});
+
+describe('nomad driver: the runtime image', () => {
+  const DIGEST = `sha256:${'a'.repeat(64)}`;
+  const loadWith = (env: Record<string, string>) => loadConfig({ ...BASE, ...env });
+
+  it('defaults, on either driver, to the local tag of the package version that npm run up builds, never "latest"', () => {
+    assert.match(LOCAL_RUNTIME_IMAGE, /^localhost\/agent-runtime:\d+\.\d+\.\d+/);
+    assert.equal(loadWith({}).runtimeImage, LOCAL_RUNTIME_IMAGE);
+    assert.equal(loadWith({ ORCHESTRATOR: 'nomad' }).runtimeImage, LOCAL_RUNTIME_IMAGE);
+  });
+
+  it('refuses with ORCHESTRATOR=nomad an image the docker driver pulls at every start (untagged or "latest"), and takes a tag or a digest', () => {
+    for (const image of ['registry.example.com/agent-runtime', 'registry.example.com/agent-runtime:latest', 'registry.example.com:5000/agent-runtime']) {
+      assert.throws(() => loadWith({ ORCHESTRATOR: 'nomad', RUNTIME_IMAGE: image }), (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.equal(error.problems.length, 1);
+        assert.match(error.problems[0]!, new RegExp(`^RUNTIME_IMAGE: ${image.replaceAll('.', '\\.')} is (untagged|tagged "latest"), which Nomad's docker driver pulls at every start`));
+        return true;
+      }, image);
+    }
+    for (const image of ['registry.example.com:5000/agent-runtime:0.1.0-3f2c1ab', `registry.example.com/agent-runtime@${DIGEST}`, `registry.example.com/agent-runtime:latest@${DIGEST}`]) {
+      assert.equal(loadWith({ ORCHESTRATOR: 'nomad', RUNTIME_IMAGE: image }).runtimeImage, image);
+    }
+    // podman runs the host's copy of a local image whatever its tag.
+    assert.equal(loadWith({ RUNTIME_IMAGE: 'localhost/agent-runtime:latest' }).runtimeImage, 'localhost/agent-runtime:latest');
+  });
+
+  it('stops the control API at start with exit code 78 and one line naming RUNTIME_IMAGE', () => {
+    const started = spawnSync(process.execPath, ['--import', 'tsx', 'control/main.ts'], {
+      env: { PATH: process.env.PATH, ...BASE, ORCHESTRATOR: 'nomad', RUNTIME_IMAGE: 'localhost/agent-runtime:latest' },
+      encoding: 'utf8',
+      timeout: 60_000,
+    });
+    assert.equal(started.status, 78, started.stderr);
+    const problems = started.stderr.split('\n').filter((line) => line.startsWith('  - '));
+    assert.deepEqual(problems.map((line) => line.split(':')[0]), ['  - RUNTIME_IMAGE']);
+    assert.match(problems[0]!, /localhost\/agent-runtime:latest is tagged "latest"/);
   });
 });

@@ -7,6 +7,9 @@ import type { ConsulHealthCheck } from '../control/orchestrator/nomad/api-types.
 import { nextIndex } from '../control/orchestrator/nomad/blocking-watch.js';
 import { allocationOf, consulChecksWatch, passingFrom, type PassingAllocations } from '../control/orchestrator/nomad/consul-watch.js';
 import { ApiClient } from '../control/orchestrator/nomad/http-client.js';
+import type { NomadDriver } from '../control/orchestrator/nomad/driver.js';
+import { startFakeCluster, type FakeCluster } from './support/fake-nomad/index.js';
+import { fakeClusterDriver, sampleSpec } from './support/nomad-samples.js';
 import { waitFor } from './support/wait.js';
 
 const ALLOC = '9e4c8b3e-2d1f-4c1b-8c6e-0a1b2c3d4e5f';
@@ -67,6 +70,14 @@ describe('nomad driver: the Consul checks watch', function () {
     assert.deepEqual([...passing], [ALLOC]);
   });
 
+  it("counts its node's checks too, as ?passing does: an allocation on a node whose serfHealth is not passing is not", () => {
+    const node = (Node: string, Status: ConsulHealthCheck['Status']): ConsulHealthCheck => ({ Node, CheckID: 'serfHealth', Name: 'Serf Health Status', Status, ServiceID: '', ServiceName: '', ServiceTags: [] });
+    const onOtherNode = { ...check(OTHER, 'health', 'passing'), Node: 'client-2' };
+    assert.deepEqual([...passingFrom([node('client-1', 'passing'), node('client-2', 'critical'), check(ALLOC, 'health', 'passing'), onOtherNode])], [ALLOC]);
+    assert.deepEqual([...passingFrom([node('client-1', 'warning'), check(ALLOC, 'health', 'passing'), onOtherNode])], [OTHER], 'a warning is not passing');
+    assert.deepEqual([...passingFrom([node('client-1', 'passing'), check(ALLOC, 'health', 'passing')])], [ALLOC]);
+  });
+
   it('follows the index as Consul asks: backwards starts over, and it never goes below 1', () => {
     assert.equal(nextIndex(0, 41), 41);
     assert.equal(nextIndex(41, 42), 42);
@@ -97,7 +108,7 @@ describe('nomad driver: the Consul checks watch', function () {
     try {
       await waitFor('the failures and the answers after them', async () => (queries.length >= 7 ? true : undefined));
       assert.deepEqual(queries.map((q) => q.index), [null, '41', '42', '42', '42', '42', '1'], 'no index lost across failures; a 0 index is clamped to 1');
-      assert.ok(queries.every((q) => q.filter === 'ServiceTags contains "platform-agent"' && q.token === 'consul-token'));
+      assert.ok(queries.every((q) => q.filter === 'ServiceTags contains "platform-agent" or ServiceID is empty' && q.token === 'consul-token'));
       // A lower bound, which load can only lengthen: the two answers that came at once were
       // each followed by the rest of the interval (a timer may fire up to a millisecond or two early of performance.now()).
       const gaps = startedAt.slice(1, 3).map((at, i) => at - startedAt[i]!);
@@ -110,5 +121,34 @@ describe('nomad driver: the Consul checks watch', function () {
       await watch.stop();
       for (const response of parked) response.destroy();
     }
+  });
+});
+
+describe("nomad driver: a node Consul sees as dead (fake Consul's serfHealth)", function () {
+  this.timeout(60_000);
+  let cluster: FakeCluster;
+  let driver: NomadDriver;
+  const spec = sampleSpec({ agentId: 'agt_DeadNode000000000001', slug: 'dead-node-x7k2p9qa', count: 1, secretEnv: {} });
+
+  before(async () => {
+    cluster = await startFakeCluster({ simulate: true });
+    driver = fakeClusterDriver(cluster, { NOMAD_WATCH_MIN_INTERVAL_MS: '50' });
+    driver.start();
+  });
+  after(async () => {
+    await driver?.close();
+    await cluster?.close();
+  });
+
+  const states = async () => (await driver.status(spec.agentId))?.replicas.map((replica) => replica.state) ?? [];
+
+  it('stops routing to its replicas as soon as serfHealth is critical, though Nomad still has them running, and routes again when it passes', async () => {
+    await driver.submit(spec);
+    await waitFor('the replica routable', async () => ((await states()).join() === 'running' ? true : undefined), 30_000);
+    cluster.setNodeAlive(false);
+    await waitFor('the replica out of the routing set', async () => ((await states()).join() === 'starting' ? true : undefined), 10_000);
+    assert.deepEqual(cluster.allocations(`agent-${spec.agentId}`).map((a) => a.ClientStatus), ['running'], 'Nomad has not marked it lost');
+    cluster.setNodeAlive(true);
+    await waitFor('the replica routable again', async () => ((await states()).join() === 'running' ? true : undefined), 10_000);
   });
 });

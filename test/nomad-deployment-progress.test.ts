@@ -9,7 +9,7 @@ import { TEST_IMAGE } from './support/test-image.js';
  * A deployment's progress stream with the Nomad driver, on the fake cluster (which plays
  * allocations on real containers): the job registered under Nomad's job version, each
  * allocation placed, its image downloaded by the client (the image's tag is "latest", so
- * the docker driver pulls it), its task running, its Consul check passing, and the old
+ * the docker driver pulls it, from the registry the fake says serves it), its task running, its Consul check passing, and the old
  * allocation stopped by the rollout. The deployment records Nomad's job version.
  */
 describe('deployment progress on nomad (fake cluster)', function () {
@@ -21,7 +21,7 @@ describe('deployment progress on nomad (fake cluster)', function () {
   let token: string;
 
   before(async () => {
-    cluster = await startFakeCluster({});
+    cluster = await startFakeCluster({ registryImages: [IMAGE] });
     control = await startControl({}, { nomad: cluster });
     execFileSync('podman', ['tag', TEST_IMAGE, IMAGE]);
     ({ token } = await control.signUp());

@@ -232,7 +232,7 @@ describe('nomad driver: what it asks of Nomad and Consul', function () {
     const nomadQuery = new URLSearchParams(cluster.watchQueries.find((q) => q.startsWith('nomad'))!.slice('nomad '.length));
     assert.deepEqual([nomadQuery.get('filter'), nomadQuery.get('resources'), nomadQuery.get('task_states'), nomadQuery.get('namespace')], ['JobID matches "^agent-"', 'true', 'true', 'default']);
     const consulQuery = new URLSearchParams(cluster.watchQueries.find((q) => q.startsWith('consul'))!.slice('consul '.length));
-    assert.equal(consulQuery.get('filter'), 'ServiceTags contains "platform-agent"');
+    assert.equal(consulQuery.get('filter'), 'ServiceTags contains "platform-agent" or ServiceID is empty');
     assert.equal(cluster.calls.some((call) => call.includes('/allocations') || call.includes('/health/')), false, 'no per-agent reads');
   });
 

@@ -62,6 +62,26 @@ describe('the fake Nomad + Consul', function () {
     assert.equal(await register(), 1);
   });
 
+  it("stores the constraints Nomad's mutators add: the Consul one once, the implicit-identity one again at each registration of the job as read", async () => {
+    const request = example();
+    request.Job.ID = request.Job.Name = 'agent-constraints';
+    request.Job.TaskGroups[0].Count = 0; // nothing placed
+    request.Job.TaskGroups[0].Scaling.Min = 0;
+    const targets = async () => {
+      const read = (await (await nomad('GET', '/v1/job/agent-constraints')).json()) as Record<string, any>;
+      return { read, targets: (read.TaskGroups[0].Constraints as { LTarget: string }[]).map((c) => c.LTarget) };
+    };
+    const registered = await nomad('PUT', '/v1/jobs', request);
+    assert.equal(registered.status, 200, await registered.text());
+    const first = await targets();
+    assert.deepEqual(first.targets, ['${attr.consul.version}', '${attr.nomad.version}']);
+    assert.equal((await nomad('PUT', '/v1/jobs', request)).status, 200);
+    assert.deepEqual((await targets()).targets, first.targets, 'the job as the driver builds it: the same spec, one of each');
+    const again = await nomad('PUT', '/v1/jobs', { Job: first.read });
+    assert.equal(again.status, 200, await again.text());
+    assert.deepEqual((await targets()).targets, ['${attr.consul.version}', '${attr.nomad.version}', '${attr.nomad.version}'], 'the job as read: one more');
+  });
+
   it('refuses an empty Variable, as Nomad does', async () => {
     const response = await nomad('PUT', '/v1/var/nomad/jobs/agent-x', { Namespace: 'default', Path: 'nomad/jobs/agent-x', Items: {} });
     assert.equal(response.status, 400);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { cpuMhz, nomadJobFor, secretTemplate } from '../control/orchestrator/nomad/job-spec.js';
+import { LOCAL_RUNTIME_IMAGE } from '../control/runtime-image.js';
 import { defaultNomadSettings, sampleSpec } from './support/nomad-samples.js';
 
 const SECOND_NS = 1_000_000_000;
@@ -48,7 +49,7 @@ describe('nomad driver: the job of an agent', () => {
   it('limits the container as the podman driver does: default capabilities only, no new privileges, 512 pids, hard cpu and memory', () => {
     const task = nomadJobFor(sampleSpec({ cpu: 0.5, memoryMb: 384 }), defaultNomadSettings({ NOMAD_MHZ_PER_VCPU: '2400' })).TaskGroups[0]!.Tasks[0]!;
     assert.deepEqual(task.Config, {
-      image: 'localhost/agent-runtime:latest',
+      image: LOCAL_RUNTIME_IMAGE,
       ports: ['http'],
       cap_drop: ['ALL'],
       cap_add: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'NET_BIND_SERVICE', 'SETFCAP', 'SETGID', 'SETPCAP', 'SETUID', 'SYS_CHROOT'],

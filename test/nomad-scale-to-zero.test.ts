@@ -28,7 +28,7 @@ describe('nomad driver: scale to zero and back', function () {
 
   const running = async () => (await driver.status(agentId))?.replicas.filter((r) => r.state === 'running' && r.address).length ?? 0;
 
-  it('parks an auto-scaled job at count 0 (Scaling Min widened to 0) and wakes it to 1 through the same scale call', async () => {
+  it('parks an auto-scaled job at count 0 (Scaling Min widened to 0) and wakes it to 1 through the same scale call, Min back at 1', async () => {
     // What jobSpecFor gives an agent with min_replicas 0: the Nomad Autoscaler's floor stays 1.
     const spec = sampleSpec({ agentId, slug: 'park-x7k2p9qa', count: 1, secretEnv: {}, scaling: { enabled: true, min: 1, max: 3 } });
     await driver.submit(spec);
@@ -42,7 +42,20 @@ describe('nomad driver: scale to zero and back', function () {
 
     await driver.scale(agentId, 1);
     await waitFor('woken: one replica running', async () => ((await running()) === 1 ? true : undefined), 30_000);
-    assert.equal(((await cluster.job(`agent-${agentId}`)) as any).TaskGroups[0].Count, 1);
+    const woken: any = await cluster.job(`agent-${agentId}`);
+    assert.equal(woken.TaskGroups[0].Count, 1);
+    // Job.Scale would have left Min at 0, and the Nomad Autoscaler free to park the agent itself.
+    assert.deepEqual([woken.TaskGroups[0].Scaling.Min, woken.TaskGroups[0].Scaling.Max, woken.TaskGroups[0].Scaling.Enabled], [1, 3, true], "the Autoscaler's floor is 1 again");
+  });
+
+  it("re-registers the job as read without the constraints Nomad's mutators add: after parks and wakes, still one of each", async () => {
+    const other = 'agt_Park00000000000000002';
+    await driver.submit(sampleSpec({ agentId: other, slug: 'park-y7k2p9qb', count: 1, secretEnv: {}, scaling: { enabled: true, min: 1, max: 3 } }));
+    const constraints = () => ((cluster.job(`agent-${other}`) as any).TaskGroups[0].Constraints as { LTarget: string }[]).map((c) => c.LTarget);
+    assert.deepEqual(constraints(), ['${attr.consul.version}', '${attr.nomad.version}'], 'what Nomad adds to a registration');
+    for (const count of [0, 1, 0, 1]) await driver.scale(other, count);
+    assert.equal(cluster.job(`agent-${other}`)!.Version, 4, 'each scale registered the job over what was read');
+    assert.deepEqual(constraints(), ['${attr.consul.version}', '${attr.nomad.version}']);
   });
 });
 
@@ -69,7 +82,7 @@ describe('scale to zero on Nomad, through the control API (fake Nomad, simulated
     await control.redis.lpush(edgeKeyNames.wakeQueue, agent.id);
   }
 
-  it('parks the job at count 0 and wakes it to 1 by the same driver scale call, and wakes it again after the Nomad Autoscaler took it to 0 on its own', async () => {
+  it('parks the job at count 0 and wakes it to 1 by the same driver scale call, and wakes it again after something else took it to 0', async () => {
     const { token } = await control.signUp();
     const created = await control.request('POST', '/agents', {
       token, body: { name: 'nomad-sleeper', api_key: 'sk-test', deploy: { replicas: 1, auto_scale: true, min_replicas: 0, max_replicas: 3 } },
@@ -92,7 +105,9 @@ describe('scale to zero on Nomad, through the control API (fake Nomad, simulated
     await waitFor('woken: job at count 1', async () => ((await countOf(agent.id)) === 1 ? true : undefined), 30_000);
     await waitFor('one replica', async () => ((await shown()).replicas === 1 ? true : undefined), 30_000);
 
-    // The Nomad Autoscaler (the block's Min is 0 since the wake used the scale endpoint) takes it to 0 behind the API's back.
+    // The woken job's scaling block has Min 1 again: the Nomad Autoscaler keeps it at 1 or more.
+    assert.equal(((await cluster.job(`agent-${agent.id}`)) as any).TaskGroups[0].Scaling.Min, 1);
+    // Something else takes it to 0 behind the API's back (an operator's `nomad job scale`).
     await control.driver!.scale(agent.id, 0);
     assert.equal(await countOf(agent.id), 0);
     await requestWake(agent);

@@ -18,14 +18,15 @@ function problemsOf(env: Record<string, string>): string[] {
 
 describe('podman driver: settings', () => {
   it('has the documented defaults', () => {
-    const podman = loadConfig(BASE).podman;
+    const { agentSubnets, ...podman } = loadConfig(BASE).podman;
+    assert.equal(agentSubnets.cidr, '10.89.0.0/16');
     assert.deepEqual(
       { ...podman },
       {
         binary: 'podman', instance: 'default', runtime: null, nofileLimit: null, nprocLimit: null,
         startGraceMs: 30_000, restartBudget: 5, restartBackoffBaseMs: 1000, restartBackoffMaxMs: 30_000, pollIntervalMs: 1000,
         firewall: true, networkBackend: null, probeBusybox: '/bin/busybox', probeConnectTimeoutSeconds: 2, protectedEndpoints: [],
-        drainMs: 2000, stopTimeoutSeconds: 10, pullTimeoutMs: 120_000,
+        agentHostPorts: [], drainMs: 2000, stopTimeoutSeconds: 10, pullTimeoutMs: 120_000, registryCertsDir: null, environment: {},
       },
     );
   });
@@ -41,12 +42,16 @@ describe('podman driver: settings', () => {
         PODMAN_NETWORK_BACKEND: 'slirp4netns',
         PODMAN_PROBE_TIMEOUT_SECONDS: '1.5',
         PODMAN_PROTECTED_ENDPOINTS: 'nope',
+        PODMAN_AGENT_SUBNETS: '10.89.0.1/16',
+        PODMAN_AGENT_HOST_PORTS: '11434,http',
         START_GRACE_SECONDS: '-1',
         RESTART_BUDGET: '1.5',
         STOP_TIMEOUT_SECONDS: '2.5',
         PULL_TIMEOUT_SECONDS: '0',
       }),
       [
+        'PODMAN_AGENT_HOST_PORTS: expected TCP ports (1-65535) separated by commas, got "http"',
+        'PODMAN_AGENT_SUBNETS: 10.89.0.1/16 has host bits set; did you mean 10.89.0.0/16?',
         'PODMAN_FIREWALL: expected true or false, got "maybe"',
         'PODMAN_INSTANCE: expected letters, digits, ".", "_" or "-" (1 to 64), got "a b"',
         'PODMAN_NETWORK_BACKEND: expected one of netavark, cni, got "slirp4netns"',
@@ -85,5 +90,21 @@ describe('podman driver: settings', () => {
   it('keeps what the operator set over what the host offers', () => {
     const host = detectHost(loadConfig({ ...BASE, PODMAN_RUNTIME: 'crun', PODMAN_NOFILE_LIMIT: '4096', PODMAN_NPROC_LIMIT: '2048', PODMAN_FIREWALL: 'false' }).podman);
     assert.deepEqual([host.runtime, host.nofileLimit, host.nprocLimit, host.firewall], ['crun', 4096, 2048, false]);
+  });
+});
+
+describe('podman driver: the environment podman runs with', () => {
+  it("is what podman reads, never the control API's secrets or settings", () => {
+    const environment = loadConfig({
+      ...BASE,
+      MASTER_KEY: '',
+      PATH: '/usr/sbin:/usr/bin', HOME: '/root', XDG_RUNTIME_DIR: '/run/user/0', CONTAINERS_CONF: '/etc/x.conf', LC_ALL: 'C.UTF-8',
+      HTTPS_PROXY: 'http://proxy:3128', REGISTRY_AUTH_FILE: '/etc/auth.json', PODMAN_REGISTRY_CERTS_DIR: '/certs',
+      MASTER_KEYS: Buffer.alloc(32, 9).toString('base64'), NOMAD_TOKEN: 'secret', AWS_SECRET_ACCESS_KEY: 'x',
+    }).podman.environment;
+    assert.deepEqual(environment, {
+      PATH: '/usr/sbin:/usr/bin', HOME: '/root', XDG_RUNTIME_DIR: '/run/user/0', CONTAINERS_CONF: '/etc/x.conf', LC_ALL: 'C.UTF-8',
+      HTTPS_PROXY: 'http://proxy:3128', REGISTRY_AUTH_FILE: '/etc/auth.json',
+    });
   });
 });

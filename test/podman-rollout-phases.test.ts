@@ -26,12 +26,12 @@ describe('podman driver: job events → rollout steps (control/orchestrator/podm
       ['routing', 'ag-new', 4],
     ]);
     assert.deepEqual(steps.map((s) => s?.message), [
-      'image localhost/agent-runtime:latest is present',
-      'creating container from localhost/agent-runtime:latest',
-      'container started from localhost/agent-runtime:latest',
+      `image ${job.spec.image} is present`,
+      `creating container from ${job.spec.image}`,
+      `container started from ${job.spec.image}`,
       'port accepts connections',
     ]);
-    assert.equal(progressOf(job, imageStep(job.spec, false), AT)?.message, 'pulling image localhost/agent-runtime:latest');
+    assert.equal(progressOf(job, imageStep(job.spec, false), AT)?.message, `pulling image ${job.spec.image}`);
   });
 
   it('an older replica stopping is the drain of the version that replaces it; a current one stopping (scale-down) is no step', () => {

@@ -1,3 +1,4 @@
+import { DEFAULT_AGENT_SUBNET_POOL, parseSubnetPool } from '../contract/agent-subnet-pool.js';
 import assert from 'node:assert/strict';
 import { DEFAULT_CAPABILITIES } from '../control/orchestrator/container-policy.js';
 import { runArguments, splitEnvironment } from '../control/orchestrator/podman/run-args.js';
@@ -25,9 +26,13 @@ const settings: PodmanSettings = {
   probeBusybox: '/bin/busybox',
   probeConnectTimeoutSeconds: 2,
   protectedEndpoints: [],
+  agentSubnets: parseSubnetPool('PODMAN_AGENT_SUBNETS', DEFAULT_AGENT_SUBNET_POOL),
+  agentHostPorts: [],
   drainMs: 2000,
   stopTimeoutSeconds: 10,
   pullTimeoutMs: 120_000,
+  registryCertsDir: null,
+  environment: {},
 };
 
 const AGENT = 'agt_7Qm2XbR9kLp4TzW1nVc8';
@@ -110,11 +115,11 @@ describe('podman driver: the run arguments of a replica (control/orchestrator/po
     assert.equal(both.fileContent, 'LLM_MODEL=secret');
   });
 
-  it('runs the deploy image detached, pulled only when missing, stopped within STOP_TIMEOUT_SECONDS, logs kept for `podman logs`', () => {
+  it('runs the deploy image detached, never pulled by the run (image-pulls.ts pulls it first), stopped within STOP_TIMEOUT_SECONDS, logs kept for `podman logs`', () => {
     assert.equal(args[0], 'run');
-    assert.equal(args.at(-1), 'localhost/agent-runtime:latest', 'the image comes last: nothing after it is a podman option');
+    assert.equal(args.at(-1), spec.image, 'the image comes last: nothing after it is a podman option');
     assert.ok(flags.includes('--detach'));
-    assert.deepEqual(valuesOf('--pull'), ['missing']);
+    assert.deepEqual(valuesOf('--pull'), ['never']);
     assert.deepEqual(valuesOf('--stop-timeout'), ['10']);
     assert.deepEqual(valuesOf('--log-driver'), ['k8s-file']);
   });

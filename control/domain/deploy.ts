@@ -1,5 +1,6 @@
 import type { SecretBox } from '../crypto/secret-box.js';
 import { validationError, type ValidationIssue } from '../errors.js';
+import { registryAuthIssues, registryOf, sealRegistryAuth, type RegistryAuthInput, type StoredRegistryAuth } from './registry-auth.js';
 import { secretEnvIssues } from './secret-env-limits.js';
 
 /** An env entry as stored: a secret keeps only its sealed (encrypted) value. */
@@ -17,6 +18,8 @@ export interface StoredDeploy {
   max_replicas: number;
   /** Absent from deploys stored before scale to zero existed: DEFAULT_SCALE_TO_ZERO_AFTER_SECONDS. */
   scale_to_zero_after_seconds?: number;
+  /** Credentials for the image's registry, sealed; absent (or null) without. Never shown. */
+  registry_auth?: StoredRegistryAuth | null;
 }
 
 /** A deploy as asked for: any field left out keeps its value; env values still in the clear. */
@@ -30,6 +33,8 @@ export interface DeployRequest {
   min_replicas?: number;
   max_replicas?: number;
   scale_to_zero_after_seconds?: number;
+  /** Credentials for the image's registry; null removes the stored ones, omitted keeps them. */
+  registry_auth?: RegistryAuthInput | null;
 }
 
 /** Seconds without edge requests before an auto-scaled agent with min_replicas 0 is parked (docs/autoscaling.md). */
@@ -57,12 +62,20 @@ export const DEFAULT_DEPLOY: Readonly<StoredDeploy> = Object.freeze({
   scale_to_zero_after_seconds: SCALE_TO_ZERO_AFTER_SECONDS.default,
 });
 
+/** What the orchestrator in use can deliver, so a deploy it could not run is refused with a 422 rather than failing later. */
+export interface DeployRules {
+  /** Nomad's docker driver takes registry credentials as a user name and password only (docs/decisions.md). */
+  identityTokens: boolean;
+}
+
+export const ANY_ORCHESTRATOR: DeployRules = Object.freeze({ identityTokens: true });
+
 /**
  * The deploy object to store: `input` over `base` (the defaults on create, the current
  * deploy on redeploy), so omitted fields keep their values. A given `env` replaces the
  * whole list; its secret values are sealed here and never stored in the clear.
  */
-export function resolveDeploy(input: DeployRequest | undefined, base: StoredDeploy, box: SecretBox): StoredDeploy {
+export function resolveDeploy(input: DeployRequest | undefined, base: StoredDeploy, box: SecretBox, rules: DeployRules = ANY_ORCHESTRATOR): StoredDeploy {
   const given = input ?? {};
   const resolved: StoredDeploy = {
     image: given.image ?? base.image,
@@ -76,7 +89,39 @@ export function resolveDeploy(input: DeployRequest | undefined, base: StoredDepl
     scale_to_zero_after_seconds: given.scale_to_zero_after_seconds ?? scaleToZeroAfterSeconds(base),
   };
   assertConsistent(resolved, given);
-  return resolved;
+  const registry_auth = resolveRegistryAuth(given, resolved.image, base.registry_auth ?? null, box, rules);
+  return registry_auth ? { ...resolved, registry_auth } : resolved;
+}
+
+/**
+ * The registry credentials to store: given ones sealed for the image's registry, null to
+ * drop them, or the stored ones kept. Stored credentials go only to the registry they were
+ * given for: a deploy that moves the image to another registry must give registry_auth
+ * again (or null), so credentials one member stored never reach a registry another chose.
+ */
+function resolveRegistryAuth(given: DeployRequest, image: string | null, stored: StoredRegistryAuth | null, box: SecretBox, rules: DeployRules): StoredRegistryAuth | null {
+  const at = (...path: (string | number)[]) => ['body', 'deploy', ...path];
+  if (given.registry_auth === null) return null;
+  if (given.registry_auth !== undefined) {
+    const issues = registryAuthIssues(given.registry_auth, image, at);
+    if (given.registry_auth.identity_token !== undefined && !rules.identityTokens) {
+      issues.push({
+        loc: at('registry_auth', 'identity_token'),
+        msg: "this platform runs agents on Nomad, whose docker driver takes registry credentials as username and password only: give those (many registries accept a token as the password)",
+        type: 'value_error',
+      });
+    }
+    if (issues.length > 0) throw validationError(issues);
+    return sealRegistryAuth(given.registry_auth, image!, box);
+  }
+  if (stored && (image === null || registryOf(image) !== stored.registry)) {
+    throw validationError([{
+      loc: at(given.image !== undefined ? 'image' : 'registry_auth'),
+      msg: `the stored registry_auth is for ${stored.registry}; with an image from ${image === null ? "the platform's runtime" : (registryOf(image) ?? 'an unnamed registry')}, give registry_auth again, or null to drop it`,
+      type: 'value_error',
+    }]);
+  }
+  return stored;
 }
 
 function sealEntry(entry: NonNullable<DeployRequest['env']>[number], box: SecretBox): StoredEnvEntry {

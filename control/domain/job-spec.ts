@@ -2,6 +2,7 @@ import type { SecretBox } from '../crypto/secret-box.js';
 import type { AgentRow } from './agent.js';
 import type { JobSpec } from './job.js';
 import { PROVIDER_KEY_VARIABLE, type Provider } from './models.js';
+import { openRegistryAuth } from './registry-auth.js';
 
 /**
  * The job the orchestrator runs for an agent: exactly docs/contract.md's environment (the
@@ -46,6 +47,8 @@ export function jobSpecFor(agent: AgentRow, box: SecretBox, settings: JobSetting
     memoryMb: deploy.resources.memory_mb,
     env,
     secretEnv,
+    ...(deploy.registry_auth ? { registryAuth: openRegistryAuth(deploy.registry_auth, box) } : {}),
+    ...(deploy.image === null ? { platformImage: true } : {}),
     check: deploy.image === null ? 'http' : 'tcp',
     // Never below 1 for the Nomad Autoscaler: it sees CPU, not the edge, and would park an
     // agent no request can wake. The platform parks (IdleParker) by a count of 0, and the

@@ -1,4 +1,5 @@
 import type { RolloutPhase } from './deployment.js';
+import type { RegistryCredential } from './registry-auth.js';
 
 /**
  * The job model the platform and its drivers share: what to run for an agent (built by
@@ -26,6 +27,18 @@ export interface JobSpec {
   env: Record<string, string>;
   /** Secret environment (model key, secret deploy.env): delivered so that it never appears in a job listing. */
   secretEnv: Record<string, string>;
+  /**
+   * Credentials for `image`'s registry (deploy.registry_auth), opened: absent without. Like
+   * secretEnv, delivered so that they never appear in a job listing, a log or a process's
+   * arguments or environment.
+   */
+  registryAuth?: RegistryCredential;
+  /**
+   * The platform's runtime image (deploy.image left out): pulled with the host's own
+   * registry credentials, the operator's. Any other image is the agent's, pulled with its
+   * registryAuth or with none.
+   */
+  platformImage?: boolean;
   /** How health is checked: the platform runtime serves /health, a custom image maybe nothing but a port. */
   check: 'http' | 'tcp';
   scaling: { enabled: boolean; min: number; max: number };

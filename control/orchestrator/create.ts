@@ -29,7 +29,7 @@ export function createOrchestrator(config: Config, clock: Clock, logger: Logger)
     return { orchestrator: createNomadDriver(config.nomad, clock, logger), clock, autoscaledBy: 'orchestrator' };
   }
   const settings = detectHost(config.podman);
-  const driver = new PodmanDriver(new PodmanCli(settings.binary, podmanGlobalArgs(settings)), settings, clock, logger.child({ component: 'podman' }), protectedEndpointsOf(config));
+  const driver = new PodmanDriver(new PodmanCli(settings.binary, podmanGlobalArgs(settings), settings.environment), settings, clock, logger.child({ component: 'podman' }), protectedEndpointsOf(config));
   driver.start();
   return { orchestrator: driver, clock, autoscaledBy: 'platform' };
 }

@@ -1,10 +1,12 @@
 import type { Knex } from 'knex';
 import type { StoredEnvEntry } from '../domain/deploy.js';
+import type { StoredRegistryAuth } from '../domain/registry-auth.js';
 
 /**
  * Every table that keeps sealed values. `agents` and `deployments` keep them the same way:
- * the model key in `api_key_sealed` and the secret entries of `deploy.env`
- * (`{secret: true, sealed}`); `deployments` holds each rollout's own copy, which a rollback
+ * the model key in `api_key_sealed`, the secret entries of `deploy.env`
+ * (`{secret: true, sealed}`) and the registry credentials in `deploy.registry_auth.sealed`;
+ * `deployments` holds each rollout's own copy, which a rollback
  * restores. `webhooks` keeps one, its signing secret in `secret_sealed`, read and written
  * here in the same row shape (as `api_key_sealed`, with no env).
  */
@@ -16,6 +18,8 @@ export interface SealedRow {
   id: string;
   api_key_sealed: string | null;
   env: StoredEnvEntry[];
+  /** deploy.registry_auth; null without (webhooks never have one). */
+  registry_auth: StoredRegistryAuth | null;
 }
 
 /** How many sealed values carry one header: `v2` and a key id, or `v1` (no id). */
@@ -29,14 +33,16 @@ export interface SealedCount {
 const SEALED_VALUES = `
   SELECT id, api_key_sealed AS value FROM ?? WHERE api_key_sealed IS NOT NULL
   UNION ALL
-  SELECT id, entry->>'sealed' FROM ??, jsonb_array_elements(deploy->'env') entry WHERE entry->>'secret' = 'true'`;
+  SELECT id, entry->>'sealed' FROM ??, jsonb_array_elements(deploy->'env') entry WHERE entry->>'secret' = 'true'
+  UNION ALL
+  SELECT id, deploy->'registry_auth'->>'sealed' FROM ?? WHERE deploy->'registry_auth'->>'sealed' IS NOT NULL`;
 
 const WEBHOOK_SECRETS = 'SELECT id, secret_sealed AS value FROM webhooks';
 
 /** Every sealed value of every table, as `id, value` rows, with its bindings. */
 const ALL_SEALED_VALUES = {
   sql: `${['agents', 'deployments'].map(() => SEALED_VALUES).join(' UNION ALL ')} UNION ALL ${WEBHOOK_SECRETS}`,
-  bindings: ['agents', 'agents', 'deployments', 'deployments'],
+  bindings: ['agents', 'agents', 'agents', 'deployments', 'deployments', 'deployments'],
 };
 
 /**
@@ -78,7 +84,7 @@ export class SealedValueRepository {
   async lockNotUnder(table: SealedTable, prefix: string, after: string, limit: number): Promise<SealedRow[]> {
     if (table === 'webhooks') {
       const { rows } = await this.db.raw(
-        `SELECT id, secret_sealed AS api_key_sealed, '[]'::jsonb AS env FROM webhooks
+        `SELECT id, secret_sealed AS api_key_sealed, '[]'::jsonb AS env, NULL::jsonb AS registry_auth FROM webhooks
           WHERE id > ? AND NOT starts_with(secret_sealed, ?)
           ORDER BY id LIMIT ? FOR NO KEY UPDATE SKIP LOCKED`,
         [after, prefix, limit],
@@ -86,13 +92,14 @@ export class SealedValueRepository {
       return rows;
     }
     const { rows } = await this.db.raw(
-      `SELECT id, api_key_sealed, deploy->'env' AS env FROM ?? holder
+      `SELECT id, api_key_sealed, deploy->'env' AS env, deploy->'registry_auth' AS registry_auth FROM ?? holder
         WHERE id > ?
           AND ((api_key_sealed IS NOT NULL AND NOT starts_with(api_key_sealed, ?))
                OR EXISTS (SELECT 1 FROM jsonb_array_elements(holder.deploy->'env') entry
-                           WHERE entry->>'secret' = 'true' AND NOT starts_with(entry->>'sealed', ?)))
+                           WHERE entry->>'secret' = 'true' AND NOT starts_with(entry->>'sealed', ?))
+               OR NOT starts_with(holder.deploy->'registry_auth'->>'sealed', ?))
         ORDER BY id LIMIT ? FOR NO KEY UPDATE SKIP LOCKED`,
-      [table, after, prefix, prefix, limit],
+      [table, after, prefix, prefix, prefix, limit],
     );
     return rows;
   }
@@ -103,11 +110,10 @@ export class SealedValueRepository {
       await this.db('webhooks').where({ id: row.id }).update({ secret_sealed: row.api_key_sealed });
       return;
     }
-    await this.db.raw(`UPDATE ?? SET api_key_sealed = ?, deploy = jsonb_set(deploy, '{env}', ?::jsonb) WHERE id = ?`, [
-      table,
-      row.api_key_sealed,
-      JSON.stringify(row.env),
-      row.id,
-    ]);
+    // registry_auth is written back only where the row has one: jsonb_set would otherwise add a null.
+    const deploy = row.registry_auth
+      ? { sql: `jsonb_set(jsonb_set(deploy, '{env}', ?::jsonb), '{registry_auth}', ?::jsonb)`, bindings: [JSON.stringify(row.env), JSON.stringify(row.registry_auth)] }
+      : { sql: `jsonb_set(deploy, '{env}', ?::jsonb)`, bindings: [JSON.stringify(row.env)] };
+    await this.db.raw(`UPDATE ?? SET api_key_sealed = ?, deploy = ${deploy.sql} WHERE id = ?`, [table, row.api_key_sealed, ...deploy.bindings, row.id]);
   }
 }

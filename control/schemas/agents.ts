@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ACCESS_MODES, AGENT_STATUSES } from '../domain/agent.js';
 import { SCALE_TO_ZERO_AFTER_SECONDS, type DeployRequest } from '../domain/deploy.js';
+import type { RegistryAuthInput } from '../domain/registry-auth.js';
 import { LOG_LEVELS, LOG_SOURCES, type PublicLogEntry } from '../domain/log-entry.js';
 import { NullableInteger, PAGE_FIELDS, PAGE_QUERY, StringEnum, Timestamp, type Holds, type SameType } from './common.js';
 
@@ -35,9 +36,29 @@ export const ResourcesInput = Type.Object(
   { additionalProperties: false },
 );
 
+/**
+ * One object with every field optional, rather than a oneOf of the two kinds: ajv's errors
+ * for a oneOf name neither branch clearly, so which fields go together is checked in the
+ * domain (registry-auth.ts, `registryAuthIssues`), with a 422 at the field that is wrong.
+ */
+export const RegistryAuthInputSchema = Type.Unsafe<RegistryAuthInput | null>({
+  type: ['object', 'null'],
+  properties: {
+    // Basic authentication sends `username:password`: a colon would split the name.
+    username: { type: 'string', minLength: 1, maxLength: 256, pattern: '^[^:]+$', description: 'with password' },
+    password: { type: 'string', minLength: 1, maxLength: 4096, description: 'with username' },
+    identity_token: { type: 'string', minLength: 1, maxLength: 8192, description: 'alone: an OAuth2 refresh token of the registry (podman only: the Nomad docker driver takes a user name and password)' },
+  },
+  additionalProperties: false,
+  writeOnly: true,
+  description:
+    'Credentials for the registry of `image`, which must then name its registry (`host[:port]/path`): `{username, password}` or `{identity_token}`. ' +
+    'Write-only: sealed when received, sent only to that registry, never shown. Omitted, the stored ones are kept (a deploy that moves `image` to another registry must give them again); null drops them.',
+});
+
 export const DeployInput = Type.Object(
   {
-    image: Type.Optional(Type.String({ maxLength: 512, pattern: IMAGE_REFERENCE, description: 'a public image; default: the platform runtime' })),
+    image: Type.Optional(Type.String({ maxLength: 512, pattern: IMAGE_REFERENCE, description: 'an image, public or with registry_auth; default: the platform runtime' })),
     port: Type.Optional(Type.Integer({ minimum: 1, maximum: 65535 })),
     replicas: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
     resources: Type.Optional(ResourcesInput),
@@ -50,6 +71,7 @@ export const DeployInput = Type.Object(
       maximum: SCALE_TO_ZERO_AFTER_SECONDS.max,
       description: `seconds without edge requests after which an auto-scaled agent with min_replicas 0 goes to 0 replicas (default ${SCALE_TO_ZERO_AFTER_SECONDS.default})`,
     })),
+    registry_auth: Type.Optional(RegistryAuthInputSchema),
     build_path: Type.Optional(BuildPath),
   },
   { additionalProperties: false },

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { ID_PREFIX, newId } from '../crypto/tokens.js';
-import { DEFAULT_DEPLOY, resolveDeploy, runtimeLabels } from '../domain/deploy.js';
+import { ANY_ORCHESTRATOR, DEFAULT_DEPLOY, resolveDeploy, runtimeLabels, type DeployRules } from '../domain/deploy.js';
 import { DEFAULT_MODEL, providerOf } from '../domain/models.js';
 import { limitsOf } from '../domain/plans.js';
 import { slugFor } from '../domain/slug.js';
@@ -42,6 +42,8 @@ export class AgentService {
     private readonly events?: WebhookEvents,
     /** Told of a deleted agent: its streams end. */
     private readonly streams?: AccessEnds,
+    /** What the orchestrator in use can deliver (registry credentials' kinds). */
+    private readonly deployRules: DeployRules = ANY_ORCHESTRATOR,
   ) {}
 
   /**
@@ -57,7 +59,7 @@ export class AgentService {
     if (!provider) {
       throw validationError([{ loc: ['body', 'model'], msg: `unknown model family "${model}": use gpt-*, o1*, o3*, o4*, chatgpt-*, claude-* or gemini-*`, type: 'value_error' }]);
     }
-    const deploy = resolveDeploy(input.deploy, DEFAULT_DEPLOY, this.box);
+    const deploy = resolveDeploy(input.deploy, DEFAULT_DEPLOY, this.box, this.deployRules);
     const deploying = input.deploy !== undefined;
     const now = this.clock.now();
     const row: AgentRow = {

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
-import { resolveDeploy, runtimeLabels, type StoredDeploy } from '../domain/deploy.js';
+import { ANY_ORCHESTRATOR, resolveDeploy, runtimeLabels, type DeployRules, type StoredDeploy } from '../domain/deploy.js';
 import { limitsOf } from '../domain/plans.js';
 import { isQuotaExceeded, notFound, PlatformError, validationError } from '../errors.js';
 import type { AgentRow } from '../domain/agent.js';
@@ -55,6 +55,8 @@ export class DeploymentService {
     private readonly edge?: EdgeSync,
     /** Told of a deploy, rollback or scale the plan refused (quota.exceeded). */
     private readonly events?: WebhookEvents,
+    /** What the orchestrator in use can deliver (registry credentials' kinds). */
+    private readonly deployRules: DeployRules = ANY_ORCHESTRATOR,
   ) {}
 
   /** A new version from the current deploy object with `input` over it; the model key stays unless env sets its variable. */
@@ -62,7 +64,7 @@ export class DeploymentService {
     if (input.build_path !== undefined) throw new PlatformError('BUILD_NOT_SUPPORTED');
     const updated = await this.announcingQuota(principal.accountId, agentId, () => inTransaction(this.db, async (repos) => {
       const agent = await this.lockForChange(repos, principal.accountId, agentId, expectedVersion);
-      const deploy = resolveDeploy(input, agent.deploy, this.box);
+      const deploy = resolveDeploy(input, agent.deploy, this.box, this.deployRules);
       await this.checkQuota(repos, agent, footprintOf(deploy));
       const rolled = await this.rollOut(repos, principal, agent, { deploy }, null);
       await this.recordChange(repos, audit, rolled, 'agent.deploy', { version: rolled.deployed_version, changed: deployChanges(input) });

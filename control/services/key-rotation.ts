@@ -139,6 +139,7 @@ export class KeyRotation {
     };
     const env = (row.env ?? []).map((entry): StoredEnvEntry => (entry.secret ? { ...entry, sealed: again(entry.sealed) } : entry));
     const api_key_sealed = row.api_key_sealed === null ? null : again(row.api_key_sealed);
-    return { row: { id: row.id, api_key_sealed, env }, values };
+    const registry_auth = row.registry_auth ? { ...row.registry_auth, sealed: again(row.registry_auth.sealed) } : null;
+    return { row: { id: row.id, api_key_sealed, env, registry_auth }, values };
   }
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the runtime image with podman and tags it $RUNTIME_IMAGE (default localhost/agent-runtime:latest).
+# Builds the runtime image with podman and tags it $RUNTIME_IMAGE (default localhost/agent-runtime:<package
+# version>, the control API's default: control/runtime-image.ts).
 #
 # 1. Installs podman and runc from Debian when missing.
 # 2. Picks the base image: $BASE_IMAGE if set; else the official Node 20 image if present or pullable;
@@ -16,7 +17,7 @@ cd "$(dirname "$0")/.."
 source scripts/podman-lib.sh
 source scripts/image-lib.sh
 
-RUNTIME_IMAGE="${RUNTIME_IMAGE:-localhost/agent-runtime:latest}"
+RUNTIME_IMAGE="${RUNTIME_IMAGE:-$(local_runtime_image)}"
 WORK_DIR=".image-build"
 HASH_LABEL="org.agent-platform.runtime.source-hash"
 

@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/podman-lib.sh
-image="${1:-${RUNTIME_IMAGE:-localhost/agent-runtime:latest}}"
+image="${1:-${RUNTIME_IMAGE:-$(local_runtime_image)}}"
 podman image exists "$image" || fail "image $image not found: run scripts/build-image.sh first"
 detect_run_options "$image"

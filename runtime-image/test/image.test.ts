@@ -9,7 +9,6 @@ import { getJson, postInvoke, TEST_KEYS } from './helpers/runtime.js';
 
 const run = promisify(execFile);
 const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
-const IMAGE = process.env['RUNTIME_IMAGE'] ?? 'localhost/agent-runtime:latest';
 
 async function freePort(): Promise<number> {
   const server = createServer();
@@ -39,11 +38,14 @@ describe('the runtime image', function () {
   let fake: FakeProvider;
   let containerName: string | undefined;
   let url: string;
+  let image: string;
 
   before(async () => {
     fake = await FakeProvider.start();
-    await run('bash', ['scripts/build-image.sh'], { cwd: PACKAGE_DIR, env: { ...process.env, RUNTIME_IMAGE: IMAGE }, maxBuffer: 16 * 1024 * 1024 });
-    const { stdout: hostOptions } = await run('bash', ['scripts/podman-run-flags.sh', IMAGE], { cwd: PACKAGE_DIR });
+    // The tag the script prints: $RUNTIME_IMAGE, else the control API's default (control/runtime-image.ts).
+    const built = await run('bash', ['scripts/build-image.sh'], { cwd: PACKAGE_DIR, maxBuffer: 16 * 1024 * 1024 });
+    image = built.stdout.trim();
+    const { stdout: hostOptions } = await run('bash', ['scripts/podman-run-flags.sh', image], { cwd: PACKAGE_DIR });
     const port = await freePort();
     containerName = `agent-runtime-test-${randomBytes(4).toString('hex')}`;
     await run('podman', [
@@ -59,7 +61,7 @@ describe('the runtime image', function () {
       '-e', `OPENAI_API_KEY=${TEST_KEYS.openai}`,
       '-e', `OPENAI_BASE_URL=${fake.baseUrl('openai', 'host.containers.internal')}`,
       '-e', 'PLATFORM_TEMPLATE_DIR=/app/templates/example',
-      IMAGE,
+      image,
     ]);
     url = `http://127.0.0.1:${port}`;
     await waitForHealth(url, 30_000);

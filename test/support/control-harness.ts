@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import { ManualClock, systemClock } from '../../contract/clock.js';
 import { createOrchestrator } from '../../control/orchestrator/create.js';
 import { podmanRuntime } from '../../control/orchestrator/podman/host.js';
+import { podmanEnvironmentOf } from '../../control/orchestrator/podman/child-environment.js';
 import type { PassRecord } from '../../control/services/periodic-pass.js';
 import type { Orchestrator } from '../../control/orchestrator/types.js';
 import { ensureTestImage, TEST_IMAGE } from './test-image.js';
@@ -121,6 +122,9 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   const databaseUrl = templateUrl.replace(/\/[^/]+$/, `/${database}`);
 
   const config = loadConfig({
+    // What podman reads from the environment (PATH, XDG_*, CONTAINERS_*, ...), as control/main.ts's
+    // loadConfig(process.env) finds it: the driver hands podman only these.
+    ...podmanEnvironmentOf(process.env),
     DATABASE_URL: databaseUrl,
     REDIS_URL: redisUrl,
     // Derived from the database, so a resumed control can read what the first one sealed.

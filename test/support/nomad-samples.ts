@@ -6,6 +6,7 @@ import type { NomadDriver } from '../../control/orchestrator/nomad/driver.js';
 import { pino } from 'pino';
 import { systemClock } from '../../contract/clock.js';
 import type { FakeCluster } from './fake-nomad/index.js';
+import { LOCAL_RUNTIME_IMAGE } from '../../control/runtime-image.js';
 
 /** A sample agent's job spec: what control/domain/job-spec.ts makes of a default-runtime agent with a model key. */
 export function sampleSpec(overrides: Partial<JobSpec> = {}): JobSpec {
@@ -16,7 +17,7 @@ export function sampleSpec(overrides: Partial<JobSpec> = {}): JobSpec {
     accountId: 'acc_3Jd8Kq1ZrT5mWn2Vb7Xc',
     url: 'https://support-bot-x7k2p9qa.agents.example.com',
     version: 3,
-    image: 'localhost/agent-runtime:latest',
+    image: LOCAL_RUNTIME_IMAGE,
     port: 8080,
     count: 2,
     cpu: 0.5,

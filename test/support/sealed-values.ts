@@ -17,7 +17,7 @@ export interface SealedPlace {
 
 /**
  * Every sealed value in the database, read independently of the code under test: each
- * table's `api_key_sealed` and its deploy's secret env entries.
+ * table's `api_key_sealed`, its deploy's secret env entries and its registry credentials.
  */
 export async function sealedPlaces(db: Knex): Promise<SealedPlace[]> {
   const places: SealedPlace[] = [];
@@ -25,6 +25,7 @@ export async function sealedPlaces(db: Knex): Promise<SealedPlace[]> {
     for (const row of await db(table).select('id', 'api_key_sealed', 'deploy').orderBy('id')) {
       if (row.api_key_sealed) places.push({ place: `${table} ${row.id} api_key`, sealed: row.api_key_sealed });
       for (const entry of row.deploy.env) if (entry.secret) places.push({ place: `${table} ${row.id} env ${entry.key}`, sealed: entry.sealed });
+      if (row.deploy.registry_auth) places.push({ place: `${table} ${row.id} registry_auth`, sealed: row.deploy.registry_auth.sealed });
     }
   }
   return places;

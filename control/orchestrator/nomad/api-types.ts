@@ -113,9 +113,23 @@ export interface NomadTask {
   /** Plain environment only: whoever can read the job reads it. */
   Env: Record<string, string>;
   Templates?: NomadTemplate[];
+  /** Values for interpolation only, never in the task's environment (api/tasks.go `Secret`; Nomad 1.11+). */
+  Secrets?: NomadSecret[];
   Resources: NomadResources;
   KillTimeout: Nanoseconds;
   Meta: Record<string, string>;
+}
+
+/**
+ * A task's `secret` block (api/tasks.go, `Secret`): the client's secrets hook reads it
+ * before the task starts and offers each item as `${secret.<Name>.<item>}` to the task's
+ * interpolation (client/allocrunner/taskrunner/secrets_hook.go; client/taskenv/env.go,
+ * `AllValues`), but not to its environment.
+ */
+export interface NomadSecret {
+  Name: string;
+  Provider: 'nomad';
+  Path: string;
 }
 
 /** The docker driver's `config` (checked by the client, not the server: a typo only shows as a "Failed Validation" event). */
@@ -127,6 +141,14 @@ export interface DockerTaskConfig {
   security_opt: string[];
   pids_limit: number;
   cpu_hard_limit: boolean;
+  /** drivers/docker/config.go `DockerAuth`, a block: a list of one object in JSON. */
+  auth?: DockerAuth[];
+}
+
+export interface DockerAuth {
+  username: string;
+  password: string;
+  server_address: string;
 }
 
 export interface NomadTemplate {

@@ -20,26 +20,38 @@ export function allocationOf(serviceId: string): string | null {
 
 /**
  * Allocations whose every check passes, as `?passing` on /v1/health/service computes it
- * for one instance (a warning is not passing). Node checks carry no ServiceID and no tags,
- * so the tag filter leaves them out: a node that dies takes its allocations to `lost` in
- * Nomad, which drops them from the routing set there.
+ * for one instance (a warning is not passing): the checks of its service and those of its
+ * node. Consul gives each instance its node's checks (the ones with no ServiceID, such as
+ * serfHealth or node maintenance) before its own (agent/consul/state/catalog.go,
+ * `parseCheckServiceNodes`), and `?passing` drops the instance when any of them is not
+ * passing (agent/health_endpoint.go, `filterNonPassing`; DNS the same through
+ * agent/structs/structs.go, `CheckServiceNodes.FilterIgnore`). So a replica on a node
+ * Consul sees as dead leaves the routing set at once, not when Nomad marks it lost.
  */
 export function passingFrom(checks: ConsulHealthCheck[]): Set<string> {
+  const failingNodes = new Set(checks.filter((check) => check.ServiceID === '' && check.Status !== 'passing').map((check) => check.Node));
   const verdict = new Map<string, boolean>();
   for (const check of checks) {
     const allocation = allocationOf(check.ServiceID);
     if (!allocation) continue;
-    verdict.set(allocation, (verdict.get(allocation) ?? true) && check.Status === 'passing');
+    const passing = check.Status === 'passing' && !failingNodes.has(check.Node);
+    verdict.set(allocation, (verdict.get(allocation) ?? true) && passing);
   }
   return new Set([...verdict].filter(([, passing]) => passing).map(([allocation]) => allocation));
 }
 
 /**
+ * The checks the watch reads: every agent service's (by their tag) and every node's, which
+ * have an empty ServiceID and no tags (go-bexpr's `is empty`, grammar.peg `MatchIsEmpty`).
+ */
+export const CHECKS_FILTER = `ServiceTags contains "${AGENT_SERVICE_TAG}" or ServiceID is empty`;
+
+/**
  * The health of every agent's replicas with ONE Consul blocking query, whatever the
- * number of agents: GET /v1/health/state/any filtered on the tag every agent service
- * carries (Consul's health API supports `filter` on checks' ServiceTags). One watch per
- * agent would hold one connection per agent, past the 200 Consul accepts from one
- * address by default.
+ * number of agents: GET /v1/health/state/any filtered to the tag every agent service
+ * carries and to node checks (Consul's health API supports `filter` on each check). One
+ * watch per agent would hold one connection per agent, past the 200 Consul accepts from
+ * one address by default.
  */
 export function consulChecksWatch(
   consul: ApiClient,
@@ -50,7 +62,7 @@ export function consulChecksWatch(
   let current: Set<string> = new Set();
   const read = async (index: number, signal: AbortSignal) => {
     const { body, headers } = await consul.request<ConsulHealthCheck[] | null>('GET', '/v1/health/state/any', {
-      query: { filter: `ServiceTags contains "${AGENT_SERVICE_TAG}"`, index: index || undefined, wait: `${options.waitSeconds}s` },
+      query: { filter: CHECKS_FILTER, index: index || undefined, wait: `${options.waitSeconds}s` },
       // Consul adds up to wait/16 of jitter to a blocking query (its "Blocking Queries" page).
       timeoutMs: options.waitSeconds * 1000 * 1.1 + 15_000,
       signal,

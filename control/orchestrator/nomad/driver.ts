@@ -11,7 +11,7 @@ import type { AllocationListStub } from './api-types.js';
 import type { BlockingWatch } from './blocking-watch.js';
 import { consulChecksWatch, type PassingAllocations } from './consul-watch.js';
 import type { ApiClient } from './http-client.js';
-import { agentIdOf, jobId, nomadJobFor } from './job-spec.js';
+import { agentIdOf, jobId, nomadJobFor, readsRegistrySecret } from './job-spec.js';
 import { JobsApi } from './jobs-api.js';
 import { recentLines, toEntries, type LogStream } from './logs.js';
 import { mapBounded } from './map-bounded.js';
@@ -22,7 +22,7 @@ import { scaleJob } from './scale.js';
 import type { NomadSettings } from './settings.js';
 import { metricsFrom } from './stats.js';
 import { eventsFrom, ourVersions, replicasFrom } from './status.js';
-import { deleteSecrets, writeSecrets } from './variables.js';
+import { deleteRegistryAuth, deleteSecrets, writeRegistryAuth, writeSecrets } from './variables.js';
 import type { NomadJobRead } from './api-types.js';
 
 interface HeldJob {
@@ -62,6 +62,8 @@ const RECONCILE_READS = 8;
 export class NomadDriver implements Orchestrator {
   readonly name = 'nomad';
   private readonly jobs = new Map<string, HeldJob>();
+  /** Agents whose registry Variable exists (written here, or read in a job's `secret` block at reconcile). */
+  private readonly registryVariables = new Set<string>();
   private readonly listeners: ((agentId: string) => void)[] = [];
   private readonly progressListeners: ((progress: RolloutProgress) => void)[] = [];
   private readonly api: JobsApi;
@@ -157,6 +159,7 @@ export class NomadDriver implements Orchestrator {
         const job = await this.api.read(listed.ID);
         if (!job) return;
         existing.set(agentId, job);
+        if (readsRegistrySecret(job)) this.registryVariables.add(agentId);
         const older = this.allocationsOf(agentId).some((allocation) => allocation.DesiredStatus === 'run' && allocation.JobVersion !== job.Version);
         if (!this.jobs.has(agentId) && older) histories.set(agentId, await this.api.versions(listed.ID));
       });
@@ -298,11 +301,15 @@ export class NomadDriver implements Orchestrator {
 
   private async registerJob(spec: JobSpec, setCount: boolean): Promise<NomadJobRead | null> {
     const hasSecrets = Object.keys(spec.secretEnv).length > 0;
+    const job = nomadJobFor(spec, this.settings); // before any write: a job it refuses to build registers nothing
     await writeSecrets(this.nomad, spec.agentId, spec.secretEnv, this.settings.namespace);
+    await writeRegistryAuth(this.nomad, spec.agentId, spec.registryAuth, this.settings.namespace);
+    if (spec.registryAuth) this.registryVariables.add(spec.agentId);
     // With auto-scaling on, the autoscaler owns the count: a redeploy keeps it. A scale
     // that falls back to registering must set it, whatever the autoscaler did.
-    await this.api.register(nomadJobFor(spec, this.settings), spec.scaling.enabled && !setCount);
+    await this.api.register(job, spec.scaling.enabled && !setCount);
     if (!hasSecrets) await deleteSecrets(this.nomad, spec.agentId, this.settings.namespace);
+    if (!spec.registryAuth) await this.deleteRegistryVariable(spec.agentId);
     return this.learnVersion(spec.agentId);
   }
 
@@ -331,7 +338,15 @@ export class NomadDriver implements Orchestrator {
   private async removeJob(agentId: string): Promise<void> {
     await this.api.deregister(jobId(agentId));
     await deleteSecrets(this.nomad, agentId, this.settings.namespace);
+    await this.deleteRegistryVariable(agentId);
     await this.release(agentId);
+  }
+
+  /** The registry Variable goes once no job reads it; only where one was written or a job read from Nomad has the secret block. */
+  private async deleteRegistryVariable(agentId: string): Promise<void> {
+    if (!this.registryVariables.has(agentId)) return;
+    await deleteRegistryAuth(this.nomad, agentId, this.settings.namespace);
+    this.registryVariables.delete(agentId);
   }
 
   private async release(agentId: string): Promise<void> {

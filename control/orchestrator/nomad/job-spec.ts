@@ -1,6 +1,6 @@
 import { DEFAULT_CAPABILITIES, NO_NEW_PRIVILEGES, PIDS_LIMIT } from '../container-policy.js';
 import type { JobSpec } from '../../domain/job.js';
-import type { NomadJob, NomadScalingPolicy, NomadTemplate } from './api-types.js';
+import type { DockerAuth, NomadJob, NomadJobRead, NomadScalingPolicy, NomadSecret, NomadTemplate } from './api-types.js';
 import type { NomadSettings } from './settings.js';
 
 export const GROUP = 'agent';
@@ -22,6 +22,15 @@ export const serviceName = (slug: string) => `agent-${slug}`;
  */
 export const AGENT_SERVICE_TAG = 'platform-agent';
 export const variablePath = (agentId: string) => `nomad/jobs/agent-${agentId}`;
+/**
+ * The Variable with the agent's registry credentials: beside the secret env's, not in it,
+ * since every item of that one becomes an environment variable of the container. A task's
+ * workload identity reads exactly `nomad/jobs/<job>`, `…/<group>` and `…/<group>/<task>`
+ * (acl/acl.go, `matchingVariablesCapabilitySet`): this is the task's.
+ */
+export const registryVariablePath = (agentId: string) => `nomad/jobs/${jobId(agentId)}/${GROUP}/${TASK}`;
+/** The task's `secret` block that reads it: its items are `${secret.registry.username}` and `${secret.registry.password}`. */
+export const REGISTRY_SECRET = 'registry';
 /** The agent id of a job we own, or null for any other job (the prefix list may return others). */
 export const agentIdOf = (id: string) => (/^agent-[A-Za-z0-9_-]+$/.test(id) ? id.slice('agent-'.length) : null);
 
@@ -48,6 +57,49 @@ export function secretTemplate(agentId: string): NomadTemplate {
     // keep the environment they started with until they are replaced.
     ChangeMode: 'noop',
   };
+}
+
+/**
+ * How the docker driver gets the agent's registry credentials without the job holding
+ * them (docs/decisions.md, "Registry credentials on Nomad"): the driver takes per-task
+ * credentials only from the task config's `auth` block (drivers/docker/driver.go,
+ * `resolveRegistryAuthentication`, tries `authFromTaskConfig` first; the plugin's `auth
+ * { config, helper }` is one per client, keyed by registry host, not per agent). The
+ * block holds only references to a `secret` block, which the client's secrets hook fills
+ * from the Variable at registryVariablePath before the driver config is interpolated
+ * (client/allocrunner/taskrunner/task_runner.go, `runDriver`: `AllValues` includes the
+ * task secrets). Unlike a template with `env = true`, a secret is not put in the
+ * container's environment. Nomad 1.11 or later (the secrets hook's first release).
+ */
+export function registryAuthParts(spec: Pick<JobSpec, 'agentId' | 'registryAuth'>): { secrets: NomadSecret[]; auth: DockerAuth[] } | null {
+  const credential = spec.registryAuth;
+  if (!credential) return null;
+  if ('identityToken' in credential) {
+    // authFromTaskConfig (drivers/docker/utils.go) copies Username, Password and ServerAddr only.
+    throw new Error("registry_auth.identity_token cannot reach Nomad's docker driver, whose task auth takes a user name and password only");
+  }
+  const ref = (item: string) => `\${secret.${REGISTRY_SECRET}.${item}}`;
+  return {
+    secrets: [{ Name: REGISTRY_SECRET, Provider: 'nomad', Path: registryVariablePath(spec.agentId) }],
+    auth: [{ username: ref('username'), password: ref('password'), server_address: credential.registry }],
+  };
+}
+
+/** Whether a job as Nomad holds it reads the registry Variable (its task has the `secret` block). */
+export function readsRegistrySecret(job: NomadJobRead): boolean {
+  return job.TaskGroups.some((group) =>
+    ((group.Tasks ?? []) as { Secrets?: { Name?: string }[] | null }[]).some((task) => (task.Secrets ?? []).some((secret) => secret.Name === REGISTRY_SECRET)),
+  );
+}
+
+/**
+ * The registry Variable's items. The secrets hook renders each as `secret.registry.<k>=<v>`
+ * with the value as it is (secrets/nomad_provider.go, `BuildTemplate`) and reads the lines
+ * with go-envparse: stored JSON-quoted, a value with spaces, `#`, quotes or a backslash
+ * comes back unchanged, as the secret env's do (secretTemplate's `toJSON`).
+ */
+export function registryVariableItems(credential: { username: string; password: string }): Record<string, string> {
+  return { username: JSON.stringify(credential.username), password: JSON.stringify(credential.password) };
 }
 
 /**
@@ -106,6 +158,7 @@ export function operatorMeta(spec: JobSpec): Record<string, string> {
  */
 export function nomadJobFor(spec: JobSpec, settings: NomadSettings): NomadJob {
   const hasSecrets = Object.keys(spec.secretEnv).length > 0;
+  const registry = registryAuthParts(spec);
   const meta = operatorMeta(spec);
   return {
     ID: jobId(spec.agentId),
@@ -164,9 +217,11 @@ export function nomadJobFor(spec: JobSpec, settings: NomadSettings): NomadJob {
               security_opt: [NO_NEW_PRIVILEGES],
               pids_limit: PIDS_LIMIT,
               cpu_hard_limit: true,
+              ...(registry ? { auth: registry.auth } : {}),
             },
             Env: { ...spec.env },
             ...(hasSecrets ? { Templates: [secretTemplate(spec.agentId)] } : {}),
+            ...(registry ? { Secrets: registry.secrets } : {}),
             Resources: { CPU: cpuMhz(spec.cpu, settings), MemoryMB: spec.memoryMb },
             KillTimeout: ms(settings.killTimeoutMs),
             Meta: meta,

@@ -1,6 +1,7 @@
 import type { AllocResourceUsage, JobListStub, JobRegisterRequest, JobRegisterResponse, NomadJob, NomadJobRead, NomadJobVersions, ScalingRequest } from './api-types.js';
 import type { ApiClient } from './http-client.js';
 import { GROUP } from './job-spec.js';
+import { withoutServerConstraints } from './server-constraints.js';
 
 /** The Nomad job endpoints the driver uses, in one namespace (and region, when set). */
 export class JobsApi {
@@ -18,10 +19,11 @@ export class JobsApi {
   /**
    * Registers a job as `read` gave it, changed by the caller, only if nothing registered or
    * scaled it since that read (EnforceIndex on its JobModifyIndex), as Job.Scale commits its
-   * copy of the job; otherwise Nomad answers 500 "Enforcing job modify index …".
+   * copy of the job; otherwise Nomad answers 500 "Enforcing job modify index …". What the
+   * server added to the job when it stored it goes first, as it adds that again.
    */
   registerOver(job: NomadJobRead): Promise<JobRegisterResponse> {
-    const request: JobRegisterRequest = { Job: job, PreserveCounts: false, EnforceIndex: true, JobModifyIndex: job.JobModifyIndex ?? 0 };
+    const request: JobRegisterRequest = { Job: withoutServerConstraints(job), PreserveCounts: false, EnforceIndex: true, JobModifyIndex: job.JobModifyIndex ?? 0 };
     return this.nomad.json('PUT', '/v1/jobs', { query: this.scope, body: request });
   }
 

@@ -14,15 +14,16 @@ const RESUBMIT_ATTEMPTS = 3;
  * deployment of that version until they are healthy again (scheduler/reconciler/
  * reconcile_cluster.go, `createDeployment`). The agent's version (the job's Meta) stays.
  *
- * Nomad refuses the endpoint while a deployment is active (a rollout, or the last scale's)
- * and for a count outside the group's Scaling Min/Max. The driver then does what Job.Scale
- * does: it registers the job as Nomad holds it with the new count (the range widened to
- * include it, as job-spec.ts widens it), only if nothing changed the job since it was read
- * (EnforceIndex, as Job.Scale's own commit), reading it again when something did. Never the
- * spec this copy of the control API holds: the other copy may have deployed a newer version
- * since, which that would roll back; and a scale leaves the secrets alone. The registration
- * supersedes an active deployment (Nomad cancels it) and the rollout goes on at the new
- * count. A job Nomad does not run (gone, or stopped) is registered whole by `register`.
+ * Job.Scale changes the count alone, and Nomad refuses it while a deployment is active (a
+ * rollout, or the last scale's) and for a count outside the group's Scaling Min/Max. When the
+ * range must change too (`scalingAt`), or Nomad refuses, the driver does what Job.Scale
+ * does: it registers the job as Nomad holds it with the new count and range, only if
+ * nothing changed the job since it was read (EnforceIndex, as Job.Scale's own commit),
+ * reading it again when something did. Never the spec this copy of the control API holds:
+ * the other copy may have deployed a newer version since, which that would roll back; and a
+ * scale leaves the secrets alone. The registration supersedes an active deployment (Nomad
+ * cancels it) and the rollout goes on at the new count. A job Nomad does not run (gone, or
+ * stopped) is registered whole by `register`.
  */
 export async function scaleJob(jobs: JobsApi, spec: JobSpec, register: () => Promise<unknown>): Promise<'scaled' | 'resubmitted' | 'registered'> {
   for (let attempt = 1; ; attempt += 1) {
@@ -31,7 +32,7 @@ export async function scaleJob(jobs: JobsApi, spec: JobSpec, register: () => Pro
       await register();
       return 'registered';
     }
-    if (attempt === 1 && withinScaling(job, spec.count)) {
+    if (attempt === 1 && rangeKept(job, spec.count)) {
       try {
         await jobs.scale(jobId(spec.agentId), spec.count, `scaled to ${spec.count} by the control API`);
         return 'scaled';
@@ -49,19 +50,41 @@ export async function scaleJob(jobs: JobsApi, spec: JobSpec, register: () => Pro
   }
 }
 
-function withinScaling(job: NomadJobRead, count: number): boolean {
-  const scaling = job.TaskGroups.find((group) => group.Name === GROUP)?.Scaling;
-  return !scaling || (count >= (scaling.Min ?? 0) && count <= scaling.Max);
+type Scaling = NonNullable<NomadJobRead['TaskGroups'][number]['Scaling']>;
+
+/**
+ * The group's Scaling range at `count`: stretched to hold it (Nomad refuses a count outside
+ * it, and job-spec.ts widens it the same way), and a minimum of at least 1 whenever
+ * replicas run. Parking widens the minimum to 0; left there after a wake, the Nomad
+ * Autoscaler could take the agent to 0 itself, which nothing but a request would undo: a
+ * running handler reads the job's scaling events only when it is created
+ * (nomad-autoscaler policy/handler.go, `NewPolicyHandler`, `checkForOutOfBandEvents`), and
+ * target-value's count is held only to the policy's Min (policy/check.go,
+ * `runCheckAndCapCount`). The job's own minimum is max(min_replicas, 1) and min_replicas is
+ * 0 only for agents that scale to zero, so 1 is that minimum again.
+ */
+function scalingAt(scaling: Scaling, count: number): Scaling {
+  const min = count === 0 ? 0 : Math.max(1, Math.min(scaling.Min ?? count, count));
+  return { ...scaling, Min: min, Max: Math.max(scaling.Max, count) };
 }
 
-/** The job with the agent group at `count`, its Scaling range stretched to hold it: Nomad refuses a count outside it. */
+const agentGroup = (job: NomadJobRead) => job.TaskGroups.find((group) => group.Name === GROUP);
+
+/** Whether the group's Scaling range stays as it is at `count`, so that Job.Scale, which changes only the count, will do. */
+function rangeKept(job: NomadJobRead, count: number): boolean {
+  const scaling = agentGroup(job)?.Scaling;
+  if (!scaling) return true;
+  const wanted = scalingAt(scaling, count);
+  return wanted.Min === (scaling.Min ?? 0) && wanted.Max === scaling.Max;
+}
+
+/** The job with the agent group at `count` and its Scaling range for it. */
 function withCount(job: NomadJobRead, count: number): NomadJobRead {
   return {
     ...job,
     TaskGroups: job.TaskGroups.map((group) => {
       if (group.Name !== GROUP) return group;
-      const scaling = group.Scaling ? { ...group.Scaling, Min: Math.min(group.Scaling.Min ?? count, count), Max: Math.max(group.Scaling.Max, count) } : group.Scaling;
-      return { ...group, Count: count, Scaling: scaling };
+      return { ...group, Count: count, Scaling: group.Scaling ? scalingAt(group.Scaling, count) : group.Scaling };
     }),
   };
 }

@@ -65,7 +65,9 @@ export function runArguments({ replicaId, spec, envFile }: ReplicaLaunch, settin
     ...Object.keys(splitEnvironment(spec).inherited).flatMap((key) => ['--env', key]),
     '--stop-timeout', String(settings.stopTimeoutSeconds),
     '--log-driver', 'k8s-file',
-    '--pull', 'missing',
+    // Pulled before any replica starts, with the agent's own credentials (image-pulls.ts): a
+    // run that pulled by itself would use the host's, the operator's, credentials.
+    '--pull', 'never',
     spec.image,
   ];
 }

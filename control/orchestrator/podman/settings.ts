@@ -1,4 +1,6 @@
+import { DEFAULT_AGENT_SUBNET_POOL, parseSubnetPool, type SubnetPool } from '../../../contract/agent-subnet-pool.js';
 import type { SettingReader } from '../../settings-reader.js';
+import { podmanEnvironmentOf } from './child-environment.js';
 import { parseEndpointList, type ProtectedEndpoint } from './protected-endpoints.js';
 
 /** How containers are run on this host: the settings as loaded, completed from the host by detectHost (host.ts). */
@@ -36,12 +38,29 @@ export interface PodmanSettings {
   probeConnectTimeoutSeconds: number;
   /** More `host:port` the agents must not reach besides Postgres, Redis and the control API (authz, the edge, ...). */
   protectedEndpoints: ProtectedEndpoint[];
+  /** Where every agent network's /24 comes from; held unreachable as a whole (pool-route.ts). */
+  agentSubnets: SubnetPool;
+  /**
+   * Host TCP ports agents may open (a model server on the host); every other connection
+   * from an agent network to the host is refused, except DNS to the network's gateway.
+   */
+  agentHostPorts: number[];
   /** How long a replica leaves the routing set before it is stopped, so requests in flight finish. */
   drainMs: number;
   /** Seconds a replica gets to stop after SIGTERM. */
   stopTimeoutSeconds: number;
   /** Deadline of one `podman pull` and one container creation; past it podman is killed and the replicas fail. */
   pullTimeoutMs: number;
+  /**
+   * PODMAN_REGISTRY_CERTS_DIR: `--cert-dir` for pulls (the CA of a private registry, as
+   * `*.crt`); null leaves podman's own, /etc/containers/certs.d/<host:port>/.
+   */
+  registryCertsDir: string | null;
+  /**
+   * What podman children get as their environment (child-environment.ts): only what podman
+   * reads, never the control API's own secrets (MASTER_KEYS, DATABASE_URL, ...).
+   */
+  environment: Record<string, string>;
 }
 
 /**
@@ -82,10 +101,14 @@ export function readPodmanSettings(read: SettingReader): LoadedPodmanSettings {
     // Whole seconds: busybox nc's -w takes an integer.
     probeConnectTimeoutSeconds: read.integer('PODMAN_PROBE_TIMEOUT_SECONDS', 2, 1, 60),
     protectedEndpoints: read.parsed('PODMAN_PROTECTED_ENDPOINTS', [], parseEndpointList),
+    agentSubnets: read.parsed('PODMAN_AGENT_SUBNETS', parseSubnetPool('PODMAN_AGENT_SUBNETS', DEFAULT_AGENT_SUBNET_POOL), (value) => parseSubnetPool('PODMAN_AGENT_SUBNETS', value)),
+    agentHostPorts: read.parsed('PODMAN_AGENT_HOST_PORTS', [], parsePortList),
     drainMs: read.number('DRAIN_SECONDS', 2, 0, 3600) * 1000,
     // Whole seconds: podman's --stop-timeout and rm --time take an unsigned integer.
     stopTimeoutSeconds: read.integer('STOP_TIMEOUT_SECONDS', 10, 0, 3600),
     pullTimeoutMs: read.number('PULL_TIMEOUT_SECONDS', 120, 1, 86_400) * 1000,
+    registryCertsDir: read.optionalString('PODMAN_REGISTRY_CERTS_DIR'),
+    environment: read.passthrough(podmanEnvironmentOf),
   };
 }
 
@@ -93,3 +116,12 @@ export const podmanGlobalArgs = (settings: Pick<PodmanSettings, 'runtime' | 'net
   ...(settings.runtime ? ['--runtime', settings.runtime] : []),
   ...(settings.networkBackend ? ['--network-backend', settings.networkBackend] : []),
 ];
+
+/** `11434,8000` → the ports, each 1-65535; throws naming the setting. */
+function parsePortList(value: string): number[] {
+  const items = value.split(',').map((item) => item.trim()).filter(Boolean);
+  const ports = items.map(Number);
+  const bad = items.find((item, i) => !/^\d+$/.test(item) || ports[i]! < 1 || ports[i]! > 65535);
+  if (bad !== undefined) throw new Error(`PODMAN_AGENT_HOST_PORTS: expected TCP ports (1-65535) separated by commas, got "${bad}"`);
+  return [...new Set(ports)].sort((a, b) => a - b);
+}

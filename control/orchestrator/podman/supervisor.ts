@@ -4,12 +4,14 @@ import type { SerialQueue } from '../serial-queue.js';
 import type { AgentNetworks } from './agent-networks.js';
 import type { PodmanCli } from './cli.js';
 import type { AgentContainers, ContainerInfo } from './containers.js';
+import type { ContainerDeath } from './container-deaths.js';
 import { ImagePulls } from './image-pulls.js';
 import { opens } from './isolation.js';
 import type { JobTable, PodmanJob } from './job-table.js';
 import {
   adoptedReplica,
   creating,
+  died,
   failed,
   fingerprint,
   imageStep,
@@ -66,7 +68,8 @@ export class Supervisor {
 
   constructor(private readonly parts: SupervisorParts) {
     // Pulls run outside the queue; the tick after one ends starts (or fails) the replicas waiting for it.
-    this.pulls = new ImagePulls(parts.cli, parts.settings.pullTimeoutMs, () => void parts.queue.run(() => this.tick()));
+    this.pulls = new ImagePulls(parts.cli, parts.settings, () => void parts.queue.run(() => this.tick()), (image) =>
+      parts.jobs.all().some((job) => job.spec.image === image && job.spec.registryAuth !== undefined));
   }
 
   start(): void {
@@ -131,6 +134,19 @@ export class Supervisor {
     this.notify([agentId]);
   }
 
+  /**
+   * A replica's container died (container-deaths.ts): it leaves routing now, listeners hear
+   * of it at once, and a tick follows to count the exit and restart it.
+   */
+  containerDied(death: ContainerDeath): void {
+    if (this.closed) return;
+    for (const job of this.parts.jobs.all()) {
+      const record = job.replicas.get(death.name);
+      if (record && died(record, death.at)) this.notify([job.spec.agentId]);
+    }
+    void this.parts.queue.run(() => this.tick());
+  }
+
   /** Claims a container for its agent's job (adopting it if no record knows it); false when no job wants it. */
   private adopt(container: ContainerInfo, changed: Set<string>): boolean {
     const labels = container.Labels ?? {};
@@ -153,7 +169,7 @@ export class Supervisor {
     if (next.launch > 0) {
       // Image and network once per job, before the replicas start side by side. While the
       // image is being pulled the job waits with no replicas, and the queue moves on.
-      const image = await this.pulls.state(job.spec.image);
+      const image = await this.pulls.state(job.spec);
       if (job.imageReportedFor !== job.spec.version) {
         job.imageReportedFor = job.spec.version;
         this.parts.jobs.record(job.spec.agentId, imageStep(job.spec, image.ready));

@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
 import { freePort } from '../../../scripts/lib/local-services.js';
+import { createImage, pullFailure } from './docker-image.js';
 import { createTask, imagePresent, removeLabelled, removeTask, startTask, taskState } from './task-runner.js';
 import { LogFiles } from './log-files.js';
 import { renderTaskTemplates } from './templates.js';
+import { authFromTaskConfig, interpolateDriverConfig, resolveTaskSecrets, type DockerRegistryAuth } from './secrets.js';
 import { tasksUpdated } from './tasks-updated.js';
 
 /**
@@ -12,7 +14,8 @@ import { tasksUpdated } from './tasks-updated.js';
  * states and events (only the last 10 kept), restarts per RestartPolicy, every change of
  * the job (a registration or a scale) a new version whose allocations are updated in place
  * or replaced as the scheduler decides, deployments that succeed when their allocations are
- * healthy, and scale refused while one runs.
+ * healthy, scale refused while one runs, and images got as the docker driver gets them
+ * (docker-image.ts: one tagged "latest" is always pulled, and only `registry` serves pulls).
  *
  * Simplified, on purpose (tests wait for conditions, never for these timings): checks run
  * every 300 ms whatever their Interval; MinHealthyTime is waited at most
@@ -24,6 +27,8 @@ import { tasksUpdated } from './tasks-updated.js';
 type Json = Record<string, any>;
 
 const nanos = (ms = Date.now()) => ms * 1_000_000;
+/** A service job's restart policy when the group sets none (nomad/structs/structs.go, `DefaultServiceJobRestartPolicy`). */
+const DEFAULT_RESTART_POLICY = { Attempts: 2, Interval: 30 * 60e9, Delay: 15e9, Mode: 'fail' };
 const LIVE = new Set(['pending', 'running']);
 
 /** A deployment as /v1/job/:id/deployment shows it (nomad/structs/deployment.go, `Deployment`), the parts the fake plays. */
@@ -73,7 +78,13 @@ export class FakeNomadState {
   readonly nodePools = new Set(['default', 'all']);
   /** Namespaces that exist: Nomad's built-in "default", plus the test's. */
   readonly namespaces = new Set(['default']);
+  /** Image references a registry the client reaches serves: none unless the test says (the workplace reaches none). */
+  readonly registry = new Set<string>();
+  /** Per allocation, the registry credentials its docker driver would pull with (secrets.ts, `authFromTaskConfig`). */
+  readonly registryAuths = new Map<string, DockerRegistryAuth | null>();
   private readonly allocs = new Map<string, Allocation>();
+  /** The client node's serfHealth in Consul: critical once its agent stops answering gossip. */
+  private nodeAlive = true;
   /** Name indexes being placed (a placement waits for a free port), per job, group and version: counted as placed. */
   private readonly placing = new Map<string, Set<number>>();
   private readonly consulIndex = new Map<string, number>();
@@ -325,6 +336,9 @@ export class FakeNomadState {
     this.allocs.set(id, alloc);
     this.event(alloc, task, { Type: 'Received', DisplayMessage: 'Task received by client' });
     if (alloc.simulated) {
+      // Simulated allocations have no image store: every image counts as on the node, so
+      // only one the driver must pull (tag "latest") can fail them, at once, without restarts.
+      if (!this.obtainImage(alloc, task, true)) return this.notRestarting(alloc, task, group.RestartPolicy ?? DEFAULT_RESTART_POLICY);
       this.setRunning(alloc, task);
       return this.setHealth(alloc, true);
     }
@@ -345,26 +359,25 @@ export class FakeNomadState {
       this.event(alloc, task, { Type: 'Killing', DisplayMessage: templates.failure, FailsTask: true });
       return this.finish(alloc, task, 'failed');
     }
+    // The secrets hook, then the driver config's interpolation (secrets.ts): a resolved
+    // `auth` is what the docker driver would pull with, kept for tests in `registryAuths`.
+    const secrets = await resolveTaskSecrets(task, (path) => this.variables.get(path)?.Items, () => alloc.stopRequested);
+    if ('stopped' in secrets) return;
+    const interpolated = 'failure' in secrets ? secrets : interpolateDriverConfig(task.Config ?? {}, secrets.values);
+    if ('failure' in interpolated) {
+      this.event(alloc, task, { Type: 'Failed Validation', DisplayMessage: interpolated.failure, ValidationError: interpolated.failure, FailsTask: true });
+      return this.finish(alloc, task, 'failed');
+    }
+    this.registryAuths.set(alloc.public.ID, authFromTaskConfig(interpolated.config));
     const env: Record<string, string> = { ...(task.Env ?? {}), ...templates.env };
-    const policy = group.RestartPolicy ?? { Attempts: 2, Delay: 15e9, Mode: 'fail' };
+    const policy = group.RestartPolicy ?? DEFAULT_RESTART_POLICY;
     const image = String(task.Config?.image ?? '');
     const state = task.Name as string;
     let created = false;
     for (;;) {
       if (alloc.stopRequested) return;
       let exitCode: number | null = null;
-      const present = await imagePresent(image);
-      // drivers/docker/driver.go, `createImage`: the image is pulled (and `pullImage` emits
-      // "Downloading image", which client/allocrunner/alloc_runner.go, `GetTaskEventHandler`,
-      // turns into a "Driver" task event with the annotations as Details) when its tag is
-      // "latest" or it is not on the client; here, a present one is "pulled" from nowhere.
-      if (!present || imageTag(image) === 'latest') {
-        this.event(alloc, task, { Type: 'Driver', DisplayMessage: 'Downloading image', DriverMessage: 'Downloading image', Details: { image } });
-      }
-      if (!present) {
-        const message = `Failed to pull \`${image}\`: Error response from daemon: pull access denied for ${image.split(':')[0]}, repository does not exist or may require 'docker login'`;
-        this.event(alloc, task, { Type: 'Driver Failure', DisplayMessage: message, DriverError: message });
-      } else {
+      if (this.obtainImage(alloc, task, await imagePresent(image))) {
         if (!created) {
           await createTask({ name: alloc.container, label: this.label, image, env, hostPort: alloc.hostPort, containerPort, config: task.Config ?? {}, memoryMb: task.Resources?.MemoryMB ?? 300 });
           created = true;
@@ -378,13 +391,7 @@ export class FakeNomadState {
         this.event(alloc, task, { Type: 'Terminated', DisplayMessage: `Exit Code: ${exitCode}`, ExitCode: exitCode });
       }
       const taskState = alloc.public.TaskStates[state];
-      if (taskState.Restarts >= policy.Attempts) {
-        this.event(alloc, task, {
-          Type: 'Not Restarting', FailsTask: true,
-          DisplayMessage: `Exceeded allowed attempts ${policy.Attempts} in interval ${policy.Interval / 1e9}s and mode is "${policy.Mode}"`,
-        });
-        return this.finish(alloc, task, 'failed');
-      }
+      if (taskState.Restarts >= policy.Attempts) return this.notRestarting(alloc, task, policy);
       taskState.Restarts += 1;
       taskState.LastRestart = new Date().toISOString();
       taskState.State = 'pending';
@@ -393,6 +400,29 @@ export class FakeNomadState {
       this.event(alloc, task, { Type: 'Restarting', DisplayMessage: `Task restarting in ${policy.Delay / 1e9}s`, RestartReason: 'Restart within policy' });
       await sleep(policy.Delay / 1e6);
     }
+  }
+
+  /**
+   * The docker driver's image step (docker-image.ts): "Downloading image" when it pulls (the
+   * annotations become the Details of a "Driver" task event: client/allocrunner/
+   * alloc_runner.go, `GetTaskEventHandler`), a "Driver Failure" when the pull fails. A pull
+   * succeeds when the test's registry serves the reference; the fake then starts the task
+   * from the copy on this host, which must exist. False when there is no image to start from.
+   */
+  private obtainImage(alloc: Allocation, task: Json, onNode: boolean): boolean {
+    const image = String(task.Config?.image ?? '');
+    const step = createImage(image, { onNode, served: this.registry.has(image) && onNode, forcePull: task.Config?.force_pull === true });
+    if (step.pulls) this.event(alloc, task, { Type: 'Driver', DisplayMessage: 'Downloading image', DriverMessage: 'Downloading image', Details: { image } });
+    if (!step.available) this.event(alloc, task, { Type: 'Driver Failure', DisplayMessage: pullFailure(image), DriverError: pullFailure(image) });
+    return step.available;
+  }
+
+  private notRestarting(alloc: Allocation, task: Json, policy: Json): void {
+    this.event(alloc, task, {
+      Type: 'Not Restarting', FailsTask: true,
+      DisplayMessage: `Exceeded allowed attempts ${policy.Attempts} in interval ${policy.Interval / 1e9}s and mode is "${policy.Mode}"`,
+    });
+    this.finish(alloc, task, 'failed');
   }
 
   private async waitForExit(alloc: Allocation): Promise<number> {
@@ -472,7 +502,8 @@ export class FakeNomadState {
   passing(service: string): { index: number; entries: Json[] } {
     const entries: Json[] = [];
     for (const alloc of this.allocs.values()) {
-      if (!alloc.healthy) continue;
+      // An instance carries its node's checks too, and `?passing` drops it when one fails.
+      if (!alloc.healthy || !this.nodeAlive) continue;
       const stored = this.jobs.get(alloc.public.JobID);
       const group = (stored?.job.TaskGroups as Json[] | undefined)?.find((g) => g.Name === alloc.public.TaskGroup);
       for (const svc of (group?.Services ?? []) as Json[]) {
@@ -482,7 +513,7 @@ export class FakeNomadState {
           Node: { ID: 'fake-node-0', Node: 'fake-client', Address: '127.0.0.1', Datacenter: 'dc1' },
           Service: { ID: id, Service: svc.Name, Tags: svc.Tags ?? [], Address: '127.0.0.1', Port: alloc.hostPort, Meta: svc.Meta ?? {} },
           Checks: [
-            { Node: 'fake-client', CheckID: 'serfHealth', Name: 'Serf Health Status', Status: 'passing', ServiceID: '', Output: 'Agent alive and reachable' },
+            this.serfHealth(),
             { Node: 'fake-client', CheckID: `_nomad-check-${id}`, Name: (svc.Checks?.[0]?.Name as string) ?? 'service', Status: 'passing', ServiceID: id, Output: 'HTTP GET: 200 OK' },
           ],
         });
@@ -497,12 +528,13 @@ export class FakeNomadState {
   }
 
   /**
-   * Every check of a registered agent service, as /v1/health/state/any lists them (Consul's
-   * api/health.go `HealthCheck`). Nomad registers a group's services once the allocation
-   * runs and deregisters them when it stops (client/allocrunner/groupservice_hook.go).
+   * Every check, as /v1/health/state/any lists them (Consul's api/health.go `HealthCheck`):
+   * the client node's serfHealth, which Consul's agent registers for its node (no service,
+   * no tags), and each registered agent service's. Nomad registers a group's services once
+   * the allocation runs and deregisters them when it stops (client/allocrunner/groupservice_hook.go).
    */
   healthChecks(): Json[] {
-    const checks: Json[] = [];
+    const checks: Json[] = [this.serfHealth()];
     for (const alloc of this.allocs.values()) {
       if (alloc.public.DesiredStatus !== 'run' || alloc.public.ClientStatus !== 'running') continue;
       const group = this.groupOf(alloc);
@@ -518,6 +550,27 @@ export class FakeNomadState {
       }
     }
     return checks;
+  }
+
+  /** The node check Consul's agent keeps for its node (agent/consul/leader_registrator_v1.go, `HandleAliveMember`, `HandleFailedMember`: "Agent not live or unreachable"). */
+  private serfHealth(): Json {
+    return {
+      Node: 'fake-client', CheckID: 'serfHealth', Name: 'Serf Health Status', Status: this.nodeAlive ? 'passing' : 'critical', Notes: '',
+      Output: this.nodeAlive ? 'Agent alive and reachable' : 'Agent not live or unreachable', ServiceID: '', ServiceName: '', ServiceTags: [], Type: '',
+      Definition: {}, CreateIndex: 1, ModifyIndex: this.checksIndex,
+    };
+  }
+
+  /** A test takes the client node's Consul agent out of gossip (serfHealth critical) or back; Nomad is told nothing. */
+  setNodeAlive(alive: boolean): void {
+    if (this.nodeAlive === alive) return;
+    this.nodeAlive = alive;
+    for (const stored of this.jobs.values()) {
+      for (const group of (stored.job.TaskGroups ?? []) as Json[]) {
+        for (const svc of (group.Services ?? []) as Json[]) this.consulIndex.set(svc.Name, (this.consulIndex.get(svc.Name) ?? 1) + 1);
+      }
+    }
+    this.consulChanged();
   }
 
   private groupOf(alloc: Allocation): Json | undefined {
@@ -633,13 +686,6 @@ function canonical(value: unknown): string {
     return `{${Object.keys(value).sort().map((key) => `${JSON.stringify(key)}:${canonical((value as Json)[key])}`).join(',')}}`;
   }
   return JSON.stringify(value ?? null);
-}
-
-/** The tag of an image reference, "latest" when it names none (a colon after the last slash). */
-function imageTag(image: string): string {
-  const name = image.split('@')[0]!;
-  const colon = name.lastIndexOf(':');
-  return colon > name.lastIndexOf('/') ? name.slice(colon + 1) : 'latest';
 }
 
 function waitOn(waiters: Set<() => void>, ms: number): Promise<void> {

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { FakeNomadState } from './cluster.js';
+import type { DockerRegistryAuth } from './secrets.js';
 import { connectionLimit, consulHandler, listen, nomadHandler, type ConnectionLimit, type FaultPlan, type RecordedRequest } from './server.js';
 
 /**
@@ -20,6 +21,8 @@ export interface FakeCluster {
   job(id: string): Record<string, any> | undefined;
   variable(path: string): Record<string, any> | undefined;
   allocations(jobId: string): Record<string, any>[];
+  /** The registry credentials an allocation's docker driver would pull with, once its task got that far (secrets.ts). */
+  registryAuth(allocId: string): DockerRegistryAuth | null | undefined;
   /** Writes to an allocation's task log, as its process would (alloc/logs/<task>.<stream>.<N>). */
   appendLog(allocId: string, task: string, stream: 'stdout' | 'stderr', text: string | Buffer): void;
   /** Starts the stream's next log file, as logmon does when the current one is full. */
@@ -28,14 +31,25 @@ export interface FakeCluster {
   connections: { nomad: ConnectionLimit; consul: ConnectionLimit };
   /** Turns an allocation's Consul checks passing or critical. */
   setHealthy(allocationId: string, healthy: boolean): void;
+  /** Turns the client node's serfHealth critical (its Consul agent out of gossip) or passing again; Nomad is told nothing. */
+  setNodeAlive(alive: boolean): void;
   failNomad(times: number): void;
   failConsul(times: number): void;
   close(): Promise<void>;
 }
 
 export interface FakeClusterOptions {
-  /** Play allocations without containers: running and passing at once (for scale tests). */
+  /**
+   * Play allocations without containers: running and passing at once (for scale tests),
+   * unless the docker driver would pull their image and no registry serves it (docker-image.ts).
+   */
   simulate?: boolean;
+  /**
+   * Image references a registry the client reaches serves, so a pull of them succeeds (the
+   * task then runs from this host's copy, which must exist). None by default: the docker
+   * driver pulls an image tagged "latest" even when the node holds it, and that pull fails.
+   */
+  registryImages?: string[];
   /** The most an update block's MinHealthyTime is waited (500 ms): higher for a test that must see a deployment still running. */
   minHealthyTimeCapMs?: number;
   /** Node pools besides "default" and "all"; the driver's default, "agents", unless given. */
@@ -51,6 +65,7 @@ export async function startFakeCluster(options: FakeClusterOptions = {}): Promis
   const state = new FakeNomadState(randomBytes(4).toString('hex'), options.simulate ?? false, options.minHealthyTimeCapMs);
   for (const pool of options.nodePools ?? ['agents']) state.nodePools.add(pool);
   for (const namespace of options.namespaces ?? []) state.namespaces.add(namespace);
+  for (const image of options.registryImages ?? []) state.registry.add(image);
   const connections = {
     nomad: connectionLimit(options.nomadMaxConnsPerClient ?? 100),
     consul: connectionLimit(options.consulMaxConnsPerClient ?? 200),
@@ -72,9 +87,11 @@ export async function startFakeCluster(options: FakeClusterOptions = {}): Promis
     job: (id) => state.jobs.get(id)?.job,
     variable: (path) => state.variables.get(path),
     allocations: (jobId) => state.allocationsOf(jobId),
+    registryAuth: (allocId) => state.registryAuths.get(allocId),
     appendLog: (allocId, task, stream, text) => state.logs.append(allocId, task, stream, text),
     rotateLog: (allocId, task, stream) => state.logs.rotate(allocId, task, stream),
     setHealthy: (allocationId, healthy) => state.setHealthy(allocationId, healthy),
+    setNodeAlive: (alive) => state.setNodeAlive(alive),
     failNomad: (times) => (nomadFaults.failNext = times),
     failConsul: (times) => (consulFaults.failNext = times),
     async close() {

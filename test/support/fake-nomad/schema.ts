@@ -28,9 +28,12 @@ const Template: Struct = {
   Perms: 'string', Uid: 'int', Gid: 'int', LeftDelim: 'string', RightDelim: 'string', Envvars: 'bool', VaultGrace: 'duration', ErrMissingKey: 'bool',
 };
 const LogConfig: Struct = { MaxFiles: 'int', MaxFileSizeMB: 'int', Disabled: 'bool' };
+/** api/tasks.go `Secret` (Nomad 1.11+). */
+const Secret: Struct = { Name: 'string', Provider: 'string', Path: 'string', Config: 'any', Env: 'stringMap' };
 const Task: Struct = {
   Name: 'string', Driver: 'string', User: 'string', Config: 'any', Env: 'stringMap', Services: [Service], Resources, Meta: 'stringMap',
   KillTimeout: 'duration', LogConfig, Templates: [Template], Leader: 'bool', ShutdownDelay: 'duration', KillSignal: 'string', Kind: 'string',
+  Secrets: [Secret],
 };
 const RestartPolicy: Struct = { Interval: 'duration', Attempts: 'int', Delay: 'duration', Mode: 'string', RenderTemplates: 'bool' };
 const ReschedulePolicy: Struct = { Attempts: 'int', Interval: 'duration', Delay: 'duration', DelayFunction: 'string', MaxDelay: 'duration', Unlimited: 'bool' };
@@ -65,6 +68,8 @@ export const DockerConfig: Struct = {
   image: 'string', ports: 'strings', cap_drop: 'strings', cap_add: 'strings', security_opt: 'strings', pids_limit: 'int',
   cpu_hard_limit: 'bool', labels: 'stringMap', readonly_rootfs: 'bool', command: 'string', args: 'strings', force_pull: 'bool',
   image_pull_timeout: 'string', init: 'bool', network_mode: 'string', memory_hard_limit: 'int',
+  // drivers/docker/config.go `taskConfigSpec`: a block, so a list of one object in JSON.
+  auth: [{ username: 'string', password: 'string', email: 'string', server_address: 'string' }], auth_soft_fail: 'bool',
 };
 
 /** Every problem in `value` against `shape`, as `path: what`. */

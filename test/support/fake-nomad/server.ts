@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { check, DockerConfig, JobRegisterRequest, ScalingRequest, VariableRequest } from './schema.js';
 import type { FakeNomadState } from './cluster.js';
 import { serveLogs } from './fs-logs.js';
+import { addServerConstraints } from './server-constraints.js';
 import { admitJobRegistration } from './validate/register.js';
 import { admitScale } from './validate/scale.js';
 import { admitVariable } from './validate/variables.js';
@@ -129,7 +130,8 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
       const facts = { region: 'global', namespaces: state.namespaces, nodePools: state.nodePools };
       const admitted = admitJobRegistration(body, url.searchParams, facts, existing && { Type: existing.job.Type ?? 'service', JobModifyIndex: existing.modifyIndex });
       if ('status' in admitted) return send(response, admitted.status, admitted.message);
-      const stored = state.register(body.Job, body.PreserveCounts === true);
+      // What Nomad's mutators add is stored with the job, and compared with it (Job.Register's SpecChanged).
+      const stored = state.register(addServerConstraints(body.Job), body.PreserveCounts === true);
       return send(response, 200, { EvalID: crypto.randomUUID(), EvalCreateIndex: state.index, JobModifyIndex: stored.modifyIndex, Warnings: '', Index: state.index, LastContact: 0, KnownLeader: true }, index);
     }
     if (path === '/v1/jobs' && method === 'GET') {
@@ -282,19 +284,29 @@ export function consulHandler(state: FakeNomadState, token: string, faults: Faul
 }
 
 /**
- * The go-bexpr expressions the driver sends, and only those: `<Field> matches "<regex>"`,
- * `<Field> contains "<value>"` (a list field holds the value), `<Field> == "<value>"`
- * (github.com/hashicorp/go-bexpr grammar.peg: MatchMatches, MatchIn/contains, MatchEqual).
- * Anything else is refused, so a filter the fake does not understand fails a test
- * instead of matching everything.
+ * The go-bexpr expressions the driver sends, and only those: clauses joined by `or`, each
+ * `<Field> matches "<regex>"`, `<Field> contains "<value>"` (a list field holds the value),
+ * `<Field> == "<value>"` or `<Field> is empty` (github.com/hashicorp/go-bexpr grammar.peg:
+ * OrExpression, MatchMatches, MatchIn/contains, MatchEqual, MatchIsEmpty). Anything else is
+ * refused, so a filter the fake does not understand fails a test instead of matching everything.
  */
 export function compileFilter(text: string | null): ((item: Json) => boolean) | null {
   if (text === null || text.trim() === '') return null;
-  const match = /^\s*([A-Za-z][A-Za-z0-9.]*)\s+(matches|contains|==)\s+"((?:[^"\\]|\\.)*)"\s*$/.exec(text);
-  if (!match) throw new Error(`the fake supports only "<Field> matches|contains|== \"value\"", got: ${text}`);
-  const [, field, operator, quoted] = match;
-  const value = JSON.parse(`"${quoted}"`) as string;
+  const clauses = text.split(/\s+or\s+(?=(?:[^"]*"[^"]*")*[^"]*$)/).map(compileClause);
+  return (item) => clauses.some((clause) => clause(item));
+}
+
+function compileClause(text: string): (item: Json) => boolean {
+  const match = /^\s*([A-Za-z][A-Za-z0-9.]*)\s+(?:(matches|contains|==)\s+"((?:[^"\\]|\\.)*)"|(is empty))\s*$/.exec(text);
+  if (!match) throw new Error(`the fake supports only "<Field> matches|contains|== \"value\"" and "<Field> is empty", joined by "or", got: ${text}`);
+  const [, field, operator, quoted, isEmpty] = match;
   const read = (item: Json) => field!.split('.').reduce<any>((current, part) => (current == null ? undefined : current[part]), item);
+  // go-bexpr's MatchIsEmpty: a string, list or map of length 0 (or a missing value).
+  if (isEmpty) return (item) => {
+    const found = read(item);
+    return found == null || (typeof found === 'object' ? Object.keys(found).length === 0 : String(found).length === 0);
+  };
+  const value = JSON.parse(`"${quoted}"`) as string;
   if (operator === 'matches') {
     const pattern = new RegExp(value);
     return (item) => typeof read(item) === 'string' && pattern.test(read(item));

@@ -6,8 +6,8 @@ import { validateTemplate } from './template.js';
 
 /**
  * nomad/structs/structs.go, `Task.Validate`, for the fields the fake's schema accepts
- * (no artifacts, vault, actions, lifecycle, volumes, CSI or secrets; the default
- * workload identity Nomad adds always passes).
+ * (no artifacts, vault, actions, lifecycle, volumes or CSI; the default workload
+ * identity Nomad adds always passes).
  */
 type Json = Record<string, any>;
 
@@ -40,6 +40,29 @@ export function validateTask(t: Json, jobType: string, tg: Json): MultiError | n
     if (invalid) errors.push(`Template ${i + 1} validation failed: ${invalid}`);
     if (destinations.has(template.DestPath)) errors.push(`Template ${i + 1} has same destination as ${destinations.get(template.DestPath)}`);
     else destinations.set(template.DestPath, i + 1);
+  }
+  const secrets = new Set<string>();
+  for (const secret of t.Secrets ?? []) {
+    if (secrets.has(secret.Name)) errors.push(`Duplicate secret "${secret.Name}" found`);
+    else secrets.add(secret.Name);
+    if (secret.Provider === 'vault' && !t.Vault) errors.push(`Secret "${secret.Name}" has provider "vault" but no vault block`);
+    const invalid = validateSecret(secret);
+    if (invalid) errors.push(`Secret "${secret.Name}" is invalid: ${invalid}`);
+  }
+  return errors.orNil();
+}
+
+/** nomad/structs/structs.go, `Secret.Validate` (`validSecretName`: ^[a-zA-Z0-9_]{1,128}$). */
+function validateSecret(s: Json): MultiError | null {
+  const errors = new MultiError();
+  if (!s.Name) errors.push('secret name cannot be empty');
+  if (!/^[a-zA-Z0-9_]{1,128}$/.test(s.Name ?? '')) errors.push('secret name must match regex ^[a-zA-Z0-9_]{1,128}$');
+  if (!s.Provider) errors.push('secret provider cannot be empty');
+  if (!s.Path) errors.push('secret path cannot be empty');
+  if (s.Provider === 'nomad' || s.Provider === 'vault') {
+    if (Object.keys(s.Env ?? {}).length > 0) errors.push(`${s.Provider} provider cannot use the env block`);
+  } else if (Object.keys(s.Config ?? {}).length > 0) {
+    errors.push(`custom plugin provider ${s.Provider} cannot use the config block`);
   }
   return errors.orNil();
 }
