@@ -82,7 +82,7 @@ export async function measureEdgeOverhead(options: EdgeOverheadOptions) {
   const keepAlive = new Agent({ keepAlive: true, maxSockets: 64 });
   try {
     edge = (await startNodeProcess(edgeEntry, {
-      EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: authz.address, REDIS_URL: options.redisUrl, AGENT_DOMAIN: options.agentDomain,
+      EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: authz.address, EDGE_UPSTREAM_SUBNETS: '127.0.0.0/8', REDIS_URL: options.redisUrl, AGENT_DOMAIN: options.agentDomain,
     }, 'listening', options.edgeNodeArgs)).child;
     const processes = { replica: replica.child.pid!, local_edge: edge.pid! };
     const get = (port: number, host: string) => () =>

@@ -34,7 +34,7 @@ async function main(): Promise<void> {
   }, 'authz listening');
   // All the bench's connections come from 127.0.0.1: lift the per-address cap above them.
   const { child: edge } = await startNodeProcess('envoy/local-edge/main.ts', {
-    EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: `unix:${authzSocket}`, EDGE_MAX_CONNECTIONS_PER_ADDRESS: String(CONNECTIONS + 10), REDIS_URL: fixture.redisUrl,
+    EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: `unix:${authzSocket}`, EDGE_UPSTREAM_SUBNETS: '127.0.0.0/8', EDGE_MAX_CONNECTIONS_PER_ADDRESS: String(CONNECTIONS + 10), REDIS_URL: fixture.redisUrl,
   }, 'listening');
   const keepAlive = new Agent({ keepAlive: true, maxSockets: CONNECTIONS });
 

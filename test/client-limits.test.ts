@@ -6,6 +6,7 @@ import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/serve
 import { startControl, type TestControl } from './support/control-harness.js';
 import { connectTestRedis, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
 import { openRawClient, trickleHeadersUntilClosed } from './support/slow-client.js';
+import { LOOPBACK_UPSTREAMS } from './support/edge-upstream.js';
 
 /**
  * Issue 13 item 7 with real sockets: clients that trickle headers are cut off, and one
@@ -69,7 +70,7 @@ describe('slow clients and connections per address', () => {
     control = await startControl(limits);
     redis = connectTestRedis();
     authz = await startTestAuthz({ redis, clock: new ManualClock(new Date()), agentDomain: uniqueAgentDomain('client-limits') });
-    edge = await startLocalEdge({
+    edge = await startLocalEdge({ upstreamSubnets: LOOPBACK_UPSTREAMS,
       port: 0,
       authzAddress: authz.authz.grpcAddress,
       clientLimits: { headersTimeoutMs: HEADERS_TIMEOUT_MS, maxConnectionsPerAddress: CAP },

@@ -4,7 +4,7 @@ import { ManualClock } from '../contract/clock.js';
 import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
 import { connectTestRedis, EdgeProjectionWriter, newAccessKey, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
 import { describeOnEachAuthzServer } from './support/authz-servers.js';
-import { edgeRequest, startUpstream, type TestUpstream } from './support/edge-upstream.js';
+import { edgeRequest, startUpstream, type TestUpstream, LOOPBACK_UPSTREAMS } from './support/edge-upstream.js';
 
 /**
  * The local edge's CORS for the web console, in front of a real authz on real Redis: what a
@@ -28,7 +28,7 @@ describeOnEachAuthzServer('local edge CORS for the console', (server) => {
     redis = connectTestRedis();
     projection = new EdgeProjectionWriter(redis);
     authz = await startTestAuthz({ redis, clock, agentDomain: domain, server });
-    edge = await startLocalEdge({ port: 0, authzAddress: authz.authz.grpcAddress, consoleOrigin });
+    edge = await startLocalEdge({ upstreamSubnets: LOOPBACK_UPSTREAMS, port: 0, authzAddress: authz.authz.grpcAddress, consoleOrigin });
     // A replica that sets its own CORS header: the edge's must win, as Envoy's encoder overwrites it.
     replica = await startUpstream('cors', (_request, response) => {
       response.writeHead(200, { 'content-type': 'text/plain', 'access-control-allow-origin': '*' }).end('echo\n');
@@ -90,7 +90,7 @@ describeOnEachAuthzServer('local edge CORS for the console', (server) => {
   });
 
   it('answers without CORS headers when no console origin is set', async () => {
-    const bare = await startLocalEdge({ port: 0, authzAddress: authz.authz.grpcAddress });
+    const bare = await startLocalEdge({ upstreamSubnets: LOOPBACK_UPSTREAMS, port: 0, authzAddress: authz.authz.grpcAddress });
     try {
       const answer = await edgeRequest({ port: bare.port, host: privateHost, method: 'OPTIONS', path: '/invoke', headers: { origin: consoleOrigin, ...preflight } });
       assert.equal(answer.status, 401);

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
 import { EDGE_REPLIES } from '../envoy/local-edge/envoy-parity.js';
 import { allowedResponse, answerWith, BROKEN_ANSWERS, startRawAuthzServer, type RawAuthzServer } from './support/raw-authz-server.js';
-import { edgeRequest, startUpstream, type TestUpstream } from './support/edge-upstream.js';
+import { edgeRequest, startUpstream, type TestUpstream, LOOPBACK_UPSTREAMS } from './support/edge-upstream.js';
 
 /**
  * The local edge fails closed (envoy.yaml's failure_mode_allow: false): whatever is wrong
@@ -17,7 +17,7 @@ describe('local edge: a broken answer from authz is a 503, never a forward', () 
   before(async () => {
     authz = await startRawAuthzServer();
     replica = await startUpstream('named-by-a-broken-answer');
-    edge = await startLocalEdge({ port: 0, authzAddress: authz.address, authzTimeoutMs: 300 });
+    edge = await startLocalEdge({ upstreamSubnets: LOOPBACK_UPSTREAMS, port: 0, authzAddress: authz.address, authzTimeoutMs: 300 });
   });
 
   after(async () => {

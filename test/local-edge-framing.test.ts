@@ -5,7 +5,7 @@ import { ManualClock } from '../contract/clock.js';
 import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
 import { connectTestRedis, EdgeProjectionWriter, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
 import { describeOnEachAuthzServer } from './support/authz-servers.js';
-import { startUpstream, type TestUpstream } from './support/edge-upstream.js';
+import { startUpstream, type TestUpstream, LOOPBACK_UPSTREAMS } from './support/edge-upstream.js';
 import { openRawClient, rawExchange } from './support/slow-client.js';
 
 /**
@@ -28,7 +28,7 @@ describeOnEachAuthzServer('local edge: request framing', (server) => {
     redis = connectTestRedis();
     projection = new EdgeProjectionWriter(redis);
     authz = await startTestAuthz({ redis, clock: new ManualClock(new Date()), agentDomain: domain, server });
-    edge = await startLocalEdge({ port: 0, authzAddress: authz.authz.grpcAddress });
+    edge = await startLocalEdge({ upstreamSubnets: LOOPBACK_UPSTREAMS, port: 0, authzAddress: authz.authz.grpcAddress });
     replica = await startUpstream('open');
     // Refuses every upload at once, without reading it, as an agent with a size limit would.
     early = await startUpstream('early', (_request, response) => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
 import { openRawClient, rawExchange, trickleHeadersUntilClosed } from './support/slow-client.js';
+import { LOOPBACK_UPSTREAMS } from './support/edge-upstream.js';
 
 /**
  * Issue 31 item 7, with raw TCP against the local edge: what Node's HTTP parser refuses,
@@ -15,7 +16,7 @@ describe('local edge: answers to requests the HTTP parser refuses', () => {
   let checks = 0;
 
   before(async () => {
-    edge = await startLocalEdge({
+    edge = await startLocalEdge({ upstreamSubnets: LOOPBACK_UPSTREAMS,
       port: 0,
       authzAddress: 'unix:/nonexistent/authz.sock',
       // Counts what would have been checked; failing, so a request that gets this far is a 503.

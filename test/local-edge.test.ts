@@ -6,7 +6,7 @@ import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/serve
 import { freePort } from '../scripts/lib/local-services.js';
 import { connectTestRedis, EdgeProjectionWriter, newAccessKey, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
 import { describeOnEachAuthzServer } from './support/authz-servers.js';
-import { edgeRequest, startUpstream, type TestUpstream } from './support/edge-upstream.js';
+import { edgeRequest, startUpstream, type TestUpstream, LOOPBACK_UPSTREAMS } from './support/edge-upstream.js';
 
 /**
  * The local edge in front of a real authz on real Redis, forwarding to tiny replicas on
@@ -30,7 +30,7 @@ describeOnEachAuthzServer('local edge', (server) => {
     redis = connectTestRedis();
     projection = new EdgeProjectionWriter(redis);
     authz = await startTestAuthz({ redis, clock, agentDomain: domain, server });
-    edge = await startLocalEdge({ port: 0, authzAddress: authz.authz.grpcAddress });
+    edge = await startLocalEdge({ upstreamSubnets: LOOPBACK_UPSTREAMS, port: 0, authzAddress: authz.authz.grpcAddress });
     replicaA = await startUpstream('a');
     replicaB = await startUpstream('b');
   });
@@ -207,6 +207,45 @@ describeOnEachAuthzServer('local edge', (server) => {
       assert.equal(response.body, 'bad gateway: the agent is not reachable\n');
     });
 
+    it('names the request in every answer of its own, as in the agents\' (X-Request-Id)', async () => {
+      const closedSlug = slug('closed-id');
+      const emptySlug = slug('empty-id');
+      await projection.putAgent({ slug: closedSlug, access: 'public', upstreams: [`127.0.0.1:${await freePort()}`] });
+      await projection.putAgent({ slug: emptySlug, access: 'public' });
+      const answered = await call({ host: hostOf(closedSlug) });
+      const denied = await call({ host: hostOf(emptySlug) });
+      const blind = await startLocalEdge({ upstreamSubnets: LOOPBACK_UPSTREAMS, port: 0, authzAddress: 'unix:/nonexistent/authz.sock' });
+      const unchecked = await edgeRequest({ port: blind.port, host: hostOf(closedSlug) }).finally(() => blind.close());
+      const agentSlug = slug('forwarded-id');
+      await projection.putAgent({ slug: agentSlug, access: 'public', upstreams: [replicaA.address] });
+      const forwarded = await call({ host: hostOf(agentSlug) });
+      const uuid = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+      for (const [what, response, status] of [['502', answered, 502], ['503 (no replica)', denied, 503], ['503 (authz down)', unchecked, 503], ['agent', forwarded, 200]] as const) {
+        assert.equal(response.status, status, what);
+        assert.match(String(response.headers['x-request-id']), uuid, `${what} answer has no request id`);
+      }
+      // The id the caller sees is the one the agent was given.
+      const seen = replicaA.received.at(-1)!;
+      assert.equal(forwarded.headers['x-request-id'], seen.headers['x-request-id']);
+    });
+
+    it('never connects to an upstream outside EDGE_UPSTREAM_SUBNETS, whatever authz names: 502', async () => {
+      // The edge's default: only the podman agent subnet pool; these replicas are on loopback.
+      const fenced = await startLocalEdge({ port: 0, authzAddress: authz.authz.grpcAddress });
+      const agentSlug = slug('off-pool');
+      await projection.putAgent({ slug: agentSlug, access: 'public', upstreams: [replicaA.address] });
+      const seen = replicaA.received.length;
+      try {
+        const response = await edgeRequest({ port: fenced.port, host: hostOf(agentSlug), method: 'POST', body: 'a caller\'s body' });
+        assert.equal(response.status, 502);
+        assert.equal(response.body, 'bad gateway: the agent is not reachable\n');
+        assert.equal(replicaA.received.length, seen, 'the replica off the pool was reached');
+        assert.equal((await call({ host: hostOf(agentSlug) })).status, 200, 'the same answer is forwarded by an edge whose subnets hold it');
+      } finally {
+        await fenced.close();
+      }
+    });
+
     it('answers 502 when the replica resets the connection before answering', async () => {
       const crashing = await startUpstream('crash', (request) => request.socket.destroy());
       try {
@@ -224,7 +263,7 @@ describeOnEachAuthzServer('local edge', (server) => {
       const agentSlug = slug('no-authz');
       await projection.putAgent({ slug: agentSlug, access: 'public', upstreams: [replicaA.address] });
       for (const authzAddress of ['unix:/nonexistent/authz.sock', `127.0.0.1:${await freePort()}`]) {
-        const blind = await startLocalEdge({ port: 0, authzAddress });
+        const blind = await startLocalEdge({ upstreamSubnets: LOOPBACK_UPSTREAMS, port: 0, authzAddress });
         const seen = replicaA.received.length;
         try {
           const response = await edgeRequest({ port: blind.port, host: hostOf(agentSlug) });

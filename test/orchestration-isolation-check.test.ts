@@ -93,6 +93,7 @@ describe('orchestration: the isolation check (podman)', function () {
     let dir: string;
     let platformService: Server;
     let openService: Server;
+    let unrelatedService: Server;
 
     before(async () => {
       // podman through a wrapper that selects CNI, with a subnet pool of its own so its
@@ -103,8 +104,15 @@ describe('orchestration: the isolation check (podman)', function () {
       chmodSync(join(dir, 'podman'), 0o755);
       platformService = await listen('0.0.0.0');
       openService = await listen('0.0.0.0');
+      unrelatedService = await listen('0.0.0.0');
       control = await startControl(
-        { PODMAN_BINARY: join(dir, 'podman'), PODMAN_PROTECTED_ENDPOINTS: `127.0.0.1:${portOfServer(platformService)}` },
+        {
+          PODMAN_BINARY: join(dir, 'podman'),
+          PODMAN_PROTECTED_ENDPOINTS: `127.0.0.1:${portOfServer(platformService)}`,
+          PODMAN_AGENT_HOST_PORTS: String(portOfServer(openService)),
+          // Its bridges are not netavark's: a pool of its own.
+          PODMAN_AGENT_SUBNETS: '10.131.0.0/16',
+        },
         { orchestrate: true },
       );
     });
@@ -113,6 +121,7 @@ describe('orchestration: the isolation check (podman)', function () {
       await control?.close();
       await close(platformService);
       await close(openService);
+      await close(unrelatedService);
       if (dir) rmSync(dir, { recursive: true, force: true });
     });
 
@@ -131,6 +140,7 @@ describe('orchestration: the isolation check (podman)', function () {
           'a platform service on 0.0.0.0': portOfServer(platformService),
         },
         openHostPort: portOfServer(openService),
+        unrelatedHostPort: portOfServer(unrelatedService),
       });
       for (const agent of [a, b]) await assertNothingPublished(control, agent);
       const health = await fetch(`http://${a.replica.address}/health`);

@@ -2,7 +2,7 @@ import { strict as assert } from 'node:assert';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startControl, type TestControl } from './support/control-harness.js';
-import { assertIsolated, assertNothingPublished } from './support/isolation-effect.js';
+import { agentNetwork, assertIsolated, assertNothingPublished } from './support/isolation-effect.js';
 import { createRunningAgent, execIn, inspect, podman, waitFor } from './support/orch-helpers.js';
 
 /**
@@ -31,18 +31,26 @@ describe('orchestration: container security (podman)', function () {
   let control: TestControl;
   /** A service on 0.0.0.0 that the control names as the platform's (as authz or the edge would be): reachable from the host's every address. */
   let platformService: Server;
+  /** A service on 0.0.0.0 the operator opens to agents (PODMAN_AGENT_HOST_PORTS), as a model server on the host would be. */
+  let modelServer: Server;
 
   before(async () => {
     platformService = createServer((_, res) => res.end('platform-only'));
-    await new Promise<void>((resolve) => platformService.listen(0, '0.0.0.0', resolve));
+    modelServer = createServer((_, res) => res.end('model-server'));
+    for (const server of [platformService, modelServer]) await new Promise<void>((resolve) => server.listen(0, '0.0.0.0', resolve));
     const port = (platformService.address() as AddressInfo).port;
-    control = await startControl({ PODMAN_PROTECTED_ENDPOINTS: `127.0.0.1:${port}` }, { orchestrate: true });
+    control = await startControl(
+      { PODMAN_PROTECTED_ENDPOINTS: `127.0.0.1:${port}`, PODMAN_AGENT_HOST_PORTS: String((modelServer.address() as AddressInfo).port) },
+      { orchestrate: true },
+    );
   });
 
   after(async () => {
     await control?.close();
-    platformService?.closeAllConnections();
-    await new Promise((resolve) => platformService?.close(resolve));
+    for (const server of [platformService, modelServer]) {
+      server?.closeAllConnections();
+      await new Promise((resolve) => server?.close(resolve));
+    }
   });
 
   it('runs a replica without added capabilities, without new privileges, and with the limits of its deploy', async () => {
@@ -227,7 +235,7 @@ describe('orchestration: container security (podman)', function () {
       }
     });
 
-    it('keeps a replica from other agents, the platform\'s services and the metadata service, not from the outside', async () => {
+    it('keeps a replica from other agents, the platform\'s services, the host\'s other services and the metadata service', async () => {
       const { token } = await control.signUp();
       const [a, b] = await Promise.all([createRunningAgent(control, token), createRunningAgent(control, token)]);
       const expectations = {
@@ -238,11 +246,16 @@ describe('orchestration: container security (podman)', function () {
           'control API': portOf(control.baseUrl),
           'a platform service on 0.0.0.0': (platformService.address() as AddressInfo).port,
         },
-        // In tests an ordinary host service stands for the internet (e.g. a fake LLM provider).
-        openHostPort: await serve('0.0.0.0', 'open-to-all'),
+        openHostPort: (modelServer.address() as AddressInfo).port,
+        // sshd, a database, a dev server: on every address, named nowhere.
+        unrelatedHostPort: await serve('0.0.0.0', 'unrelated'),
       };
       await assertIsolated(control, a, b, expectations);
       for (const agent of [a, b]) await assertNothingPublished(control, agent);
+      // The one host service every agent reaches: aardvark-dns on its network's gateway, which knows the replica's name.
+      const { IPAddress, Gateway } = await agentNetwork(control, a);
+      const dns = await execIn(control, a.replica.id, `/bin/busybox nslookup ${a.replica.id} ${Gateway}`, 30_000);
+      assert.ok(dns.stdout.includes(IPAddress), `DNS at ${Gateway} did not answer from behind the fence: ${dns.stdout} ${dns.stderr}`);
 
       // Isolation must outlive other agents: deleting a third agent (its network and
       // replica torn down) leaves A and B as separated as before.

@@ -23,7 +23,10 @@ const endpoints: ResolvedEndpoint[] = [
 
 describe('podman isolation: firewall rules, probe and endpoints', () => {
   describe('the nftables table', () => {
-    const script = fenceScript({ table: tableName(owner.instance), owner, networks: [{ name: 'agent-a', iface: 'podman3' }, { name: 'agent-b', iface: 'cni-podman1' }], endpoints });
+    const networks = [{ name: 'agent-a', iface: 'podman3', gateway: '10.89.3.1' }, { name: 'agent-b', iface: 'cni-podman1', gateway: '10.89.7.1' }];
+    // 5432 is also a platform port: naming it among the open ones must not open it.
+    const script = fenceScript({ table: tableName(owner.instance), owner, networks, endpoints, openHostPorts: [11434, 5432] });
+    const inputRules = (iface: string) => script.split('\n').map((l) => l.trim()).filter((l) => l.startsWith(`iifname "${iface}"`) && !l.includes('daddr 169.254') && !l.includes('10.20.30.40'));
 
     it('parses as nft would load it (nft --check)', () => {
       execFileSync('nft', ['--check', '-f', '-'], { input: script });
@@ -34,10 +37,21 @@ describe('podman isolation: firewall rules, probe and endpoints', () => {
         assert.ok(script.includes(`iifname "${iface}" ip daddr 169.254.0.0/16 meta l4proto tcp reject with tcp reset`), `no metadata rule for ${iface}`);
         // New connections into the bridge from anywhere else (other agents, the LAN) are refused; the host's own are not forwarded.
         assert.ok(script.includes(`iifname != "${iface}" oifname "${iface}" ct state new meta l4proto tcp reject with tcp reset`), `no inbound rule for ${iface}`);
-        assert.ok(script.includes(`iifname "${iface}" tcp dport { 5432 } ct state new reject with tcp reset`), `no host-port rule for ${iface}`);
         assert.ok(script.includes(`iifname "${iface}" ip daddr 10.20.30.40 tcp dport 6379 reject with tcp reset`), `no remote-endpoint rule for ${iface}`);
       }
       assert.ok(!script.includes('podman+'), 'a wildcard bridge name');
+    });
+
+    it('lets agents reach the host only for answers, DNS to their gateway and the open ports, and refuses the rest', () => {
+      for (const { iface, gateway } of networks) {
+        assert.deepEqual(inputRules(iface), [
+          `iifname "${iface}" ct state established,related accept`,
+          `iifname "${iface}" ip daddr ${gateway} meta l4proto { tcp, udp } th dport 53 accept`,
+          `iifname "${iface}" tcp dport { 11434 } accept`,
+          `iifname "${iface}" meta l4proto tcp reject with tcp reset`,
+          `iifname "${iface}" reject with icmpx admin-prohibited`,
+        ]);
+      }
     });
 
     it('hooks before podman\'s own rules, so their ACCEPTs cannot come first', () => {
@@ -54,13 +68,14 @@ describe('podman isolation: firewall rules, probe and endpoints', () => {
     });
 
     it('deletes the table when no network is left', () => {
-      const empty = fenceScript({ table: tableName(owner.instance), owner, networks: [], endpoints });
+      const empty = fenceScript({ table: tableName(owner.instance), owner, networks: [], endpoints, openHostPorts: [] });
       assert.equal(empty, `table inet ${tableName(owner.instance)}\ndelete table inet ${tableName(owner.instance)}\n`);
       execFileSync('nft', ['--check', '-f', '-'], { input: empty });
     });
 
     it('refuses a name that could break out of the rule', () => {
-      assert.throws(() => fenceScript({ table: 't', owner, networks: [{ name: 'x', iface: 'podman1" accept #' }], endpoints }), /refusing/);
+      assert.throws(() => fenceScript({ table: 't', owner, networks: [{ name: 'x', iface: 'podman1" accept #', gateway: null }], endpoints, openHostPorts: [] }), /refusing/);
+      assert.throws(() => fenceScript({ table: 't', owner, networks: [{ name: 'x', iface: 'podman1', gateway: '10.0.0.1 accept' }], endpoints, openHostPorts: [] }), /refusing/);
     });
   });
 
@@ -71,6 +86,7 @@ describe('podman isolation: firewall rules, probe and endpoints', () => {
       hostAddresses: ['192.0.2.2'],
       endpoints,
       otherNetwork: { host: '10.89.9.2', port: 8080 },
+      unrelatedHostPort: 40123,
     });
 
     it('connects to itself first, then to everything that must stay closed', () => {
@@ -82,6 +98,9 @@ describe('podman isolation: firewall rules, probe and endpoints', () => {
         'postgres@host.containers.internal:5432',
         'postgres@192.0.2.2:5432',
         'redis@10.20.30.40:6379',
+        'an unrelated host service@10.89.4.1:40123',
+        'an unrelated host service@host.containers.internal:40123',
+        'an unrelated host service@192.0.2.2:40123',
         'another agent network@10.89.9.2:8080',
       ]);
       assert.ok(targets.slice(1).every((t) => t.expect === 'closed'));
@@ -98,7 +117,7 @@ describe('podman isolation: firewall rules, probe and endpoints', () => {
     it('names every target that opened', () => {
       const results = expected(targets);
       results[1] = 'open';
-      results[6] = 'open';
+      results[9] = 'open';
       assert.deepEqual(probeProblems(targets, output(results)), [
         'the metadata service at 169.254.169.254:80 is reachable',
         'another agent network at 10.89.9.2:8080 is reachable',
@@ -117,7 +136,7 @@ describe('podman isolation: firewall rules, probe and endpoints', () => {
     });
 
     it('leaves out another network when probing the canary\'s own', () => {
-      const own = probeTargets({ self: { host: '10.1.0.2', port: 8080 }, gateway: null, hostAddresses: [], endpoints: [], otherNetwork: null });
+      const own = probeTargets({ self: { host: '10.1.0.2', port: 8080 }, gateway: null, hostAddresses: [], endpoints: [], otherNetwork: null, unrelatedHostPort: null });
       assert.deepEqual(own.map((t) => t.label), ['the probe itself', 'the metadata service']);
     });
   });

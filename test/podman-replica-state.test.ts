@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import {
   adoptedReplica,
+  died,
   failed,
   fingerprint,
   isSettled,
@@ -15,6 +16,7 @@ import {
   type RestartPolicy,
 } from '../control/orchestrator/podman/replica-state.js';
 import type { JobSpec, ReplicaState } from '../control/domain/job.js';
+import { parseDeath } from '../control/orchestrator/podman/container-deaths.js';
 import { sampleSpec } from './support/nomad-samples.js';
 
 /**
@@ -72,6 +74,36 @@ describe('podman replica state machine (control/orchestrator/podman/replica-stat
       const record = replica('r1', 'running');
       assert.deepEqual(observe(record, running, T0 + 60_000, policy), { next: { restart: false }, events: [] });
       assert.equal(record.state, 'running');
+    });
+  });
+
+  describe('a replica whose container died (podman\'s event, before the next poll)', () => {
+    it('leaves routing at once; the poll that sees the exit counts it once, and a poll listed before the death does not route it again', () => {
+      const record = replica('r1', 'running');
+      assert.equal(died(record, new Date(T0 + 5000)), true);
+      assert.equal(record.address, null, 'no longer routed');
+      assert.equal(record.state, 'running', 'the state machine decides on the poll, as ever');
+      // A poll whose listing predates the death still sees it running: nothing changes.
+      assert.deepEqual(observe(record, running, T0 + 5001, policy), { next: { restart: false }, events: [] });
+      assert.equal(record.address, null);
+      observe(record, exited(137), T0 + 5100, policy);
+      assert.equal(record.state, 'restarting');
+      assert.equal(record.restarts, 1);
+    });
+
+    it('changes nothing for a death from before its latest start, or when it was not routed', () => {
+      const record = replica('r1', 'running');
+      assert.equal(died(record, new Date(T0 - 1)), false, 'an event late past a restart');
+      assert.equal(record.address, '10.89.0.2:8080');
+      assert.equal(died(replica('r2', 'starting'), new Date(T0 + 1)), false);
+    });
+
+    it('reads podman\'s event line, and nothing else', () => {
+      const line = '{"ContainerExitCode":137,"ID":"aafb","Name":"agt_x-abc123","Status":"died","Time":"2026-11-26T16:21:27.04549851Z","Type":"container","Attributes":{"platform.instance":"default"}}';
+      assert.deepEqual(parseDeath(line), { name: 'agt_x-abc123', exitCode: 137, at: new Date('2026-11-26T16:21:27.045Z') });
+      assert.equal(parseDeath(line.replace('"died"', '"start"')), null);
+      assert.equal(parseDeath(line.replace('"Time":"2026-11-26T16:21:27.04549851Z"', '"Time":"soon"')), null);
+      assert.equal(parseDeath('not json'), null);
     });
   });
 
@@ -137,7 +169,7 @@ describe('podman replica state machine (control/orchestrator/podman/replica-stat
       const record = newReplica('r1', spec());
       assert.equal(record.state, 'pending');
       assert.equal(record.busy, true, 'polls leave it alone while its container is created');
-      assert.deepEqual(launched(record, new Date(T0)), { replicaId: 'r1', type: 'started', message: 'container started from localhost/agent-runtime:latest' });
+      assert.deepEqual(launched(record, new Date(T0)), { replicaId: 'r1', type: 'started', message: `container started from ${spec().image}` });
       assert.equal(record.state, 'starting');
       assert.deepEqual(record.startedAt, new Date(T0));
     });

@@ -1,6 +1,10 @@
 import { once } from 'node:events';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { parseSubnetPool } from '../../contract/agent-subnet-pool.js';
+
+/** The local edge forwards only into its EDGE_UPSTREAM_SUBNETS: these replicas are on loopback. */
+export const LOOPBACK_UPSTREAMS = Object.freeze([parseSubnetPool('EDGE_UPSTREAM_SUBNETS', '127.0.0.0/8')]);
 
 /** A tiny replica on 127.0.0.1 that records what reached it. */
 export interface TestUpstream {

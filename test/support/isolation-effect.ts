@@ -36,13 +36,16 @@ export async function assertNothingPublished(control: TestControl, agent: Runnin
 export interface IsolationExpectations {
   /** Ports of the platform's services on the host (on 127.0.0.1 or 0.0.0.0): none may open. */
   platformPorts: Record<string, number>;
-  /** A host port on 0.0.0.0 that is not the platform's: it must open (nc can tell, and the outside stays reachable). */
+  /** A host port on 0.0.0.0 named in PODMAN_AGENT_HOST_PORTS (a model server on the host): it must open, so nc can tell. */
   openHostPort: number;
+  /** A host port on 0.0.0.0 that no setting names (sshd, a database, a dev server): input from agents is default-deny. */
+  unrelatedHostPort: number;
 }
 
 /**
- * From A's replica: B's listener, the platform's ports at every host address a container
- * routes to, and the metadata service do not open; an ordinary host service does.
+ * From A's replica: B's listener, the platform's ports and an unrelated host service at every
+ * host address a container routes to, and the metadata service do not open; the host port
+ * the operator opened to agents does.
  */
 export async function assertIsolated(control: TestControl, a: RunningAgent, b: RunningAgent, expect: IsolationExpectations): Promise<void> {
   const netA = await agentNetwork(control, a);
@@ -52,7 +55,8 @@ export async function assertIsolated(control: TestControl, a: RunningAgent, b: R
   assert.equal(await connects(control, a.replica.id, netB.IPAddress, 8080), false, `A opened a connection to B at ${netB.IPAddress}:8080`);
 
   for (const host of ['host.containers.internal', netA.Gateway]) {
-    assert.equal(await connects(control, a.replica.id, host, expect.openHostPort), true, `a host service on 0.0.0.0 does not open at ${host}`);
+    assert.equal(await connects(control, a.replica.id, host, expect.openHostPort), true, `the host port opened to agents does not open at ${host}`);
+    assert.equal(await connects(control, a.replica.id, host, expect.unrelatedHostPort), false, `an unrelated host service opens at ${host}:${expect.unrelatedHostPort}`);
     for (const [name, port] of Object.entries(expect.platformPorts)) {
       assert.equal(await connects(control, a.replica.id, host, port), false, `${name} (${host}:${port}) opens from a replica`);
     }

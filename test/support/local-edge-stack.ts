@@ -1,3 +1,4 @@
+import { LOOPBACK_UPSTREAMS } from './edge-upstream.js';
 import { pino } from 'pino';
 import { systemClock } from '../../contract/clock.js';
 import { loadAuthzConfig, type AuthzServerKind } from '../../authz/config.js';
@@ -49,7 +50,9 @@ export async function startLocalEdgeStack(control: TestControl, options: LocalEd
       throw error;
     },
   });
-  const edge = await startLocalEdge({ port: options.port ?? 0, consoleOrigin: options.consoleOrigin, authzAddress: authz.grpcAddress, requestFigures });
+  // Replicas are on the control's agent subnet pool (podman) or on loopback (the fake Nomad's allocations, test upstreams).
+  const upstreamSubnets = [control.config.podman.agentSubnets, ...LOOPBACK_UPSTREAMS];
+  const edge = await startLocalEdge({ port: options.port ?? 0, consoleOrigin: options.consoleOrigin, authzAddress: authz.grpcAddress, requestFigures, upstreamSubnets });
   return {
     url: `http://127.0.0.1:${edge.port}`,
     port: edge.port,

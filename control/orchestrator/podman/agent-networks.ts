@@ -1,13 +1,15 @@
 import type { Logger } from 'pino';
 import type { PodmanCli } from './cli.js';
 import { NetworkIsolation } from './isolation.js';
+import { createPoolNetwork } from './pool-networks.js';
 import type { ProtectedEndpoint } from './protected-endpoints.js';
 import { LABEL, networkName } from './run-args.js';
 import type { PodmanSettings } from './settings.js';
 
 /**
- * Each agent's own podman network, and its fence (isolation.ts): a replica runs on its
- * network only once isolation there is proven, and a network that goes leaves the firewall.
+ * Each agent's own podman network, on a /24 of the agent subnet pool, and its fence
+ * (isolation.ts): a replica runs on its network only once isolation there is proven, and
+ * a network that goes leaves the firewall.
  */
 export class AgentNetworks {
   private readonly isolation: NetworkIsolation;
@@ -32,7 +34,7 @@ export class AgentNetworks {
     const name = networkName(agentId);
     const exists = await this.cli.run(['network', 'exists', name]).then(() => true, () => false);
     if (!exists) {
-      await this.cli.run(['network', 'create', '--opt', 'isolate=true', '--label', `${LABEL.instance}=${this.settings.instance}`, '--label', `${LABEL.agentId}=${agentId}`, name]);
+      await createPoolNetwork(this.cli, this.settings.agentSubnets, name, { [LABEL.instance]: this.settings.instance, [LABEL.agentId]: agentId });
     }
     await this.isolation.secure(name);
   }

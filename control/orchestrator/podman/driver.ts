@@ -7,6 +7,7 @@ import { SerialQueue } from '../serial-queue.js';
 import type { LogQuery, Orchestrator, ReconcileOptions, ReplicaMetrics } from '../types.js';
 import { AgentNetworks } from './agent-networks.js';
 import type { PodmanCli } from './cli.js';
+import { ContainerDeaths } from './container-deaths.js';
 import { AgentContainers } from './containers.js';
 import { JobTable } from './job-table.js';
 import { parseLogOutput } from './log-lines.js';
@@ -18,10 +19,11 @@ import { Supervisor } from './supervisor.js';
 
 /**
  * Runs agents as podman containers on this host and keeps them as asked: a supervisor
- * (supervisor.ts) restarts exited replicas with backoff (then `crashed` past the budget),
- * probes ports to decide when a replica is routable, rolls out new versions health-gated
- * (new replicas up before old ones stop), and removes containers no job claims, each step
- * as the replica state machine (replica-state.ts) decides. Each agent has its own network,
+ * (supervisor.ts), told at once of each container's death (container-deaths.ts),
+ * restarts exited replicas with backoff (then `crashed` past the budget), probes ports to
+ * decide when a replica is routable, rolls out new versions health-gated (new replicas up
+ * before old ones stop), and removes containers no job claims, each step as the replica
+ * state machine (replica-state.ts) decides. Each agent has its own network,
  * fenced and checked before a replica runs there (agent-networks.ts). Every change goes
  * through one queue, so ticks and API calls never act on a replica at the same time.
  */
@@ -32,6 +34,7 @@ export class PodmanDriver implements Orchestrator {
   private readonly containers: AgentContainers;
   private readonly networks: AgentNetworks;
   private readonly supervisor: Supervisor;
+  private readonly deaths: ContainerDeaths;
 
   constructor(
     cli: PodmanCli,
@@ -46,12 +49,14 @@ export class PodmanDriver implements Orchestrator {
     this.containers = new AgentContainers(cli, settings, logger);
     this.networks = new AgentNetworks(cli, settings, protectedEndpoints, logger);
     this.supervisor = new Supervisor({ jobs: this.jobs, containers: this.containers, networks: this.networks, queue: this.queue, cli, settings, clock });
+    this.deaths = new ContainerDeaths(cli, settings.instance, (death) => this.supervisor.containerDied(death), logger);
   }
 
   start(): void {
     // First in the queue: no replica starts before the host's isolation was checked.
     void this.queue.run(() => this.networks.start());
     this.supervisor.start();
+    this.deaths.start();
   }
 
   onChange(listener: (agentId: string) => void): void {
@@ -136,6 +141,7 @@ export class PodmanDriver implements Orchestrator {
   }
 
   async close(): Promise<void> {
+    this.deaths.stop();
     this.supervisor.stop();
     await this.queue.close();
     await this.networks.close();

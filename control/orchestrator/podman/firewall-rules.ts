@@ -5,6 +5,8 @@ import type { ResolvedEndpoint } from './protected-endpoints.js';
 export interface FencedNetwork {
   name: string;
   iface: string;
+  /** The bridge's address on the network: where aardvark-dns answers the network's containers. */
+  gateway: string | null;
 }
 
 export interface Fence {
@@ -14,6 +16,8 @@ export interface Fence {
   owner: TableOwner;
   networks: FencedNetwork[];
   endpoints: ResolvedEndpoint[];
+  /** Host TCP ports agents may open (PODMAN_AGENT_HOST_PORTS); a platform port among them stays refused. */
+  openHostPorts: number[];
 }
 
 export interface TableOwner {
@@ -55,17 +59,21 @@ const quoted = (name: string) => {
  *   platform endpoint, and no new connection forwarded INTO the bridge from anywhere
  *   but itself (other agents, other containers, the LAN); the host's own connections
  *   to replicas (the edge, health checks) are not forwarded, so they pass;
- * - input: no new connection to a platform port on any of the host's addresses
- *   (the gateway, host.containers.internal). Other host ports stay open: in tests the
- *   fake LLM provider listens there, standing in for the internet.
+ * - input, default deny (issue 31, finding 2), as the Nomad client firewall does
+ *   (nomad-jobs/agent-client-firewall.sh): only answers to the host's own connections
+ *   (the edge's, health checks'), DNS to aardvark on the network's gateway, and the
+ *   ports of PODMAN_AGENT_HOST_PORTS pass. Any other service on the host (sshd, a
+ *   database, a dev server on 0.0.0.0) is out of agents' reach, and a platform port
+ *   stays refused even when named there.
  */
 export function fenceScript(fence: Fence): string {
   const { table } = fence;
   if (fence.networks.length === 0) return deleteTableScript(table);
   const forward: string[] = [];
   const input: string[] = [];
-  const hostPorts = [...new Set(fence.endpoints.filter((e) => e.onHost).map((e) => e.port))].sort((a, b) => a - b);
-  for (const { iface } of fence.networks) {
+  const platformPorts = new Set(fence.endpoints.filter((e) => e.onHost).map((e) => e.port));
+  const openPorts = fence.openHostPorts.filter((port) => !platformPorts.has(port));
+  for (const { iface, gateway } of fence.networks) {
     const from = `iifname ${quoted(iface)}`;
     forward.push(
       `${from} ip daddr 169.254.0.0/16 meta l4proto tcp reject with tcp reset`,
@@ -78,7 +86,10 @@ export function fenceScript(fence: Fence): string {
       `iifname != ${quoted(iface)} oifname ${quoted(iface)} ct state new meta l4proto tcp reject with tcp reset`,
       `iifname != ${quoted(iface)} oifname ${quoted(iface)} ct state new reject with icmpx admin-prohibited`,
     );
-    if (hostPorts.length > 0) input.push(`${from} tcp dport { ${hostPorts.join(', ')} } ct state new reject with tcp reset`);
+    input.push(`${from} ct state established,related accept`);
+    if (gateway) input.push(`${from} ip daddr ${ipv4(gateway)} meta l4proto { tcp, udp } th dport 53 accept`);
+    if (openPorts.length > 0) input.push(`${from} tcp dport { ${openPorts.join(', ')} } accept`);
+    input.push(`${from} meta l4proto tcp reject with tcp reset`, `${from} reject with icmpx admin-prohibited`);
   }
   return [
     `table inet ${table}`,
@@ -97,5 +108,10 @@ export function fenceScript(fence: Fence): string {
     '',
   ].join('\n');
 }
+
+const ipv4 = (address: string) => {
+  if (!/^\d{1,3}(\.\d{1,3}){3}$/.test(address)) throw new Error(`refusing to put "${address}" into an nftables rule`);
+  return address;
+};
 
 export const deleteTableScript = (table: string) => `table inet ${table}\ndelete table inet ${table}\n`;

@@ -5,10 +5,11 @@ import type { ResolvedEndpoint } from './protected-endpoints.js';
 /** Runs `nft` with `args`, feeding `script` on stdin; resolves with stdout. */
 export type NftRunner = (args: string[], script?: string) => Promise<string>;
 
-export function nftRunner(binary = 'nft', timeoutMs = 10_000): NftRunner {
+/** `env` is nft's whole environment: podman's (a PATH), none of the control API's own (MASTER_KEYS, ...). */
+export function nftRunner(env: Readonly<Record<string, string>>, binary = 'nft', timeoutMs = 10_000): NftRunner {
   return (args, script) =>
     new Promise((resolve, reject) => {
-      const child = execFile(binary, args, { timeout: timeoutMs, killSignal: 'SIGKILL' }, (error, stdout, stderr) => {
+      const child = execFile(binary, args, { timeout: timeoutMs, killSignal: 'SIGKILL', env }, (error, stdout, stderr) => {
         if (error) reject(new Error(`nft ${args.join(' ')} failed: ${String(stderr).trim() || error.message}`));
         else resolve(String(stdout));
       });
@@ -29,7 +30,12 @@ export class AgentFirewall {
   private endpoints: ResolvedEndpoint[] = [];
   private applying: Promise<unknown> = Promise.resolve();
 
-  constructor(private readonly owner: TableOwner, private readonly nft: NftRunner) {
+  constructor(
+    private readonly owner: TableOwner,
+    private readonly nft: NftRunner,
+    /** PODMAN_AGENT_HOST_PORTS: the host ports agents may open. */
+    private readonly openHostPorts: number[] = [],
+  ) {
     this.table = tableName(owner.instance);
   }
 
@@ -54,7 +60,7 @@ export class AgentFirewall {
 
   private apply(): Promise<void> {
     const run = this.applying.then(() =>
-      this.nft(['-f', '-'], fenceScript({ table: this.table, owner: this.owner, networks: [...this.networks.values()], endpoints: this.endpoints })),
+      this.nft(['-f', '-'], fenceScript({ table: this.table, owner: this.owner, networks: [...this.networks.values()], endpoints: this.endpoints, openHostPorts: this.openHostPorts })),
     );
     this.applying = run.catch(() => undefined);
     return run.then(() => undefined);

@@ -21,9 +21,11 @@ export interface ProbeLayout {
   endpoints: ResolvedEndpoint[];
   /** A listener on another agent-like network (the canary); null when probing the canary's own network. */
   otherNetwork: { host: string; port: number } | null;
+  /** A listener on 0.0.0.0 of the host that is no one's (the probe opens it): the host's input is default-deny. */
+  unrelatedHostPort: number | null;
 }
 
-/** Every connect of one probe: the metadata service, each platform port at each host address, another network. */
+/** Every connect of one probe: the metadata service, each platform port and an unrelated port at each host address, another network. */
 export function probeTargets(layout: ProbeLayout): ProbeTarget[] {
   const targets: ProbeTarget[] = [
     { label: 'the probe itself', ...layout.self, expect: 'open' },
@@ -33,6 +35,9 @@ export function probeTargets(layout: ProbeLayout): ProbeTarget[] {
   for (const endpoint of layout.endpoints) {
     if (endpoint.onHost) for (const host of hostNames) targets.push({ label: endpoint.name, host, port: endpoint.port, expect: 'closed' });
     for (const host of endpoint.remoteAddresses) targets.push({ label: endpoint.name, host, port: endpoint.port, expect: 'closed' });
+  }
+  if (layout.unrelatedHostPort !== null) {
+    for (const host of hostNames) targets.push({ label: 'an unrelated host service', host, port: layout.unrelatedHostPort, expect: 'closed' });
   }
   if (layout.otherNetwork) targets.push({ label: 'another agent network', ...layout.otherNetwork, expect: 'closed' });
   return targets;

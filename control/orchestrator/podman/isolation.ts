@@ -1,12 +1,15 @@
 import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { connect } from 'node:net';
+import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import { networkInterfaces, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { freeSubnet } from '../../../contract/agent-subnet-pool.js';
 import { randomBase62 } from '../../crypto/tokens.js';
 import type { PodmanCli } from './cli.js';
 import { AgentFirewall, nftRunner } from './firewall.js';
 import { probeArguments, probeProblems, probeScript, probeTargets } from './isolation-probe.js';
+import { createPoolNetwork, insidePool, usedSubnets } from './pool-networks.js';
+import { holdPoolRoute, ipRunner, type IpRunner } from './pool-route.js';
 import { resolveEndpoints, type ProtectedEndpoint, type ResolvedEndpoint } from './protected-endpoints.js';
 import { LABEL } from './run-args.js';
 import type { PodmanSettings } from './settings.js';
@@ -48,6 +51,7 @@ export class NetworkIsolation {
   private firewall: AgentFirewall | null = null;
   private backend = 'unknown';
   private readonly verified = new Map<string, string>();
+  private readonly ip: IpRunner;
   private endpoints: ResolvedEndpoint[] = [];
   private rootfs: string | null = null;
   private canary: { network: string; container: string; host: string } | null = null;
@@ -59,7 +63,9 @@ export class NetworkIsolation {
     private readonly settings: PodmanSettings,
     private readonly protectedEndpoints: ProtectedEndpoint[],
     private readonly logger: Logger,
-  ) {}
+  ) {
+    this.ip = ipRunner(settings.environment);
+  }
 
   private get canaryNetwork() {
     return `platform-canary-${this.settings.instance}`;
@@ -77,12 +83,19 @@ export class NetworkIsolation {
         this.logger.warn({ backend: this.backend }, 'podman uses a network backend other than netavark (scripts/ensure-deps.sh says how to switch); agents run only if their isolation is proven on it');
       }
       // The table names its backend: a podman on another backend cannot see our networks, so must not judge the table stale.
-      if (this.settings.firewall && !this.firewall) this.firewall = new AgentFirewall({ instance: this.settings.instance, backend: this.backend }, nftRunner());
+      if (this.settings.firewall && !this.firewall) {
+        this.firewall = new AgentFirewall({ instance: this.settings.instance, backend: this.backend }, nftRunner(this.settings.environment), this.settings.agentHostPorts);
+      }
       this.endpoints = await resolveEndpoints(this.protectedEndpoints, localAddresses());
       this.firewall?.setEndpoints(this.endpoints);
       await this.fence(...(await this.networks(`${LABEL.instance}=${this.settings.instance}`)));
       const stale = await this.firewall?.removeStale(async (instance) => (await this.networks(`${LABEL.instance}=${instance}`)).length > 0);
       if (stale?.length) this.logger.info({ instances: stale }, 'removed the agent firewall tables of installations with no network left');
+      const routeProblem = await this.holdRoute();
+      if (routeProblem) {
+        this.refuse(routeProblem);
+        return;
+      }
       await this.checkHost();
     } catch (error) {
       this.refuse(`the isolation check could not run: ${describe(error)}`);
@@ -96,8 +109,15 @@ export class NetworkIsolation {
       await this.start();
       if (this.hostProblem) throw new IsolationError(this.hostProblem);
     }
+    // Each deploy: a route flushed by hand or by a network manager is put back, or nothing runs.
+    const routeProblem = await this.holdRoute();
+    if (routeProblem) throw new IsolationError(routeProblem);
     const [info] = await this.networks(undefined, network);
     if (!info) throw new IsolationError(`network ${network} does not exist`);
+    if (!insidePool(this.settings.agentSubnets, info.subnets)) {
+      const subnets = (info.subnets ?? []).map((s) => s.subnet).join(', ') || 'none';
+      throw new IsolationError(`network ${network} (${subnets}) lies outside the agent subnet pool ${this.settings.agentSubnets.cidr} (PODMAN_AGENT_SUBNETS), so its addresses could leave the host once its bridge goes; remove it (podman network rm) and deploy again`);
+    }
     await this.fence(info);
     if (this.verified.get(network) === info.id) return;
     const problems = await this.probe(info, this.canary).catch((error: unknown) => {
@@ -136,10 +156,24 @@ export class NetworkIsolation {
     this.logger.error({ problem }, `AGENT ISOLATION CHECK FAILED: ${problem}. No agent replica will run until it passes.`);
   }
 
+  /** The pool's unreachable route, installed and proven by effect (pool-route.ts); the problem, or null. */
+  private async holdRoute(): Promise<string | null> {
+    const unused = freeSubnet(this.settings.agentSubnets, await usedSubnets(this.cli));
+    return holdPoolRoute(this.settings.agentSubnets, unused, this.ip);
+  }
+
   private async checkHost(): Promise<void> {
     this.canary = await this.startCanary();
     // The edge and health checks reach replicas at their network address: the host must route there.
     if (!(await opensWithin(this.canary.host, LISTENER_PORT, 5_000))) {
+      // A listener that never ran proves nothing about the host's routes: say so, as for the probe.
+      const exited = await this.cli
+        .json<{ State?: { Running?: boolean; ExitCode?: number } }[]>(['container', 'inspect', this.canary.container])
+        .then((rows) => (rows[0]?.State?.Running ? null : `exited with code ${rows[0]?.State?.ExitCode ?? 'unknown'}`), () => 'vanished');
+      if (exited) {
+        this.refuse(`the isolation check could not run: its canary listener ${exited} (${this.settings.probeBusybox} must be a static busybox)`);
+        return;
+      }
       this.refuse(`the host cannot reach a container at its address on its network (${this.canary.host}:${LISTENER_PORT}), so the edge could not reach replicas`);
       return;
     }
@@ -158,9 +192,7 @@ export class NetworkIsolation {
     const network = this.canaryNetwork;
     const container = this.canaryContainer();
     const exists = await this.cli.run(['network', 'exists', network]).then(() => true, () => false);
-    if (!exists) {
-      await this.cli.run(['network', 'create', '--opt', 'isolate=true', '--label', `${ISOLATION_LABEL}=${this.settings.instance}`, network]);
-    }
+    if (!exists) await createPoolNetwork(this.cli, this.settings.agentSubnets, network, { [ISOLATION_LABEL]: this.settings.instance });
     const [info] = await this.networks(undefined, network);
     if (info) await this.fence(info);
     const running = await this.cli
@@ -173,6 +205,8 @@ export class NetworkIsolation {
   /** Connects from a throwaway container on `network`; the problems found (none: isolated). */
   private async probe(info: NetworkInfo, other: { host: string } | null): Promise<string[]> {
     const container = `platform-probe-${randomBase62(8).toLowerCase()}`;
+    // A service of no one's on the host, on every address: agents must not reach it either (default deny).
+    const unrelated = await listenOnAnyAddress();
     try {
       await this.cli.run(this.listenerArguments(container, info.name, []), 60_000);
       const self = await this.addressOf(container, info.name);
@@ -183,6 +217,7 @@ export class NetworkIsolation {
         hostAddresses: [...localAddresses()].filter((a) => !a.startsWith('127.') && !podmanSubnets.some((s) => inSubnet(a, s))),
         endpoints: this.endpoints,
         otherNetwork: other && info.name !== this.canaryNetwork ? { host: other.host, port: LISTENER_PORT } : null,
+        unrelatedHostPort: (unrelated.address() as AddressInfo).port,
       });
       const timeoutMs = (this.settings.probeConnectTimeoutSeconds + 10) * 1000;
       const { stdout } = await this.cli.run(['exec', container, '/bin/busybox', 'sh', '-c', probeScript(this.settings.probeConnectTimeoutSeconds), 'probe', ...probeArguments(targets)], timeoutMs);
@@ -191,6 +226,7 @@ export class NetworkIsolation {
       // Nothing was proven either way: said as such, not as a reachable target.
       throw new ProbeCouldNotRun(`the probe container could not run (${describe(error)})`);
     } finally {
+      unrelated.close();
       await this.cli.run(['rm', '--force', '--time', '0', container]).catch(() => undefined);
     }
   }
@@ -237,13 +273,20 @@ export class NetworkIsolation {
     if (!this.firewall || infos.length === 0) return;
     const missing = infos.find((info) => !info.network_interface);
     if (missing) throw new IsolationError(`podman names no bridge interface for network ${missing.name}`);
-    await this.firewall.fence(...infos.map((info) => ({ name: info.name, iface: info.network_interface! })));
+    await this.firewall.fence(...infos.map((info) => ({ name: info.name, iface: info.network_interface!, gateway: info.subnets?.[0]?.gateway ?? null })));
   }
 
   private networks(label?: string, name?: string): Promise<NetworkInfo[]> {
     if (name) return this.cli.json<NetworkInfo[]>(['network', 'inspect', name]).catch(() => []);
     return this.cli.json<NetworkInfo[]>(['network', 'ls', ...(label ? ['--filter', `label=${label}`] : []), '--format', 'json']);
   }
+}
+
+/** A TCP listener on 0.0.0.0, any port, that accepts and closes. */
+async function listenOnAnyAddress(): Promise<Server> {
+  const server = createServer((socket) => socket.destroy());
+  await new Promise<void>((resolve, reject) => server.once('error', reject).listen(0, '0.0.0.0', resolve));
+  return server;
 }
 
 /** This machine's IPv4 addresses. */

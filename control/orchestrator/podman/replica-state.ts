@@ -129,6 +129,19 @@ export function observe(record: ReplicaRecord, sighting: Sighting, nowMs: number
 export const restartDelayMs = (restarts: number, policy: RestartPolicy) =>
   Math.min(policy.restartBackoffBaseMs * 2 ** (restarts - 1), policy.restartBackoffMaxMs);
 
+/**
+ * Its container died, as podman's event said ahead of the next poll: out of routing at
+ * once. The poll that sees the exit counts it and decides the restart, as ever. `addressOf`
+ * stays, so a poll listed before the death cannot read the address back. A death from
+ * before the replica's latest start (an event late past a restart) changes nothing.
+ * True when the replica left routing.
+ */
+export function died(record: ReplicaRecord, at: Date): boolean {
+  if (record.address === null || (record.startedAt !== null && at < record.startedAt)) return false;
+  record.address = null;
+  return true;
+}
+
 /** Its container runs again (a restart): routed once it proves ready, as at first. */
 export function restarted(record: ReplicaRecord, now: Date): void {
   record.state = 'starting';

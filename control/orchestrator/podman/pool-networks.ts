@@ -1,0 +1,45 @@
+import { freeSubnet, type SubnetPool } from '../../../contract/agent-subnet-pool.js';
+import { PodmanError, type PodmanCli } from './cli.js';
+
+/** Every subnet podman's networks hold, whoever made them (other installations, the host's own users). */
+export async function usedSubnets(cli: PodmanCli): Promise<string[]> {
+  const networks = await cli.json<{ subnets?: { subnet: string }[] }[]>(['network', 'ls', '--format', 'json']);
+  return networks.flatMap((n) => (n.subnets ?? []).map((s) => s.subnet));
+}
+
+/** How many times a create is tried again when another process took the chosen /24 in between. */
+const ATTEMPTS = 5;
+
+/**
+ * Creates an agent-like network (isolated bridge) on the first free /24 of the pool, so
+ * its addresses fall under the pool's unreachable route (pool-route.ts) once its bridge
+ * goes. podman refuses a subnet another network or a host interface already holds
+ * (containers/common libnetwork/internal/util/validate.go, `ValidateSubnets`): another
+ * control API or the host's own podman user may create one between the listing and the
+ * create, so a refusal is tried again with a fresh listing.
+ */
+export async function createPoolNetwork(cli: PodmanCli, pool: SubnetPool, name: string, labels: Record<string, string>): Promise<void> {
+  let lastError: unknown = null;
+  for (let attempt = 0; attempt < ATTEMPTS; attempt++) {
+    const subnet = freeSubnet(pool, await usedSubnets(cli));
+    if (subnet === null) throw new Error(`the agent subnet pool ${pool.cidr} has no free /24 left: raise PODMAN_AGENT_SUBNETS to a larger range`);
+    const labelArgs = Object.entries(labels).flatMap(([key, value]) => ['--label', `${key}=${value}`]);
+    try {
+      await cli.run(['network', 'create', '--opt', 'isolate=true', '--subnet', subnet, ...labelArgs, name]);
+      return;
+    } catch (error) {
+      lastError = error;
+      if (!(error instanceof PodmanError) || !/already (used|exists)|in use/i.test(error.stderr)) throw error;
+      // The name itself taken by a concurrent create of the same network: that network will do.
+      if (await cli.run(['network', 'exists', name]).then(() => true, () => false)) return;
+    }
+  }
+  throw lastError;
+}
+
+/** Whether every subnet of the network lies inside the pool (a network made before the pool existed may not). */
+export const insidePool = (pool: SubnetPool, subnets: { subnet: string }[] | undefined) =>
+  (subnets ?? []).length > 0 && (subnets ?? []).every(({ subnet }) => {
+    const [address, bits] = subnet.split('/');
+    return pool.contains(address ?? '') && Number(bits) >= Number(pool.cidr.split('/')[1]);
+  });
