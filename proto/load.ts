@@ -28,10 +28,14 @@ export const ACCESS_LOG_SERVICE = 'envoy.service.accesslog.v3.AccessLogService';
 
 /**
  * The Bootstrap message and every extension envoy/envoy.yaml names in a `typed_config`
- * (an Any resolved by its `@type`; Bootstrap's imports alone do not reach them).
+ * (an Any resolved by its `@type`; Bootstrap's imports alone do not reach them), and the
+ * DiscoveryResponse of envoy/tls-sds.yaml with the Secret it carries.
  */
 export const ENVOY_CONFIG_PROTO_FILES: readonly string[] = Object.freeze([
   'envoy/config/bootstrap/v3/bootstrap.proto',
+  'envoy/service/discovery/v3/discovery.proto',
+  'envoy/extensions/transport_sockets/tls/v3/tls.proto',
+  'envoy/extensions/transport_sockets/tls/v3/secret.proto',
   'envoy/extensions/filters/network/http_connection_manager/v3/http_connection_manager.proto',
   'envoy/extensions/filters/http/cors/v3/cors.proto',
   'envoy/extensions/filters/http/ext_authz/v3/ext_authz.proto',

@@ -1,11 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { join, resolve } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { redisServerCommand, startPostgres, type RunningService } from './lib/local-services.js';
 import { Supervisor, UP_SUPERVISION, type Component } from './lib/supervisor.js';
 import { envoyBootstrapFor, upAuthzWiring } from './lib/up-authz.js';
+import { envoyRedirectArgs, envoyTlsFor, upEdgeTls, type UpEdgeTls } from './lib/up-edge-tls.js';
+import { trustInstructions } from './lib/local-tls.js';
 import { formatGrpcTarget, isUnixSocket, type GrpcTarget } from '../contract/grpc-target.js';
+import { DEFAULT_AGENT_SUBNET_POOL } from '../contract/agent-subnet-pool.js';
 
 /**
  * Runs the platform on this host: Postgres and Redis under .data/ (unless DATABASE_URL
@@ -53,13 +56,18 @@ async function main(): Promise<void> {
   // authz serves gRPC on a Unix socket in the data dir, no TCP port: only the edge talks to it.
   const authz = upAuthzWiring(env, dataDir);
   Object.assign(env, authz.env);
+  // HTTPS on EDGE_HTTPS_PORT: the operator's certificate, or a local CA's in .data/tls (docs/edge.md, "HTTPS").
+  const tls = edgeTls(env);
+  Object.assign(env, tls?.env);
   // Besides Postgres, Redis and the control API (from their settings), the podman driver
   // fences and probes authz's metrics, the edge and Envoy's admin and stats listener (and
   // authz's gRPC port, should AUTHZ_GRPC_LISTEN open one): no agent may reach them.
   env.PODMAN_PROTECTED_ENDPOINTS ??= [
-    ...[env.AUTHZ_METRICS_PORT ?? '7092', env.EDGE_PORT ?? '7080', '9901', '9902'].map((port) => `127.0.0.1:${port}`),
+    ...[env.AUTHZ_METRICS_PORT ?? '7092', env.EDGE_PORT ?? '7080', ...(tls ? [env.EDGE_HTTPS_PORT!] : []), '9901', '9902'].map((port) => `127.0.0.1:${port}`),
     ...(isUnixSocket(authz.target) ? [] : [formatGrpcTarget(authz.target)]),
   ].join(',');
+  // The edge forwards only into the agent subnet pool the driver holds unreachable (docs/orchestration.md, "Addresses").
+  env.EDGE_UPSTREAM_SUBNETS ??= env.PODMAN_AGENT_SUBNETS ?? DEFAULT_AGENT_SUBNET_POOL;
   // A single-host install: the receivers of its webhooks (a local CI, a chat bridge) are likely on this host or its network.
   env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ??= 'true';
   supervisor.start(node('control', 'control/main.ts', env));
@@ -72,7 +80,7 @@ async function main(): Promise<void> {
   const edgePort = env.EDGE_PORT ?? '7080';
   supervisor.start(
     hasEnvoy()
-      ? { name: 'envoy', command: 'envoy', args: ['-c', envoyBootstrap(authz.target), '--log-level', 'warn'], env, cwd: root }
+      ? { name: 'envoy', command: 'envoy', args: ['-c', envoyBootstrap(authz.target, env), '--log-level', 'warn', ...envoyRedirectArgs(env.EDGE_HTTP_REDIRECT === 'true')], env, cwd: root }
       // The console is served by the control API: "Try it" calls agents from its origin.
       : node('edge', 'envoy/local-edge/main.ts', { CONSOLE_ORIGIN: `http://${host}:${port}`, ...env, EDGE_PORT: edgePort, AUTHZ_ADDRESS: formatGrpcTarget(authz.target) }),
   );
@@ -83,9 +91,12 @@ Platform is up.
   Control API  ${base}          (OpenAPI: ${base}/openapi.json)
   Metrics      http://${host}:${env.CONTROL_METRICS_PORT ?? '7072'}/metrics (control API), http://127.0.0.1:${env.AUTHZ_METRICS_PORT ?? '7092'}/metrics (authz)
   authz        gRPC on ${formatGrpcTarget(authz.target)}, for the edge only
-  Edge         http://127.0.0.1:${edgePort}  (${hasEnvoy() ? 'Envoy' : 'the local edge: no envoy binary on PATH'}); agents at http://<slug>.${env.AGENT_DOMAIN ?? 'agents.localhost'}:${edgePort}
+  Edge         http://127.0.0.1:${edgePort}${tls ? `, https://127.0.0.1:${env.EDGE_HTTPS_PORT}` : ''}  (${hasEnvoy() ? 'Envoy' : 'the local edge: no envoy binary on PATH'}); agents at http://<slug>.${env.AGENT_DOMAIN ?? 'agents.localhost'}:${edgePort}${tls ? ` and https://<slug>.${env.AGENT_DOMAIN ?? 'agents.localhost'}:${env.EDGE_HTTPS_PORT}` : ''}
   Data         ${dataDir}
-
+${tls?.caFile ? `
+HTTPS uses a local CA (${tls.caFile}${tls.made === 'nothing' ? '' : `, ${tls.made} made now`}). To trust it:
+${trustInstructions(tls.caFile, `https://<slug>.${env.AGENT_DOMAIN ?? 'agents.localhost'}:${env.EDGE_HTTPS_PORT}/health`).replace(/^/gm, '  ')}
+` : ''}
 Sign in (registration mode: ${env.REGISTRATION_MODE ?? 'open'}):
   curl -s ${base}/auth/register -H 'content-type: application/json' \\
     -d '{"email":"you@example.com","password":"a long password","name":"You"}'
@@ -100,11 +111,34 @@ function node(name: string, entryPoint: string, env: Record<string, string>): Co
   return { name, command: process.execPath, args: ['--import', 'tsx', join(root, entryPoint)], env, cwd: root };
 }
 
-/** envoy/envoy.yaml as envoy.yaml in the data dir, its authz cluster at this run's authz. */
-function envoyBootstrap(target: GrpcTarget): string {
+/**
+ * envoy/envoy.yaml as envoy.yaml in the data dir, its authz cluster at this run's authz,
+ * its TLS listener on EDGE_HTTPS_PORT with envoy/tls-sds.yaml beside it naming the edge's certificate.
+ */
+function envoyBootstrap(target: GrpcTarget, env: Record<string, string>): string {
+  if (!env.EDGE_TLS_CERT_FILE) throw new Error("envoy.yaml's TLS listener needs a certificate: install openssl, or set EDGE_TLS_CERT_FILE and EDGE_TLS_KEY_FILE");
+  const sdsFile = join(dataDir, 'envoy-tls', 'sds.yaml');
+  const { bootstrap, sds } = envoyTlsFor(
+    envoyBootstrapFor(readFileSync(join(root, 'envoy/envoy.yaml'), 'utf8'), target),
+    readFileSync(join(root, 'envoy/tls-sds.yaml'), 'utf8'),
+    { certFile: resolve(env.EDGE_TLS_CERT_FILE), keyFile: resolve(env.EDGE_TLS_KEY_FILE!), sdsFile, httpsPort: Number(env.EDGE_HTTPS_PORT) },
+  );
+  mkdirSync(dirname(sdsFile), { recursive: true, mode: 0o700 });
+  writeFileSync(sdsFile, sds);
   const file = join(dataDir, 'envoy.yaml');
-  writeFileSync(file, envoyBootstrapFor(readFileSync(join(root, 'envoy/envoy.yaml'), 'utf8'), target));
+  writeFileSync(file, bootstrap);
   return file;
+}
+
+/** The edge's HTTPS settings, or null (plain HTTP only, said loudly) when no certificate can be had. */
+function edgeTls(env: Record<string, string>): UpEdgeTls | null {
+  try {
+    return upEdgeTls(env, dataDir);
+  } catch (error) {
+    if (hasEnvoy()) throw error;
+    console.error(`[up] no HTTPS on the edge: ${error instanceof Error ? error.message : error}`);
+    return null;
+  }
 }
 
 function hasEnvoy(): boolean {

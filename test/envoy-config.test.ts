@@ -184,9 +184,15 @@ describe('envoy/envoy.yaml', function () {
       const hosts = edge(config).hcm.route_config.virtual_hosts as Node[];
       assert.equal(hosts.length, 1);
       assert.deepEqual(hosts[0]!.domains, ['*']);
-      assert.equal(hosts[0]!.routes.length, 1);
-      assert.deepEqual(hosts[0]!.routes[0].match, { prefix: '/' });
-      assert.equal(hosts[0]!.routes[0].route.cluster, 'agents');
+      const routes = hosts[0]!.routes as Node[];
+      const last = routes.at(-1)!;
+      assert.deepEqual(last.match, { prefix: '/' });
+      assert.equal(last.route.cluster, 'agents');
+      // Every other route forwards the same way, or is the redirect to https, off by default (test/envoy-tls.test.ts).
+      for (const other of routes.slice(0, -1)) {
+        if (other.route) assert.deepEqual(other.route, last.route, JSON.stringify(other.match));
+        else assert.equal(other.redirect?.https_redirect, true, JSON.stringify(other.match));
+      }
     });
 
     it('runs ext_authz over gRPC, fail closed, before the router, sending only the headers authz reads', function () {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
+import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -60,7 +61,7 @@ describe('npm run up: supervises, then stops fully', function () {
     workDir = mkdtempSync(join(tmpdir(), 'platform-up-'));
     chmodSync(workDir, 0o755); // Postgres runs as the postgres user when we are root
     ports = {};
-    for (const name of ['postgres', 'redis', 'control', 'controlMetrics', 'metrics', 'edge']) ports[name] = await freePort();
+    for (const name of ['postgres', 'redis', 'control', 'controlMetrics', 'metrics', 'edge', 'edgeHttps']) ports[name] = await freePort();
     up = spawn(process.execPath, ['--import', 'tsx', 'scripts/up.ts'], {
       env: {
         ...process.env,
@@ -71,6 +72,7 @@ describe('npm run up: supervises, then stops fully', function () {
         CONTROL_METRICS_PORT: String(ports.controlMetrics),
         AUTHZ_METRICS_PORT: String(ports.metrics),
         EDGE_PORT: String(ports.edge),
+        EDGE_HTTPS_PORT: String(ports.edgeHttps),
         PODMAN_INSTANCE: `up-test-${ports.control}`,
         RUNTIME_IMAGE: TEST_IMAGE,
         LOG_LEVEL: 'warn',
@@ -97,6 +99,7 @@ describe('npm run up: supervises, then stops fully', function () {
     const token = registered.body.token as string;
     const created = await api('POST', '/agents', { name: 'made before the kill', access: 'public', deploy: { replicas: 2, port: 8080 } }, token);
     assert.equal(created.status, 201, JSON.stringify(created.body));
+    assert.match(created.body.url, new RegExp(`^https://[a-z0-9-]+\\.agents\\.localhost:${ports.edgeHttps}$`), 'the edge has HTTPS: agent URLs say so');
 
     const [first] = started('control');
     process.kill(first!, 'SIGKILL');
@@ -142,6 +145,16 @@ describe('npm run up: supervises, then stops fully', function () {
       }).on('error', reject).end();
     });
     assert.equal(status, 404);
+    // And over TLS on EDGE_HTTPS_PORT, the chain verified against the local CA up.ts made in the data dir.
+    const tlsStatus = await new Promise<number>((resolve, reject) => {
+      const ca = readFileSync(join(workDir, 'data', 'tls', 'ca.crt'));
+      httpsRequest({ host: '127.0.0.1', port: ports.edgeHttps, path: '/', servername: 'nobody.agents.localhost', ca, headers: { host: 'nobody.agents.localhost' } }, (res) => {
+        res.resume();
+        resolve(res.statusCode ?? 0);
+      }).on('error', reject).end();
+    });
+    assert.equal(tlsStatus, 404);
+    assert.match(output, /HTTPS uses a local CA .*To trust it:\n +curl: +curl --cacert /);
   });
 
   it('stops every process it started on Ctrl-C, Postgres and Redis included, and exits 0', async () => {
@@ -155,7 +168,7 @@ describe('npm run up: supervises, then stops fully', function () {
     assert.equal(await exited, 0, output.slice(-2000));
     assert.deepEqual(pids.filter(isAlive), [], 'no child of up.ts still runs');
     assert.ok(!isAlive(postgres!), 'Postgres stopped');
-    for (const name of ['postgres', 'redis', 'control', 'metrics', 'edge']) assert.ok(!(await isListening(ports[name]!)), `nothing listens on the ${name} port`);
+    for (const name of ['postgres', 'redis', 'control', 'metrics', 'edge', 'edgeHttps']) assert.ok(!(await isListening(ports[name]!)), `nothing listens on the ${name} port`);
     assert.ok(!existsSync(join(workDir, 'data', 'authz.sock')), "authz's socket went with it");
   });
 });

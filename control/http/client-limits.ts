@@ -1,4 +1,5 @@
 import { createServer, type RequestListener, type Server } from 'node:http';
+import { createServer as createHttpsServer, type Server as HttpsServer, type ServerOptions as HttpsServerOptions } from 'node:https';
 import type { Socket } from 'node:net';
 
 /** What one client may hold of an HTTP server: time to send a request, and connections. */
@@ -25,14 +26,28 @@ export const CONNECTIONS_CHECKING_INTERVAL_MS = 1_000;
  * The address is the TCP peer: behind a proxy, cap at the proxy instead.
  */
 export function createLimitedServer(limits: ClientLimits, listener: RequestListener): Server {
-  const server = createServer(
-    {
-      headersTimeout: limits.headersTimeoutMs,
-      requestTimeout: limits.requestTimeoutMs,
-      connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
-    },
-    listener,
-  );
+  return capConnectionsPerAddress(createServer(httpOptionsOf(limits), listener), limits);
+}
+
+/**
+ * createLimitedServer's TLS twin: the same bounds on HTTP over TLS, the connection cap
+ * counted on the TCP connection before its handshake, and the handshake itself held to
+ * the headers deadline (Node's default, 120 s, would let a client that never finishes
+ * one hold its socket that long). `tls` is the certificate and the TLS policy.
+ */
+export function createLimitedTlsServer(limits: ClientLimits, tls: HttpsServerOptions, listener: RequestListener): HttpsServer {
+  return capConnectionsPerAddress(createHttpsServer({ ...tls, ...httpOptionsOf(limits), handshakeTimeout: limits.headersTimeoutMs }, listener), limits);
+}
+
+function httpOptionsOf(limits: ClientLimits) {
+  return {
+    headersTimeout: limits.headersTimeoutMs,
+    requestTimeout: limits.requestTimeoutMs,
+    connectionsCheckingInterval: CONNECTIONS_CHECKING_INTERVAL_MS,
+  };
+}
+
+function capConnectionsPerAddress<T extends Server | HttpsServer>(server: T, limits: ClientLimits): T {
   const open = new Map<string, number>();
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? '';

@@ -12,11 +12,15 @@ export interface DownstreamRequest {
   headers: Record<string, string | string[] | undefined>;
   peer: { address: string; port: number };
   local: { address: string; port: number };
+  /** The port's scheme (default http). */
+  scheme?: 'http' | 'https';
 }
 
 /**
  * The CheckRequest Envoy's ext_authz filter sends for this request: peer and listener
- * addresses, the request line and only envoy.yaml's allowed_headers. Pure.
+ * addresses, the request line (scheme https on the TLS port) and only envoy.yaml's
+ * allowed_headers; no tls_session, as envoy.yaml leaves ext_authz's include_tls_session
+ * off. Pure.
  */
 export function buildCheckRequest(request: DownstreamRequest) {
   const headers: Record<string, string> = {};
@@ -34,7 +38,7 @@ export function buildCheckRequest(request: DownstreamRequest) {
           method: request.method,
           host: request.host,
           path: request.path,
-          scheme: 'http',
+          scheme: request.scheme ?? 'http',
           protocol: 'HTTP/1.1',
           headers,
         },

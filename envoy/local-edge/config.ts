@@ -1,4 +1,5 @@
 import { keyPrefixProblem } from '../../contract/key-prefix.js';
+import { DEFAULT_AGENT_SUBNET_POOL, parseSubnetPool, type SubnetPool } from '../../contract/agent-subnet-pool.js';
 import { formatGrpcTarget, parseGrpcTarget } from '../../contract/grpc-target.js';
 import { AUTHZ_SOCKET_PATH } from './envoy-parity.js';
 import { DEFAULT_EDGE_CLIENT_LIMITS, type LocalEdgeOptions } from './server.js';
@@ -18,8 +19,12 @@ export interface LocalEdgeConfig extends LocalEdgeOptions {
  * it: unix:/path of its socket, or host:port; default unix:/run/agent-platform/authz.sock,
  * envoy.yaml's authz cluster), CONSOLE_ORIGIN (the web console's origin, whose CORS preflights the edge
  * answers: http://127.0.0.1:7070, as envoy.yaml's CorsPolicy), and the client limits EDGE_HEADERS_TIMEOUT_MS, EDGE_REQUEST_TIMEOUT_MS and
- * EDGE_MAX_CONNECTIONS_PER_ADDRESS (defaults: DEFAULT_EDGE_CLIENT_LIMITS); REDIS_URL (required)
- * and REDIS_KEY_PREFIX for the request figures.
+ * EDGE_MAX_CONNECTIONS_PER_ADDRESS (defaults: DEFAULT_EDGE_CLIENT_LIMITS); EDGE_UPSTREAM_SUBNETS
+ * (the ranges replicas may be in, comma-separated; default the podman agent subnet pool, so
+ * set it as PODMAN_AGENT_SUBNETS); REDIS_URL (required) and REDIS_KEY_PREFIX for the request figures.
+ * HTTPS (envoy.yaml's TLS listener): EDGE_TLS_CERT_FILE and EDGE_TLS_KEY_FILE (both or
+ * neither; neither: plain HTTP only), EDGE_HTTPS_PORT (7443) and EDGE_HTTP_REDIRECT
+ * (false; true answers plain HTTP with 308 to https, and needs the two files).
  */
 export function loadLocalEdgeConfig(env: Env): Readonly<LocalEdgeConfig> {
   const problems: string[] = [];
@@ -47,6 +52,26 @@ export function loadLocalEdgeConfig(env: Env): Readonly<LocalEdgeConfig> {
   if (clientLimits.headersTimeoutMs > clientLimits.requestTimeoutMs) {
     problems.push('EDGE_HEADERS_TIMEOUT_MS: must not exceed EDGE_REQUEST_TIMEOUT_MS (the headers are part of the request)');
   }
+  const upstreamSubnets: SubnetPool[] = [];
+  for (const cidr of (env.EDGE_UPSTREAM_SUBNETS || DEFAULT_AGENT_SUBNET_POOL).split(',').map((item) => item.trim()).filter(Boolean)) {
+    try {
+      upstreamSubnets.push(parseSubnetPool('EDGE_UPSTREAM_SUBNETS', cidr));
+    } catch (error) {
+      problems.push((error as Error).message);
+    }
+  }
+  const certFile = env.EDGE_TLS_CERT_FILE || undefined;
+  const keyFile = env.EDGE_TLS_KEY_FILE || undefined;
+  const httpsPort = integer('EDGE_HTTPS_PORT', 7443, 0, 65535);
+  if ((certFile === undefined) !== (keyFile === undefined)) {
+    problems.push(`EDGE_TLS_CERT_FILE and EDGE_TLS_KEY_FILE: set both (the certificate chain and its private key, PEM) or neither, got only ${certFile ? 'EDGE_TLS_CERT_FILE' : 'EDGE_TLS_KEY_FILE'}`);
+  }
+  const tls = certFile && keyFile ? Object.freeze({ certFile, keyFile, port: httpsPort }) : undefined;
+  const redirect = env.EDGE_HTTP_REDIRECT || 'false';
+  if (redirect !== 'true' && redirect !== 'false') problems.push(`EDGE_HTTP_REDIRECT: expected true or false, got "${redirect}"`);
+  const httpRedirect = redirect === 'true';
+  if (httpRedirect && !tls) problems.push('EDGE_HTTP_REDIRECT: true sends plain HTTP to https, which needs EDGE_TLS_CERT_FILE and EDGE_TLS_KEY_FILE');
+  if (tls && httpsPort !== 0 && httpsPort === port) problems.push(`EDGE_HTTPS_PORT: must differ from EDGE_PORT (${port})`);
   const redisUrl = env.REDIS_URL ?? '';
   if (!/^rediss?:\/\//.test(redisUrl)) problems.push(`REDIS_URL: required (a redis:// URL); agents' request figures are written there, got "${redisUrl}"`);
   const redisKeyPrefix = env.REDIS_KEY_PREFIX ?? '';
@@ -54,6 +79,7 @@ export function loadLocalEdgeConfig(env: Env): Readonly<LocalEdgeConfig> {
   if (prefixProblem) problems.push(prefixProblem);
   if (problems.length > 0) throw new Error(`Invalid local edge configuration:\n  - ${problems.join('\n  - ')}`);
   return Object.freeze({
-    host: env.EDGE_HOST || '127.0.0.1', port, authzAddress, consoleOrigin, clientLimits: Object.freeze(clientLimits), redisUrl, redisKeyPrefix,
+    host: env.EDGE_HOST || '127.0.0.1', port, authzAddress, consoleOrigin, clientLimits: Object.freeze(clientLimits), upstreamSubnets, redisUrl, redisKeyPrefix,
+    tls, httpRedirect,
   });
 }

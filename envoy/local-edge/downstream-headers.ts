@@ -8,10 +8,12 @@ export type HeaderMap = Record<string, string | string[] | undefined>;
  * runs, with `use_remote_address: true` and `xff_num_trusted_hops: 0`: every client is
  * external, so a client's own `x-envoy-*` headers are dropped and
  * `x-envoy-external-address` is the TCP peer; the peer is appended to
- * `x-forwarded-for`; `x-forwarded-proto` is the listener's scheme; an external request
- * gets a fresh `x-request-id`. Hop-by-hop headers never cross a proxy. Pure.
+ * `x-forwarded-for`; `x-forwarded-proto` is the connection's scheme, https on the TLS
+ * port whatever the client sent (conn_manager_utility.cc, `mutateRequestHeaders`, from
+ * `connection.ssl()`); an external request gets a fresh `x-request-id`. Hop-by-hop
+ * headers never cross a proxy. Pure.
  */
-export function sanitiseDownstreamHeaders(headers: IncomingHttpHeaders, peerAddress: string, requestId: string): HeaderMap {
+export function sanitiseDownstreamHeaders(headers: IncomingHttpHeaders, peerAddress: string, requestId: string, scheme: 'http' | 'https' = 'http'): HeaderMap {
   const named = new Set(
     String(headers.connection ?? '')
       .split(',')
@@ -25,7 +27,7 @@ export function sanitiseDownstreamHeaders(headers: IncomingHttpHeaders, peerAddr
   }
   const forwardedFor = headers['x-forwarded-for'];
   result['x-forwarded-for'] = forwardedFor ? `${forwardedFor}, ${peerAddress}` : peerAddress;
-  result['x-forwarded-proto'] = 'http';
+  result['x-forwarded-proto'] = scheme;
   result['x-request-id'] = requestId;
   result['x-envoy-external-address'] = peerAddress;
   return result;

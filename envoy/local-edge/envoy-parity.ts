@@ -35,3 +35,15 @@ export const EDGE_REPLIES = Object.freeze({
 export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
   'connection', 'keep-alive', 'proxy-connection', 'transfer-encoding', 'te', 'trailer', 'upgrade',
 ]);
+
+/**
+ * The route that keeps ACME HTTP-01 challenges (RFC 8555 §8.3) on plain HTTP: envoy.yaml
+ * matches this prefix before its redirect route, and the local edge's redirect skips it.
+ */
+export const ACME_CHALLENGE_PREFIX = '/.well-known/acme-challenge/';
+
+/**
+ * The runtime key that turns envoy.yaml's redirect route on (100) or off (0, its default):
+ * EDGE_HTTP_REDIRECT for Envoy (envoy/README.md, "HTTPS").
+ */
+export const HTTP_REDIRECT_RUNTIME_KEY = 'edge.http_redirect';

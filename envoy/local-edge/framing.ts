@@ -4,9 +4,10 @@ import type { IncomingMessage } from 'node:http';
  * Request framing the local edge refuses with 400 before asking authz, because two
  * readers of the same request could disagree about it (issue 13 item 8). Node folds
  * duplicate `Host` and `Authorization` into the first value in `request.headers`, so
- * duplicates are counted in `rawHeaders`. Returns what is wrong, or null. Pure.
+ * duplicates are counted in `rawHeaders`. `scheme` is the port's: an absolute-form target
+ * must name it. Returns what is wrong, or null. Pure.
  */
-export function framingProblem(request: Pick<IncomingMessage, 'rawHeaders' | 'url' | 'headers'>): string | null {
+export function framingProblem(request: Pick<IncomingMessage, 'rawHeaders' | 'url' | 'headers'>, scheme: 'http' | 'https' = 'http'): string | null {
   // RFC 9112 §3.2: "A server MUST respond with a 400 (Bad Request) status code to any
   // HTTP/1.1 request message that lacks a Host header field and to any request message
   // that contains more than one Host header field line".
@@ -22,9 +23,10 @@ export function framingProblem(request: Pick<IncomingMessage, 'rawHeaders' | 'ur
   // authorities disagree is refused rather than routed by either.
   if (!URL.canParse(url)) return 'unparseable request target';
   const target = new URL(url);
-  if (target.protocol !== 'http:') return 'request target is not an http URL';
+  if (target.protocol !== `${scheme}:`) return `request target is not an ${scheme} URL`;
   const host = String(request.headers.host ?? '').toLowerCase();
-  if (target.host !== host && `${target.hostname}:80` !== host) return 'request target authority does not match Host';
+  const defaultPort = scheme === 'https' ? 443 : 80;
+  if (target.host !== host && `${target.hostname}:${defaultPort}` !== host) return 'request target authority does not match Host';
   return null;
 }
 

@@ -20,8 +20,12 @@ const requestFigures = createRequestFigureRecorder({
   },
 });
 
-const edge = await startLocalEdge({ ...config, requestFigures });
-log('listening', { address: `${edge.host}:${edge.port}`, authz: config.authzAddress });
+const edge = await startLocalEdge({ ...config, requestFigures, log });
+log('listening', {
+  address: `${edge.host}:${edge.port}`,
+  ...(edge.httpsPort === null ? {} : { https: `${edge.host}:${edge.httpsPort}`, httpRedirect: config.httpRedirect }),
+  authz: config.authzAddress,
+});
 
 for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () =>
