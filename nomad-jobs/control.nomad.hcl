@@ -170,6 +170,8 @@ job "platform-control" {
         CONSUL_HTTP_ADDR = "http://127.0.0.1:8500"
         AGENT_DOMAIN     = var.agent_domain
         RUNTIME_IMAGE    = var.runtime_image
+        # Agent URLs as callers use them: https://<slug>.<agent domain>, no port (443, which
+        # the load balancer maps to the edge's TLS listener on 7443: docs/nomad.md, "HTTPS").
         AGENT_URL_SCHEME = "https"
         AGENT_URL_PORT   = "none"
         LOG_LEVEL        = "info"

@@ -14,13 +14,16 @@
 # control.nomad.hcl runs; the command picks authz. Both images are named by an immutable tag
 # or a digest, never "latest" (docs/nomad.md, "Images").
 #
-# The template below IS envoy/envoy.yaml, except the socket's path (in the allocation's
-# directory) and the console's origin. test/nomad-jobs-hcl.test.ts renders it and compares
+# Envoy's first template IS envoy/envoy.yaml, except the socket's path (in the allocation's
+# directory), the console's origin, the TLS listener's port (7443) and where its certificate
+# is (the task's secrets directory). test/nomad-jobs-hcl.test.ts renders it and compares
 # it with envoy/envoy.yaml, so a change to one that is not made to the other fails the tests.
 #
-# Before the first run, write the Variable nomad/jobs/platform-edge/edge/authz (namespace
-# "platform") with REDIS_URL: authz's template blocks until it exists. Only the authz task
-# reads it: a workload identity reads nomad/jobs/<job>/<group>/<its own task> without any
+# Before the first run, write two Variables (namespace "platform"; docs/nomad.md, "The
+# platform's Variables"): nomad/jobs/platform-edge/edge/authz with REDIS_URL, and
+# nomad/jobs/platform-edge/edge/envoy with tls_crt and tls_key, the agent domain's
+# certificate. Each task's templates block until its own exists. Each task reads its own
+# alone: a workload identity reads nomad/jobs/<job>/<group>/<its own task> without any
 # policy (acl/acl.go, `matchingVariablesCapabilitySet`), not another task's path.
 
 variable "datacenters" {
@@ -62,6 +65,15 @@ variable "wake_timeout_seconds" {
   description = "How long a request to a parked agent waits for it to start (1 to 30: below the edge's 35 s ext_authz timeout in envoy.yaml)."
 }
 
+# EDGE_HTTP_REDIRECT: answer plain-HTTP requests 308 to https (except ACME HTTP-01
+# challenges). Adds to Envoy's arguments the runtime layer that turns envoy.yaml's redirect
+# route on, the one `npm run up` passes (scripts/lib/up-edge-tls.ts, envoyRedirectArgs).
+variable "edge_http_redirect" {
+  type        = bool
+  default     = false
+  description = "Answer plain-HTTP requests on 7080 with 308 to https://<host>:443 (ACME challenges excepted)."
+}
+
 variable "authz_workers" {
   type        = number
   default     = 2
@@ -88,6 +100,21 @@ job "platform-edge" {
       # port keeps Nomad from placing anything else on it.
       port "edge" {
         static = 7080
+      }
+      # Envoy's TLS listener (agent_edge_tls), on the host's 0.0.0.0:7443: a load balancer,
+      # or the node's own port forward, maps 443 to it, and 443 stays the port callers use
+      # (the redirect's port_redirect). Not 443 itself: binding a port below 1024 takes
+      # CAP_NET_BIND_SERVICE, which Envoy, as uid 101, cannot get from the docker driver.
+      # cap_add puts a capability in the container's bounding, permitted and effective
+      # sets (moby daemon/oci_linux.go, `WithCapabilities`; containerd pkg/oci/spec_opts.go,
+      # `WithCapabilities`) but never the ambient set, so a non-root process loses it at
+      # execve (capabilities(7)) unless the executable carries a file capability: an Envoy
+      # image of our own, for one port. Docker opens low ports to every user
+      # (net.ipv4.ip_unprivileged_port_start=0) only in a network namespace of the
+      # container's own, never on the host's network (daemon/oci_linux.go,
+      # `withCommonOptions`, under `NetworkMode.IsPrivate()`).
+      port "edge_tls" {
+        static = 7443
       }
       # Envoy's stats for Prometheus: envoy.yaml's prometheus_stats listener, which passes
       # GET /stats/prometheus to the admin listener (127.0.0.1:9901) and nothing else.
@@ -116,7 +143,7 @@ job "platform-edge" {
       mode     = "delay"
     }
 
-    # The load balancer's health check (TCP 7080) sees the node go before Envoy stops.
+    # The load balancer's health checks (TCP 7080 and 7443) see the node go before Envoy stops.
     shutdown_delay = "10s"
 
     service {
@@ -127,6 +154,22 @@ job "platform-edge" {
 
       check {
         name     = "edge listener"
+        type     = "tcp"
+        interval = "10s"
+        timeout  = "2s"
+      }
+    }
+
+    # The TLS listener, for a load balancer that finds edge nodes in Consul. A TCP check, as
+    # the plain one: an HTTP check would need an agent's hostname to get anything but 404.
+    service {
+      name     = "platform-edge-tls"
+      provider = "consul"
+      port     = "edge_tls"
+      tags     = ["platform", "edge", "tls"]
+
+      check {
+        name     = "edge TLS listener"
         type     = "tcp"
         interval = "10s"
         timeout  = "2s"
@@ -260,9 +303,15 @@ job "platform-edge" {
         # client address), and the admin port stays on the host's 127.0.0.1. The
         # allocation's directory, authz's socket in it, is mounted at /alloc all the same.
         network_mode = "host"
-        args         = ["-c", "/local/envoy.yaml", "--log-level", "warn"]
+        # With edge_http_redirect, the runtime layer that turns the redirect route on: the
+        # very argument `npm run up` passes (scripts/lib/up-edge-tls.ts, envoyRedirectArgs),
+        # merged into the bootstrap, which has no runtime of its own (envoy/README.md, "HTTPS").
+        args = concat(
+          ["-c", "/local/envoy.yaml", "--log-level", "warn"],
+          var.edge_http_redirect ? ["--config-yaml", "{\"layered_runtime\":{\"layers\":[{\"name\":\"edge_settings\",\"static_layer\":{\"edge.http_redirect\":100}}]}}"] : [],
+        )
         pids_limit   = 2048
-        # Port 7080 needs no privilege, so no capability at all.
+        # Ports 7080 and 7443 need no privilege, so no capability at all.
         cap_drop     = ["ALL"]
         security_opt = ["no-new-privileges"]
       }
@@ -279,19 +328,22 @@ job "platform-edge" {
 
       template {
         destination = "local/envoy.yaml"
-        # It reads the task's environment only (CONSOLE_ORIGIN, and NOMAD_ALLOC_DIR, which
-        # Nomad sets for every task: client/allocrunner/taskrunner/template/template.go,
-        # `templateRunner` sets runner.Env), no Consul or Vault: rendered once, it never
-        # changes while the task runs, so nothing restarts Envoy behind a job update's back.
+        # It reads the task's environment only (CONSOLE_ORIGIN, and NOMAD_ALLOC_DIR and
+        # NOMAD_SECRETS_DIR, which Nomad sets for every task: client/allocrunner/taskrunner/
+        # template/template.go, `templateRunner` sets runner.Env), no Consul, Vault or
+        # Variable: rendered once, it never changes while the task runs, so nothing restarts
+        # Envoy behind a job update's back.
         change_mode = "noop"
         data = <<EOT
 # The production edge of the agent platform: every request to an agent URL
-# (http://<slug>.<agent domain>:7080) passes here. See envoy/README.md and docs/contract.md, "Edge".
+# (https://<slug>.<agent domain>, or http://…:7080) passes here. See envoy/README.md and
+# docs/contract.md, "Edge". On Nomad the TLS listener is on 7443, which a load balancer
+# or the node's port forward maps 443 to (docs/nomad.md, "HTTPS").
 #
-#   caller ──► listener 0.0.0.0:7080 ──► ext_authz (gRPC) ──► cluster authz: a Unix socket,
-#                                      │                        authz being Envoy's sidecar
-#                                      └► router ──► cluster agents (ORIGINAL_DST: the replica
-#                                                    authz chose, from dynamic metadata)
+#   caller ─┬─► listener 0.0.0.0:7443 (TLS) ─┬─► ext_authz (gRPC) ──► cluster authz: a Unix socket,
+#           └─► listener 0.0.0.0:7080 ───────┘   │                     authz being Envoy's sidecar
+#               (one HTTP connection manager)    └► router ──► cluster agents (ORIGINAL_DST: the
+#                                                              replica authz chose, from dynamic metadata)
 #
 # Static bootstrap: nothing here changes per agent. Which hostnames exist, who may call,
 # the rate limits and the replica to use are all answered by authz, per request, from Redis.
@@ -314,8 +366,9 @@ overload_manager:
 
 static_resources:
   listeners:
-    # The agent edge port. Agent URLs are http://<slug>.<agent domain>:7080 unless a load
-    # balancer in front maps 80/443 onto it.
+    # The agent edge's plain-HTTP port: http://<slug>.<agent domain>:7080, or :80 where a
+    # load balancer or a port forward maps it. The TLS listener below serves the same
+    # connection manager (anchor agent_edge_http) on 7443, which callers reach as 443.
     - name: agent_edge
       address:
         socket_address: { address: 0.0.0.0, port_value: 7080 }
@@ -324,7 +377,11 @@ static_resources:
       filter_chains:
         - filters:
             - name: envoy.filters.network.http_connection_manager
-              typed_config:
+              # One connection manager for both listeners (a YAML alias below; yaml-cpp, which
+              # Envoy parses YAML with, resolves aliases): filters, routes, limits and logs cannot
+              # drift apart. Their HTTP stats add up under http.agent_edge.*; the listeners' own
+              # (listener.0.0.0.0_7443.ssl.* for TLS) tell them apart.
+              typed_config: &agent_edge_http
                 "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
                 stat_prefix: agent_edge
                 codec_type: AUTO
@@ -483,8 +540,11 @@ static_resources:
                           expose_headers: "retry-after, www-authenticate, x-request-id"
                           max_age: "600"
                       routes:
-                        - match: { prefix: "/" }
-                          route:
+                        # ACME HTTP-01 challenges (RFC 8555 §8.3) must be answerable over plain
+                        # HTTP, so the redirect below never takes them: they go where every
+                        # request goes (anchor agent_route).
+                        - match: { prefix: "/.well-known/acme-challenge/" }
+                          route: &agent_route
                             cluster: agents
                             # An LLM call with tool use can run for minutes. The timeout
                             # counts from the end of the request to the end of the
@@ -492,6 +552,39 @@ static_resources:
                             timeout: 300s
                             # A response that stops producing bytes for 2 minutes is cut.
                             idle_timeout: 120s
+                        # EDGE_HTTP_REDIRECT: a plain-HTTP request is answered 308 to
+                        # https://<same host>:443<same path and query>: 443 is the port callers
+                        # use, which the load balancer maps to the TLS listener's 7443. Off unless
+                        # the runtime key edge.http_redirect is 100 (the job variable
+                        # edge_http_redirect adds envoy's --config-yaml layer to the task's args;
+                        # without one, the default below, 0, holds:
+                        # source/common/runtime/runtime_impl.cc, SnapshotImpl::featureEnabled).
+                        # Only plain HTTP matches: with use_remote_address and no trusted hops the
+                        # connection manager sets x-forwarded-proto from the connection itself,
+                        # https on the TLS listener whatever a client sent (source/common/http/
+                        # conn_manager_utility.cc, ConnectionManagerUtility::mutateRequestHeaders),
+                        # and routes are matched after that. port_redirect drops the request's
+                        # own port (7080) for 443 (source/common/http/utility.cc, Utility::newUri
+                        # and processRequestHost). authz is not asked (ext_authz disabled on this
+                        # route): a redirect reaches no agent, so it spends no rate limit or usage.
+                        - match:
+                            prefix: "/"
+                            headers:
+                              - name: x-forwarded-proto
+                                string_match: { exact: http }
+                            runtime_fraction:
+                              default_value: { numerator: 0, denominator: HUNDRED }
+                              runtime_key: edge.http_redirect
+                          redirect:
+                            https_redirect: true
+                            port_redirect: 443
+                            response_code: PERMANENT_REDIRECT
+                          typed_per_filter_config:
+                            envoy.filters.http.ext_authz:
+                              "@type": type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute
+                              disabled: true
+                        - match: { prefix: "/" }
+                          route: *agent_route
 
                 http_filters:
                   # CORS before ext_authz. A preflight (OPTIONS with Origin and
@@ -550,6 +643,69 @@ static_resources:
                   - name: envoy.filters.http.router
                     typed_config:
                       "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
+
+    # HTTPS for agent URLs: https://<slug>.<agent domain>. TLS 1.2 and 1.3 only, ECDHE with
+    # AEAD ciphers for 1.2 (1.3's suites are all AEAD, and BoringSSL has no setting for them),
+    # ALPN h2 then http/1.1, and the same connection manager as the plain listener. 7443, not
+    # 443: Envoy runs as uid 101 without capabilities on the host's network, where binding a
+    # port below 1024 needs CAP_NET_BIND_SERVICE (the job's comment on port "edge_tls").
+    - name: agent_edge_tls
+      address:
+        socket_address: { address: 0.0.0.0, port_value: 7443 }
+      per_connection_buffer_limit_bytes: 32768
+      filter_chains:
+        - transport_socket:
+            name: envoy.transport_sockets.tls
+            typed_config:
+              "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+              common_tls_context:
+                tls_params:
+                  tls_minimum_protocol_version: TLSv1_2
+                  tls_maximum_protocol_version: TLSv1_3
+                  # The local edge offers the same list (envoy/local-edge/tls-policy.ts, held to
+                  # this one by test/envoy-tls.test.ts).
+                  cipher_suites:
+                    - ECDHE-ECDSA-AES128-GCM-SHA256
+                    - ECDHE-RSA-AES128-GCM-SHA256
+                    - ECDHE-ECDSA-CHACHA20-POLY1305
+                    - ECDHE-RSA-CHACHA20-POLY1305
+                    - ECDHE-ECDSA-AES256-GCM-SHA384
+                    - ECDHE-RSA-AES256-GCM-SHA384
+                alpn_protocols: ["h2", "http/1.1"]
+                # The certificate for *.<agent domain>, by SDS from a file: the task's templates
+                # render envoy/tls-sds.yaml as the path below, and tls.crt and tls.key beside it
+                # from the Variable nomad/jobs/platform-edge/edge/envoy, by a rename into the
+                # directory (consul-template renderer/renderer.go, AtomicWrite). A certificate
+                # and key moved into the directory are served to new connections without a
+                # restart, and connections already open keep the one they started with.
+                # - The Secret's TlsCertificate names its watched_directory: a move into it
+                #   makes Envoy read the chain and key again, together, until two reads agree
+                #   (source/common/secret/sds_api.cc, SdsApi::onWatchUpdate; the watch is
+                #   source/common/config/watched_directory.cc, inotify IN_MOVED_TO). A pair that
+                #   fails to load (a key that does not match its certificate) is logged and
+                #   counted (sds.agent_domain.key_rotation_failed), and the old one stays.
+                # - path_config_source.watched_directory re-reads this SDS file itself on a
+                #   move into the directory (source/extensions/config_subscription/filesystem/
+                #   filesystem_subscription_impl.cc, FilesystemSubscriptionImpl::refresh).
+                # - The new context takes new connections only: ServerSslSocketFactory::
+                #   onAddOrUpdateSecret (source/common/tls/server_ssl_socket.cc) swaps it under
+                #   a lock, and each open connection holds the context it was made with.
+                # Only moves are seen, which is how Nomad's templates write: a changed Variable
+                # is two renames, tls.crt's and tls.key's, in no set order, so one
+                # key_rotation_failed between them is expected.
+                tls_certificate_sds_secret_configs:
+                  - name: agent_domain
+                    sds_config:
+                      path_config_source:
+                        path: {{ env "NOMAD_SECRETS_DIR" }}/tls/sds.yaml
+                        watched_directory: { path: {{ env "NOMAD_SECRETS_DIR" }}/tls }
+                      resource_api_version: V3
+          # A client that has not finished its handshake in 10 s is cut, as one that has not
+          # sent its headers (request_headers_timeout); there is no limit by default.
+          transport_socket_connect_timeout: 10s
+          filters:
+            - name: envoy.filters.network.http_connection_manager
+              typed_config: *agent_edge_http
 
     # Prometheus scrapes Envoy's own stats here (Consul service platform-edge-metrics in
     # nomad-jobs/envoy.nomad.hcl). Only GET /stats/prometheus goes through, to the admin
@@ -690,6 +846,62 @@ static_resources:
                   address:
                     socket_address: { address: 127.0.0.1, port_value: 9901 }
 EOT
+      }
+
+      # The TLS listener's certificate, in the task's secrets directory: /secrets in the
+      # container (client/allocdir/fs_unix.go, TaskSecretsContainerPath, which
+      # client/allocrunner/taskrunner/task_dir_hook.go, `setEnvvars`, sets as
+      # NOMAD_SECRETS_DIR; drivers/docker/driver.go, `containerBinds`, binds it), a tmpfs
+      # of this task's own, not shared with authz (client/allocdir/fs_linux.go,
+      # `createSecretDir`). First envoy/tls-sds.yaml, naming the files below: it reads the
+      # task's environment only, so it renders once.
+      template {
+        destination = "secrets/tls/sds.yaml"
+        change_mode = "noop"
+        data        = <<EOT
+# The agent domain's certificate for envoy.yaml's TLS listener (agent_edge_tls), delivered
+# by SDS from this file: envoy/tls-sds.yaml, in the task's secrets directory instead of
+# /etc/agent-platform/tls. tls.crt and tls.key beside it come from the Variable
+# nomad/jobs/platform-edge/edge/envoy (items tls_crt and tls_key).
+resources:
+  - "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret
+    name: agent_domain
+    tls_certificate:
+      certificate_chain: { filename: {{ env "NOMAD_SECRETS_DIR" }}/tls/tls.crt }
+      private_key: { filename: {{ env "NOMAD_SECRETS_DIR" }}/tls/tls.key }
+      watched_directory: { path: {{ env "NOMAD_SECRETS_DIR" }}/tls }
+EOT
+      }
+
+      # The chain and the key, from the Variable at this task's own path, which no other
+      # task reads (acl/acl.go, `matchingVariablesCapabilitySet`). A new Variable re-renders
+      # both, and no restart follows (change_mode "noop"): consul-template writes each file
+      # beside its destination and renames it in (renderer/renderer.go, `AtomicWrite`:
+      # os.CreateTemp in the same directory, then os.Rename), which is the move Envoy's
+      # watched_directory sees (envoy.yaml, agent_edge_tls). A file rendered over an
+      # existing one takes that one's owner before the rename (renderer/file_perms.go,
+      # `preserveFilePermissions`), so Envoy (uid 101) can read the new key the moment it
+      # appears; uid and gid give the first render that owner, perms keep it Envoy's alone.
+      # Nomad renders a task's templates in no set order (template.go, `newRunnerConfig`
+      # ranges over a map): between the two renames Envoy may see a new chain beside the
+      # old key, refuse that pair (sds.agent_domain.key_rotation_failed) and keep serving
+      # the old one until the second rename.
+      template {
+        data        = "{{ with nomadVar \"nomad/jobs/platform-edge/edge/envoy\" }}{{ .tls_crt.Value }}{{ end }}"
+        destination = "secrets/tls/tls.crt"
+        perms       = "0600"
+        uid         = 101
+        gid         = 101
+        change_mode = "noop"
+      }
+
+      template {
+        data        = "{{ with nomadVar \"nomad/jobs/platform-edge/edge/envoy\" }}{{ .tls_key.Value }}{{ end }}"
+        destination = "secrets/tls/tls.key"
+        perms       = "0600"
+        uid         = 101
+        gid         = 101
+        change_mode = "noop"
       }
 
       resources {

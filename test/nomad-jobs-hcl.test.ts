@@ -10,7 +10,7 @@ import { parse as parseYaml } from 'yaml';
 import { loadAuthzConfig } from '../authz/config.js';
 import { systemClock } from '../contract/clock.js';
 import { loadConfig } from '../control/config.js';
-import { ConfigError } from '../control/settings-reader.js';
+import { ConfigError } from '../contract/settings-reader.js';
 import { createApp } from '../control/http/app.js';
 import { startMetricsServer } from '../control/metrics/server.js';
 import { loadEnvoyRoot } from '../proto/load.js';
@@ -19,6 +19,16 @@ import { connectTestRedis, startTestAuthz } from './support/edge-authz.js';
 import { isUnixSocket } from '../contract/grpc-target.js';
 import { EnvoySchema } from './support/envoy-schema.js';
 import { functionCalls, NOMAD_FUNCTIONS } from './support/nomad-functions.js';
+import {
+  ALLOC_DIR_IN_DOCKER,
+  ALLOC_SOCKET,
+  ENVOY_TASK_ENV,
+  authzAddressOf,
+  envoyYamlOnNomad,
+  listenerOf,
+  renderEnvTemplate,
+  templateAt,
+} from './support/nomad-envoy-task.js';
 import {
   CONSUL_ACL_RULES_FILE,
   NOMAD_ACL_POLICY_FILE,
@@ -32,11 +42,13 @@ import {
  * nomad-jobs/ as Nomad would read it, without Nomad: every file parses as HCL, names only
  * what Nomad's job specification (or ACL policy syntax) has, passes the settings its
  * program actually reads, and the Envoy template is envoy/envoy.yaml but for the path of
- * authz's socket (in the allocation's directory) and the console's origin.
+ * authz's socket (in the allocation's directory), the console's origin, the TLS port and
+ * where the certificate is (test/nomad-edge-tls.test.ts has the rest of HTTPS).
  */
 
 const JOBS_DIR = new URL('../nomad-jobs/', import.meta.url);
 const ENVOY_YAML = new URL('../envoy/envoy.yaml', import.meta.url);
+const ENVOY_TEMPLATE = 'local/envoy.yaml';
 
 /** Settings that must never be plain job env: anyone who can read the job would read them. */
 const SECRET_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'MASTER_KEYS', 'NOMAD_TOKEN', 'CONSUL_HTTP_TOKEN'];
@@ -118,48 +130,8 @@ function settingsReadBy(load: (env: Record<string, string | undefined>) => unkno
   return { read, problems };
 }
 
-/**
- * Renders the one consul-template action the Envoy template uses, `{{ env "NAME" }}`, raw
- * or `| toJSON`, from `env`: the task's env, which Nomad hands the template
- * (client/allocrunner/taskrunner/template/template.go, `templateRunner` sets runner.Env;
- * consul-template's toJSON is json.Marshal, as JSON.stringify for a string). Any other
- * action throws, so the template cannot grow one this test would not render (a Consul
- * lookup, which would re-render and restart Envoy whenever its answer changed).
- */
-function renderEnvoyTemplate(template: string, env: Record<string, string> = ENVOY_TASK_ENV): string {
-  const rendered = template.replace(/\{\{ env "([A-Z_]+)"( \| toJSON)? \}\}/g, (_, name: string, toJson?: string) => {
-    assert.ok(name in env, `the template reads ${name}, which this test's task env lacks`);
-    return toJson ? JSON.stringify(env[name]) : env[name]!;
-  });
-  assert.ok(!rendered.includes('{{'), `the template has an action this test does not render: ${rendered.slice(rendered.indexOf('{{'), rendered.indexOf('{{') + 60)}`);
-  return rendered;
-}
-
-/** NOMAD_ALLOC_DIR in a docker task: the allocation's shared directory, mounted at /alloc (client/allocdir/fs_unix.go, SharedAllocContainerPath). */
-const ALLOC_DIR_IN_DOCKER = '/alloc';
-
-/** The Envoy task's env as rendered in these tests: the console origin envoy/envoy.yaml holds, and Nomad's NOMAD_ALLOC_DIR. */
-const ENVOY_TASK_ENV = { CONSOLE_ORIGIN: 'http://127.0.0.1:7070', NOMAD_ALLOC_DIR: ALLOC_DIR_IN_DOCKER };
-
 /** `value` of a job's env as Nomad interpolates it in a docker task: `${NOMAD_ALLOC_DIR}` is /alloc. */
 const interpolated = (value: string) => value.replaceAll('${NOMAD_ALLOC_DIR}', ALLOC_DIR_IN_DOCKER);
-
-/** Cluster authz's one endpoint address. */
-const authzAddressOf = (config: Body): Body => {
-  const authz = (config.static_resources.clusters as Body[]).find((cluster) => cluster.name === 'authz');
-  assert.ok(authz, 'cluster authz');
-  return authz.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address;
-};
-
-/** envoy/envoy.yaml as parsed, with cluster authz's socket at `path`. */
-function envoyYamlWithAuthzSocket(path: string): Body {
-  const config = parseYaml(readFileSync(ENVOY_YAML, 'utf8')) as Body;
-  authzAddressOf(config).pipe.path = path;
-  return config;
-}
-
-/** Where envoy.nomad.hcl's authz task listens, as its Envoy sees the path. */
-const ALLOC_SOCKET = `${ALLOC_DIR_IN_DOCKER}/tmp/authz.sock`;
 
 describe('nomad-jobs/*.hcl', function () {
   it('holds the platform jobs and the control API\'s ACL policies', function () {
@@ -308,28 +280,28 @@ describe('nomad-jobs/*.hcl', function () {
 
     it("puts authz's socket in the allocation's directory, and Envoy's authz cluster points at the same path", function () {
       assert.equal(authz.task.env[0].AUTHZ_GRPC_SOCKET, '${NOMAD_ALLOC_DIR}/tmp/authz.sock');
-      const template = (envoy.task.template as Body[]).find((t) => t.destination === 'local/envoy.yaml')!.data;
+      const template = templateAt(envoy.task, ENVOY_TEMPLATE).data;
       assert.match(template, /pipe: \{ path: \{\{ env "NOMAD_ALLOC_DIR" \}\}\/tmp\/authz\.sock \}/);
-      const rendered = parseYaml(renderEnvoyTemplate(template)) as Body;
+      const rendered = parseYaml(renderEnvTemplate(template)) as Body;
       assert.deepEqual(authzAddressOf(rendered), { pipe: { path: interpolated(authz.task.env[0].AUTHZ_GRPC_SOCKET) } });
     });
 
     it("opens no network port for authz's gRPC: its task publishes the metrics port alone, and no service or check names gRPC", function () {
       const ports = Object.keys(authz.group.network[0].port).sort();
-      assert.deepEqual(ports, ['authz_metrics', 'edge', 'stats']);
+      assert.deepEqual(ports, ['authz_metrics', 'edge', 'edge_tls', 'stats']);
       assert.deepEqual(authz.task.config[0].ports, ['authz_metrics']);
       assert.equal(String(portTo(authz.group, 'authz_metrics')), authz.task.env[0].AUTHZ_METRICS_PORT);
       assert.equal(authz.task.env[0].AUTHZ_GRPC_LISTEN, undefined);
       const services = [...((authz.group.service ?? []) as Body[]), ...((authz.task.service ?? []) as Body[])];
-      assert.deepEqual(services.map((service) => service.name).sort(), ['authz-metrics', 'platform-edge', 'platform-edge-metrics']);
+      assert.deepEqual(services.map((service) => service.name).sort(), ['authz-metrics', 'platform-edge', 'platform-edge-metrics', 'platform-edge-tls']);
       for (const service of services) {
         assert.ok(!(service.check ?? []).some((check: Body) => check.type === 'grpc'), `service ${service.name} has a gRPC check`);
       }
     });
 
     it("health-checks, from Envoy, the gRPC service name authz serves: a real authz answers SERVING for it on its socket", async function () {
-      const template = (envoy.task.template as Body[]).find((t) => t.destination === 'local/envoy.yaml')!.data;
-      const cluster = (parseYaml(renderEnvoyTemplate(template)).static_resources.clusters as Body[]).find((c) => c.name === 'authz')!;
+      const template = templateAt(envoy.task, ENVOY_TEMPLATE).data;
+      const cluster = (parseYaml(renderEnvTemplate(template)).static_resources.clusters as Body[]).find((c) => c.name === 'authz')!;
       const [check] = cluster.health_checks as Body[];
       const redis = connectTestRedis();
       const running = await startTestAuthz({ redis, clock: systemClock, agentDomain: 'nomad-jobs.test' });
@@ -409,47 +381,56 @@ describe('nomad-jobs/*.hcl', function () {
     let template: string;
     before(async function () {
       envoy = await readJob('envoy.nomad.hcl', 'envoy');
-      template = (envoy.task.template as Body[]).find((t) => t.destination === 'local/envoy.yaml')!.data;
+      template = templateAt(envoy.task, ENVOY_TEMPLATE).data;
     });
 
     it('is a system job on edge nodes (node.class == "edge") with Envoy on the host network', function () {
       assert.equal(envoy.job.type, 'system');
       assert.deepEqual(envoy.job.constraint, [{ attribute: '${node.class}', value: 'edge' }]);
       assert.equal(envoy.task.config[0].network_mode, 'host');
-      assert.ok(envoy.task.config[0].args.includes('/local/envoy.yaml'));
+      assert.match(envoy.task.config[0].args, /^\$\{concat\(\s*\["-c", "\/local\/envoy\.yaml", /);
     });
 
-    it("renders envoy/envoy.yaml exactly, with authz's socket in the allocation's directory", function () {
+    it("renders envoy/envoy.yaml exactly, with authz's socket in the allocation's directory and the certificate in the task's secrets", function () {
       assert.ok(!/\$\{|%\{/.test(template), 'HCL would interpolate ${ or %{ inside the template');
-      assert.deepEqual(parseYaml(renderEnvoyTemplate(template)), envoyYamlWithAuthzSocket(ALLOC_SOCKET));
+      assert.deepEqual(parseYaml(renderEnvTemplate(template)), envoyYamlOnNomad());
     });
 
-    it('renders once: no Consul lookup, so neither authz nor anything else in Consul can re-render it and restart Envoy', function () {
-      const [rendering] = envoy.task.template as Body[];
-      assert.equal((envoy.task.template as Body[]).length, 1);
-      assert.doesNotMatch(template, /\{\{[^}]*\b(service|services|key|keyOrDefault|ls|tree|nomadService|secret|nomadVar)\b/);
-      assert.equal(rendering!.change_mode, 'noop');
+    it('keeps the YAML aliases: the TLS listener has the very connection manager of the plain one, and the ACME route the catch-all\'s action', function () {
+      const rendered = parseYaml(renderEnvTemplate(template));
+      const managerOf = (name: string) => listenerOf(rendered, name).filter_chains[0].filters[0].typed_config;
+      assert.equal(managerOf('agent_edge_tls'), managerOf('agent_edge'), 'one YAML node (an alias), not a copy that could drift');
+      const routes = managerOf('agent_edge').route_config.virtual_hosts[0].routes;
+      assert.equal(routes[0].route, routes.at(-1).route);
+    });
+
+    it('renders once: no Consul lookup or Variable, so nothing in Consul or Nomad can re-render it and restart Envoy', function () {
+      const rendering = templateAt(envoy.task, ENVOY_TEMPLATE);
+      assert.doesNotMatch(template, /\{\{[^}]*\b(service|services|key|keyOrDefault|ls|tree|nomadService|secret|nomadVar|nomadVarList|nomadVarExists)\b/);
+      assert.equal(rendering.change_mode, 'noop');
+      // Its other templates are the TLS files (test/nomad-edge-tls.test.ts): none restarts or signals Envoy.
+      for (const other of envoy.task.template as Body[]) assert.equal(other.change_mode, 'noop', other.destination);
       assert.equal(envoy.task.consul ?? envoy.group.consul, undefined, 'no Consul token: the task reads nothing from Consul');
     });
 
     it("fills the CORS policy's allowed origin from the job's console_origin, as a JSON string", function () {
       assert.equal(envoy.task.env[0].CONSOLE_ORIGIN, '${var.console_origin}');
       const origin = 'https://platform.example.com:8443';
-      const rendered = parseYaml(renderEnvoyTemplate(template, { ...ENVOY_TASK_ENV, CONSOLE_ORIGIN: origin }));
+      const rendered = parseYaml(renderEnvTemplate(template, { ...ENVOY_TASK_ENV, CONSOLE_ORIGIN: origin }));
       const host = rendered.static_resources.listeners[0].filter_chains[0].filters[0].typed_config.route_config.virtual_hosts[0];
       assert.deepEqual(host.typed_per_filter_config['envoy.filters.http.cors'].allow_origin_string_match, [{ exact: origin }]);
     });
 
     it('renders a bootstrap Envoy accepts (v3 protos, no unknown field)', function () {
       const schema = new EnvoySchema(loadEnvoyRoot());
-      const issues = schema.check('envoy.config.bootstrap.v3.Bootstrap', parseYaml(renderEnvoyTemplate(template)));
+      const issues = schema.check('envoy.config.bootstrap.v3.Bootstrap', parseYaml(renderEnvTemplate(template)));
       assert.deepEqual(issues, []);
     });
 
     it('notices drift: a template edited apart from envoy.yaml no longer matches', function () {
       assert.ok(template.includes('timeout: 0.25s'));
-      const drifted = parseYaml(renderEnvoyTemplate(template.replace('timeout: 0.25s', 'timeout: 0.5s')));
-      assert.notDeepStrictEqual(drifted, envoyYamlWithAuthzSocket(ALLOC_SOCKET));
+      const drifted = parseYaml(renderEnvTemplate(template.replace('timeout: 0.25s', 'timeout: 0.5s')));
+      assert.notDeepStrictEqual(drifted, envoyYamlOnNomad());
     });
   });
 
@@ -611,7 +592,7 @@ describe('nomad-jobs/*.hcl', function () {
 
     it("authz: with Redis down, its restarting check passes, and only Envoy's own health check of it fails (no Consul routing check)", async function () {
       const { group, task } = await readJob('envoy.nomad.hcl', 'envoy');
-      const cluster = (parseYaml(renderEnvoyTemplate((task.template as Body[])[0]!.data)).static_resources.clusters as Body[]).find((c) => c.name === 'authz')!;
+      const cluster = (parseYaml(renderEnvTemplate(templateAt(task, ENVOY_TEMPLATE).data)).static_resources.clusters as Body[]).find((c) => c.name === 'authz')!;
       const deadRedis = new Redis(await freePort(), '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 200, lazyConnect: true });
       deadRedis.on('error', () => undefined);
       const running = await startTestAuthz({ redis: deadRedis, clock: systemClock, agentDomain: 'nomad-jobs-probes.test' });
