@@ -73,7 +73,9 @@ describe('podman: the only replica of an agent dies under traffic', function () 
     ];
     execFileSync('nft', ['-f', '-'], { input: [`table inet ${table} {`, ...rules('output'), ...rules('forward'), '}', ''].join('\n') });
 
-    // Steady traffic: three callers in a loop, each request from an address of its own (per-caller limits).
+    // Steady traffic: two callers in a loop, each request from an address of its own (per-caller
+    // limits), 50 ms apart: about 150 requests in all, well inside the free plan's 300 a minute
+    // per agent, so no answer is a 429.
     const answers: { sentAt: number; status: number }[] = [];
     let stop = false;
     let source = 0;
@@ -82,10 +84,10 @@ describe('podman: the only replica of an agent dies under traffic', function () 
         const sentAt = Date.now();
         const status = await call(host, `127.0.3.${(source++ % 250) + 1}`);
         answers.push({ sentAt, status });
-        await new Promise((resolve) => setTimeout(resolve, 20));
+        await new Promise((resolve) => setTimeout(resolve, 50));
       }
     };
-    const callers = [caller(), caller(), caller()];
+    const callers = [caller(), caller()];
     await waitFor('the agent answering through the edge', async () => (answers.filter((a) => a.status === 200).length >= 10 ? true : undefined), 30_000, 50);
 
     const killed = await podman(control, ['kill', '--signal', 'KILL', replica.id]);
