@@ -55,6 +55,8 @@ module.exports = {
     never('console-over-http-only', 'console/ imports only console/ and (type-only) control/schemas/', '^console/', '^(contract|control|authz|envoy|proto|scripts|bench|test|runtime-image|cli)/', { pathNot: '^control/schemas/' }),
     never('console-schema-types-only', 'console/ names the API schemas as types only (import type)', '^console/', '^control/schemas/', { dependencyTypesNot: ['type-only'] }),
     never('nothing-imports-the-console', 'the console is a client of the platform, served as built files: nothing of ours imports it', '^(contract|control|authz|envoy|proto|scripts|bench|test|runtime-image|cli)/', '^console/'),
+    // A clock that stands still is for tests: the platform takes a Clock and runs on systemClock. bench/ has no use for it either.
+    { name: 'manual-clock-in-tests-only', comment: 'nothing outside test/ imports ManualClock (test/support/manual-clock.ts)', severity: 'error', from: { pathNot: '^test/' }, to: { path: '^test/support/manual-clock\\.ts$' } },
     never('runtime-is-its-own-package', 'runtime-image/ is built and shipped on its own', '^runtime-image/', '^(contract|control|authz|envoy|proto|scripts|bench|test)/'),
     never('drivers-apart-nomad', 'what both drivers share lives in control/orchestrator/', '^control/orchestrator/nomad/', '^control/orchestrator/podman/'),
     never('drivers-apart-podman', 'what both drivers share lives in control/orchestrator/', '^control/orchestrator/podman/', '^control/orchestrator/nomad/'),

@@ -1,10 +1,11 @@
 import { availableParallelism } from 'node:os';
 import { keyPrefixProblem } from '../contract/key-prefix.js';
 import { isUnixSocket, parseGrpcTarget, socketPathProblem, type GrpcTarget } from '../contract/grpc-target.js';
+import { ConfigError, readSettings, type Env, type SettingReader } from '../contract/settings-reader.js';
 
 /**
- * Every setting of authz, read from the environment once at start into a frozen object.
- * Nothing else in authz/ reads process.env.
+ * Every setting of authz, read from the environment once at start into a frozen object,
+ * through the platform's one reader (contract/settings-reader.ts).
  */
 export interface AuthzConfig {
   readonly redisUrl: string;
@@ -58,74 +59,62 @@ export type AuthzServerKind = (typeof AUTHZ_SERVER_KINDS)[number];
 /** WAKE_TIMEOUT_SECONDS's upper bound: envoy.yaml's ext_authz timeout (35 s) leaves 5 s above it. */
 export const WAKE_TIMEOUT_MAX_SECONDS = 30;
 
-export class AuthzConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid authz configuration:\n  - ${problems.join('\n  - ')}`);
+/** authz's settings refused, each problem named (an instance of the shared ConfigError). */
+export class AuthzConfigError extends ConfigError {
+  constructor(problems: string[]) {
+    super(problems, 'authz');
     this.name = 'AuthzConfigError';
   }
 }
 
-type Env = Record<string, string | undefined>;
+const DNS_NAME = /^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/;
 
 /** Reports every bad value at once rather than the first. */
 export function loadAuthzConfig(env: Env): AuthzConfig {
-  const problems: string[] = [];
-  const read = (name: string) => (env[name] === '' ? undefined : env[name]);
+  return Object.freeze(readSettings(env, readAuthzConfig, (problems) => new AuthzConfigError(problems)));
+}
 
-  const integer = (name: string, fallback: number, min: number, max: number, why = ''): number => {
-    const value = read(name);
-    if (value === undefined) return fallback;
-    const parsed = Number(value);
-    if (Number.isInteger(parsed) && parsed >= min && parsed <= max) return parsed;
-    problems.push(`${name}: expected an integer from ${min} to ${max}${why}, got "${value}"`);
-    return fallback;
-  };
+function readAuthzConfig(read: SettingReader): AuthzConfig {
+  const redisUrl = read.optionalString('REDIS_URL');
+  if (redisUrl === null) read.report('REDIS_URL: required (a redis:// URL); authz answers every Check from Redis');
+  else if (!/^rediss?:\/\//.test(redisUrl)) read.report(`REDIS_URL: expected a redis:// or rediss:// URL, got "${redisUrl}"`);
 
-  const redisUrl = read('REDIS_URL');
-  if (redisUrl === undefined) problems.push('REDIS_URL: required (a redis:// URL); authz answers every Check from Redis');
-  else if (!/^rediss?:\/\//.test(redisUrl)) problems.push(`REDIS_URL: expected a redis:// or rediss:// URL, got "${redisUrl}"`);
-
-  const redisKeyPrefix = read('REDIS_KEY_PREFIX') ?? '';
+  const redisKeyPrefix = read.string('REDIS_KEY_PREFIX', '');
   const prefixProblem = keyPrefixProblem('REDIS_KEY_PREFIX', redisKeyPrefix);
-  if (prefixProblem) problems.push(prefixProblem);
+  if (prefixProblem) read.report(prefixProblem);
 
-  const agentDomain = (read('AGENT_DOMAIN') ?? 'agents.localhost').toLowerCase();
-  if (!/^[a-z0-9]([a-z0-9-]*[a-z0-9])?(\.[a-z0-9]([a-z0-9-]*[a-z0-9])?)*$/.test(agentDomain)) {
-    problems.push(`AGENT_DOMAIN: expected a DNS name such as agents.example.com, got "${agentDomain}"`);
-  }
+  const agentDomain = read.string('AGENT_DOMAIN', 'agents.localhost').toLowerCase();
+  if (!DNS_NAME.test(agentDomain)) read.report(`AGENT_DOMAIN: expected a DNS name such as agents.example.com, got "${agentDomain}"`);
 
-  const trust = read('AUTHZ_TRUST_EXTERNAL_ADDRESS') ?? 'false';
-  if (!['true', 'false', '1', '0'].includes(trust)) problems.push(`AUTHZ_TRUST_EXTERNAL_ADDRESS: expected true or false, got "${trust}"`);
+  const trustExternalAddress = read.boolean('AUTHZ_TRUST_EXTERNAL_ADDRESS', false, { true: ['true', '1'], false: ['false', '0'] });
 
-  const grpcServer = read('AUTHZ_SERVER') ?? 'own';
-  if (!(AUTHZ_SERVER_KINDS as readonly string[]).includes(grpcServer)) {
-    problems.push(`AUTHZ_SERVER: expected own (authz's HTTP/2 server) or grpc-js (@grpc/grpc-js's, the fallback), got "${grpcServer}"`);
-  }
+  const grpcServer = read.parsed<AuthzServerKind>('AUTHZ_SERVER', 'own', (value) => {
+    if ((AUTHZ_SERVER_KINDS as readonly string[]).includes(value)) return value as AuthzServerKind;
+    throw new Error(`AUTHZ_SERVER: expected own (authz's HTTP/2 server) or grpc-js (@grpc/grpc-js's, the fallback), got "${value}"`);
+  });
 
-  const config: AuthzConfig = {
+  return {
     redisUrl: redisUrl ?? '',
     redisKeyPrefix,
     agentDomain,
-    grpcListen: grpcListenTarget(read, problems),
-    host: read('AUTHZ_HOST') ?? '127.0.0.1',
-    metricsPort: integer('AUTHZ_METRICS_PORT', 7092, 0, 65535),
-    trustExternalAddress: trust === 'true' || trust === '1',
+    grpcListen: grpcListenTarget(read),
+    host: read.string('AUTHZ_HOST', '127.0.0.1'),
+    metricsPort: read.port('AUTHZ_METRICS_PORT', 7092),
+    trustExternalAddress,
     // A hung Redis is a caller's 503 in a tenth of a second; far below envoy.yaml's 35 s ext_authz timeout.
-    redisTimeoutMs: integer('AUTHZ_REDIS_TIMEOUT_MS', 100, 1, 5_000),
+    redisTimeoutMs: read.integer('AUTHZ_REDIS_TIMEOUT_MS', 100, 1, 5_000),
     // A Check is one EVALSHA that Redis runs one at a time: 256 in flight already fill
     // the auto-pipeline; more would only wait inside Redis, past their deadline.
-    maxInFlight: integer('AUTHZ_MAX_IN_FLIGHT', 256, 1, 100_000),
+    maxInFlight: read.integer('AUTHZ_MAX_IN_FLIGHT', 256, 1, 100_000),
     // ~1,000 queued Checks are a few hundred ms of Redis work on one core: a longer queue
     // would only make callers wait (held wakes do not queue here: authz/server.ts).
-    maxQueued: integer('AUTHZ_MAX_QUEUED', 1_024, 0, 1_000_000),
+    maxQueued: read.integer('AUTHZ_MAX_QUEUED', 1_024, 0, 1_000_000),
     // Below envoy.yaml's 35 s ext_authz timeout, so a held Check gets authz's own 503, not Envoy's.
-    wakeTimeoutSeconds: integer('WAKE_TIMEOUT_SECONDS', 30, 1, WAKE_TIMEOUT_MAX_SECONDS, " (under envoy.yaml's 35 s ext_authz timeout)"),
+    wakeTimeoutSeconds: read.integer('WAKE_TIMEOUT_SECONDS', 30, 1, WAKE_TIMEOUT_MAX_SECONDS, "under envoy.yaml's 35 s ext_authz timeout"),
     // A Check is CPU-bound in authz (Redis does its part elsewhere): one process per core.
-    workers: integer('AUTHZ_WORKERS', availableParallelism(), 1, 256),
-    grpcServer: grpcServer as AuthzServerKind,
+    workers: read.integer('AUTHZ_WORKERS', availableParallelism(), 1, 256),
+    grpcServer,
   };
-  if (problems.length > 0) throw new AuthzConfigError(problems);
-  return Object.freeze(config);
 }
 
 /**
@@ -135,31 +124,31 @@ export function loadAuthzConfig(env: Env): AuthzConfig {
  * would send that user its Checks), and a TCP port open by default is what this setting
  * exists to avoid.
  */
-function grpcListenTarget(read: (name: string) => string | undefined, problems: string[]): GrpcTarget {
-  const socket = read('AUTHZ_GRPC_SOCKET');
-  const listen = read('AUTHZ_GRPC_LISTEN');
+function grpcListenTarget(read: SettingReader): GrpcTarget {
+  const socket = read.optionalString('AUTHZ_GRPC_SOCKET');
+  const listen = read.optionalString('AUTHZ_GRPC_LISTEN');
   const unset: GrpcTarget = { path: '' };
-  if (read('AUTHZ_GRPC_PORT') !== undefined) {
-    problems.push('AUTHZ_GRPC_PORT: no longer read; authz serves gRPC on the Unix socket AUTHZ_GRPC_SOCKET (Envoy\'s sidecar), or on AUTHZ_GRPC_LISTEN=host:port');
+  if (read.optionalString('AUTHZ_GRPC_PORT') !== null) {
+    read.report('AUTHZ_GRPC_PORT: no longer read; authz serves gRPC on the Unix socket AUTHZ_GRPC_SOCKET (Envoy\'s sidecar), or on AUTHZ_GRPC_LISTEN=host:port');
   }
-  if (socket !== undefined && listen !== undefined) {
-    problems.push('AUTHZ_GRPC_SOCKET, AUTHZ_GRPC_LISTEN: set one, not both');
+  if (socket !== null && listen !== null) {
+    read.report('AUTHZ_GRPC_SOCKET, AUTHZ_GRPC_LISTEN: set one, not both');
     return unset;
   }
-  if (socket !== undefined) {
+  if (socket !== null) {
     const problem = socketPathProblem(socket);
-    if (problem) problems.push(`AUTHZ_GRPC_SOCKET: ${problem}`);
+    if (problem) read.report(`AUTHZ_GRPC_SOCKET: ${problem}`);
     return { path: socket };
   }
-  if (listen !== undefined) {
+  if (listen !== null) {
     const target = parseGrpcTarget(listen);
     if ('problem' in target || isUnixSocket(target)) {
-      problems.push(`AUTHZ_GRPC_LISTEN: expected host:port (e.g. 10.0.0.5:7091; a socket goes in AUTHZ_GRPC_SOCKET), got "${listen}"`);
+      read.report(`AUTHZ_GRPC_LISTEN: expected host:port (e.g. 10.0.0.5:7091; a socket goes in AUTHZ_GRPC_SOCKET), got "${listen}"`);
       return unset;
     }
     return target;
   }
-  problems.push(
+  read.report(
     'AUTHZ_GRPC_SOCKET or AUTHZ_GRPC_LISTEN: required, one of them. AUTHZ_GRPC_SOCKET: the path of the Unix socket ' +
       "Envoy reaches authz on, its sidecar (envoy.yaml's authz cluster names it); AUTHZ_GRPC_LISTEN: host:port of a TCP " +
       'listener, for an Envoy on another host, which then needs mTLS in front of authz or a network policy that lets only Envoy in (docs/edge.md)',

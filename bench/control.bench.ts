@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { systemClock } from '../contract/clock.js';
 import { loadConfig } from '../control/config.js';
 import { buildControl } from '../control/compose.js';
+import { inMemoryDriver } from '../test/support/in-memory-driver.js';
 import { connectDatabase, migrate } from '../control/db/database.js';
 import { createLogger } from '../control/logger.js';
 import { connectRedis } from '../control/redis.js';
@@ -38,7 +39,8 @@ async function main(): Promise<void> {
   const db = connectDatabase(config.databaseUrl);
   await migrate(db);
   const redis = connectRedis(config.redisUrl);
-  const { app } = buildControl({ config, db, redis, clock: systemClock, logger: createLogger('silent') });
+  // The API's own cost is measured: a driver that runs nothing.
+  const { app } = buildControl({ config, db, redis, clock: systemClock, logger: createLogger('silent'), driver: inMemoryDriver() });
   const server = createServer(app.callback()).listen(0, '127.0.0.1');
   await new Promise((resolve) => server.once('listening', resolve));
   const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;

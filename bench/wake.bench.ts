@@ -25,7 +25,7 @@ import { summarise, writeResult } from './stats.js';
  * Wake latency (issue 19): a request through the local edge to a parked agent of the
  * default runtime image on podman, from the request sent to the first byte of the answer
  * (the response head). The control API runs in this process, so the bench parks the agent
- * with DeploymentService.park (the idle parker's call) instead of waiting out its idle
+ * with PlatformScaling.park (the idle parker's call) instead of waiting out its idle
  * period; the wake itself goes the production way: authz's Check, the wake queue, the
  * control API's scale, podman, the projection's routable event, the held Check.
  */
@@ -90,7 +90,7 @@ async function main(): Promise<void> {
       });
     });
     for (let i = 0; i < WAKES; i++) {
-      if (!(await services.deployments.park(agent.id, 1))) throw new Error('could not park the agent');
+      if (!(await services.platformScaling.park(agent.id, 1))) throw new Error('could not park the agent');
       await until('parked: no upstream, no container', async () =>
         (await redis.scard(upstreams)) === 0 && ((await driver.orchestrator.status(agent.id))?.replicas.length ?? 0) === 0);
       watch = { started: performance.now() };
@@ -122,7 +122,7 @@ async function main(): Promise<void> {
     await authz.close();
     server.close();
     await loops.stop();
-    await services.runner?.close();
+    await services.runner.close();
     await driver.orchestrator.reconcile([]);
     await driver.orchestrator.close();
     await db.destroy();

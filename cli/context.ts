@@ -1,5 +1,5 @@
 import { ApiClient } from './api-client.js';
-import { loadSettings, type Settings } from './settings.js';
+import { loadSettings, type Environment, type Settings } from './settings.js';
 import { processTerminal, type Terminal } from './terminal.js';
 
 /** What every command gets: the settings, a client of the API, where to write, and --json. */
@@ -10,15 +10,18 @@ export interface Context {
   json: boolean;
 }
 
-/** The global options every command takes (cli/main.ts declares them). */
+/** The global options every command takes (cli/main.ts declares them), and the environment main.ts hands down with them. */
 export interface GlobalOptions {
   api?: string | undefined;
   edge?: string | undefined;
   json?: boolean | undefined;
+  /** process.env, passed by cli/main.ts as yargs' parse context, which yargs merges into every command's arguments. */
+  environment?: Environment | undefined;
 }
 
 /** Built per run from the global options, so each command is handed its collaborators. */
 export function contextOf(options: GlobalOptions, terminal: Terminal = processTerminal): Context {
-  const settings = loadSettings({ api: options.api, edge: options.edge });
+  if (!options.environment) throw new Error('no environment: cli/main.ts passes process.env as the parse context');
+  const settings = loadSettings({ api: options.api, edge: options.edge }, options.environment);
   return { settings, api: new ApiClient(settings.apiUrl, settings.token), terminal, json: Boolean(options.json) };
 }

@@ -9,16 +9,13 @@ const POLL_MS = 1000;
 
 /**
  * `--wait`: follows the rollout of `agent` (the response of the change that started it)
- * until it ends. Where the API keeps deployments, the newest one decides: its event stream
- * is read to its `end` (progress on stderr, so stdout keeps only the result), or, where the
- * API has no stream or the stream stops short, its status is polled; it returns when the
- * deployment succeeded and throws exit 1 with the reason otherwise. Without deployments it
- * polls the agent's status: `running` (or `stopped` with no replicas) returns, `failed` or
- * `crashed` throws exit 1 with the agent's `error`.
+ * until it ends. The newest deployment, the one that change recorded, decides: its event
+ * stream is read to its `end` (progress on stderr, so stdout keeps only the result), or,
+ * where the API has no stream or the stream stops short, its status is polled; it returns
+ * when the deployment succeeded and throws exit 1 with the reason otherwise.
  */
 export async function followRollout(api: ApiClient, agent: Agent, terminal: Terminal): Promise<void> {
-  const deploymentId = await newestDeployment(api, agent.id);
-  if (!deploymentId) return pollAgent(api, agent.id, terminal);
+  const deploymentId = await newestDeployment(api, agent);
   const ended = (await followEvents(api, agent.id, deploymentId, terminal)) ?? (await pollDeployment(api, agent.id, deploymentId, terminal));
   if (ended.status === 'succeeded') return;
   // The deployment's error is its failed replica's; the agent's says the same where the deployment has none.
@@ -26,16 +23,12 @@ export async function followRollout(api: ApiClient, agent: Agent, terminal: Term
   throw new CliError(`deployment ${ended.number} of ${current.name} is ${ended.status}: ${ended.error ?? current.error ?? 'no reason given'}`, EXIT.refused);
 }
 
-/** The newest deployment's id, or undefined where the API keeps no deployments (before issue 15). */
-async function newestDeployment(api: ApiClient, agentId: string): Promise<string | undefined> {
-  try {
-    const list = await api.request<DeploymentList>('GET', `/agents/${agentId}/deployments`, { query: { page_size: 1 } });
-    return list.deployments[0]?.id;
-  } catch (error) {
-    // The agent exists (it was just changed): a 404 here means this API has no deployments route.
-    if (error instanceof ApiRefused && error.status === 404) return undefined;
-    throw error;
-  }
+/** The newest deployment's id: every change --wait follows records one. */
+async function newestDeployment(api: ApiClient, agent: Agent): Promise<string> {
+  const list = await api.request<DeploymentList>('GET', `/agents/${agent.id}/deployments`, { query: { page_size: 1 } });
+  const newest = list.deployments[0];
+  if (!newest) throw new CliError(`${agent.name} has no deployment to follow`, EXIT.refused);
+  return newest.id;
 }
 
 /** The deployment as it ended, after its stream's `end`; undefined when there is no stream or it stopped short. */
@@ -75,15 +68,6 @@ async function pollDeployment(api: ApiClient, agentId: string, deploymentId: str
     if (deployment.status === 'in_progress') return { waiting: `deployment ${deployment.number} in progress` };
     return { ended: deployment, line: `deployment ${deployment.number} ${deployment.status}` };
   });
-}
-
-async function pollAgent(api: ApiClient, agentId: string, terminal: Terminal): Promise<void> {
-  const agent = await poll<Agent>(terminal, async () => {
-    const current = await api.request<Agent>('GET', `/agents/${agentId}`);
-    const ended = ['running', 'stopped', 'failed', 'crashed'].includes(current.status);
-    return ended ? { ended: current, line: `${current.name} is ${current.status} (${current.replicas} replicas)` } : { waiting: current.status };
-  });
-  if (agent.status === 'failed' || agent.status === 'crashed') throw new CliError(`${agent.name} is ${agent.status}: ${agent.error ?? 'no reason given'}`, EXIT.refused);
 }
 
 type Look<T> = { waiting: string } | { ended: T; line: string };

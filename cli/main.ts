@@ -9,7 +9,7 @@ import { apiKeys, keys } from './commands/keys.js';
 import { logs, metrics } from './commands/observability.js';
 import { usage } from './commands/usage.js';
 import { CliError, EXIT, UsageError, type ExitCode } from './errors.js';
-import { DEFAULT_API_URL } from './settings.js';
+import { DEFAULT_API_URL, type Environment } from './settings.js';
 
 /** The command line: every command, its help, completion, and strict checking of flags. */
 function parser(argv: string[]) {
@@ -50,10 +50,11 @@ function parser(argv: string[]) {
     });
 }
 
-/** Runs one command line and returns the exit code (docs/cli.md, "Exit codes"). */
-export async function main(argv: string[]): Promise<ExitCode> {
+/** Runs one command line in `environment` and returns the exit code (docs/cli.md, "Exit codes"). */
+export async function main(argv: string[], environment: Environment): Promise<ExitCode> {
   try {
-    await parser(argv).parseAsync();
+    // The parse context reaches every handler merged into its arguments (GlobalOptions.environment), as no flag can.
+    await parser(argv).parseAsync(argv, { environment });
     return EXIT.ok;
   } catch (error) {
     if (error instanceof CliError) {
@@ -65,4 +66,4 @@ export async function main(argv: string[]): Promise<ExitCode> {
   }
 }
 
-process.exitCode = await main(hideBin(process.argv));
+process.exitCode = await main(hideBin(process.argv), process.env);

@@ -18,11 +18,14 @@ export interface Settings {
   readonly stored: StoredConfig;
 }
 
+/** The environment agentctl was started with, as cli/main.ts hands it down. */
+export type Environment = Readonly<Record<string, string | undefined>>;
+
 /**
  * Precedence, highest first: the flag, the environment, the config file `login` wrote,
- * the default. The only reader of process.env in cli/.
+ * the default. The only reader of the environment in cli/.
  */
-export function loadSettings(flags: { api?: string | undefined; edge?: string | undefined }, env: NodeJS.ProcessEnv = process.env): Settings {
+export function loadSettings(flags: { api?: string | undefined; edge?: string | undefined }, env: Environment): Settings {
   const configHome = env.XDG_CONFIG_HOME || join(homedir(), '.config');
   const configPath = join(configHome, 'agentctl', 'config.json');
   const stored = readConfigFile(configPath);

@@ -2,30 +2,41 @@ import { readFileSync } from 'node:fs';
 
 export type Env = Record<string, string | undefined>;
 
-/** Every bad setting at once, each with its bounds or what was expected, so one restart fixes them all. */
+/**
+ * Every bad setting at once, each with its bounds or what was expected, so one restart
+ * fixes them all. `subject` names whose settings they are ("authz", "local edge").
+ */
 export class ConfigError extends Error {
-  constructor(readonly problems: string[]) {
-    super(`Invalid configuration:\n  - ${problems.join('\n  - ')}`);
+  constructor(readonly problems: string[], subject?: string) {
+    super(`Invalid ${subject ? `${subject} ` : ''}configuration:\n  - ${problems.join('\n  - ')}`);
     this.name = 'ConfigError';
   }
 }
+
+/** Builds the error thrown for the problems found; ConfigError unless a component has its own. */
+export type ProblemsError = (problems: string[]) => Error;
 
 /**
  * Runs `read` over the environment and returns what it built, or throws one ConfigError
  * listing every problem the reads (and `read`'s own cross-field checks) reported.
  */
-export function readSettings<T>(env: Env, read: (reader: SettingReader) => T): T {
+export function readSettings<T>(env: Env, read: (reader: SettingReader) => T, failure?: ProblemsError): T {
   const reader = new SettingReader(env);
   const value = read(reader);
-  reader.throwIfProblems();
+  reader.throwIfProblems(failure);
   return value;
 }
 
+/** The spellings `boolean` accepts unless a setting names its own. */
+const BOOLEAN_WORDS = { true: ['1', 'true', 'yes'], false: ['0', 'false', 'no'] } as const;
+
 /**
- * Reads settings from the environment. A bad value is reported (name, what was expected,
- * what was found) and the default used in its place, so reading goes on and the caller
- * learns of every problem at once rather than of the first. Reading is pure: it probes
- * nothing on the host but the files a setting names.
+ * Reads settings from the environment: the one reader of the control API, authz, the
+ * local edge and the scripts (the runtime image, built and shipped alone, has its own).
+ * Only entry points touch process.env, handing it here (test/architecture.test.ts). A bad
+ * value is reported (name, what was expected, what was found) and the default used in its
+ * place, so reading goes on and the caller learns of every problem at once rather than of
+ * the first. Reading is pure: it probes nothing on the host but the files a setting names.
  */
 export class SettingReader {
   private readonly found: string[] = [];
@@ -45,9 +56,9 @@ export class SettingReader {
     if (!this.found.includes(problem)) this.found.push(problem);
   }
 
-  /** Throws one ConfigError listing every problem reported so far, if any. */
-  throwIfProblems(): void {
-    if (this.found.length > 0) throw new ConfigError([...this.found]);
+  /** Throws one ConfigError (or `failure`'s error) listing every problem reported so far, if any. */
+  throwIfProblems(failure: ProblemsError = (problems) => new ConfigError(problems)): void {
+    if (this.found.length > 0) throw failure([...this.found]);
   }
 
   private raw(name: string): string | undefined {
@@ -117,11 +128,12 @@ export class SettingReader {
     return this.port(name, fallback);
   }
 
-  boolean(name: string, fallback: boolean): boolean {
+  /** true or false, spelt as `words` allows (1/0, true/false, yes/no unless a setting is stricter). */
+  boolean(name: string, fallback: boolean, words: { true: readonly string[]; false: readonly string[] } = BOOLEAN_WORDS): boolean {
     const value = this.raw(name);
     if (value === undefined) return fallback;
-    if (['1', 'true', 'yes'].includes(value)) return true;
-    if (['0', 'false', 'no'].includes(value)) return false;
+    if (words.true.includes(value)) return true;
+    if (words.false.includes(value)) return false;
     this.report(`${name}: expected true or false, got "${value}"`);
     return fallback;
   }

@@ -2,7 +2,7 @@ import type { KeysCommand } from './admin-command.js';
 import { loadAdminMasterKeys, loadDatabaseUrl } from './config.js';
 import { SecretBox } from './crypto/secret-box.js';
 import { connectDatabase, migrate } from './db/database.js';
-import type { Env } from './settings-reader.js';
+import type { Env } from '../contract/settings-reader.js';
 import { KeyRotation, UnopenableValueError, type KeyCount } from './services/key-rotation.js';
 
 /**

@@ -2,7 +2,7 @@ import { ADMIN_USAGE, isKeysCommand, parseAdminCommand, UsageError, type AdminCo
 import { runKeysCommand } from './admin-keys.js';
 import { systemClock } from '../contract/clock.js';
 import { loadAdminRedis, loadDatabaseUrl } from './config.js';
-import { ConfigError } from './settings-reader.js';
+import { ConfigError } from '../contract/settings-reader.js';
 import { connectDatabase, migrate } from './db/database.js';
 import { EdgeProjection } from './edge/projection.js';
 import { PlatformError } from './errors.js';
@@ -40,7 +40,9 @@ async function main(): Promise<void> {
   const db = connectDatabase(loadDatabaseUrl(process.env), { min: 0, max: 2 });
   const redisSettings = loadAdminRedis(process.env);
   const redis = redisSettings ? connectRedis(redisSettings.url, redisSettings.keyPrefix) : undefined;
-  const edge = redis ? new EdgeSync(db, new EdgeProjection(redis), undefined, createLogger('warn', 'admin')) : undefined;
+  // A plan change re-projects agents' limits only; the command never rebuilds upstreams, so it reads no job.
+  const noJobs = { status: async () => null };
+  const edge = redis ? new EdgeSync(db, new EdgeProjection(redis), noJobs, createLogger('warn', 'admin')) : undefined;
   try {
     await migrate(db);
     console.log(await run(command, new AdminService(db, systemClock, edge)));

@@ -24,8 +24,11 @@ import { openApiRoute } from './http/routes/openapi.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import type { StartedDriver } from './orchestrator/create.js';
 import { agentUrl } from './services/agent-presenter.js';
+import { subscribeAgentObserved, subscribeReconcilePassed, subscribeReplicasChanged, subscribeRolloutStepReported } from './services/agent-events.js';
 import { AgentRunner } from './services/agent-runner.js';
 import { DeploymentService } from './services/deployment-service.js';
+import { PlatformScaling } from './services/platform-scaling.js';
+import { ReplicaChanges } from './services/replica-changes.js';
 import { DeploymentHistoryService } from './services/deployment-history.js';
 import { DeploymentRecorder } from './services/deployment-recorder.js';
 import { DeploymentEventFeed } from './services/deployment-event-feed.js';
@@ -70,8 +73,8 @@ export interface ControlDependencies {
   redis: Redis;
   clock: Clock;
   logger: Logger;
-  /** What runs the agents (orchestrator/create.ts); without one, agents are recorded but nothing starts them. */
-  driver?: StartedDriver;
+  /** What runs the agents (orchestrator/create.ts; tests that run none pass an in-memory one). */
+  driver: StartedDriver;
   /** Takes plan changes (POST /account/subscription); none by default, which answers 503. */
   billing?: BillingProvider;
   /** Told of every pass of every background loop: its outcome and how long it took. */
@@ -94,13 +97,13 @@ export interface BackgroundLoops {
   reconciler: Reconciler;
   /** Only where the platform scales auto-scaled agents itself (podman; Nomad has its Autoscaler). */
   autoscaler?: Autoscaler;
-  /** Only with a driver: it meters the replicas the driver reports. */
-  meter?: ReplicaMeter;
+  /** Meters the replicas the driver reports. */
+  meter: ReplicaMeter;
   flusher: UsageFlusher;
-  /** Only with a driver, on both (the Nomad Autoscaler cannot see the edge): parks idle agents that scale to zero. */
-  parker?: IdleParker;
-  /** Only with a driver: wakes parked agents when the edge asks. */
-  wakes?: WakeListener;
+  /** On both drivers (the Nomad Autoscaler cannot see the edge): parks idle agents that scale to zero. */
+  parker: IdleParker;
+  /** Wakes parked agents when the edge asks. */
+  wakes: WakeListener;
   housekeeping: Housekeeping;
   /** Delivers the webhook outbox; in every copy (claims keep each delivery to one). */
   webhooks: WebhookDispatcher;
@@ -112,7 +115,7 @@ export interface BackgroundLoops {
 
 /** The composition root: every service gets its collaborators here, and only here. */
 export function buildServices({ config, db, redis, clock, logger, driver, billing }: ControlDependencies) {
-  const orchestrator = driver?.orchestrator;
+  const { orchestrator } = driver;
   const box = new SecretBox(config.masterKeys);
   const limiter = new FixedWindowLimiter(redis, clock);
   const edge = new EdgeSync(db, new EdgeProjection(redis, config.redisKeyPrefix), orchestrator, logger.child({ component: 'edge-sync' }));
@@ -122,15 +125,18 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const jobSettings = { runtimeImage: config.runtimeImage, urlOf: (slug: string) => agentUrl(slug, config.agentUrl) };
   // Webhook events are written to the outbox by the transactions that cause them.
   const webhookEvents = new WebhookEvents(clock, presenter);
-  const runner = orchestrator ? new AgentRunner(db, orchestrator, box, jobSettings, clock, logger, edge, config.orchestratorConcurrency, webhookEvents) : undefined;
+  const runner = new AgentRunner({
+    db, orchestrator, box, jobSettings, clock, logger, edge, concurrency: config.orchestratorConcurrency, events: webhookEvents,
+  });
   const recorder = new DeploymentRecorder(clock, config.deploymentHistoryLimit, webhookEvents);
+  const replicaChanges = new ReplicaChanges({ clock, recorder, edge, runner });
   // Rollouts' progress: the driver's steps and every refresh of an agent reach the tracker; event streams wait on the notifier.
   const deploymentNotifier = new EventNotifier();
-  if (driver && runner) {
-    const tracker = new DeploymentTracker(db, driver.clock, deploymentNotifier, logger.child({ component: 'deployment-tracker' }), webhookEvents);
-    driver.orchestrator.onProgress((progress) => void tracker.record(progress));
-    runner.onObserved((agent, job) => tracker.settle(agent, job));
-  }
+  const tracker = new DeploymentTracker(db, driver.clock, deploymentNotifier, logger.child({ component: 'deployment-tracker' }), webhookEvents);
+  // The hops that run by subscription, one event type each (services/agent-events.ts).
+  subscribeReplicasChanged(orchestrator, runner);
+  subscribeRolloutStepReported(orchestrator, tracker);
+  subscribeAgentObserved(runner, tracker);
   // The edge stamps each second of figures by the wall clock, so they are read by it too.
   const observability = new ObservabilityService(db, orchestrator, clock, new RequestFiguresReader(redis, systemClock));
   // Open streams re-check their tokens as requests are authenticated; `auth` is called only once a stream is open, after it is built.
@@ -147,7 +153,11 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   return {
     edge,
     runner,
-    deployments: new DeploymentService(db, clock, box, runner, presenter, recorder, edge, webhookEvents, deployRules),
+    deployments: new DeploymentService({
+      db, clock, box, presenter, recorder, edge, changes: replicaChanges, runner, events: webhookEvents, deployRules,
+    }),
+    /** What the autoscaler, the idle parker and the wake listener change. */
+    platformScaling: new PlatformScaling(db, replicaChanges, runner),
     deploymentHistory: new DeploymentHistoryService(db, presenter),
     deploymentEvents: new DeploymentEventFeed(db, deploymentNotifier),
     observability,
@@ -156,11 +166,13 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     auth,
     apiKeys: new ApiKeyService(db, clock, streams),
     accessKeys,
-    agents: new AgentService(db, clock, box, accessKeys, presenter, runner, edge, recorder, webhookEvents, streams, deployRules),
+    agents: new AgentService({
+      db, clock, box, accessKeys, presenter, runner, edge, recorder, events: webhookEvents, streams, deployRules,
+    }),
     usage: new UsageService(db, redis, clock),
     subscriptions: new SubscriptionService(db, clock, edge, billing, logger.child({ component: 'subscriptions' })),
     webhooks: new WebhookService(db, clock, box, config.webhooks),
-    accounts: new AccountService(db, clock, edge, runner, logger.child({ component: 'accounts' }), streams),
+    accounts: new AccountService({ db, clock, edge, runner, logger: logger.child({ component: 'accounts' }), streams }),
     auditEvents: new AuditEventService(db),
   };
 }
@@ -171,21 +183,20 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
   const reconciler = new Reconciler(services.runner, services.edge, config.reconcileIntervalMs, loggerOf('reconciler'), {
     exclusive: exclusivePass(db, LOOP_LOCKS.reconciler), onPass,
   });
-  const autoscaler = driver?.autoscaledBy === 'platform'
-    ? new Autoscaler(db, redis, driver, services.deployments, clock, config.autoscale, loggerOf('autoscaler'), {
-      exclusive: exclusivePass(db, LOOP_LOCKS.autoscaler), onPass,
-    })
+  const autoscaler = driver.autoscaledBy === 'platform'
+    ? new Autoscaler(
+      { db, redis, driver, scaling: services.platformScaling, clock, settings: config.autoscale, logger: loggerOf('autoscaler') },
+      { exclusive: exclusivePass(db, LOOP_LOCKS.autoscaler), onPass },
+    )
     : undefined;
   // Replica time is the driver's: its clock says when a replica was seen running.
-  const meter = driver ? new ReplicaMeter(db, driver.orchestrator, driver.clock, config.usageMeterIntervalMs, loggerOf('replica-meter'), { onPass }) : undefined;
+  const meter = new ReplicaMeter(db, driver.orchestrator, driver.clock, config.usageMeterIntervalMs, loggerOf('replica-meter'), { onPass });
   const flusher = new UsageFlusher(db, redis, clock, config.usageFlushIntervalMs, loggerOf('usage-flusher'), { onPass });
   const housekeeping = new Housekeeping(db, clock, loggerOf('housekeeping'), { onPass, auditRetentionDays: config.auditRetentionDays });
   // The edge stamps request figures by the wall clock, so idleness is measured by it too.
-  const parker = driver
-    ? new IdleParker(db, redis, services.deployments, systemClock, config.autoscale.intervalMs, loggerOf('idle-parker'), {
-      exclusive: exclusivePass(db, LOOP_LOCKS.idleParker), onPass,
-    })
-    : undefined;
+  const parker = new IdleParker(db, redis, services.platformScaling, systemClock, config.autoscale.intervalMs, loggerOf('idle-parker'), {
+    exclusive: exclusivePass(db, LOOP_LOCKS.idleParker), onPass,
+  });
   const { webhooks: hooks } = config;
   const webhooks = new WebhookDispatcher(db, new SecretBox(config.masterKeys), new WebhookSender(hooks), {
     batchSize: 10,
@@ -193,7 +204,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
     retry: { baseMs: hooks.retryBaseMs, maxMs: hooks.retryMaxMs, windowMs: hooks.retryWindowMs },
     timeoutMs: hooks.timeoutMs,
   }, loggerOf('webhooks'));
-  const wakes = driver ? new WakeListener(redis, services.deployments, services.edge, loggerOf('wake-listener')) : undefined;
+  const wakes = new WakeListener(redis, services.platformScaling, services.edge, loggerOf('wake-listener'));
   let started = false;
   return {
     reconciler,
@@ -208,9 +219,9 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       started = true;
       await reconciler.start();
       autoscaler?.start();
-      parker?.start();
-      wakes?.start();
-      await meter?.start();
+      parker.start();
+      wakes.start();
+      await meter.start();
       flusher.start();
       housekeeping.start();
       webhooks.start();
@@ -218,13 +229,13 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
     async stop() {
       if (!started) return;
       started = false;
-      await wakes?.stop();
-      await parker?.stop();
+      await wakes.stop();
+      await parker.stop();
       await autoscaler?.stop();
       await reconciler.stop();
       // The last counts of the edge reach Postgres, and replica time is measured once more.
       await flusher.stop();
-      await meter?.stop();
+      await meter.stop();
       await housekeeping.stop();
       await webhooks.stop();
     },
@@ -235,7 +246,7 @@ export function buildControl(given: ControlDependencies): Control {
   const metrics = createControlMetrics({ countAgentsByStatus: () => repositoriesOn(given.db).agents.countByStatus() });
   const deps = withMetrics(given, metrics);
   const services = buildServices(deps);
-  services.runner?.onReconciled(metrics.onReconcile);
+  subscribeReconcilePassed(services.runner, metrics);
   const routes = [
     ...authRoutes(services.auth),
     ...apiKeyRoutes(services.apiKeys),
@@ -272,7 +283,7 @@ function withMetrics(deps: ControlDependencies, metrics: ControlMetrics): Contro
   const { driver, onPass } = deps;
   return {
     ...deps,
-    driver: driver && { ...driver, orchestrator: instrumentOrchestrator(driver.orchestrator, metrics.onOrchestratorCall) },
+    driver: { ...driver, orchestrator: instrumentOrchestrator(driver.orchestrator, metrics.onOrchestratorCall) },
     onPass: (pass) => {
       metrics.onPass(pass);
       onPass?.(pass);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { readNomadSettings, type NomadSettings } from './orchestrator/nomad/settings.js';
 import { readPodmanSettings, type LoadedPodmanSettings } from './orchestrator/podman/settings.js';
-import { ConfigError, readSettings, SettingReader, type Env } from './settings-reader.js';
+import { ConfigError, readSettings, SettingReader, type Env } from '../contract/settings-reader.js';
 import { readMasterKeys } from './master-key-settings.js';
 import type { ClientLimits } from './http/client-limits.js';
 import { keyPrefixProblem } from '../contract/key-prefix.js';

@@ -1,6 +1,6 @@
 import { systemClock } from '../contract/clock.js';
 import { loadConfig } from './config.js';
-import { ConfigError } from './settings-reader.js';
+import { ConfigError } from '../contract/settings-reader.js';
 import { buildControl } from './compose.js';
 import { connectDatabase, DEFAULT_POOL, migrate } from './db/database.js';
 import { createLogger } from './logger.js';
@@ -40,7 +40,7 @@ async function main(): Promise<void> {
     // Containers keep running: agents outlive a restart of the control API, which adopts them again.
     await loops.stop();
     // Steps in flight finish; queued ones are dropped, as Postgres holds them and the next start reconciles.
-    await services.runner?.close();
+    await services.runner.close();
     await driver.orchestrator.close();
     await Promise.allSettled([db.destroy(), redis.quit(), metricsServer.close()]);
     process.exit(0);

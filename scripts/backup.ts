@@ -19,9 +19,9 @@ async function main(args: string[]): Promise<void> {
 
   mkdirSync(folder, { recursive: true, mode: 0o700 });
   const dump = join(folder, BACKUP_FILES.database);
-  runPg('pg_dump', ['--format=custom', '--no-owner', '--no-privileges', `--file=${dump}`], state.databaseUrl);
+  runPg('pg_dump', ['--format=custom', '--no-owner', '--no-privileges', `--file=${dump}`], state);
   // Reading the dump's table of contents proves it is complete and readable now, not on the day it is needed.
-  const contents = runPg('pg_restore', ['--list', dump], state.databaseUrl);
+  const contents = runPg('pg_restore', ['--list', dump], state);
   writeFileSync(join(folder, BACKUP_FILES.keys), keys.endsWith('\n') ? keys : `${keys}\n`, { mode: 0o600 });
 
   const manifest: BackupManifest = {

@@ -12,7 +12,7 @@ import { fileURLToPath } from 'node:url';
 import type { JobRegisterRequest } from '../control/orchestrator/nomad/api-types.js';
 import { nomadJobFor } from '../control/orchestrator/nomad/job-spec.js';
 import { readNomadSettings } from '../control/orchestrator/nomad/settings.js';
-import { readSettings } from '../control/settings-reader.js';
+import { readSettings } from '../contract/settings-reader.js';
 import type { JobSpec } from '../control/domain/job.js';
 
 export const EXAMPLE_PATH = fileURLToPath(new URL('../nomad-jobs/agent.example.json', import.meta.url));

@@ -22,12 +22,12 @@ async function main(args: string[]): Promise<void> {
   const keys = readFileSync(files.keys, 'utf8');
   const state = locatePlatformState(process.env);
   // Everything that can refuse does so before anything is changed.
-  runPg('pg_restore', ['--list', files.dump], state.databaseUrl);
+  runPg('pg_restore', ['--list', files.dump], state);
   checkKeyTarget(state.keys, keys, replace);
 
   await prepareDatabase(state.databaseUrl, replace);
   // One transaction: a failure halfway leaves the database empty, never half restored.
-  runPg('pg_restore', ['--no-owner', '--no-privileges', '--exit-on-error', '--single-transaction', `--dbname=${databaseName(state.databaseUrl)}`, files.dump], state.databaseUrl);
+  runPg('pg_restore', ['--no-owner', '--no-privileges', '--exit-on-error', '--single-transaction', `--dbname=${databaseName(state.databaseUrl)}`, files.dump], state);
   if ('file' in state.keys) {
     mkdirSync(dirname(state.keys.file), { recursive: true, mode: 0o700 });
     writeFileSync(state.keys.file, keys, { mode: 0o600 });

@@ -7,6 +7,7 @@ import { Supervisor, UP_SUPERVISION, type Component } from './lib/supervisor.js'
 import { envoyBootstrapFor, upAuthzWiring } from './lib/up-authz.js';
 import { envoyRedirectArgs, envoyTlsFor, upEdgeTls, type UpEdgeTls } from './lib/up-edge-tls.js';
 import { trustInstructions } from './lib/local-tls.js';
+import { readUpSettings, type UpSettings } from './lib/up-settings.js';
 import { formatGrpcTarget, isUnixSocket, type GrpcTarget } from '../contract/grpc-target.js';
 import { DEFAULT_AGENT_SUBNET_POOL } from '../contract/agent-subnet-pool.js';
 
@@ -18,7 +19,6 @@ import { DEFAULT_AGENT_SUBNET_POOL } from '../contract/agent-subnet-pool.js';
  * run reuses .data/, so nothing is lost.
  */
 const root = resolve(import.meta.dirname, '..');
-const dataDir = resolve(process.env.PLATFORM_DATA_DIR ?? join(root, '.data'));
 const services: RunningService[] = [];
 const supervisor = new Supervisor({
   ...UP_SUPERVISION,
@@ -27,19 +27,21 @@ const supervisor = new Supervisor({
 });
 
 async function main(): Promise<void> {
+  const settings = readUpSettings(process.env, root);
+  const { dataDir } = settings;
   mkdirSync(dataDir, { recursive: true, mode: 0o755 });
-  const env: Record<string, string> = { ...(process.env as Record<string, string>) };
+  const env = { ...settings.environment };
 
   if (!env.DATABASE_URL) {
     console.log(`Starting Postgres in ${join(dataDir, 'postgres')}`);
     // pg_ctl runs Postgres as a daemon, whose postmaster restarts crashed backends itself.
-    const postgres = await startPostgres({ dataDir: join(dataDir, 'postgres'), port: Number(env.UP_POSTGRES_PORT ?? 7432), database: 'platform' });
+    const postgres = await startPostgres({ dataDir: join(dataDir, 'postgres'), port: settings.postgresPort, database: 'platform', fsync: settings.postgresFsync });
     services.push(postgres);
     env.DATABASE_URL = postgres.url;
   }
   if (!env.REDIS_URL) {
     console.log(`Starting Redis in ${join(dataDir, 'redis')}`);
-    const port = Number(env.UP_REDIS_PORT ?? 7379);
+    const port = settings.redisPort;
     const { command, args } = redisServerCommand({ dataDir: join(dataDir, 'redis'), port, persistent: true });
     supervisor.start({ name: 'redis', command, args, env, cwd: root, stdout: 'ignore' });
     if (!(await waitFor(`Redis on port ${port}`, () => isListening(port)))) return;
@@ -57,7 +59,7 @@ async function main(): Promise<void> {
   const authz = upAuthzWiring(env, dataDir);
   Object.assign(env, authz.env);
   // HTTPS on EDGE_HTTPS_PORT: the operator's certificate, or a local CA's in .data/tls (docs/edge.md, "HTTPS").
-  const tls = edgeTls(env);
+  const tls = edgeTls(env, dataDir);
   Object.assign(env, tls?.env);
   // Besides Postgres, Redis and the control API (from their settings), the podman driver
   // fences and probes authz's metrics, the edge and Envoy's admin and stats listener (and
@@ -77,21 +79,21 @@ async function main(): Promise<void> {
   if (!(await waitFor(`http://${host}:${port}/healthz`, () => isHealthy(`http://${host}:${port}/healthz`)))) return;
 
   supervisor.start(node('authz', 'authz/main.ts', env));
-  const edgePort = env.EDGE_PORT ?? '7080';
+  const { edgePort } = settings;
   supervisor.start(
-    hasEnvoy()
-      ? { name: 'envoy', command: 'envoy', args: ['-c', envoyBootstrap(authz.target, env), '--log-level', 'warn', ...envoyRedirectArgs(env.EDGE_HTTP_REDIRECT === 'true')], env, cwd: root }
+    hasEnvoy(env)
+      ? { name: 'envoy', command: 'envoy', args: ['-c', envoyBootstrap(authz.target, env, settings), '--log-level', 'warn', ...envoyRedirectArgs(env.EDGE_HTTP_REDIRECT === 'true')], env, cwd: root }
       // The console is served by the control API: "Try it" calls agents from its origin.
-      : node('edge', 'envoy/local-edge/main.ts', { CONSOLE_ORIGIN: `http://${host}:${port}`, ...env, EDGE_PORT: edgePort, AUTHZ_ADDRESS: formatGrpcTarget(authz.target) }),
+      : node('edge', 'envoy/local-edge/main.ts', { CONSOLE_ORIGIN: `http://${host}:${port}`, ...env, EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: formatGrpcTarget(authz.target) }),
   );
-  if (!(await waitFor(`the edge on port ${edgePort}`, () => isListening(Number(edgePort))))) return;
+  if (!(await waitFor(`the edge on port ${edgePort}`, () => isListening(edgePort)))) return;
 
   console.log(`
 Platform is up.
   Control API  ${base}          (OpenAPI: ${base}/openapi.json)
   Metrics      http://${host}:${env.CONTROL_METRICS_PORT ?? '7072'}/metrics (control API), http://127.0.0.1:${env.AUTHZ_METRICS_PORT ?? '7092'}/metrics (authz)
   authz        gRPC on ${formatGrpcTarget(authz.target)}, for the edge only
-  Edge         http://127.0.0.1:${edgePort}${tls ? `, https://127.0.0.1:${env.EDGE_HTTPS_PORT}` : ''}  (${hasEnvoy() ? 'Envoy' : 'the local edge: no envoy binary on PATH'}); agents at http://<slug>.${env.AGENT_DOMAIN ?? 'agents.localhost'}:${edgePort}${tls ? ` and https://<slug>.${env.AGENT_DOMAIN ?? 'agents.localhost'}:${env.EDGE_HTTPS_PORT}` : ''}
+  Edge         http://127.0.0.1:${edgePort}${tls ? `, https://127.0.0.1:${env.EDGE_HTTPS_PORT}` : ''}  (${hasEnvoy(env) ? 'Envoy' : 'the local edge: no envoy binary on PATH'}); agents at http://<slug>.${env.AGENT_DOMAIN ?? 'agents.localhost'}:${edgePort}${tls ? ` and https://<slug>.${env.AGENT_DOMAIN ?? 'agents.localhost'}:${env.EDGE_HTTPS_PORT}` : ''}
   Data         ${dataDir}
 ${tls?.caFile ? `
 HTTPS uses a local CA (${tls.caFile}${tls.made === 'nothing' ? '' : `, ${tls.made} made now`}). To trust it:
@@ -115,13 +117,13 @@ function node(name: string, entryPoint: string, env: Record<string, string>): Co
  * envoy/envoy.yaml as envoy.yaml in the data dir, its authz cluster at this run's authz,
  * its TLS listener on EDGE_HTTPS_PORT with envoy/tls-sds.yaml beside it naming the edge's certificate.
  */
-function envoyBootstrap(target: GrpcTarget, env: Record<string, string>): string {
+function envoyBootstrap(target: GrpcTarget, env: Record<string, string>, { dataDir, edgeHttpsPort }: UpSettings): string {
   if (!env.EDGE_TLS_CERT_FILE) throw new Error("envoy.yaml's TLS listener needs a certificate: install openssl, or set EDGE_TLS_CERT_FILE and EDGE_TLS_KEY_FILE");
   const sdsFile = join(dataDir, 'envoy-tls', 'sds.yaml');
   const { bootstrap, sds } = envoyTlsFor(
     envoyBootstrapFor(readFileSync(join(root, 'envoy/envoy.yaml'), 'utf8'), target),
     readFileSync(join(root, 'envoy/tls-sds.yaml'), 'utf8'),
-    { certFile: resolve(env.EDGE_TLS_CERT_FILE), keyFile: resolve(env.EDGE_TLS_KEY_FILE!), sdsFile, httpsPort: Number(env.EDGE_HTTPS_PORT) },
+    { certFile: resolve(env.EDGE_TLS_CERT_FILE), keyFile: resolve(env.EDGE_TLS_KEY_FILE!), sdsFile, httpsPort: edgeHttpsPort },
   );
   mkdirSync(dirname(sdsFile), { recursive: true, mode: 0o700 });
   writeFileSync(sdsFile, sds);
@@ -131,18 +133,19 @@ function envoyBootstrap(target: GrpcTarget, env: Record<string, string>): string
 }
 
 /** The edge's HTTPS settings, or null (plain HTTP only, said loudly) when no certificate can be had. */
-function edgeTls(env: Record<string, string>): UpEdgeTls | null {
+function edgeTls(env: Record<string, string>, dataDir: string): UpEdgeTls | null {
   try {
     return upEdgeTls(env, dataDir);
   } catch (error) {
-    if (hasEnvoy()) throw error;
+    if (hasEnvoy(env)) throw error;
     console.error(`[up] no HTTPS on the edge: ${error instanceof Error ? error.message : error}`);
     return null;
   }
 }
 
-function hasEnvoy(): boolean {
-  return (process.env.PATH ?? '').split(':').some((dir) => existsSync(join(dir, 'envoy')));
+/** An envoy binary on the PATH the platform's processes get. */
+function hasEnvoy(env: Record<string, string>): boolean {
+  return (env.PATH ?? '').split(':').some((dir) => existsSync(join(dir, 'envoy')));
 }
 
 /**

@@ -4,7 +4,8 @@ import type { Redis } from 'ioredis';
 import { systemClock } from '../contract/clock.js';
 import { loadAccessLogService } from '../proto/load.js';
 import { startControl, type TestControl } from './support/control-harness.js';
-import { connectTestRedis, EdgeProjectionWriter, startTestAuthz, type TestAuthz } from './support/edge-authz.js';
+import { connectTestRedis, startTestAuthz, type TestAuthz } from './support/edge-authz.js';
+import { runReplica } from './support/in-memory-driver.js';
 import { describeOnEachAuthzServer } from './support/authz-servers.js';
 import { scanKeys } from '../control/redis.js';
 import { waitFor } from './support/wait.js';
@@ -88,7 +89,7 @@ describeOnEachAuthzServer('request figures from Envoy access logs', function (se
     const created = await control.request('POST', '/agents', { token, body: { name: 'logged', api_key: 'sk-test', access: 'public', deploy: { replicas: 1 } } });
     assert.equal(created.status, 201, JSON.stringify(created.body));
     const host = new URL(created.body.url).hostname;
-    await new EdgeProjectionWriter(control.redis).setUpstreams(host.split('.')[0]!, ['127.0.0.1:9']);
+    await runReplica(control, { id: created.body.id, slug: host.split('.')[0]! }, '127.0.0.1:9');
     const check = await authz.client.check({ host, path: '/invoke', method: 'POST' });
     assert.equal(check.http_response, 'ok_response', JSON.stringify(check));
     const metadata = Object.fromEntries(Object.entries(check.dynamic_metadata!.fields).map(([key, value]) => [key, { stringValue: value.stringValue }]));

@@ -37,7 +37,7 @@ describe('audit log: the system actor and plan changes', () => {
   it('records a scale the autoscaler makes as agent.scale by the system', async () => {
     const { token } = await control.signUp();
     const agent = await createAgent(control, token, { deploy: { replicas: 1, auto_scale: true, min_replicas: 1, max_replicas: 3 } });
-    const outcome = await control.control.services.deployments.autoscale(agent.id, 1, 2);
+    const outcome = await control.control.services.platformScaling.autoscale(agent.id, 1, 2);
     assert.deepEqual(outcome, { changed: true, previous: 1, current: 2, limitedBy: undefined });
     const event = await onlyEvent(token, 'agent.scale');
     assert.deepEqual(
@@ -49,9 +49,9 @@ describe('audit log: the system actor and plan changes', () => {
   it('records parking an idle agent and waking it as agent.scale by the system', async () => {
     const { token } = await control.signUp();
     const agent = await createAgent(control, token, { deploy: { replicas: 1, auto_scale: true, min_replicas: 0, max_replicas: 2 } });
-    const deployments = control.control.services.deployments;
-    assert.equal(await deployments.park(agent.id, 1), true);
-    assert.equal(await deployments.wake(agent.id), 'woken');
+    const scaling = control.control.services.platformScaling;
+    assert.equal(await scaling.park(agent.id, 1), true);
+    assert.equal(await scaling.wake(agent.id), 'woken');
     const events = await auditEvents(control, token, 'action=agent.scale');
     assert.deepEqual(events.map((event) => [event.actor, event.target.id, event.details]), [
       [SYSTEM_ACTOR, agent.id, { replicas_from: 0, replicas_to: 1, by: 'wake' }],

@@ -3,7 +3,7 @@ import { once } from 'node:events';
 import { createServer, type Server, type Socket } from 'node:net';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
-import { ManualClock } from '../contract/clock.js';
+import { ManualClock } from './support/manual-clock.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import {
   connectTestRedis, denialOf, EdgeProjectionWriter, newAccessKey, startTestAuthz, uniqueAgentDomain,

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { Redis } from 'ioredis';
-import { ManualClock } from '../contract/clock.js';
+import { ManualClock } from './support/manual-clock.js';
 import { edgeKeyNames, usageMonthOf } from '../contract/edge-keys.js';
 import { EdgeProjection } from '../control/edge/projection.js';
 import {

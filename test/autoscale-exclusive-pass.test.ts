@@ -89,7 +89,7 @@ describe('loop passes in one copy of the control API at a time (Postgres advisor
     });
     const outcomes: string[] = [];
     const autoscaler = new Autoscaler(
-      countingDb, control.redis, { orchestrator: {} as never, clock: control.clock }, services.deployments, control.clock, control.config.autoscale, logger,
+      { db: countingDb, redis: control.redis, driver: { orchestrator: {} as never, clock: control.clock }, scaling: services.platformScaling, clock: control.clock, settings: control.config.autoscale, logger },
       { exclusive: exclusivePass(otherCopy, LOOP_LOCKS.autoscaler), onPass: (pass) => outcomes.push(pass.outcome) },
     );
     const heldScaler = holdPass(LOOP_LOCKS.autoscaler);

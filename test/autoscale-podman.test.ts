@@ -46,7 +46,7 @@ describe('auto-scaling with podman (real authz, Postgres, Redis)', function () {
     const logger = pino({ level: 'debug' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
     autoscaler = new Autoscaler(
       // The driver stamps replicas in real time, not by the test's clock.
-      control.db, control.redis, { orchestrator: control.driver!, clock: systemClock }, control.control.services.deployments, control.clock, control.config.autoscale, logger,
+      { db: control.db, redis: control.redis, driver: { orchestrator: control.driver, clock: systemClock }, scaling: control.control.services.platformScaling, clock: control.clock, settings: control.config.autoscale, logger },
       { onPass: () => void (passes += 1) },
     );
     // The start of a minute, so every window of load holds the same number of ticks.

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { ManualClock } from '../contract/clock.js';
+import { ManualClock } from './support/manual-clock.js';
 import { createLogger } from '../control/logger.js';
 import type { Orchestrator, ReplicaMetrics } from '../control/orchestrator/types.js';
 import type { JobStatus } from '../control/domain/job.js';
@@ -41,9 +41,9 @@ describe('auto-scaling: the CPU warm-up setting', () => {
       metrics: async (agentId: string): Promise<ReplicaMetrics[]> => [{ replicaId: `${agentId}-1`, cpuPercent: 50, memoryMb: 64, memoryLimitMb: 128 }],
     } as Partial<Orchestrator> as Orchestrator;
 
-    const autoscaler = new Autoscaler(
-      control.db, control.redis, { orchestrator: driver, clock: driverClock }, control.control.services.deployments, control.clock, control.config.autoscale, createLogger('silent'),
-    );
+    const autoscaler = new Autoscaler({
+      db: control.db, redis: control.redis, driver: { orchestrator: driver, clock: driverClock }, scaling: control.control.services.platformScaling, clock: control.clock, settings: control.config.autoscale, logger: createLogger('silent'),
+    });
     await autoscaler.runOnce();
 
     // deploy.replicas: the count the agent is set to run (`replicas` counts those running).

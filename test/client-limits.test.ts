@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { Redis } from 'ioredis';
-import { ManualClock } from '../contract/clock.js';
+import { ManualClock } from './support/manual-clock.js';
 import { CONNECTIONS_CHECKING_INTERVAL_MS } from '../control/http/client-limits.js';
 import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
 import { startControl, type TestControl } from './support/control-harness.js';

@@ -314,7 +314,7 @@ describe('the web console: agent actions', function () {
       await own.locator('[data-status="running"]').waitFor({ timeout: 90_000 });
 
       // Parked as the idle parker parks it (its timing is scale-to-zero-podman.test.ts's).
-      assert.equal(await control.control.services.deployments.park(id, 1), true);
+      assert.equal(await control.control.services.platformScaling.park(id, 1), true);
       await own.getByText('0 replicas (parked: the next request wakes it)').waitFor({ timeout: 30_000 });
       await own.getByRole('tab', { name: 'Try it', exact: true }).click();
       await own.getByLabel('Input').fill('wake up');

@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { pino } from 'pino';
 import { buildControl, type Control } from '../control/compose.js';
+import { inMemoryDriver } from './support/in-memory-driver.js';
 import { createLimitedServer } from '../control/http/client-limits.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { parseSamples, sampleValue } from './support/prometheus-text.js';
@@ -25,7 +26,7 @@ describe('control API: a request the client abandons', () => {
     control = await startControl();
     // The harness's control logs nowhere; this one, on the same database and Redis, logs to `lines`.
     const logger = pino({ level: 'debug' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
-    observed = buildControl({ config: control.config, db: control.db, redis: control.redis, clock: control.clock, logger });
+    observed = buildControl({ config: control.config, db: control.db, redis: control.redis, clock: control.clock, logger, driver: inMemoryDriver() });
     server = createLimitedServer(control.config.clientLimits, observed.app.callback());
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;

@@ -32,7 +32,7 @@ describe('control API: Postgres and Redis outages', function () {
   let spareSessions: string[];
 
   const startOurPostgres = async () => {
-    postgres = await startPostgres({ dataDir: join(workDir, 'postgres'), port: postgresPort, database: TEMPLATE_DATABASE });
+    postgres = await startPostgres({ dataDir: join(workDir, 'postgres'), port: postgresPort, database: TEMPLATE_DATABASE, fsync: false });
     return postgres;
   };
   const startOurRedis = async () => {

@@ -4,6 +4,7 @@ import { createServer, type Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Socket } from 'node:net';
 import { systemClock } from '../contract/clock.js';
 import { buildControl } from '../control/compose.js';
+import { inMemoryDriver } from './support/in-memory-driver.js';
 import { loadConfig } from '../control/config.js';
 import { connectDatabase } from '../control/db/database.js';
 import { createLogger } from '../control/logger.js';
@@ -26,7 +27,7 @@ async function startControlWith(urls: { databaseUrl: string; redisUrl: string })
   const config = loadConfig({ DATABASE_URL: urls.databaseUrl, REDIS_URL: urls.redisUrl, MASTER_KEY: randomBytes(32).toString('base64'), LOG_LEVEL: 'silent' });
   const db = connectDatabase(config.databaseUrl, { min: 0, max: 1 });
   const redis = connectRedis(config.redisUrl);
-  const { app } = buildControl({ config, db, redis, clock: systemClock, logger: createLogger('silent') });
+  const { app } = buildControl({ config, db, redis, clock: systemClock, logger: createLogger('silent'), driver: inMemoryDriver() });
   const server: Server = createServer(app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

@@ -6,6 +6,8 @@ import { AdminService } from '../control/services/admin-service.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, expectError, expectStatus, signUpMember } from './support/control-api.js';
 import { denialOf, startTestAuthz, type TestAuthz } from './support/edge-authz.js';
+import type { InMemoryDriver } from './support/in-memory-driver.js';
+import { waitFor } from './support/wait.js';
 
 const FREE_LIMITS = {
   max_agents: 10,
@@ -253,9 +255,9 @@ describe('control API: plan quotas and account usage', () => {
     it('holds the auto-scaler to the quota too, also racing manual scale-ups', async () => {
       const { token, user } = await control.signUp();
       const agent = await createAgent(control, token, { deploy: { replicas: 1, auto_scale: true, min_replicas: 1, max_replicas: 5 } });
-      const deployments = control.control.services.deployments;
+      const scaling = control.control.services.platformScaling;
       const [scaled, ...manual] = await Promise.all([
-        deployments.autoscale(agent.id, 1, 5),
+        scaling.autoscale(agent.id, 1, 5),
         scale(token, agent.id, 'up', 1),
         scale(token, agent.id, 'up', 1),
         scale(token, agent.id, 'up', 1),
@@ -263,14 +265,14 @@ describe('control API: plan quotas and account usage', () => {
       for (const response of manual) assert.ok([200, 403].includes(response.status), JSON.stringify(response.body));
       assert.equal(await desiredOf(user.account_id), 3, `never past max_replicas: ${JSON.stringify(scaled)}`);
       // Whichever came first, the account is now full: the scaler can add nothing.
-      await assert.rejects(deployments.autoscale(agent.id, 3, 4), (error: any) => error.code === 'QUOTA_EXCEEDED' && error.details.limit === 'max_replicas');
+      await assert.rejects(scaling.autoscale(agent.id, 3, 4), (error: any) => error.code === 'QUOTA_EXCEEDED' && error.details.limit === 'max_replicas');
       assert.equal(await desiredOf(user.account_id), 3);
     });
 
     it('lets the auto-scaler go as far as the quota allows, and names the limit that held it', async () => {
       const { token, user } = await control.signUp();
       const agent = await createAgent(control, token, { deploy: { replicas: 1, auto_scale: true, min_replicas: 1, max_replicas: 5 } });
-      const outcome = await control.control.services.deployments.autoscale(agent.id, 1, 5);
+      const outcome = await control.control.services.platformScaling.autoscale(agent.id, 1, 5);
       assert.deepEqual(outcome, { changed: true, previous: 1, current: 3, limitedBy: { limit: 'max_replicas', value: 3, requested: 5 } });
       assert.equal(await desiredOf(user.account_id), 3);
     });
@@ -278,9 +280,9 @@ describe('control API: plan quotas and account usage', () => {
     it('leaves alone an agent that is not auto-scaled or no longer at the count the scaler saw', async () => {
       const { token, user } = await control.signUp();
       const fixed = await createAgent(control, token, { deploy: { replicas: 1 } });
-      assert.deepEqual(await control.control.services.deployments.autoscale(fixed.id, 1, 2), { changed: false });
+      assert.deepEqual(await control.control.services.platformScaling.autoscale(fixed.id, 1, 2), { changed: false });
       const scaled = await createAgent(control, token, { deploy: { replicas: 1, auto_scale: true, max_replicas: 3 } });
-      assert.deepEqual(await control.control.services.deployments.autoscale(scaled.id, 2, 1), { changed: false });
+      assert.deepEqual(await control.control.services.platformScaling.autoscale(scaled.id, 2, 1), { changed: false });
       assert.equal(await desiredOf(user.account_id), 2);
     });
 
@@ -381,7 +383,9 @@ describe('control API: plan quotas and account usage', () => {
       const { token } = await control.signUp();
       await createAgent(control, token, { name: 'idle' });
       const running = await createAgent(control, token, { name: 'busy', deploy: { replicas: 2, resources: { cpu: 0.5, memory_mb: 256 } } });
-      // Nothing runs containers in this suite: record two replicas as up, as the orchestrator would.
+      // Nothing runs containers in this suite: record two replicas as up, as the orchestrator would,
+      // once the one refresh that follows the create has read the row (what it writes, it decided from that read).
+      await waitFor('the refresh after the create', async () => ((control.driver as InMemoryDriver).statusReadsOf(running.id) > 0 ? true : undefined));
       await control.db('agents').where({ id: running.id }).update({ replicas: 2, status: 'running' });
       const response = await control.request('GET', '/account/usage', { token });
       expectStatus(response, 200);

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../control/config.js';
 import { connectDatabase, migrate } from '../control/db/database.js';
-import { ConfigError } from '../control/settings-reader.js';
+import { ConfigError } from '../contract/settings-reader.js';
 import { freePort, startPostgres, startRedis, type RunningService } from '../scripts/lib/local-services.js';
 import { startControl, type ApiResponse, type TestControl } from './support/control-harness.js';
 import { createAgent, expectError, expectStatus } from './support/control-api.js';
@@ -39,7 +39,7 @@ describe('control API: Postgres and Redis stalled', function () {
   before(async () => {
     workDir = mkdtempSync(join(tmpdir(), 'platform-stalls-'));
     chmodSync(workDir, 0o755); // the postgres user must reach its data dir inside
-    postgres = await startPostgres({ dataDir: join(workDir, 'postgres'), port: await freePort(), database: TEMPLATE_DATABASE });
+    postgres = await startPostgres({ dataDir: join(workDir, 'postgres'), port: await freePort(), database: TEMPLATE_DATABASE, fsync: false });
     const template = connectDatabase(postgres.url, { min: 0, max: 1 });
     await migrate(template);
     await template.destroy();

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
 import { loadConfig } from '../control/config.js';
-import { ConfigError } from '../control/settings-reader.js';
+import { ConfigError } from '../contract/settings-reader.js';
 import { connectDatabase, withoutStatementTimeout } from '../control/db/database.js';
 import { dependencyOutage } from '../control/dependency-outage.js';
 import { startControl, type TestControl } from './support/control-harness.js';

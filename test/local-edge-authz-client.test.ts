@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { credentials } from '@grpc/grpc-js';
 import type { Redis } from 'ioredis';
-import { ManualClock } from '../contract/clock.js';
+import { ManualClock } from './support/manual-clock.js';
 import { applyAllowedMutations, verdictOf, type CheckResponse } from '../envoy/local-edge/authz-answer.js';
 import { createAuthzClient, type AuthzClient, type CheckRequestMessage } from '../envoy/local-edge/authz-client.js';
 import { buildCheckRequest } from '../envoy/local-edge/check-request.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { Redis } from 'ioredis';
-import { ManualClock } from '../contract/clock.js';
+import { ManualClock } from './support/manual-clock.js';
 import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
 import { connectTestRedis, EdgeProjectionWriter, startTestAuthz, uniqueAgentDomain, type TestAuthz } from './support/edge-authz.js';
 import { describeOnEachAuthzServer } from './support/authz-servers.js';

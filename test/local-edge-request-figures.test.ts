@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { Agent, request as httpRequest } from 'node:http';
 import { startControl, type TestControl } from './support/control-harness.js';
-import { EdgeProjectionWriter } from './support/edge-authz.js';
+import { runReplica } from './support/in-memory-driver.js';
 import { startUpstream, type TestUpstream } from './support/edge-upstream.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
 import { describeOnEachAuthzServer } from './support/authz-servers.js';
@@ -53,7 +53,7 @@ describeOnEachAuthzServer('request figures through the local edge', function (au
     const key = created.body.access_key as string;
     assert.ok(key, 'a private agent comes with an access key');
     const host = new URL(created.body.url).hostname;
-    await new EdgeProjectionWriter(control.redis).setUpstreams(host.split('.')[0]!, [replica.address]);
+    await runReplica(control, { id: created.body.id, slug: host.split('.')[0]! }, replica.address);
 
     const statuses: number[] = [];
     for (let i = 0; i < 50; i += 1) statuses.push(await call(host, i % 10 === 9 ? '/fail' : '/invoke', key));

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadAdminMasterKeys, loadConfig } from '../control/config.js';
-import { ConfigError } from '../control/settings-reader.js';
+import { ConfigError } from '../contract/settings-reader.js';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1/db', REDIS_URL: 'redis://127.0.0.1:6379' };
 const key = () => randomBytes(32).toString('base64');

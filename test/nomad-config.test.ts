@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../control/config.js';
 import { LOCAL_RUNTIME_IMAGE } from '../control/runtime-image.js';
-import { ConfigError } from '../control/settings-reader.js';
+import { ConfigError } from '../contract/settings-reader.js';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1/db', REDIS_URL: 'redis://127.0.0.1:6379', MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };
 
@@ -46,7 +46,6 @@ describe('nomad driver: settings', () => {
         NOMAD_CACERT: join(dir, 'ca.pem'),
         NOMAD_CLIENT_CERT: join(dir, 'cert.pem'),
         NOMAD_CLIENT_KEY: join(dir, 'key.pem'),
-        NOMAD_SKIP_VERIFY: 'true',
         CONSUL_HTTP_ADDR: 'https://consul.internal:8501',
         CONSUL_HTTP_TOKEN: 'consul-token',
         CONSUL_CACERT: join(dir, 'ca.pem'),
@@ -56,7 +55,7 @@ describe('nomad driver: settings', () => {
         NOMAD_MAX_CONNECTIONS: '16',
         NOMAD_SCALING_TARGET_CPU_PERCENT: '55',
       }).nomad!;
-      assert.deepEqual(nomad.nomad, { address: 'https://nomad.internal:4646', token: 'nomad-token', ca: '-----BEGIN ca.pem-----', cert: '-----BEGIN cert.pem-----', key: '-----BEGIN key.pem-----', skipVerify: true });
+      assert.deepEqual(nomad.nomad, { address: 'https://nomad.internal:4646', token: 'nomad-token', ca: '-----BEGIN ca.pem-----', cert: '-----BEGIN cert.pem-----', key: '-----BEGIN key.pem-----', skipVerify: false });
       assert.deepEqual([nomad.consul.address, nomad.consul.token, nomad.consul.ca], ['https://consul.internal:8501', 'consul-token', '-----BEGIN ca.pem-----']);
       assert.deepEqual([nomad.namespace, nomad.region, nomad.datacenters, nomad.mhzPerVcpu, nomad.agentNodePool, nomad.watchMinIntervalMs, nomad.maxConnections], ['agents', 'europe', ['eu1', 'eu2'], 2400, 'agent-nodes', 500, 16]);
       assert.equal(nomad.scalingTargetCpuPercent, 55);
@@ -86,7 +85,6 @@ describe('nomad driver: settings', () => {
         NOMAD_MAX_CONNECTIONS: '200',
         NOMAD_WATCH_MIN_INTERVAL_MS: 'soon',
         NOMAD_SCALING_TARGET_CPU_PERCENT: '0',
-        NOMAD_SKIP_VERIFY: 'perhaps',
         // Read by both drivers, with the same bounds.
         RESTART_BUDGET: '1.5',
         DRAIN_SECONDS: '-2',
@@ -99,7 +97,6 @@ describe('nomad driver: settings', () => {
           'NOMAD_MAX_CONNECTIONS: expected an integer from 4 to 90, got "200"',
           'NOMAD_MHZ_PER_VCPU: expected a number from 1 to 100000, got "0"',
           'NOMAD_SCALING_TARGET_CPU_PERCENT: expected an integer from 1 to 100 (percent of the allocated CPU, which cpu_hard_limit caps at 100), got "0"',
-          'NOMAD_SKIP_VERIFY: expected true or false, got "perhaps"',
           'NOMAD_WATCH_MIN_INTERVAL_MS: expected a number from 0 to 60000, got "soon"',
           'PODMAN_POLL_INTERVAL_MS: expected a number from 10 to 60000, got "0"',
           'RESTART_BUDGET: expected an integer from 0 to 100, got "1.5"',
@@ -107,6 +104,18 @@ describe('nomad driver: settings', () => {
         return true;
       },
     );
+  });
+});
+
+describe('nomad driver: TLS verification', () => {
+  it('is never turned off from the environment: NOMAD_SKIP_VERIFY, a test setting once, stops the control API at start', () => {
+    for (const value of ['true', 'false']) {
+      assert.throws(() => loadConfig({ ...BASE, ORCHESTRATOR: 'nomad', NOMAD_SKIP_VERIFY: value }), (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.deepEqual(error.problems, ["NOMAD_SKIP_VERIFY: not read: the control API always verifies Nomad's certificate; name a private CA in NOMAD_CACERT"]);
+        return true;
+      });
+    }
   });
 });
 

@@ -94,7 +94,7 @@ describe('scale to zero on Nomad, through the control API (fake Nomad, simulated
     // The Nomad Autoscaler's floor is 1: it cannot see the edge.
     assert.equal(((await cluster.job(`agent-${agent.id}`)) as any).TaskGroups[0].Scaling.Min, 1);
 
-    assert.equal(await control.control.services.deployments.park(agent.id, 1), true);
+    assert.equal(await control.control.services.platformScaling.park(agent.id, 1), true);
     await waitFor('job at count 0', async () => ((await countOf(agent.id)) === 0 ? true : undefined), 30_000);
     await waitFor('parked: running with 0 replicas', async () => {
       const now = await shown();

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { loadConfig } from '../control/config.js';
-import { ConfigError } from '../control/settings-reader.js';
+import { ConfigError } from '../contract/settings-reader.js';
 import { detectHost } from '../control/orchestrator/podman/host.js';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1/db', REDIS_URL: 'redis://127.0.0.1:6379', MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };

@@ -6,7 +6,7 @@ import { parseEndpointList, platformEndpoints, resolveEndpoints, type ResolvedEn
 import { runArguments } from '../control/orchestrator/podman/run-args.js';
 import { detectHost } from '../control/orchestrator/podman/host.js';
 import { readPodmanSettings } from '../control/orchestrator/podman/settings.js';
-import { readSettings } from '../control/settings-reader.js';
+import { readSettings } from '../contract/settings-reader.js';
 import type { JobSpec } from '../control/domain/job.js';
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import { ManualClock } from '../contract/clock.js';
+import { ManualClock } from './support/manual-clock.js';
 import { JobTable } from '../control/orchestrator/podman/job-table.js';
 import { sampleSpec } from './support/nomad-samples.js';
 

@@ -4,7 +4,8 @@ import pino from 'pino';
 import { masterKeyId, SecretBox } from '../control/crypto/secret-box.js';
 import type { JobSpec } from '../control/domain/job.js';
 import type { Orchestrator, ReconcileOptions } from '../control/orchestrator/types.js';
-import { AgentRunner, type ReconcileRecord } from '../control/services/agent-runner.js';
+import type { ReconcilePassed } from '../control/services/agent-events.js';
+import { AgentRunner } from '../control/services/agent-runner.js';
 import { createAgent } from './support/control-api.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 
@@ -48,9 +49,11 @@ describe('reconcile: an agent whose job cannot be built', () => {
     const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(line) });
     const { orchestrator, reconciles } = recordingOrchestrator();
     const jobSettings = { runtimeImage: 'localhost/agent-runtime:latest', urlOf: (slug: string) => `https://${slug}.agents.test` };
-    const runner = new AgentRunner(control.db, orchestrator, new SecretBox(control.config.masterKeys), jobSettings, control.clock, logger, control.control.services.edge, 1);
-    const passes: ReconcileRecord[] = [];
-    runner.onReconciled((pass) => passes.push(pass));
+    const runner = new AgentRunner({
+      db: control.db, orchestrator, box: new SecretBox(control.config.masterKeys), jobSettings, clock: control.clock, logger, edge: control.control.services.edge, concurrency: 1,
+    });
+    const passes: ReconcilePassed[] = [];
+    runner.onReconcilePassed((pass) => passes.push(pass));
 
     await runner.reconcileAll();
 

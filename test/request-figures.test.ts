@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
-import { ManualClock } from '../contract/clock.js';
+import { ManualClock } from './support/manual-clock.js';
 import { edgeKeyNames } from '../contract/edge-keys.js';
 import { createRequestFigureRecorder } from '../contract/request-figure-recorder.js';
 import {

@@ -128,7 +128,7 @@ describe('scale to zero and wake on the first request (podman, authz, local edge
     const agent = await deployed('broken', { env: [{ key: 'MODE', value: 'exit' }] });
     await waitFor('failed or crashed', async () => (['failed', 'crashed'].includes((await agentOf(agent.id)).status) ? true : undefined), 120_000);
     // The idle parker's call (its timing is the first test's): parked at 0.
-    assert.equal(await control.control.services.deployments.park(agent.id, 1), true);
+    assert.equal(await control.control.services.platformScaling.park(agent.id, 1), true);
     await waitFor('no replica left', async () => ((await replicasRunning(agent.id)) === 0 ? true : undefined), 60_000);
 
     const answer = await call(hostOf(agent), '/health', { authorization: `Bearer ${agent.access_key}` });

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import pino from 'pino';
-import type { ManualClock } from '../contract/clock.js';
+import type { ManualClock } from './support/manual-clock.js';
 import { systemClock } from '../contract/clock.js';
 import { repositoriesOn } from '../control/repositories/index.js';
 import { ReplicaMeter } from '../control/services/replica-meter.js';

@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import pino from 'pino';
-import { systemClock, type ManualClock } from '../contract/clock.js';
+import { systemClock } from '../contract/clock.js';
+import type { ManualClock } from './support/manual-clock.js';
 import { scanKeys } from '../control/redis.js';
 import { UsageFlusher } from '../control/services/usage-flusher.js';
 import { monthOf } from '../control/services/usage-service.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import type { Redis } from 'ioredis';
-import { connectTestRedis, EdgeProjectionWriter, startTestAuthz, type TestAuthz } from './support/edge-authz.js';
+import { connectTestRedis, startTestAuthz, type TestAuthz } from './support/edge-authz.js';
+import { runReplica } from './support/in-memory-driver.js';
 
 const logger = pino({ level: 'silent' });
 
@@ -43,9 +45,9 @@ describe('account usage: requests counted at the edge', function () {
   async function publicAgent(token: string) {
     const created = await control.request('POST', '/agents', { token, body: { name: 'counted', api_key: 'sk-test', access: 'public', deploy: { replicas: 1 } } });
     assert.equal(created.status, 201, JSON.stringify(created.body));
-    // A routable replica, as the orchestrator would report it: authz allows (and counts) only then.
+    // A routable replica, as the orchestrator reports it: authz allows (and counts) only then.
     const slug = new URL(created.body.url).hostname.split('.')[0]!;
-    await new EdgeProjectionWriter(control.redis).setUpstreams(slug, ['127.0.0.1:9']);
+    await runReplica(control, { id: created.body.id, slug }, '127.0.0.1:9');
     return { id: created.body.id as string, slug };
   }
 

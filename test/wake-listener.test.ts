@@ -9,7 +9,7 @@ import { waitFor } from './support/wait.js';
 /**
  * The control API's half of a wake on real Postgres and Redis (no containers: the agent's
  * rows are what it changes): what authz queues is taken by a blocking read, scaled to 1
- * through DeploymentService with the plan's quota, or refused with a body naming it.
+ * through PlatformScaling with the plan's quota, or refused with a body naming it.
  */
 describe('wake listener (control/services/wake-listener.ts)', function () {
   this.timeout(30_000);
@@ -28,8 +28,8 @@ describe('wake listener (control/services/wake-listener.ts)', function () {
   const zeroable = { replicas: 1, auto_scale: true, min_replicas: 0, max_replicas: 3 };
   const rowOf = (id: string) => control.db('agents').where({ id }).first();
   const startListener = () => {
-    const { deployments, edge } = control.control.services;
-    listener = new WakeListener(control.redis, deployments, edge, pino({ level: 'silent' }));
+    const { platformScaling, edge } = control.control.services;
+    listener = new WakeListener(control.redis, platformScaling, edge, pino({ level: 'silent' }));
     listener.start();
   };
   /** What authz does for the first Check of a wake. */
@@ -42,7 +42,7 @@ describe('wake listener (control/services/wake-listener.ts)', function () {
   it('takes a wake recorded while no listener ran, and scales the parked agent to 1', async () => {
     const { token } = await control.signUp();
     const agent = await createAgent(control, token, { deploy: zeroable });
-    assert.equal(await control.control.services.deployments.park(agent.id, 1), true);
+    assert.equal(await control.control.services.platformScaling.park(agent.id, 1), true);
     const parked = await rowOf(agent.id);
     assert.deepEqual([parked.desired_replicas, parked.status, parked.parked_at !== null], [0, 'running', true]);
 
@@ -61,7 +61,7 @@ describe('wake listener (control/services/wake-listener.ts)', function () {
   it('refuses a wake the plan has no room for: the wake key carries the 503 body naming the quota, and nothing starts', async () => {
     const { token } = await control.signUp();
     const agent = await createAgent(control, token, { deploy: zeroable });
-    assert.equal(await control.control.services.deployments.park(agent.id, 1), true);
+    assert.equal(await control.control.services.platformScaling.park(agent.id, 1), true);
     // The free plan's 3 replicas, all taken while it was parked.
     await createAgent(control, token, { name: 'busy', deploy: { replicas: 3, max_replicas: 3 } });
 

@@ -1,3 +1,5 @@
+import { backoffMs, fullJitter } from '../../contract/backoff.js';
+
 /**
  * Webhooks (issue 20, docs/webhooks.md): the events an account may subscribe to, and the
  * retry schedule of a delivery that failed.
@@ -47,7 +49,6 @@ export interface RetrySchedule {
  * Null once the next attempt would fall past the window: the delivery gives up.
  */
 export function nextRetryDelayMs(schedule: RetrySchedule, attempt: number, sinceEventMs: number, random: () => number = Math.random): number | null {
-  const ceiling = Math.min(schedule.maxMs, schedule.baseMs * 2 ** Math.min(attempt - 1, 40));
-  const delay = Math.floor(random() * ceiling);
+  const delay = backoffMs({ baseMs: schedule.baseMs, maxMs: schedule.maxMs }, attempt, fullJitter(random));
   return sinceEventMs + delay > schedule.windowMs ? null : delay;
 }

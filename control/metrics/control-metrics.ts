@@ -2,7 +2,7 @@ import { Registry } from 'prom-client';
 import { processMetrics } from '../../contract/process-metrics.js';
 import type { RequestObserver } from '../http/request-observer.js';
 import type { OrchestratorCallObserver } from '../orchestrator/instrumented.js';
-import type { ReconcileObserver } from '../services/agent-runner.js';
+import type { ReconcilePassed } from '../services/agent-events.js';
 import type { PassObserver } from '../services/periodic-pass.js';
 import { agentMetrics } from './agent-metrics.js';
 import { httpMetrics } from './http-metrics.js';
@@ -17,7 +17,8 @@ export interface ControlMetrics {
   readonly onRequest: RequestObserver;
   readonly onPass: PassObserver;
   readonly onOrchestratorCall: OrchestratorCallObserver;
-  readonly onReconcile: ReconcileObserver;
+  /** Subscribed to AgentRunner's ReconcilePassed (control/compose.ts). */
+  readonly reconcilePassed: (event: ReconcilePassed) => void;
 }
 
 export interface MetricSources {
@@ -32,7 +33,7 @@ export function createControlMetrics({ countAgentsByStatus }: MetricSources): Co
     onRequest: httpMetrics(own),
     onPass: loopMetrics(own),
     onOrchestratorCall: orchestratorMetrics(own),
-    onReconcile: reconcileMetrics(own),
+    reconcilePassed: reconcileMetrics(own),
   };
   agentMetrics(own, countAgentsByStatus);
   return { registry: Registry.merge([own, processMetrics()]), ...metrics };

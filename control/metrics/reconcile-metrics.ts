@@ -1,8 +1,8 @@
 import { Counter, type Registry } from 'prom-client';
-import type { ReconcileObserver } from '../services/agent-runner.js';
+import type { ReconcilePassed } from '../services/agent-events.js';
 
 /** The reconciler's agents whose job could not be built (services/agent-runner.ts, `buildJobs`). */
-export function reconcileMetrics(registry: Registry): ReconcileObserver {
+export function reconcileMetrics(registry: Registry): (pass: ReconcilePassed) => void {
   // A counter rather than a gauge: only the copy holding the reconciler's lock runs passes,
   // and a gauge left behind by a copy that lost the lock would go on showing its last pass.
   const unbuildable = new Counter({

@@ -23,7 +23,11 @@ export interface Orchestrator {
   status(agentId: string): Promise<JobStatus | null>;
   logs(agentId: string, query: LogQuery): Promise<LogEntry[]>;
   metrics(agentId: string): Promise<ReplicaMetrics[]>;
-  /** Called with an agent id whenever something about its replicas changed. */
+  /**
+   * Called with an agent id whenever something about its replicas changed, and once at
+   * the end of each submit, scale and remove of it, changed or not: the platform refreshes
+   * an agent only when told (services/agent-events.ts, ReplicasChanged).
+   */
   onChange(listener: (agentId: string) => void): void;
   /** Called with each step of a rollout (pulling, starting, health_check, routing, draining). */
   onProgress(listener: (progress: RolloutProgress) => void): void;

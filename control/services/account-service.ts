@@ -12,24 +12,29 @@ import type { EdgeSync } from './edge-sync.js';
 import type { Principal } from './principal.js';
 import type { AccessEnds } from './open-streams.js';
 
+/** What an AccountService works with. */
+export interface AccountServiceParts {
+  db: Knex;
+  clock: Clock;
+  /** Takes a deleted account's agents off the edge, in the deleting transaction. */
+  edge: EdgeSync;
+  /** Removes a deleted account's agents' jobs, after the commit. */
+  runner: AgentRunner;
+  logger: Logger;
+  /** Told of a removed user or a deleted account: the streams their tokens opened end. */
+  streams?: AccessEnds;
+}
+
 /** An account's users, and the end of a user or of the whole account. */
 export class AccountService {
-  constructor(
-    private readonly db: Knex,
-    private readonly clock: Clock,
-    private readonly edge: EdgeSync,
-    private readonly runner: AgentRunner | undefined,
-    private readonly logger: Logger,
-    /** Told of a removed user or a deleted account: the streams their tokens opened end. */
-    private readonly streams?: AccessEnds,
-  ) {}
+  constructor(private readonly parts: AccountServiceParts) {}
 
   /** Owners and admins see who is in the account (the ids DELETE /account/users/{id} takes). */
   async listUsers(principal: Principal): Promise<User[]> {
     if (principal.role !== 'owner' && principal.role !== 'admin') {
       throw new PlatformError('AUTHORISATION_DENIED', 'Only owners and admins list the users of the account');
     }
-    return (await repositoriesOn(this.db).users.ofAccount(principal.accountId)).map(userView);
+    return (await repositoriesOn(this.parts.db).users.ofAccount(principal.accountId)).map(userView);
   }
 
   /**
@@ -39,9 +44,9 @@ export class AccountService {
    */
   async deleteUser(principal: Principal, audit: AuditContext, userId: string): Promise<void> {
     assertOwner(principal, 'delete a user');
-    await inTransaction(this.db, (repos) => removeUser(repos, principal.accountId, userId, audit, this.clock.now()));
-    this.streams?.announce({ scope: 'user', id: userId, reason: 'user_removed' });
-    this.logger.info({ account_id: principal.accountId, user_id: userId, by: principal.userId }, 'user deleted');
+    await inTransaction(this.parts.db, (repos) => removeUser(repos, principal.accountId, userId, audit, this.parts.clock.now()));
+    this.parts.streams?.announce({ scope: 'user', id: userId, reason: 'user_removed' });
+    this.parts.logger.info({ account_id: principal.accountId, user_id: userId, by: principal.userId }, 'user deleted');
   }
 
   /**
@@ -58,18 +63,18 @@ export class AccountService {
     if (confirm !== principal.accountId) {
       throw validationError([{ loc: ['body', 'confirm'], msg: `must be this account's id, ${principal.accountId}`, type: 'value_error' }]);
     }
-    const agents = await inTransaction(this.db, async (repos) => {
+    const agents = await inTransaction(this.parts.db, async (repos) => {
       if (!(await repos.accounts.lock(principal.accountId))) throw notFound('Account');
       const owned = await repos.agents.ofAccount(principal.accountId);
       await repos.accounts.delete(principal.accountId);
-      await this.edge.write(async (projection) => {
+      await this.parts.edge.write(async (projection) => {
         for (const agent of owned) await projection.removeAgent(agent.slug);
       });
       return owned;
     });
-    this.streams?.announce({ scope: 'account', id: principal.accountId, reason: 'account_deleted' });
-    for (const agent of agents) this.runner?.request('remove', agent);
-    this.logger.info({ account_id: principal.accountId, by: principal.userId, agents: agents.length }, 'account deleted');
+    this.parts.streams?.announce({ scope: 'account', id: principal.accountId, reason: 'account_deleted' });
+    for (const agent of agents) this.parts.runner.request('remove', agent);
+    this.parts.logger.info({ account_id: principal.accountId, by: principal.userId, agents: agents.length }, 'account deleted');
   }
 }
 

@@ -8,19 +8,28 @@ import type { Orchestrator } from '../orchestrator/types.js';
 import type { AgentRow } from '../domain/agent.js';
 import type { JobSpec, JobStatus } from '../domain/job.js';
 import { inTransaction, repositoriesOn } from '../repositories/index.js';
+import type { AgentObserved, ReconcilePassed, ReplicasChanged } from './agent-events.js';
 import type { EdgeSync } from './edge-sync.js';
 import type { AgentOperation, Step } from './fair-queue.js';
 import { KeyedSerial } from './keyed-serial.js';
 import { OrchestrationQueue } from './orchestration-queue.js';
 import type { WebhookEvents } from './webhook-events.js';
 
-/** One reconcile pass: the deployed agents, and those whose job could not be built (kept as they run). */
-export interface ReconcileRecord {
-  agents: number;
-  unbuildable: number;
+/** What an AgentRunner works with. */
+export interface AgentRunnerParts {
+  db: Knex;
+  orchestrator: Orchestrator;
+  box: SecretBox;
+  jobSettings: JobSettings;
+  clock: Clock;
+  logger: Logger;
+  /** Handed the status each refresh reads: the agent's upstreams at the edge follow it. */
+  edge: EdgeSync;
+  /** ORCHESTRATOR_CONCURRENCY: orchestrator steps in flight at once, across all agents. */
+  concurrency: number;
+  /** Told when an agent becomes `crashed`, in the transaction that records it (agent.crashed). */
+  events?: WebhookEvents;
 }
-
-export type ReconcileObserver = (pass: ReconcileRecord) => void;
 
 /**
  * Keeps the orchestrator running what Postgres says, and Postgres showing what the
@@ -30,31 +39,21 @@ export type ReconcileObserver = (pass: ReconcileRecord) => void;
  * The API stores the desired state and hands the change to `request`, which returns at
  * once: the orchestrator's work (a pull, a rollout) runs afterwards in an
  * OrchestrationQueue, so no request waits for it and one account's slow deploys cannot
- * hold up another's.
+ * hold up another's. What the orchestrator did comes back as ReplicasChanged (a driver
+ * tells it after each submit, scale and remove, and whenever it sees a replica change),
+ * and only then is the agent refreshed: its status read once, for the edge and Postgres.
  */
 export class AgentRunner {
   /** Refreshes per agent run one after another, so an older observation never overwrites a newer one. */
   private readonly refreshing: KeyedSerial;
   private readonly queue: OrchestrationQueue;
-  private readonly observers: ((agent: AgentRow, job: JobStatus | null) => Promise<void>)[] = [];
-  private readonly reconcileObservers: ReconcileObserver[] = [];
+  private readonly agentObservedSubscribers: ((event: AgentObserved) => Promise<void>)[] = [];
+  private readonly reconcilePassedSubscribers: ((event: ReconcilePassed) => void)[] = [];
+  private closed = false;
 
-  constructor(
-    private readonly db: Knex,
-    private readonly orchestrator: Orchestrator,
-    private readonly box: SecretBox,
-    private readonly jobSettings: JobSettings,
-    private readonly clock: Clock,
-    private readonly logger: Logger,
-    private readonly edge: EdgeSync,
-    /** ORCHESTRATOR_CONCURRENCY: orchestrator steps in flight at once, across all agents. */
-    concurrency: number,
-    /** Told when an agent becomes `crashed`, in the transaction that records it (agent.crashed). */
-    private readonly events?: WebhookEvents,
-  ) {
-    this.refreshing = new KeyedSerial((agentId, error) => logger.warn({ err: error, agent_id: agentId }, 'could not record agent state'));
-    orchestrator.onChange((agentId) => void this.refresh(agentId));
-    this.queue = new OrchestrationQueue(concurrency, (step) => this.perform(step), logger.child({ component: 'orchestration-queue' }));
+  constructor(private readonly parts: AgentRunnerParts) {
+    this.refreshing = new KeyedSerial((agentId, error) => parts.logger.warn({ err: error, agent_id: agentId }, 'could not record agent state'));
+    this.queue = new OrchestrationQueue(parts.concurrency, (step) => this.perform(step), parts.logger.child({ component: 'orchestration-queue' }));
   }
 
   /**
@@ -71,33 +70,45 @@ export class AgentRunner {
     return this.queue.size;
   }
 
-  /** Takes no more steps and waits for those in flight; what waited is redone by the next start's reconcile. */
-  close(): Promise<void> {
-    return this.queue.close();
+  /**
+   * Takes no more steps or refreshes and waits for those in flight; what waited is redone
+   * by the next start's reconcile.
+   */
+  async close(): Promise<void> {
+    await this.queue.close();
+    this.closed = true;
+    await this.refreshing.idle();
   }
 
+  /** The driver's word (ReplicasChanged, subscribed in control/compose.ts): the agent is refreshed. */
+  replicasChanged({ agentId }: ReplicasChanged): void {
+    if (!this.closed) void this.refresh(agentId);
+  }
+
+  /** Only hands the orchestrator its part: the driver tells ReplicasChanged when it is done, and the refresh follows from that. */
   private async perform({ operation, agentId }: Step): Promise<void> {
+    const { db, orchestrator, box, jobSettings } = this.parts;
     if (operation === 'remove') {
-      await this.orchestrator.remove(agentId);
+      await orchestrator.remove(agentId);
       return;
     }
-    const agent = await repositoriesOn(this.db).agents.findAny(agentId);
+    const agent = await repositoriesOn(db).agents.findAny(agentId);
     if (!agent || agent.deployed_version === null) return;
-    if (operation === 'run') await this.orchestrator.submit(jobSpecFor(agent, this.box, this.jobSettings));
-    else await this.orchestrator.scale(agentId, agent.desired_replicas);
-    await this.refresh(agentId);
+    if (operation === 'run') await orchestrator.submit(jobSpecFor(agent, box, jobSettings));
+    else await orchestrator.scale(agentId, agent.desired_replicas);
   }
 
   /**
    * Makes the orchestrator's jobs exactly the deployed agents, then brings every status up
-   * to date. An agent whose job cannot be built is kept as it runs, not removed, and the
-   * pass goes on for the others (see `buildJobs`).
+   * to date: the pass that heals a lost notification, so it refreshes every agent whether
+   * or not its driver tells of a change. An agent whose job cannot be built is kept as it
+   * runs, not removed, and the pass goes on for the others (see `buildJobs`).
    */
   async reconcileAll(): Promise<void> {
-    const agents = await repositoriesOn(this.db).agents.deployed();
+    const agents = await repositoriesOn(this.parts.db).agents.deployed();
     const { specs, keep } = this.buildJobs(agents);
-    await this.orchestrator.reconcile(specs, { keep });
-    for (const observer of this.reconcileObservers) observer({ agents: agents.length, unbuildable: keep.length });
+    await this.parts.orchestrator.reconcile(specs, { keep });
+    for (const subscriber of this.reconcilePassedSubscribers) subscriber({ agents: agents.length, unbuildable: keep.length });
     await Promise.all(agents.map((agent) => this.refresh(agent.id)));
   }
 
@@ -113,50 +124,53 @@ export class AgentRunner {
     const keep: string[] = [];
     for (const agent of agents) {
       try {
-        specs.push(jobSpecFor(agent, this.box, this.jobSettings));
+        specs.push(jobSpecFor(agent, this.parts.box, this.parts.jobSettings));
       } catch (error) {
         keep.push(agent.id);
         const message = error instanceof Error ? error.message : String(error);
-        this.logger.warn({ agent_id: agent.id, error: message }, "the agent's job could not be built: what runs for it is kept as it is");
+        this.parts.logger.warn({ agent_id: agent.id, error: message }, "the agent's job could not be built: what runs for it is kept as it is");
       }
     }
     return { specs, keep };
   }
 
-  /** Called after each reconcile pass handed the orchestrator its jobs (metrics count the agents kept). */
-  onReconciled(observer: ReconcileObserver): void {
-    this.reconcileObservers.push(observer);
+  /** ReconcilePassed: after each reconcile pass handed the orchestrator its jobs (metrics count the agents kept). */
+  onReconcilePassed(subscriber: (event: ReconcilePassed) => void): void {
+    this.reconcilePassedSubscribers.push(subscriber);
   }
 
-  /** Called after each refresh with the agent as stored and its job's status (the deployment tracker decides a rollout's end from them). */
-  onObserved(observer: (agent: AgentRow, job: JobStatus | null) => Promise<void>): void {
-    this.observers.push(observer);
+  /** AgentObserved: after each refresh, with the agent as read and its job's status (the deployment tracker decides a rollout's end from them). */
+  onAgentObserved(subscriber: (event: AgentObserved) => Promise<void>): void {
+    this.agentObservedSubscribers.push(subscriber);
   }
 
+  /** Reads the agent's row and its job's status once each, and hands them on: upstreams to the edge, the observed state to Postgres. */
   refresh(agentId: string): Promise<void> {
-    return this.refreshing.run(agentId, () => this.writeObserved(agentId));
+    return this.refreshing.run(agentId, async () => {
+      const agent = await repositoriesOn(this.parts.db).agents.findAny(agentId);
+      if (!agent) return;
+      const job = await this.parts.orchestrator.status(agentId);
+      await this.parts.edge.setUpstreams(agent, job);
+      await this.writeObserved(agent, job);
+      for (const subscriber of this.agentObservedSubscribers) await subscriber({ agent, job });
+    });
   }
 
-  private async writeObserved(agentId: string): Promise<void> {
-    await this.edge.refreshUpstreams(agentId);
-    const agents = repositoriesOn(this.db).agents;
-    const agent = await agents.findAny(agentId);
-    if (!agent) return;
-    const job = await this.orchestrator.status(agentId);
+  private async writeObserved(agent: AgentRow, job: JobStatus | null): Promise<void> {
     const observed = observedState(agent.desired_replicas, job, agent.status, agent.parked_at !== null);
     if (observed.status === 'crashed' && agent.status !== 'crashed') await this.recordCrash(agent, observed);
     else if (observed.status !== agent.status || observed.replicas !== agent.replicas || observed.error !== agent.error) {
-      await agents.setObserved(agentId, agent.version, observed, this.clock.now());
+      await repositoriesOn(this.parts.db).agents.setObserved(agent.id, agent.version, observed, this.parts.clock.now());
     }
-    for (const observer of this.observers) await observer(agent, job);
   }
 
   /** Every replica of the current version used up its restarts: the crash is recorded and announced once, together. */
   private async recordCrash(agent: AgentRow, observed: ObservedState): Promise<void> {
-    await inTransaction(this.db, async (repos) => {
-      if (!(await repos.agents.enterObserved(agent.id, agent.version, observed, this.clock.now()))) return;
+    const { db, clock, events } = this.parts;
+    await inTransaction(db, async (repos) => {
+      if (!(await repos.agents.enterObserved(agent.id, agent.version, observed, clock.now()))) return;
       const crashed = await repos.agents.findAny(agent.id);
-      if (crashed) await this.events?.record(repos, 'agent.crashed', crashed, observed.error === null ? {} : { reason: observed.error });
+      if (crashed) await events?.record(repos, 'agent.crashed', crashed, observed.error === null ? {} : { reason: observed.error });
     });
   }
 }

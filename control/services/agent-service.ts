@@ -28,23 +28,28 @@ export interface AgentPage extends PageEnvelope {
   agents: Agent[];
 }
 
+/** What an AgentService works with. */
+export interface AgentServiceParts {
+  db: Knex;
+  clock: Clock;
+  box: SecretBox;
+  /** Issues a private agent's first access key, in the create's transaction. */
+  accessKeys: AccessKeyService;
+  presenter: PresenterSettings;
+  /** Takes a deploying create's first job and a deleted agent's removal, after the commit. */
+  runner: AgentRunner;
+  edge: EdgeSync;
+  recorder: DeploymentRecorder;
+  /** Told of a deleted agent (agent.deleted), in the transaction that deletes it. */
+  events?: WebhookEvents;
+  /** Told of a deleted agent: its streams end. */
+  streams?: AccessEnds;
+  /** What the orchestrator in use can deliver (registry credentials' kinds). */
+  deployRules?: DeployRules;
+}
+
 export class AgentService {
-  constructor(
-    private readonly db: Knex,
-    private readonly clock: Clock,
-    private readonly box: SecretBox,
-    private readonly accessKeys: AccessKeyService,
-    private readonly presenter: PresenterSettings,
-    private readonly runner: AgentRunner | undefined,
-    private readonly edge: EdgeSync,
-    private readonly recorder: DeploymentRecorder,
-    /** Told of a deleted agent (agent.deleted), in the transaction that deletes it. */
-    private readonly events?: WebhookEvents,
-    /** Told of a deleted agent: its streams end. */
-    private readonly streams?: AccessEnds,
-    /** What the orchestrator in use can deliver (registry credentials' kinds). */
-    private readonly deployRules: DeployRules = ANY_ORCHESTRATOR,
-  ) {}
+  constructor(private readonly parts: AgentServiceParts) {}
 
   /**
    * Creates the agent and, for a private one, its first access key, in one transaction
@@ -59,9 +64,9 @@ export class AgentService {
     if (!provider) {
       throw validationError([{ loc: ['body', 'model'], msg: `unknown model family "${model}": use gpt-*, o1*, o3*, o4*, chatgpt-*, claude-* or gemini-*`, type: 'value_error' }]);
     }
-    const deploy = resolveDeploy(input.deploy, DEFAULT_DEPLOY, this.box, this.deployRules);
+    const deploy = resolveDeploy(input.deploy, DEFAULT_DEPLOY, this.parts.box, this.parts.deployRules ?? ANY_ORCHESTRATOR);
     const deploying = input.deploy !== undefined;
-    const now = this.clock.now();
+    const now = this.parts.clock.now();
     const row: AgentRow = {
       id: newId(ID_PREFIX.agent),
       account_id: principal.accountId,
@@ -78,7 +83,7 @@ export class AgentService {
       parked_at: null,
       deployed_version: deploying ? 1 : null,
       deploy,
-      api_key_sealed: input.api_key ? this.box.seal(input.api_key) : null,
+      api_key_sealed: input.api_key ? this.parts.box.seal(input.api_key) : null,
       system_prompt: input.system_prompt ?? null,
       tags: input.tags ?? [],
       metadata: input.metadata ?? {},
@@ -88,7 +93,7 @@ export class AgentService {
       updated_at: now,
     };
 
-    const created = await inTransaction(this.db, async (repos) => {
+    const created = await inTransaction(this.parts.db, async (repos) => {
       await this.lockAccountAndCheck(repos, principal.accountId, {
         agents: 1,
         replicas: row.desired_replicas,
@@ -96,9 +101,9 @@ export class AgentService {
         replicaMemoryMb: deploy.resources.memory_mb,
       });
       await repos.agents.insert(row);
-      if (deploying) await this.recorder.record(repos, row, { createdBy: principal.userId, rollbackOf: null });
-      const firstKey = row.access === 'private' ? await this.accessKeys.issue(repos, row.id, 'default') : null;
-      await this.edge.putAgent(repos, row);
+      if (deploying) await this.parts.recorder.record(repos, row, { createdBy: principal.userId, rollbackOf: null });
+      const firstKey = row.access === 'private' ? await this.parts.accessKeys.issue(repos, row.id, 'default') : null;
+      await this.parts.edge.putAgent(repos, row);
       await recordAudit(repos, audit, {
         accountId: row.account_id,
         at: now,
@@ -107,41 +112,41 @@ export class AgentService {
         agentId: row.id,
         details: { name: row.name, access: row.access, deployed: deploying },
       });
-      return agentView(row, this.presenter, firstKey?.key ?? null);
+      return agentView(row, this.parts.presenter, firstKey?.key ?? null);
     });
     // The orchestrator's work (a pull may take minutes) happens after the answer.
-    if (deploying) this.runner?.request('run', row);
+    if (deploying) this.parts.runner.request('run', row);
     return created;
   }
 
   async list(principal: Principal, query: ListAgentsQuery): Promise<AgentPage> {
     const window = pageWindow(query);
-    const { rows, total } = await repositoriesOn(this.db).agents.list(
+    const { rows, total } = await repositoriesOn(this.parts.db).agents.list(
       principal.accountId,
       { status: query.status, tag: query.tag },
       window.offset,
       window.pageSize,
     );
-    return { agents: rows.map((row) => agentView(row, this.presenter)), ...pageEnvelope(window, total) };
+    return { agents: rows.map((row) => agentView(row, this.parts.presenter)), ...pageEnvelope(window, total) };
   }
 
   async get(principal: Principal, id: string): Promise<Agent> {
-    return agentView(await this.find(repositoriesOn(this.db), principal, id), this.presenter);
+    return agentView(await this.find(repositoriesOn(this.parts.db), principal, id), this.parts.presenter);
   }
 
   /** Changes access settings; a body that changes nothing leaves the version alone. */
   async patch(principal: Principal, audit: AuditContext, id: string, input: PatchAgentBody, expectedVersion?: number): Promise<Agent> {
-    return inTransaction(this.db, async (repos) => {
+    return inTransaction(this.parts.db, async (repos) => {
       const current = await this.findForUpdate(repos, principal, id, expectedVersion);
       const changes: Partial<AgentRow> = {};
       if (input.access !== undefined && input.access !== current.access) changes.access = input.access;
       if (input.rate_limit_rpm !== undefined && input.rate_limit_rpm !== current.rate_limit_rpm) {
         changes.rate_limit_rpm = input.rate_limit_rpm;
       }
-      if (Object.keys(changes).length === 0) return agentView(current, this.presenter);
-      const now = this.clock.now();
+      if (Object.keys(changes).length === 0) return agentView(current, this.parts.presenter);
+      const now = this.parts.clock.now();
       const updated = (await repos.agents.update(principal.accountId, id, changes, now))!;
-      await this.edge.putAgent(repos, updated);
+      await this.parts.edge.putAgent(repos, updated);
       await recordAudit(repos, audit, {
         accountId: updated.account_id,
         at: now,
@@ -154,7 +159,7 @@ export class AgentService {
           ...(changes.rate_limit_rpm === undefined ? {} : fromTo('rate_limit_rpm', current.rate_limit_rpm, updated.rate_limit_rpm)),
         },
       });
-      return agentView(updated, this.presenter);
+      return agentView(updated, this.parts.presenter);
     });
   }
 
@@ -164,23 +169,23 @@ export class AgentService {
    * next reconcile, which removes every job Postgres no longer holds.
    */
   async delete(principal: Principal, audit: AuditContext, id: string, expectedVersion?: number): Promise<void> {
-    const agent = await inTransaction(this.db, async (repos) => {
+    const agent = await inTransaction(this.parts.db, async (repos) => {
       const current = await this.findForUpdate(repos, principal, id, expectedVersion);
       await repos.agents.delete(principal.accountId, id);
       await recordAudit(repos, audit, {
         accountId: current.account_id,
-        at: this.clock.now(),
+        at: this.parts.clock.now(),
         action: 'agent.delete',
         target: { type: 'agent', id },
         agentId: id,
         details: { name: current.name },
       });
-      await this.events?.record(repos, 'agent.deleted', current);
-      await this.edge.write((projection) => projection.removeAgent(current.slug));
+      await this.parts.events?.record(repos, 'agent.deleted', current);
+      await this.parts.edge.write((projection) => projection.removeAgent(current.slug));
       return current;
     });
-    this.streams?.announce({ scope: 'agent', id, reason: 'agent_deleted' });
-    this.runner?.request('remove', agent);
+    this.parts.streams?.announce({ scope: 'agent', id, reason: 'agent_deleted' });
+    this.parts.runner.request('remove', agent);
   }
 
   /** Another account's agent is answered exactly like a missing one. */

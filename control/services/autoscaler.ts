@@ -9,7 +9,7 @@ import { isQuotaExceeded } from '../errors.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import type { AgentRow } from '../domain/agent.js';
 import { repositoriesOn } from '../repositories/index.js';
-import type { DeploymentService, QuotaDetails } from './deployment-service.js';
+import type { PlatformScaling, QuotaDetails } from './platform-scaling.js';
 import { PeriodicPass, PeriodicService, type LoopOptions } from './periodic-pass.js';
 
 /** The driver whose replicas are scaled, with the clock it stamps their start with (its own, not the API's). */
@@ -19,6 +19,19 @@ export interface ScaledDriver {
 }
 
 export type AutoscalerOptions = LoopOptions;
+
+/** What an Autoscaler works with. */
+export interface AutoscalerParts {
+  db: Knex;
+  /** Where the edge counts each agent's requests. */
+  redis: Redis;
+  driver: ScaledDriver;
+  /** Makes each change, quota checked (PlatformScaling.autoscale). */
+  scaling: PlatformScaling;
+  clock: Clock;
+  settings: AutoscaleSettings;
+  logger: Logger;
+}
 
 /** What the scaler remembers of one agent between passes. */
 interface AgentMemory {
@@ -32,61 +45,51 @@ interface AgentMemory {
 /**
  * Keeps each auto-scaled agent (podman driver) between its min and max replicas by the
  * edge's request count of the last complete minute and the replicas' CPU. It changes the
- * count through DeploymentService, the path of the manual scale endpoint, so the plan's
- * quota is checked in the same transaction under the account's lock. With Nomad, the
+ * count through PlatformScaling, the same change as the manual scale endpoint's, so the
+ * plan's quota is checked in the same transaction under the account's lock. With Nomad, the
  * job's scaling block hands this to the Nomad Autoscaler instead.
  */
 export class Autoscaler extends PeriodicService {
   private readonly memory = new Map<string, AgentMemory>();
   protected readonly loop: PeriodicPass;
 
-  constructor(
-    private readonly db: Knex,
-    private readonly redis: Redis,
-    private readonly driver: ScaledDriver,
-    private readonly deployments: DeploymentService,
-    private readonly clock: Clock,
-    private readonly settings: AutoscaleSettings,
-    private readonly logger: Logger,
-    private readonly options: AutoscalerOptions = {},
-  ) {
+  constructor(private readonly parts: AutoscalerParts, { exclusive, onPass }: AutoscalerOptions = {}) {
     super();
-    const { exclusive, onPass } = options;
     this.loop = new PeriodicPass({
-      loop: 'autoscaler', intervalMs: settings.intervalMs, logger, exclusive, onPass, pass: () => this.scaleAll(), failureMessage: 'autoscale pass failed',
+      loop: 'autoscaler', intervalMs: parts.settings.intervalMs, logger: parts.logger, exclusive, onPass, pass: () => this.scaleAll(), failureMessage: 'autoscale pass failed',
     });
   }
 
   private async scaleAll(): Promise<void> {
-    const agents = await repositoriesOn(this.db).agents.autoScaled();
+    const agents = await repositoriesOn(this.parts.db).agents.autoScaled();
     const present = new Set(agents.map((agent) => agent.id));
     for (const id of this.memory.keys()) if (!present.has(id)) this.memory.delete(id);
     for (const agent of agents) {
       // One agent's trouble (podman stats, a lock wait) must not stop the others'.
-      await this.scaleOne(agent).catch((error) => this.logger.warn({ err: error, agent_id: agent.id }, 'could not auto-scale agent'));
+      await this.scaleOne(agent).catch((error) => this.parts.logger.warn({ err: error, agent_id: agent.id }, 'could not auto-scale agent'));
     }
   }
 
   private async scaleOne(agent: AgentRow): Promise<void> {
-    const now = this.clock.now();
+    const now = this.parts.clock.now();
     const memory = this.remember(agent, now);
     const requests = await this.requestsLastMinute(agent, now);
     const cpuPercent = await this.meanCpuOfAllotment(agent);
     const current = agent.desired_replicas;
     const decision = decideReplicas(
       { current, min: agent.deploy.min_replicas, max: agent.deploy.max_replicas, requestsLastMinute: requests, cpuPercent, lastScaleAt: memory.lastScaleAt, now },
-      { rpmPerReplica: this.settings.targetRpmPerReplica, cpuPercent: this.settings.targetCpuPercent, cooldownMs: this.settings.cooldownMs },
+      { rpmPerReplica: this.parts.settings.targetRpmPerReplica, cpuPercent: this.parts.settings.targetCpuPercent, cooldownMs: this.parts.settings.cooldownMs },
     );
     const signals = { agent_id: agent.id, requests_last_minute: requests, cpu_percent: cpuPercent, reason: decision.reason };
     if (decision.desired === current) {
-      this.logger.debug({ ...signals, replicas: current }, 'auto-scale: no change');
+      this.parts.logger.debug({ ...signals, replicas: current }, 'auto-scale: no change');
       return;
     }
     try {
-      const outcome = await this.deployments.autoscale(agent.id, current, decision.desired);
+      const outcome = await this.parts.scaling.autoscale(agent.id, current, decision.desired);
       if (!outcome.changed) return;
       this.memory.set(agent.id, { seenReplicas: outcome.current, lastScaleAt: now, warned: memory.warned });
-      this.logger.info({ ...signals, from: outcome.previous, to: outcome.current }, 'auto-scaled agent');
+      this.parts.logger.info({ ...signals, from: outcome.previous, to: outcome.current }, 'auto-scaled agent');
       if (outcome.limitedBy) this.warnOnce(agent.id, outcome.limitedBy, outcome.current, decision.desired, signals);
       else this.memory.get(agent.id)!.warned = null;
     } catch (error) {
@@ -111,7 +114,7 @@ export class Autoscaler extends PeriodicService {
 
   /** The edge's per-agent counter of the last complete one-minute window (authz writes it). */
   private async requestsLastMinute(agent: AgentRow, now: Date): Promise<number> {
-    const counted = await this.redis.get(edgeKeyNames.agentCounter(agent.slug, windowOf(now) - 1));
+    const counted = await this.parts.redis.get(edgeKeyNames.agentCounter(agent.slug, windowOf(now) - 1));
     return counted === null ? 0 : Number(counted);
   }
 
@@ -121,10 +124,10 @@ export class Autoscaler extends PeriodicService {
    * would never reach a 70 % target (Kubernetes' HPA likewise measures against requested CPU).
    */
   private async meanCpuOfAllotment(agent: AgentRow): Promise<number | null> {
-    const { orchestrator, clock } = this.driver;
+    const { orchestrator, clock } = this.parts.driver;
     const [metrics, status] = await Promise.all([orchestrator.metrics(agent.id), orchestrator.status(agent.id)]);
     // AutoscaleSettings.cpuWarmupMs: a young replica's stats are its start-up, not its load.
-    const settledSince = clock.now().getTime() - this.settings.cpuWarmupMs;
+    const settledSince = clock.now().getTime() - this.parts.settings.cpuWarmupMs;
     const settled = new Set(
       (status?.replicas ?? []).filter((r) => r.startedAt !== null && r.startedAt.getTime() <= settledSince).map((r) => r.id),
     );
@@ -140,7 +143,7 @@ export class Autoscaler extends PeriodicService {
     const memory = this.memory.get(agentId);
     if (memory?.warned === state) return;
     if (memory) memory.warned = state;
-    this.logger.warn(
+    this.parts.logger.warn(
       { ...signals, replicas, wanted, limit: quota.limit, limit_value: quota.value, requested: quota.requested },
       'auto-scale: scale-out held back by the plan quota',
     );

@@ -7,13 +7,14 @@ import type { JobStatus, RolloutProgress } from '../domain/job.js';
 import { rolloutOutcome } from '../domain/rollout-outcome.js';
 import { inTransaction, repositoriesOn } from '../repositories/index.js';
 import type { EventNotifier } from './event-notifier.js';
+import type { AgentObserved, RolloutStepReported } from './agent-events.js';
 import { KeyedSerial } from './keyed-serial.js';
 import type { WebhookEvents } from './webhook-events.js';
 
 /**
- * Writes each rollout's history as it happens: the drivers' steps (Orchestrator.onProgress)
+ * Writes each rollout's history as it happens: the drivers' steps (RolloutStepReported)
  * become events of the in-progress deployment of their version, and after every refresh of
- * an agent (AgentRunner.onObserved) the job's status decides whether that deployment
+ * an agent (AgentObserved) the job's status decides whether that deployment
  * succeeded or failed (domain/rollout-outcome.ts). A deployment ends once: its end and its
  * last event are written in one transaction, and `finish` only changes one in progress, so a
  * newer deploy that superseded it meanwhile wins. A restarted control API ends what was in
@@ -33,6 +34,16 @@ export class DeploymentTracker {
     private readonly events?: WebhookEvents,
   ) {
     this.serial = new KeyedSerial((agentId, error) => logger.warn({ err: error, agent_id: agentId }, 'could not record deployment progress'));
+  }
+
+  /** RolloutStepReported, subscribed in control/compose.ts. */
+  rolloutStepReported({ step }: RolloutStepReported): void {
+    void this.record(step);
+  }
+
+  /** AgentObserved, subscribed in control/compose.ts. */
+  agentObserved({ agent, job }: AgentObserved): Promise<void> {
+    return this.settle(agent, job);
   }
 
   /** A driver's step; nothing when its version has no deployment in progress (a scale, a replica's restart later on), or when it was recorded already. */

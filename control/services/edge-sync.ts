@@ -8,6 +8,7 @@ import { OUTAGE_RETRY_AFTER_SECONDS } from '../dependency-outage.js';
 import { PlatformError } from '../errors.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import type { AgentRow } from '../domain/agent.js';
+import type { JobStatus } from '../domain/job.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 
 /**
@@ -15,12 +16,19 @@ import { inTransaction, repositoriesOn, type Repositories } from '../repositorie
  * in (revoking a key, making an agent private) happen inside the Postgres transaction,
  * before it commits: if Redis cannot take them, nothing changes. Each agent's rebuild
  * holds a share lock on its row, so it cannot restore a key a concurrent revoke removed.
+ *
+ * The one writer of parking's projection (docs/scaling.md, "Parked: which is which"):
+ * Postgres's `agents.parked_at` says whether an agent is parked; the agent hash's
+ * `wakeable` is derived from the row here (`edgeAgent`, re-projected on a change by
+ * `projectParking`), and the wake key is ended or refused only through here
+ * (`setUpstreams`, `rebuild`, `refuseWake`).
  */
 export class EdgeSync {
   constructor(
     private readonly db: Knex,
     private readonly projection: EdgeProjection,
-    private readonly orchestrator: Orchestrator | undefined,
+    /** Read only by `rebuild`: a refresh hands its status to `setUpstreams`. */
+    private readonly jobs: Pick<Orchestrator, 'status'>,
     private readonly logger: Logger,
   ) {}
 
@@ -44,6 +52,14 @@ export class EdgeSync {
   }
 
   /**
+   * After a change of the agent's replicas (a deploy, a scale, a park, a wake), in its
+   * transaction: the edge learns whether a request that finds no replica may start it.
+   */
+  async projectParking(repos: Repositories, before: AgentRow, after: AgentRow): Promise<void> {
+    if (wakeable(before) !== wakeable(after)) await this.putAgent(repos, after);
+  }
+
+  /**
    * Re-projects every agent of the account, for a change that reaches them all (the plan's
    * max_agent_rpm). Run inside the transaction that changed the account, after the change.
    */
@@ -64,12 +80,6 @@ export class EdgeSync {
     };
   }
 
-  /** Running replicas' addresses, as the orchestrator reports them. */
-  async upstreamsOf(agentId: string): Promise<string[]> {
-    const status = await this.orchestrator?.status(agentId);
-    return (status?.replicas ?? []).filter((r) => r.state === 'running' && r.address).map((r) => r.address!);
-  }
-
   /** Rebuilds the whole projection from Postgres and the orchestrator; agents gone from Postgres leave it. */
   async rebuild(): Promise<void> {
     const ids = await repositoriesOn(this.db).agents.allIds();
@@ -82,7 +92,7 @@ export class EdgeSync {
         await this.projection.replace({
           agent: await this.edgeAgent(repos, agent),
           keyHashes: await repos.accessKeys.hashesForAgent(agent.id),
-          upstreams: await this.upstreamsOf(agent.id),
+          upstreams: upstreamsOf(await this.jobs.status(agent.id)),
         });
       });
     }
@@ -96,9 +106,12 @@ export class EdgeSync {
     if (agent) await this.projection.refuseWake(agent.slug, body);
   }
 
-  /** Updates the running replicas of one agent; outside any transaction (it only follows the orchestrator). */
-  async refreshUpstreams(agentId: string): Promise<void> {
-    const agent = await repositoriesOn(this.db).agents.findAny(agentId);
-    if (agent) await this.projection.setUpstreams(agent.slug, await this.upstreamsOf(agentId));
+  /** The agent's routable replicas as `job` reports them (a refresh's one status read); outside any transaction, as it only follows the orchestrator. */
+  async setUpstreams(agent: Pick<AgentRow, 'slug'>, job: JobStatus | null): Promise<void> {
+    await this.projection.setUpstreams(agent.slug, upstreamsOf(job));
   }
 }
+
+/** Running replicas' addresses. */
+const upstreamsOf = (job: JobStatus | null): string[] =>
+  (job?.replicas ?? []).filter((r) => r.state === 'running' && r.address).map((r) => r.address!);

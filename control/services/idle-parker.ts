@@ -7,7 +7,7 @@ import { FIGURES_WINDOW_SECONDS } from '../../contract/request-figures.js';
 import { scaleToZeroAfterSeconds } from '../domain/deploy.js';
 import { afterLook, parkingDue, type ActivityMemory } from '../domain/scale-to-zero.js';
 import { repositoriesOn } from '../repositories/index.js';
-import type { DeploymentService } from './deployment-service.js';
+import type { PlatformScaling } from './platform-scaling.js';
 import { PeriodicPass, PeriodicService, type LoopOptions } from './periodic-pass.js';
 
 /**
@@ -21,8 +21,8 @@ const REPORTING_DELAY_SECONDS = 5;
  * their scale_to_zero_after_seconds (docs/autoscaling.md, "Scale to zero"), on both
  * drivers: the Nomad Autoscaler cannot see the edge. Each pass asks Redis, per agent, one
  * EXISTS over the per-second request figures since its previous look (one hash-tag slot);
- * authz's Check path writes nothing for it. Parking goes through DeploymentService, like
- * any scale, so the driver's scale call, deployments and metering follow.
+ * authz's Check path writes nothing for it. Parking goes through PlatformScaling, the same
+ * change as any scale, so the driver's scale call, deployments and metering follow.
  */
 export class IdleParker extends PeriodicService {
   private readonly memory = new Map<string, ActivityMemory>();
@@ -31,7 +31,7 @@ export class IdleParker extends PeriodicService {
   constructor(
     private readonly db: Knex,
     private readonly redis: Redis,
-    private readonly deployments: DeploymentService,
+    private readonly scaling: PlatformScaling,
     /** The wall clock: the edge stamps each second of figures by it. */
     private readonly clock: Clock,
     intervalMs: number,
@@ -55,7 +55,7 @@ export class IdleParker extends PeriodicService {
       const afterSeconds = scaleToZeroAfterSeconds(agent.deploy);
       if (!parkingDue(memory, now, afterSeconds)) continue;
       // One agent's trouble (a lock wait, Redis) must not stop the others'.
-      const parked = await this.deployments.park(agent.id, agent.desired_replicas).catch((error: unknown) => {
+      const parked = await this.scaling.park(agent.id, agent.desired_replicas).catch((error: unknown) => {
         this.logger.warn({ err: error, agent_id: agent.id }, 'could not park idle agent');
         return false;
       });

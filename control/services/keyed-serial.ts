@@ -17,4 +17,9 @@ export class KeyedSerial {
     });
     return next;
   }
+
+  /** Resolves once every step queued so far, and any queued while waiting, is done. */
+  async idle(): Promise<void> {
+    while (this.tails.size > 0) await Promise.allSettled([...this.tails.values()]);
+  }
 }

@@ -15,7 +15,7 @@ const average = (values: number[]) => (values.length ? values.reduce((a, b) => a
 export class ObservabilityService {
   constructor(
     private readonly db: Knex,
-    private readonly orchestrator: Orchestrator | undefined,
+    private readonly orchestrator: Orchestrator,
     private readonly clock: Clock,
     private readonly requestFigures: Pick<RequestFiguresReader, 'lastMinute'>,
   ) {}
@@ -30,7 +30,6 @@ export class ObservabilityService {
 
   /** Entries with their ids, for the stream, which resumes after an id. */
   async entries(agentId: string, query: Omit<LogsQuery, 'limit'>): Promise<LogEntry[]> {
-    if (!this.orchestrator) return [];
     return this.orchestrator.logs(agentId, { limit: 1000, level: query.level, replicaId: query.replica_id });
   }
 
@@ -41,7 +40,7 @@ export class ObservabilityService {
 
   async sample(agentId: string): Promise<MetricsSample> {
     const [replicas, requests] = await Promise.all([
-      this.orchestrator ? this.orchestrator.metrics(agentId) : [],
+      this.orchestrator.metrics(agentId),
       this.requestFigures.lastMinute(agentId),
     ]);
     return {

@@ -6,13 +6,13 @@ import { PeriodicPass, PeriodicService, type LoopOptions } from './periodic-pass
 /**
  * Brings the orchestrator in line with Postgres at start and then periodically, so a
  * crash of the control API, a container removed by hand or a lost notification heals
- * without anyone calling the API. Without an orchestrator, only the edge is rebuilt.
+ * without anyone calling the API.
  */
 export class Reconciler extends PeriodicService {
   protected readonly loop: PeriodicPass;
 
   constructor(
-    private readonly runner: AgentRunner | undefined,
+    private readonly runner: AgentRunner,
     private readonly edge: EdgeSync,
     intervalMs: number,
     logger: Logger,
@@ -29,7 +29,7 @@ export class Reconciler extends PeriodicService {
   }
 
   private async reconcile(): Promise<void> {
-    await this.runner?.reconcileAll();
+    await this.runner.reconcileAll();
     // Then the edge: a flushed or lost Redis heals here without any API call.
     await this.edge.rebuild();
   }

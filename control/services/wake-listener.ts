@@ -2,7 +2,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { edgeKeyNames } from '../../contract/edge-keys.js';
 import { isQuotaExceeded } from '../errors.js';
-import type { DeploymentService, QuotaDetails } from './deployment-service.js';
+import type { PlatformScaling, QuotaDetails } from './platform-scaling.js';
 import type { EdgeSync } from './edge-sync.js';
 
 /** How long one BRPOP blocks: only how soon a dead connection is noticed; an item returns it at once. */
@@ -14,7 +14,7 @@ const RETRY_AFTER_ERROR_MS = 1_000;
  * authz LPUSHes the agent id on the wake queue once per wake; this BRPOPs it on a
  * connection of its own, so there is no polling interval, a wake recorded while no copy
  * of the control API ran is taken when one starts, and with several copies exactly one
- * pops each. The agent is scaled to 1 through DeploymentService, quota checked; when the
+ * pops each. The agent is scaled to 1 through PlatformScaling, quota checked; when the
  * plan has no room, the edge is told (the waiting Checks answer 503 naming the limit).
  */
 export class WakeListener {
@@ -24,7 +24,7 @@ export class WakeListener {
 
   constructor(
     private readonly redis: Redis,
-    private readonly deployments: DeploymentService,
+    private readonly scaling: PlatformScaling,
     private readonly edge: EdgeSync,
     private readonly logger: Logger,
   ) {}
@@ -69,7 +69,7 @@ export class WakeListener {
 
   private async wake(agentId: string): Promise<void> {
     try {
-      const outcome = await this.deployments.wake(agentId);
+      const outcome = await this.scaling.wake(agentId);
       this.logger.info({ agent_id: agentId, outcome }, outcome === 'woken' ? 'woke parked agent for a request' : 'wake asked for an agent that is not parked');
     } catch (error) {
       const body = isQuotaExceeded(error)

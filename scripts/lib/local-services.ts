@@ -64,13 +64,15 @@ export interface PostgresOptions {
   dataDir: string;
   port: number;
   database: string;
+  /** Off for a throwaway cluster (the test suites'), which needs no durability and runs faster without it. On unless given. */
+  fsync?: boolean;
 }
 
 /**
  * Starts (initialising on first use) a cluster in `dataDir`, listening on 127.0.0.1
  * only, with password authentication; the password is kept in `dataDir/../postgres.password`.
  */
-export async function startPostgres({ dataDir, port, database }: PostgresOptions): Promise<RunningService> {
+export async function startPostgres({ dataDir, port, database, fsync = true }: PostgresOptions): Promise<RunningService> {
   const bin = postgresBinDir();
   const parent = join(dataDir, '..');
   mkdirSync(parent, { recursive: true });
@@ -95,7 +97,7 @@ export async function startPostgres({ dataDir, port, database }: PostgresOptions
   const socketDir = dataDir;
   runAsOwner(join(bin, 'pg_ctl'), [
     '-D', dataDir, '-l', join(dataDir, 'server.log'), '-w', '-t', '60',
-    '-o', `-p ${port} -c listen_addresses=127.0.0.1 -k ${socketDir} -c max_connections=200 -c fsync=${process.env.PG_FSYNC ?? 'on'}`,
+    '-o', `-p ${port} -c listen_addresses=127.0.0.1 -k ${socketDir} -c max_connections=200 -c fsync=${fsync ? 'on' : 'off'}`,
     'start',
   ]);
   const adminUrl = `postgres://platform:${encodeURIComponent(password)}@127.0.0.1:${port}/postgres`;

@@ -13,6 +13,8 @@ import { postgresBinDir } from './local-services.js';
 export interface PlatformState {
   databaseUrl: string;
   keys: KeySource;
+  /** The command's environment, which pg_dump and pg_restore start with (PATH, libpq's own PG* settings). */
+  environment: Env;
 }
 
 /** A file the keys are read from, or a setting holding them inline (which a restore cannot write). */
@@ -21,7 +23,7 @@ export type KeySource = { file: string } | { setting: 'MASTER_KEYS' | 'MASTER_KE
 type Env = Record<string, string | undefined>;
 
 export function locatePlatformState(env: Env): PlatformState {
-  return { databaseUrl: loadDatabaseUrl(env), keys: keySource(env) };
+  return { databaseUrl: loadDatabaseUrl(env), keys: keySource(env), environment: env };
 }
 
 function keySource(env: Env): KeySource {
@@ -65,10 +67,10 @@ export function pgProgram(name: 'pg_dump' | 'pg_restore'): string {
   }
 }
 
-/** Runs a PostgreSQL program with the database's libpq environment; its stderr reaches the operator. */
-export function runPg(name: 'pg_dump' | 'pg_restore', args: string[], databaseUrl: string): string {
+/** Runs a PostgreSQL program with the platform's database in its libpq environment; its stderr reaches the operator. */
+export function runPg(name: 'pg_dump' | 'pg_restore', args: string[], state: PlatformState): string {
   return execFileSync(pgProgram(name), args, {
-    env: { ...process.env, ...libpqEnvironment(databaseUrl) },
+    env: { ...state.environment, ...libpqEnvironment(state.databaseUrl) },
     encoding: 'utf8',
     stdio: ['ignore', 'pipe', 'inherit'],
     maxBuffer: 64 * 1024 * 1024,

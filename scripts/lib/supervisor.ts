@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import { backoffMs, NO_JITTER, type FailureKind } from '../../contract/backoff.js';
 
 /**
  * Keeps the platform's processes running for `npm run up`: a component that exits on its
@@ -40,6 +41,9 @@ export const UP_SUPERVISION: Omit<SupervisorOptions, 'log' | 'onGiveUp'> = {
 
 /** sysexits.h EX_CONFIG: control/main.ts exits with it when its configuration is wrong. */
 const EX_CONFIG = 78;
+
+/** A configuration error is permanent: a restart cannot fix it. Any other exit may pass. */
+const exitKind = (code: number | null): FailureKind => (code === EX_CONFIG ? 'permanent' : 'transient');
 
 interface Supervised {
   component: Component;
@@ -105,14 +109,15 @@ export class Supervisor {
     if (this.stopping || this.gaveUp) return;
     const { name } = entry.component;
     const how = signal ? `signal ${signal}` : `code ${code}`;
-    if (code === EX_CONFIG) return this.giveUp(`${name} exited with ${how}: its configuration is wrong, and a restart cannot fix that`);
+    if (exitKind(code) === 'permanent') return this.giveUp(`${name} exited with ${how}: its configuration is wrong, and a restart cannot fix that`);
     const now = Date.now();
     entry.crashes = [...entry.crashes.filter((at) => now - at < this.options.crashWindowMs), now];
     const recent = entry.crashes.length;
     if (recent >= this.options.maxCrashes) {
       return this.giveUp(`${name} exited ${recent} times within ${this.options.crashWindowMs / 1000} s (last: ${how})`);
     }
-    const delay = Math.min(this.options.backoffInitialMs * 2 ** (recent - 1), this.options.backoffMaxMs);
+    // Not jittered: a handful of local processes, restarted on the schedule the log announces.
+    const delay = backoffMs({ baseMs: this.options.backoffInitialMs, maxMs: this.options.backoffMaxMs }, recent, NO_JITTER);
     this.options.log(`${name} exited (${how}); restarting in ${delay} ms (crash ${recent} of ${this.options.maxCrashes} allowed within ${this.options.crashWindowMs / 1000} s)`);
     entry.restartTimer = setTimeout(() => {
       if (this.stopping || this.gaveUp) return;

@@ -3,13 +3,15 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
-import { ManualClock, systemClock } from '../../contract/clock.js';
+import { systemClock } from '../../contract/clock.js';
+import { ManualClock } from './manual-clock.js';
 import { createOrchestrator } from '../../control/orchestrator/create.js';
 import { podmanRuntime } from '../../control/orchestrator/podman/host.js';
 import { podmanEnvironmentOf } from '../../control/orchestrator/podman/child-environment.js';
 import type { PassRecord } from '../../control/services/periodic-pass.js';
 import type { Orchestrator } from '../../control/orchestrator/types.js';
 import { ensureTestImage, TEST_IMAGE } from './test-image.js';
+import { inMemoryDriver } from './in-memory-driver.js';
 import { loadConfig, type Config } from '../../control/config.js';
 import { buildControl, type Control } from '../../control/compose.js';
 import { connectDatabase, DEFAULT_POOL } from '../../control/db/database.js';
@@ -39,8 +41,8 @@ export interface TestControl {
   database: string;
   /** Stops serving at once, leaving containers running, as a crash of the control API would. */
   crash(): Promise<void>;
-  /** The real podman driver with `{ orchestrate: true }`, the Nomad driver with `{ nomad }`. */
-  driver: Orchestrator | undefined;
+  /** The real podman driver with `{ orchestrate: true }`, the Nomad driver with `{ nomad }`, otherwise an InMemoryDriver (test/support/in-memory-driver.ts). */
+  driver: Orchestrator;
   clock: ManualClock;
   config: Config;
   db: Knex;
@@ -147,8 +149,9 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   // The fake Nomad cluster runs allocations as podman containers too, of the same image.
   if (options.orchestrate || options.nomad) ensureTestImage(podmanRuntime(config.podman));
   // The driver lives in real time (backoff, grace periods); the manual clock is for tokens and windows.
-  const started = options.orchestrate || options.nomad ? createOrchestrator(config, systemClock, logger) : undefined;
-  const driver: Orchestrator | undefined = started?.orchestrator;
+  // Without containers to run, a driver that keeps the jobs it is handed and runs none.
+  const started = options.orchestrate || options.nomad ? createOrchestrator(config, systemClock, logger) : inMemoryDriver();
+  const driver: Orchestrator = started.orchestrator;
   const passes: PassRecord[] = [];
   const control = buildControl({ config, db, redis, clock, logger, driver: started, billing: options.billing, onPass: (pass) => passes.push(pass) });
   // As at the start of the real control API: adopt what runs, start what is missing (the reconciler's
@@ -200,8 +203,8 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     database,
     crash: async () => {
       // Queued and in-flight orchestrator steps die with the process; the next start's reconcile redoes them.
-      void control.services.runner?.close();
-      await driver?.close();
+      void control.services.runner.close();
+      await driver.close();
       await stopServing();
     },
     clock,
@@ -214,11 +217,9 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     driver,
     close: async () => {
       await control.loops.stop(); // a test that started the loops has them stopped as control/main.ts does
-      if (driver) {
-        await control.services.runner?.close(); // no queued step starts a job after the cleanup
-        await driver.reconcile([]); // removes this suite's containers and networks (or Nomad jobs)
-        await driver.close();
-      }
+      await control.services.runner.close(); // no queued step starts a job after the cleanup
+      await driver.reconcile([]); // removes this suite's containers and networks (or Nomad jobs)
+      await driver.close();
       await stopServing();
     },
   };

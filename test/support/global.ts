@@ -17,8 +17,9 @@ export const TEMPLATE_DATABASE = 'platform_template';
 export async function mochaGlobalSetup(): Promise<void> {
   workDir = mkdtempSync(join(tmpdir(), 'platform-test-'));
   chmodSync(workDir, 0o755); // the postgres user must be able to reach its data dir inside
-  process.env.PG_FSYNC = 'off'; // a throwaway cluster needs no durability; it makes tests faster
-  const postgres = await startPostgres({ dataDir: join(workDir, 'postgres'), port: await freePort(), database: TEMPLATE_DATABASE });
+  // A throwaway cluster needs no durability; it makes tests faster. Suites that run `npm run up` pass it on (scripts/lib/up-settings.ts).
+  process.env.PG_FSYNC = 'off';
+  const postgres = await startPostgres({ dataDir: join(workDir, 'postgres'), port: await freePort(), database: TEMPLATE_DATABASE, fsync: false });
   services.push(postgres);
   const redis = await startRedis({ dataDir: join(workDir, 'redis'), port: await freePort(), persistent: false });
   services.push(redis);

@@ -1,5 +1,5 @@
 import { readNomadSettings, type NomadSettings } from '../../control/orchestrator/nomad/settings.js';
-import { readSettings } from '../../control/settings-reader.js';
+import { readSettings } from '../../contract/settings-reader.js';
 import type { JobSpec } from '../../control/domain/job.js';
 import { createNomadDriver } from '../../control/orchestrator/create.js';
 import type { NomadDriver } from '../../control/orchestrator/nomad/driver.js';

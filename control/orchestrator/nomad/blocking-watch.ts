@@ -1,5 +1,6 @@
 import { performance } from 'node:perf_hooks';
 import type { Logger } from 'pino';
+import { backoffMs } from '../../../contract/backoff.js';
 
 /** One answer of a blocking query: the body and the index it was read at. */
 export interface IndexedRead<T> {
@@ -10,7 +11,7 @@ export interface IndexedRead<T> {
 export interface BlockingWatchOptions {
   /** Shortest time from the start of one query to the start of the next. */
   minIntervalMs: number;
-  /** Back-off after a failed query: doubled per failure up to the maximum. */
+  /** Back-off after a failed query: its ceiling doubled per failure up to the maximum, with full jitter (contract/backoff.ts). */
   backoffMs: number;
   maxBackoffMs: number;
 }
@@ -77,7 +78,8 @@ export class BlockingWatch<T> {
       } catch (error) {
         if (this.stopped) return;
         failures += 1;
-        const delay = Math.min(this.options.backoffMs * 2 ** (failures - 1), this.options.maxBackoffMs);
+        // Jittered: the watches of every copy of the control API do not return to a recovered server at once.
+        const delay = backoffMs({ baseMs: this.options.backoffMs, maxMs: this.options.maxBackoffMs }, failures);
         this.logger.warn({ err: error, watch: this.name, index: this.index, retry_in_ms: delay }, 'blocking query failed; resuming with the same index');
         await this.pause(delay);
       }

@@ -128,7 +128,7 @@ export class NomadDriver implements Orchestrator {
   scale(agentId: string, count: number): Promise<void> {
     return this.serial(async () => {
       const held = this.jobs.get(agentId);
-      if (!held) return;
+      if (!held) return this.notify(agentId);
       held.spec = { ...held.spec, count };
       const how = await scaleJob(this.api, held.spec, () => this.register(held.spec, { setCount: true }));
       if (how !== 'registered') await this.learnVersion(agentId);

@@ -1,6 +1,7 @@
 import { Agent as HttpAgent } from 'node:http';
 import { Agent as HttpsAgent } from 'node:https';
 import fetch, { type Response } from 'node-fetch';
+import { retry, type FailureKind } from '../../../contract/backoff.js';
 import type { ApiEndpoint } from './settings.js';
 
 /** A call Nomad or Consul answered with an error: `status` is theirs, the message is their body's text. */
@@ -41,7 +42,7 @@ export interface ClientOptions {
   tokenHeader: 'X-Nomad-Token' | 'X-Consul-Token';
   timeoutMs: number;
   attempts: number;
-  /** First back-off; doubled per attempt. */
+  /** The first back-off's ceiling; doubled per attempt, with full jitter (contract/backoff.ts). */
   backoffMs?: number;
   /**
    * Most connections open at once; further calls wait for a free one. Nomad and Consul
@@ -56,20 +57,21 @@ export interface ApiResult<T> {
 }
 
 /**
- * A 429 is Nomad's and Consul's answer to a client past its connection limit (Nomad's
- * command/agent/http.go, `connLimiter`): the call did nothing, so it is safe to retry
- * after a back-off, like a 5xx.
+ * Whether a call that failed may pass if made again. No answer (refused, reset, timed out)
+ * and a 5xx may; so may a 429, Nomad's and Consul's answer to a client past its connection
+ * limit (Nomad's command/agent/http.go, `connLimiter`), since the call did nothing. Other
+ * 4xx answers will not change, nor will a job Nomad's validators refuse: they come as a
+ * 500 (plain server errors are not coded: command/agent/http.go, `wrap`) whose body is a
+ * go-multierror list, "1 error occurred:" (go-multierror `ListFormatFunc`), or, for a
+ * registration whose EnforceIndex no longer matches, a plain "Enforcing job modify index …"
+ * (nomad/structs/job.go, `RegisterEnforceIndexErrPrefix`), unlike "No cluster leader" and
+ * other 5xx.
  */
-const retryable = (status: number) => status >= 500 || status === 429;
+function apiFailureKind(error: unknown): FailureKind {
+  if (!(error instanceof ApiError) || error.status === 429) return 'transient';
+  return error.status < 500 || refusedForGood(error.status, error.body) ? 'permanent' : 'transient';
+}
 
-/**
- * Nomad answers a job its validators refuse with a 500 (plain server errors are not
- * coded: command/agent/http.go, `wrap`) whose body is a go-multierror list, "1 error
- * occurred:" (go-multierror `ListFormatFunc`), and a registration whose EnforceIndex no
- * longer matches with a plain "Enforcing job modify index …" (nomad/structs/job.go,
- * `RegisterEnforceIndexErrPrefix`). Those answers will not change: they are not retried,
- * unlike "No cluster leader" and other 5xx.
- */
 const refusedForGood = (status: number, body: string) => status === 500 && (/^(rpc error: )?\d+ errors? occurred:/.test(body) || enforceIndexRefused(status, body));
 
 /** nomad/structs/job.go, `RegisterEnforceIndexErrPrefix`: another registration or scale came between a read of the job and a write over it. */
@@ -78,8 +80,7 @@ export const enforceIndexRefused = (status: number, body: string) => status === 
 /**
  * One HTTP API (Nomad or Consul): token header, TLS from the settings, a timeout per
  * request, a bounded pool of kept-alive connections, and bounded retries with
- * exponential back-off on 5xx, 429 and connection errors. Other 4xx answers are never
- * retried: they will not change.
+ * exponential back-off of the failures that may pass (`apiFailureKind`).
  */
 export class ApiClient {
   private readonly agent: HttpAgent | HttpsAgent;
@@ -109,18 +110,16 @@ export class ApiClient {
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<ApiResult<T>> {
     const response = await this.send(method, path, options);
     const text = await response.text();
-    if (response.status === 404 && options.allowNotFound) return { body: null as T, headers: response.headers };
-    if (!response.ok) throw new ApiError(this.options.api, method, path, response.status, text);
+    if (response.status === 404) return { body: null as T, headers: response.headers }; // allowNotFound
     return { body: (text ? JSON.parse(text) : null) as T, headers: response.headers };
   }
 
   /** The raw response of a successful call, for streams (the fs logs API). */
   async stream(path: string, options: RequestOptions = {}): Promise<Response> {
-    const response = await this.send('GET', path, options);
-    if (!response.ok) throw new ApiError(this.options.api, 'GET', path, response.status, await response.text());
-    return response;
+    return this.send('GET', path, { ...options, allowNotFound: false });
   }
 
+  /** A successful response (or a 404 with `allowNotFound`); an ApiError for any other answer, after the retries it deserves. */
   private async send(method: string, path: string, options: RequestOptions): Promise<Response> {
     const url = new URL(this.endpoint.address + path);
     for (const [key, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(key, String(value));
@@ -128,40 +127,27 @@ export class ApiClient {
     if (this.endpoint.token) headers[this.options.tokenHeader] = this.endpoint.token;
     if (options.body !== undefined) headers['content-type'] = 'application/json';
     const body = options.body === undefined ? undefined : JSON.stringify(options.body);
-    const backoff = this.options.backoffMs ?? 250;
-
-    let lastError: unknown;
-    for (let attempt = 1; attempt <= this.options.attempts; attempt += 1) {
-      if (attempt > 1) await sleep(backoff * 2 ** (attempt - 2), options.signal);
-      if (options.signal?.aborted) throw options.signal.reason ?? new Error('aborted');
+    const attempt = async () => {
       const timeout = AbortSignal.timeout(options.timeoutMs ?? this.options.timeoutMs);
       const signal = options.signal ? AbortSignal.any([timeout, options.signal]) : timeout;
-      let response: Response;
-      try {
-        response = await fetch(url, { method, headers, body, agent: this.agent, signal });
-      } catch (error) {
-        if (options.signal?.aborted) throw error;
-        lastError = error;
-        continue;
-      }
-      if (!retryable(response.status) || attempt === this.options.attempts) return response;
-      const answer = new ApiError(this.options.api, method, path, response.status, await response.text());
-      if (refusedForGood(response.status, answer.body)) throw answer;
-      lastError = answer;
+      const response = await fetch(url, { method, headers, body, agent: this.agent, signal });
+      if (response.ok || (response.status === 404 && options.allowNotFound)) return response;
+      throw new ApiError(this.options.api, method, path, response.status, await response.text());
+    };
+    try {
+      return await retry(attempt, {
+        attempts: this.options.attempts,
+        // The attempts bound the waits: no cap.
+        backoff: { baseMs: this.options.backoffMs ?? 250, maxMs: Number.POSITIVE_INFINITY },
+        // The caller gave up (its signal): no further attempt.
+        classify: (error) => (options.signal?.aborted ? 'permanent' : apiFailureKind(error)),
+        signal: options.signal,
+      });
+    } catch (error) {
+      if (error instanceof ApiError || options.signal?.aborted) throw error;
+      throw new ApiUnreachableError(this.options.api, method, path, error);
     }
-    if (lastError instanceof ApiError) throw lastError;
-    throw new ApiUnreachableError(this.options.api, method, path, lastError);
   }
-}
-
-function sleep(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise((resolve) => {
-    const timer = setTimeout(resolve, ms);
-    signal?.addEventListener('abort', () => {
-      clearTimeout(timer);
-      resolve();
-    }, { once: true });
-  });
 }
 
 export const nomadClient = (endpoint: ApiEndpoint, timeoutMs: number, attempts: number, maxConnections: number) =>

@@ -6,7 +6,7 @@ import type { JobSpec } from '../../domain/job.js';
 import type { PodmanCli, PodmanOutput } from './cli.js';
 import { LABEL, networkName, runArguments, splitEnvironment } from './run-args.js';
 import type { PodmanSettings } from './settings.js';
-import type { PodmanStatsRow } from './stats.js';
+import { parseStats, STATS_FORMAT, type ContainerStats } from './stats.js';
 
 /** One row of `podman ps --format json`. */
 export interface ContainerInfo {
@@ -82,7 +82,7 @@ export class AgentContainers {
   }
 
   /** One sample of each running replica's CPU and memory; none when podman cannot tell. */
-  stats(replicaIds: string[]): Promise<PodmanStatsRow[]> {
-    return this.cli.json<PodmanStatsRow[]>(['stats', '--no-stream', '--format', 'json', ...replicaIds], 15_000).catch(() => []);
+  stats(replicaIds: string[]): Promise<ContainerStats[]> {
+    return this.cli.run(['stats', '--no-stream', '--format', STATS_FORMAT, ...replicaIds], 15_000).then(({ stdout }) => parseStats(stdout)).catch(() => []);
   }
 }

@@ -14,7 +14,6 @@ import { parseLogOutput } from './log-lines.js';
 import type { ProtectedEndpoint } from './protected-endpoints.js';
 import { toReplica } from './replica-state.js';
 import type { PodmanSettings } from './settings.js';
-import { parsePercent, parseSize } from './stats.js';
 import { Supervisor } from './supervisor.js';
 
 /**
@@ -72,15 +71,15 @@ export class PodmanDriver implements Orchestrator {
     return this.queue.run(async () => {
       this.jobs.want(spec);
       this.jobs.record(spec.agentId, { replicaId: null, type: 'submitted', message: `version ${spec.version}, ${spec.count} replica(s) of ${spec.image}` });
-      await this.supervisor.tick();
+      await this.supervisor.tick([spec.agentId]);
     });
   }
 
   scale(agentId: string, count: number): Promise<void> {
     return this.queue.run(async () => {
-      if (!this.jobs.scale(agentId, count)) return;
+      if (!this.jobs.scale(agentId, count)) return this.supervisor.told(agentId);
       this.jobs.record(agentId, { replicaId: null, type: 'scaled', message: `${count} replica(s)` });
-      await this.supervisor.tick();
+      await this.supervisor.tick([agentId]);
     });
   }
 
@@ -133,10 +132,11 @@ export class PodmanDriver implements Orchestrator {
     if (running.length === 0) return [];
     const rows = await this.containers.stats(running.map((r) => r.id));
     return rows.map((row) => ({
-      replicaId: row.name,
-      cpuPercent: parsePercent(row.cpu_percent),
-      memoryMb: parseSize(row.mem_usage.split('/')[0] ?? '0') / (1024 * 1024),
-      memoryLimitMb: job.replicas.get(row.name)?.spec.memoryMb ?? 0,
+      replicaId: row.Name,
+      // Hundredths, as podman's table and this API have always shown it.
+      cpuPercent: Math.round(row.CPU * 100) / 100,
+      memoryMb: row.MemUsage / (1024 * 1024),
+      memoryLimitMb: job.replicas.get(row.Name)?.spec.memoryMb ?? 0,
     }));
   }
 

@@ -1,3 +1,4 @@
+import { backoffMs, NO_JITTER } from '../../../contract/backoff.js';
 import type { JobSpec, Replica, ReplicaState } from '../../domain/job.js';
 
 /**
@@ -125,9 +126,13 @@ export function observe(record: ReplicaRecord, sighting: Sighting, nowMs: number
   return { next: NOTHING, events: [{ replicaId: record.id, type: 'exited', message: `${reason}; restart ${record.restarts} of ${policy.restartBudget} after backoff` }] };
 }
 
-/** The wait before the `restarts`-th restart: the base, doubled at each exit, capped. */
+/**
+ * The wait before the `restarts`-th restart: the base, doubled at each exit, capped. Not
+ * jittered: the restart schedule is the documented one (docs/orchestration.md), and a
+ * restart starts a container on this host rather than calling a shared server.
+ */
 export const restartDelayMs = (restarts: number, policy: RestartPolicy) =>
-  Math.min(policy.restartBackoffBaseMs * 2 ** (restarts - 1), policy.restartBackoffMaxMs);
+  backoffMs({ baseMs: policy.restartBackoffBaseMs, maxMs: policy.restartBackoffMaxMs }, restarts, NO_JITTER);
 
 /**
  * Its container died, as podman's event said ahead of the next poll: out of routing at

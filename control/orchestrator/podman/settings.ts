@@ -1,5 +1,5 @@
 import { DEFAULT_AGENT_SUBNET_POOL, parseSubnetPool, type SubnetPool } from '../../../contract/agent-subnet-pool.js';
-import type { SettingReader } from '../../settings-reader.js';
+import type { SettingReader } from '../../../contract/settings-reader.js';
 import { podmanEnvironmentOf } from './child-environment.js';
 import { parseEndpointList, type ProtectedEndpoint } from './protected-endpoints.js';
 

@@ -1,19 +1,18 @@
-const EXPONENTS: Record<string, number> = { B: 0, k: 1, K: 1, M: 2, G: 3, T: 4 };
-
-/** Parses podman's human sizes ("540.7kB", "67.11MB", "1.2GiB") to bytes. */
-export function parseSize(text: string): number {
-  const match = /^([\d.]+)\s*([kKMGT]?i?B)?$/.exec(text.trim());
-  if (!match) return 0;
-  const value = Number(match[1]);
-  const unit = match[2] ?? 'B';
-  const exponent = EXPONENTS[unit[0]!] ?? 0;
-  return value * (unit.includes('i') ? 1024 : 1000) ** exponent;
+/**
+ * One container's line of `podman stats --no-stream --format '{{json .ContainerStats}}'`:
+ * libpod's ContainerStats (podman-stats(1), `.ContainerStats`), whose figures are numbers,
+ * where `--format json` gives the text of podman's table ("67.11MB", "3.10%").
+ */
+export interface ContainerStats {
+  Name: string;
+  /** Percent of one CPU, full precision: what the table shows as CPU %, rounded there to hundredths. */
+  CPU: number;
+  /** Bytes in use. */
+  MemUsage: number;
 }
 
-export const parsePercent = (text: string) => Number.parseFloat(text.replace('%', '')) || 0;
+/** The format that gives one ContainerStats object a line, one line per container. */
+export const STATS_FORMAT = '{{json .ContainerStats}}';
 
-export interface PodmanStatsRow {
-  name: string;
-  cpu_percent: string;
-  mem_usage: string;
-}
+export const parseStats = (stdout: string): ContainerStats[] =>
+  stdout.split('\n').filter((line) => line.trim()).map((line) => JSON.parse(line) as ContainerStats);

@@ -86,12 +86,16 @@ export class Supervisor {
     this.listeners.push(listener);
   }
 
-  /** One tick: every container and job looked at once. */
-  async tick(): Promise<void> {
+  /**
+   * One tick: every container and job looked at once. Listeners hear of the agents whose
+   * replicas changed, and of `asked` whatever happened: the agents a submit or scale was
+   * for, which the platform refreshes only when told.
+   */
+  async tick(asked: string[] = []): Promise<void> {
     if (this.closed) return;
     const containers = await this.parts.containers.list();
     const byReplica = new Map(containers.map((c) => [c.Names[0]!, c]));
-    const changed = new Set<string>();
+    const changed = new Set<string>(asked);
     const strays = containers
       .filter((container) => !this.adopt(container, changed) && !this.parts.jobs.claims(container.Labels?.[LABEL.agentId] ?? ''))
       .map((c) => c.Names[0]!);
@@ -124,6 +128,11 @@ export class Supervisor {
     this.adopting = false;
     await this.tick();
     await this.parts.networks.removeStrays((agentId) => this.parts.jobs.claims(agentId));
+  }
+
+  /** Tells the listeners of an agent a call was for, when it changed nothing to tick for (a scale of a job not held). */
+  told(agentId: string): void {
+    this.notify([agentId]);
   }
 
   /** An agent's containers and network go now, not at the next tick. */
