@@ -10,6 +10,7 @@ const never = (name, comment, from, to, extra = {}) => ({ name, comment, severit
 /** The control API's layers, lowest first: a layer may import its own and lower layers only. */
 const CONTROL_LAYERS = [
   { name: 'domain', path: '^control/domain/' },
+  // Postgres and Redis: their clients, what an outage of either means, and the SQL behind repositories.
   { name: 'storage', path: '^control/(db|repositories)/' },
   { name: 'orchestrator', path: '^control/orchestrator/' },
   { name: 'edge projection', path: '^control/edge/' },
@@ -19,7 +20,8 @@ const CONTROL_LAYERS = [
   { name: 'http', path: '^control/http/' },
   // Prometheus families fed by the observers the layers below offer; prom-client stays out of those layers.
   { name: 'metrics', path: '^control/metrics/' },
-  { name: 'composition', path: '^control/(compose|main|admin|admin-command|admin-keys)\\.ts$' },
+  // The entry points (main.ts, admin.ts), the root that wires the API (compose.ts) and the admin commands.
+  { name: 'composition', path: '^control/((compose|main|admin)\\.ts$|admin/)' },
 ];
 
 /**
@@ -60,9 +62,10 @@ module.exports = {
     never('runtime-is-its-own-package', 'runtime-image/ is built and shipped on its own', '^runtime-image/', '^(contract|control|authz|envoy|proto|scripts|bench|test)/'),
     never('drivers-apart-nomad', 'what both drivers share lives in control/orchestrator/', '^control/orchestrator/nomad/', '^control/orchestrator/podman/'),
     never('drivers-apart-podman', 'what both drivers share lives in control/orchestrator/', '^control/orchestrator/podman/', '^control/orchestrator/nomad/'),
-    never('domain-is-pure', 'the domain knows no storage, transport or settings', '^control/domain/', '^control/(config|logger|redis|readiness|dependency-outage)\\.ts$'),
-    never('drivers-take-their-settings', 'drivers get their settings passed in; control/config.ts composes them', '^control/orchestrator/(nomad|podman)/', '^control/config\\.ts$'),
-    never('services-take-settings-types-only', 'services get settings passed in: they may name their types, not read them', '^control/(services|repositories|domain|schemas|http)/', '^control/config\\.ts$', { dependencyTypesNot: ['type-only'] }),
+    // Storage and transport are above the domain (the layer rules); the settings and the logger sit outside the layers.
+    never('domain-is-pure', 'the domain knows no storage, transport or settings', '^control/domain/', '^control/config/'),
+    never('drivers-take-their-settings', 'drivers get their settings passed in; control/config/config.ts composes them', '^control/orchestrator/(nomad|podman)/', '^control/config/'),
+    never('services-take-settings-types-only', 'services get settings passed in: they may name their types, not read them', '^control/(services|repositories|domain|schemas|http)/', '^control/config/', { dependencyTypesNot: ['type-only'] }),
     ...upwardImports,
   ],
   options: {

@@ -11,11 +11,11 @@ import { createRequestFigureRecorder } from '../contract/request-figure-recorder
 import { loadAuthzConfig } from '../authz/config.js';
 import { startAuthz } from '../authz/server.js';
 import { buildControl } from '../control/compose.js';
-import { loadConfig } from '../control/config.js';
+import { loadConfig } from '../control/config/config.js';
 import { connectDatabase, DEFAULT_POOL, migrate } from '../control/db/database.js';
-import { createLogger } from '../control/logger.js';
+import { createLogger } from '../control/config/logger.js';
 import { createOrchestrator } from '../control/orchestrator/create.js';
-import { connectRedis } from '../control/redis.js';
+import { connectRedis } from '../control/db/redis.js';
 import { startLocalEdge } from '../envoy/local-edge/server.js';
 import { freePort, startPostgres, startRedis } from '../scripts/lib/local-services.js';
 import { controlApiClient } from './api-client.js';

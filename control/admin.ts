@@ -1,13 +1,13 @@
-import { ADMIN_USAGE, isKeysCommand, parseAdminCommand, UsageError, type AdminCommand, type KeysCommand } from './admin-command.js';
-import { runKeysCommand } from './admin-keys.js';
+import { ADMIN_USAGE, isKeysCommand, parseAdminCommand, UsageError, type AdminCommand, type KeysCommand } from './admin/admin-command.js';
+import { runKeysCommand } from './admin/admin-keys.js';
 import { systemClock } from '../contract/clock.js';
-import { loadAdminRedis, loadDatabaseUrl } from './config.js';
+import { loadAdminRedis, loadDatabaseUrl } from './config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
 import { connectDatabase, migrate } from './db/database.js';
 import { EdgeProjection } from './edge/projection.js';
-import { PlatformError } from './errors.js';
-import { createLogger } from './logger.js';
-import { connectRedis } from './redis.js';
+import { PlatformError } from './domain/errors.js';
+import { createLogger } from './config/logger.js';
+import { connectRedis } from './db/redis.js';
 import { AdminService } from './services/admin-service.js';
 import { EdgeSync } from './services/edge-sync.js';
 

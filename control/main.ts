@@ -1,11 +1,11 @@
 import { systemClock } from '../contract/clock.js';
-import { loadConfig } from './config.js';
+import { loadConfig } from './config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
 import { buildControl } from './compose.js';
 import { connectDatabase, DEFAULT_POOL, migrate } from './db/database.js';
-import { createLogger } from './logger.js';
+import { createLogger } from './config/logger.js';
 import { createOrchestrator } from './orchestrator/create.js';
-import { connectRedis } from './redis.js';
+import { connectRedis } from './db/redis.js';
 import { createLimitedServer } from './http/client-limits.js';
 import { startMetricsServer } from './metrics/server.js';
 

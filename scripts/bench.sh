@@ -8,6 +8,6 @@ node --import tsx bench/orchestration.bench.ts
 npm run bench --prefix runtime-image
 node --import tsx bench/authz.bench.ts
 node --import tsx bench/edge-overload.bench.ts
-# The default runtime's image, under the tag RUNTIME_IMAGE defaults to (control/runtime-image.ts).
+# The default runtime's image, under the tag RUNTIME_IMAGE defaults to (control/config/runtime-image.ts).
 bash runtime-image/scripts/build-image.sh >/dev/null
 node --import tsx bench/wake.bench.ts

@@ -1,4 +1,4 @@
-import { loadDatabaseUrl } from '../control/config.js';
+import { loadDatabaseUrl } from '../control/config/config.js';
 import { connectDatabase, migrationStatus, undoLastMigration } from '../control/db/database.js';
 
 const USAGE = `npm run migrate -- status | down

@@ -7,7 +7,7 @@ import { startControl, type TestControl } from './support/control-harness.js';
 import { connectTestRedis, startTestAuthz, type TestAuthz } from './support/edge-authz.js';
 import { runReplica } from './support/in-memory-driver.js';
 import { describeOnEachAuthzServer } from './support/authz-servers.js';
-import { scanKeys } from '../control/redis.js';
+import { scanKeys } from '../control/db/redis.js';
 import { waitFor } from './support/wait.js';
 
 /** google.protobuf.Duration of `ms` milliseconds since the stream started, as Envoy fills the time_to_* fields. */

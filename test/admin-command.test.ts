@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { parseAdminCommand, UsageError } from '../control/admin-command.js';
+import { parseAdminCommand, UsageError } from '../control/admin/admin-command.js';
 
 describe('npm run admin: the command line', () => {
   it('reads each command and its flags', () => {

@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
-import { loadConfig } from '../control/config.js';
+import { loadConfig } from '../control/config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
 
-describe('auto-scaling settings (control/config.ts)', () => {
+describe('auto-scaling settings (control/config/config.ts)', () => {
   const base = {
     DATABASE_URL: 'postgres://u:p@127.0.0.1:5432/db',
     REDIS_URL: 'redis://127.0.0.1:6379',

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { connectDatabase } from '../control/db/database.js';
-import { createLogger } from '../control/logger.js';
+import { createLogger } from '../control/config/logger.js';
 import { Autoscaler } from '../control/services/autoscaler.js';
 import { exclusivePass, LOOP_LOCKS } from '../control/services/exclusive-pass.js';
 import { Reconciler } from '../control/services/reconciler.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { ManualClock } from './support/manual-clock.js';
-import { createLogger } from '../control/logger.js';
+import { createLogger } from '../control/config/logger.js';
 import type { Orchestrator, ReplicaMetrics } from '../control/orchestrator/types.js';
 import type { JobStatus } from '../control/domain/job.js';
 import { Autoscaler } from '../control/services/autoscaler.js';

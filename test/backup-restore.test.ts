@@ -5,7 +5,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, statSync, writeFileSync }
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connectDatabase } from '../control/db/database.js';
-import { scanKeys } from '../control/redis.js';
+import { scanKeys } from '../control/db/redis.js';
 import { pgProgram } from '../scripts/lib/platform-state.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { expectStatus } from './support/control-api.js';

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { sha256Hex } from '../control/crypto/tokens.js';
-import { LOCAL_RUNTIME_IMAGE } from '../control/runtime-image.js';
+import { LOCAL_RUNTIME_IMAGE } from '../control/config/runtime-image.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, databaseText, expectError, expectStatus, signUpMember } from './support/control-api.js';
 

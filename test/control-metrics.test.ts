@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import { loadConfig } from '../control/config.js';
+import { loadConfig } from '../control/config/config.js';
 import { createControlMetrics } from '../control/metrics/control-metrics.js';
 import { startMetricsServer, type MetricsServer } from '../control/metrics/server.js';
 import { protectedEndpointsOf } from '../control/orchestrator/create.js';

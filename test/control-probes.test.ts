@@ -5,10 +5,10 @@ import { createServer as createTcpServer, type AddressInfo, type Socket } from '
 import { systemClock } from '../contract/clock.js';
 import { buildControl } from '../control/compose.js';
 import { inMemoryDriver } from './support/in-memory-driver.js';
-import { loadConfig } from '../control/config.js';
+import { loadConfig } from '../control/config/config.js';
 import { connectDatabase } from '../control/db/database.js';
-import { createLogger } from '../control/logger.js';
-import { connectRedis } from '../control/redis.js';
+import { createLogger } from '../control/config/logger.js';
+import { connectRedis } from '../control/db/redis.js';
 import { freePort } from '../scripts/lib/local-services.js';
 
 /**

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes, randomInt } from 'node:crypto';
-import { loadConfig } from '../control/config.js';
+import { loadConfig } from '../control/config/config.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { expectError, expectStatus } from './support/control-api.js';
 

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { PlatformError } from '../control/errors.js';
+import { PlatformError } from '../control/domain/errors.js';
 import { AdminService } from '../control/services/admin-service.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { expectError, expectStatus, signUpMember } from './support/control-api.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../control/config.js';
+import { loadConfig } from '../control/config/config.js';
 import { connectDatabase, migrate } from '../control/db/database.js';
 import { ConfigError } from '../contract/settings-reader.js';
 import { freePort, startPostgres, startRedis, type RunningService } from '../scripts/lib/local-services.js';

@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Knex } from 'knex';
-import { loadConfig } from '../control/config.js';
+import { loadConfig } from '../control/config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
 import { connectDatabase, withoutStatementTimeout } from '../control/db/database.js';
-import { dependencyOutage } from '../control/dependency-outage.js';
+import { dependencyOutage } from '../control/db/dependency-outage.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 
 /** Postgres's SQLSTATE for a statement cancelled by statement_timeout (query_canceled). */

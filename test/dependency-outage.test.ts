@@ -1,8 +1,8 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { connectDatabase } from '../control/db/database.js';
-import { dependencyOutage } from '../control/dependency-outage.js';
-import { connectRedis } from '../control/redis.js';
+import { dependencyOutage } from '../control/db/dependency-outage.js';
+import { connectRedis } from '../control/db/redis.js';
 import { freePort } from '../scripts/lib/local-services.js';
 
 /**

@@ -4,7 +4,7 @@ import { SecretBox } from '../control/crypto/secret-box.js';
 import { jobSpecFor } from '../control/domain/job-spec.js';
 import type { AgentRow } from '../control/domain/agent.js';
 import { agentUrl } from '../control/services/agent-presenter.js';
-import { LOCAL_RUNTIME_IMAGE } from '../control/runtime-image.js';
+import { LOCAL_RUNTIME_IMAGE } from '../control/config/runtime-image.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, expectError, expectStatus, signUpMember } from './support/control-api.js';
 

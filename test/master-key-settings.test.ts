@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadAdminMasterKeys, loadConfig } from '../control/config.js';
+import { loadAdminMasterKeys, loadConfig } from '../control/config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1/db', REDIS_URL: 'redis://127.0.0.1:6379' };
@@ -21,7 +21,7 @@ function problemsOf(env: Record<string, string>): string[] {
 
 const keysOf = (env: Record<string, string>) => loadConfig({ ...BASE, ...env }).masterKeys.map((k) => k.toString('base64'));
 
-describe('MASTER_KEYS and MASTER_KEY (control/master-key-settings.ts)', () => {
+describe('MASTER_KEYS and MASTER_KEY (control/config/master-key-settings.ts)', () => {
   let dir: string;
   before(() => {
     dir = mkdtempSync(join(tmpdir(), 'master-keys-'));

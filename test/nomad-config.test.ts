@@ -3,8 +3,8 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../control/config.js';
-import { LOCAL_RUNTIME_IMAGE } from '../control/runtime-image.js';
+import { loadConfig } from '../control/config/config.js';
+import { LOCAL_RUNTIME_IMAGE } from '../control/config/runtime-image.js';
 import { ConfigError } from '../contract/settings-reader.js';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1/db', REDIS_URL: 'redis://127.0.0.1:6379', MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };

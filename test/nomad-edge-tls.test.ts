@@ -4,7 +4,7 @@ import { randomBytes } from 'node:crypto';
 import { dirname, posix } from 'node:path';
 import { parse as parseHcl } from '@cdktf/hcl2json';
 import { parse as parseYaml } from 'yaml';
-import { loadConfig } from '../control/config.js';
+import { loadConfig } from '../control/config/config.js';
 import { agentUrl } from '../control/services/agent-presenter.js';
 import { loadEnvoyRoot } from '../proto/load.js';
 import { envoyRedirectArgs } from '../scripts/lib/up-edge-tls.js';

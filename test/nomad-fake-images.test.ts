@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { LOCAL_RUNTIME_IMAGE } from '../control/runtime-image.js';
+import { LOCAL_RUNTIME_IMAGE } from '../control/config/runtime-image.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createImage, parseDockerImage } from './support/fake-nomad/docker-image.js';
 import { startFakeCluster, type FakeCluster } from './support/fake-nomad/index.js';

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { cpuMhz, nomadJobFor, secretTemplate } from '../control/orchestrator/nomad/job-spec.js';
-import { LOCAL_RUNTIME_IMAGE } from '../control/runtime-image.js';
+import { LOCAL_RUNTIME_IMAGE } from '../control/config/runtime-image.js';
 import { defaultNomadSettings, sampleSpec } from './support/nomad-samples.js';
 
 const SECOND_NS = 1_000_000_000;

@@ -9,7 +9,7 @@ import { Registry } from 'prom-client';
 import { parse as parseYaml } from 'yaml';
 import { loadAuthzConfig } from '../authz/config.js';
 import { systemClock } from '../contract/clock.js';
-import { loadConfig } from '../control/config.js';
+import { loadConfig } from '../control/config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
 import { createApp } from '../control/http/app.js';
 import { startMetricsServer } from '../control/metrics/server.js';

@@ -2,11 +2,11 @@ import assert from 'node:assert/strict';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Type } from '@sinclair/typebox';
-import { PlatformError } from '../control/errors.js';
+import { PlatformError } from '../control/domain/errors.js';
 import { createApp } from '../control/http/app.js';
 import { buildOpenApi } from '../control/http/openapi.js';
 import { defineRoute, type RouteSpec } from '../control/http/route.js';
-import { createLogger } from '../control/logger.js';
+import { createLogger } from '../control/config/logger.js';
 import { OpenApiChecker } from './support/openapi-checker.js';
 
 const Thing = Type.Object({ name: Type.String() }, { additionalProperties: false });

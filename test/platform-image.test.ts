@@ -91,7 +91,7 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
       let tsx = true; try { require.resolve('tsx'); } catch { tsx = false; }
       console.log(JSON.stringify({ uid: process.getuid(), tsx, top: fs.readdirSync('.').sort(), dist: fs.readdirSync('dist').sort() }));`;
     const seen = JSON.parse(await podman(['run', '--rm', ...hostOptions, IMAGE, 'node', '-e', probe]));
-    // dist/package.json: tsc's copy of the one control/runtime-image.ts imports for the version (the default RUNTIME_IMAGE tag).
+    // dist/package.json: tsc's copy of the one control/config/runtime-image.ts imports for the version (the default RUNTIME_IMAGE tag).
     assert.deepEqual(seen, { uid: 1000, tsx: false, top: ['dist', 'node_modules', 'package-lock.json', 'package.json'], dist: ['authz', 'console', 'contract', 'control', 'envoy', 'package.json', 'proto'] });
   });
 

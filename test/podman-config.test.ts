@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { loadConfig } from '../control/config.js';
+import { loadConfig } from '../control/config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
 import { detectHost } from '../control/orchestrator/podman/host.js';
 

@@ -4,7 +4,7 @@ import pino from 'pino';
 import { systemClock } from '../contract/clock.js';
 import { edgeKeyNames, usageMonthOf } from '../contract/edge-keys.js';
 import { loadAuthzConfig } from '../authz/config.js';
-import { loadConfig } from '../control/config.js';
+import { loadConfig } from '../control/config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
 import { UsageFlusher } from '../control/services/usage-flusher.js';
 import { startControl, type TestControl } from './support/control-harness.js';

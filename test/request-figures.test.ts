@@ -15,7 +15,7 @@ import {
   tallyIncrements,
 } from '../contract/request-figures.js';
 import { RequestFiguresReader } from '../control/edge/request-figures.js';
-import { scanKeys } from '../control/redis.js';
+import { scanKeys } from '../control/db/redis.js';
 import { connectTestRedis } from './support/edge-authz.js';
 
 /**

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import pino from 'pino';
 import { systemClock } from '../contract/clock.js';
 import type { ManualClock } from './support/manual-clock.js';
-import { scanKeys } from '../control/redis.js';
+import { scanKeys } from '../control/db/redis.js';
 import { UsageFlusher } from '../control/services/usage-flusher.js';
 import { monthOf } from '../control/services/usage-service.js';
 import { startControl, type TestControl } from './support/control-harness.js';

@@ -1,5 +1,5 @@
 import type { SecretBox } from '../crypto/secret-box.js';
-import { validationError, type ValidationIssue } from '../errors.js';
+import { validationError, type ValidationIssue } from './errors.js';
 import { registryAuthIssues, registryOf, sealRegistryAuth, type RegistryAuthInput, type StoredRegistryAuth } from './registry-auth.js';
 import { secretEnvIssues } from './secret-env-limits.js';
 

@@ -1,5 +1,5 @@
 import type { SecretBox } from '../crypto/secret-box.js';
-import type { ValidationIssue } from '../errors.js';
+import type { ValidationIssue } from './errors.js';
 
 /**
  * Credentials for the registry that serves deploy.image (docs/deployments.md, "Images

@@ -1,4 +1,4 @@
-import type { ValidationIssue } from '../errors.js';
+import type { ValidationIssue } from './errors.js';
 
 /**
  * What a secret env entry must fit so that Nomad can hand it to the container unchanged

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import Koa from 'koa';
 import type { Logger } from 'pino';
 import { canWrite } from '../domain/roles.js';
-import { PlatformError } from '../errors.js';
+import { PlatformError } from '../domain/errors.js';
 import { auditContextOf } from '../services/principal.js';
 import type { Authenticator } from './authenticate.js';
 import { serveConsole } from './console-static.js';
@@ -15,7 +15,7 @@ import { requestObserver, type RequestObserver } from './request-observer.js';
 import type { RouteSpec } from './route.js';
 import { assertStorable, assertStorableParams } from './storable-text.js';
 import { compileValidator } from './validation.js';
-import type { Readiness } from '../readiness.js';
+import type { Readiness } from './readiness.js';
 
 export interface AppDependencies {
   routes: RouteSpec[];

@@ -1,7 +1,7 @@
 import type { Logger } from 'pino';
 import { withDeadline } from '../../contract/deadline.js';
 import { sha256Hex } from '../crypto/tokens.js';
-import { PlatformError, rateLimited } from '../errors.js';
+import { PlatformError, rateLimited } from '../domain/errors.js';
 import type { AuthService } from '../services/auth-service.js';
 import type { Principal } from '../services/principal.js';
 import type { FixedWindowLimiter } from '../services/rate-limiter.js';

@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import type { Logger } from 'pino';
-import { dependencyOutage } from '../dependency-outage.js';
-import { errorCatalogue, errorHeaders, PlatformError } from '../errors.js';
+import { dependencyOutage } from '../db/dependency-outage.js';
+import { errorCatalogue, errorHeaders, PlatformError } from '../domain/errors.js';
 import { CLIENT_CLOSED_REQUEST, isClientAbort } from './client-abandoned.js';
 
 /**

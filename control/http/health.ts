@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
-import { PlatformError } from '../errors.js';
-import type { Readiness } from '../readiness.js';
+import { PlatformError } from '../domain/errors.js';
+import type { Readiness } from './readiness.js';
 
 /** Probe paths, outside /v1: for Nomad's and Consul's checks and load balancers, not for API clients. */
 export const PROBE_PATHS: ReadonlySet<string> = new Set(['/livez', '/readyz', '/healthz']);

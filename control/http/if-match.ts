@@ -1,4 +1,4 @@
-import { PlatformError } from '../errors.js';
+import { PlatformError } from '../domain/errors.js';
 
 /** The agent version an If-Match header names (`"3"`, `W/"3"` or `3`); `*` names none. */
 export function parseIfMatch(header: string | undefined): number | undefined {

@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { PlatformError, validationError } from '../errors.js';
+import { PlatformError, validationError } from '../domain/errors.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 

@@ -1,5 +1,5 @@
 import type { TSchema } from '@sinclair/typebox';
-import { errorCatalogue, errorHeaders, type ErrorCode } from '../errors.js';
+import { errorCatalogue, errorHeaders, type ErrorCode } from '../domain/errors.js';
 import type { RequestHeader, RouteSpec } from './route.js';
 
 type JsonObject = Record<string, unknown>;

@@ -1,4 +1,4 @@
-import { notFound, validationError, type ValidationIssue } from '../errors.js';
+import { notFound, validationError, type ValidationIssue } from '../domain/errors.js';
 
 /**
  * Text Postgres cannot hold, refused before any SQL runs. Postgres rejects U+0000 in

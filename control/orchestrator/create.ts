@@ -1,6 +1,6 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { NomadDriver } from './nomad/driver.js';
 import { consulClient, nomadClient } from './nomad/http-client.js';
 import type { NomadSettings } from './nomad/settings.js';

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import type { AuditContext } from '../domain/audit.js';
-import { notFound, PlatformError, validationError } from '../errors.js';
+import { notFound, PlatformError, validationError } from '../domain/errors.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { User } from '../schemas/auth.js';
 import type { AgentRunner } from './agent-runner.js';

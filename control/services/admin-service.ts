@@ -4,7 +4,7 @@ import { ID_PREFIX, newId, newSecret, SECRET_PREFIX, sha256Hex } from '../crypto
 import { SYSTEM_CONTEXT } from '../domain/audit.js';
 import { isPlanName, type PlanName } from '../domain/plans.js';
 import { isRole, type Role } from '../domain/roles.js';
-import { notFound, PlatformError } from '../errors.js';
+import { notFound, PlatformError } from '../domain/errors.js';
 import type { AccountRow } from '../repositories/accounts.js';
 import { inTransaction, type Repositories } from '../repositories/index.js';
 import { removeUser } from './account-service.js';

@@ -1,4 +1,4 @@
-import type { AgentUrlSettings } from '../config.js';
+import type { AgentUrlSettings } from '../config/config.js';
 import type { AgentRow } from '../domain/agent.js';
 import { scaleToZeroAfterSeconds, type StoredDeploy } from '../domain/deploy.js';
 import type { Agent, Deploy } from '../schemas/agents.js';

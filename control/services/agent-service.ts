@@ -6,7 +6,7 @@ import { ANY_ORCHESTRATOR, DEFAULT_DEPLOY, resolveDeploy, runtimeLabels, type De
 import { DEFAULT_MODEL, providerOf } from '../domain/models.js';
 import { limitsOf } from '../domain/plans.js';
 import { slugFor } from '../domain/slug.js';
-import { notFound, PlatformError, validationError } from '../errors.js';
+import { notFound, PlatformError, validationError } from '../domain/errors.js';
 import type { AgentRow } from '../domain/agent.js';
 import type { AuditContext } from '../domain/audit.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
 import type { AuditContext } from '../domain/audit.js';
-import { notFound, PlatformError } from '../errors.js';
+import { notFound, PlatformError } from '../domain/errors.js';
 import { ID_PREFIX, newId, newSecret, previewOf, SECRET_PREFIX, sha256Hex } from '../crypto/tokens.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { KeyView } from '../schemas/keys.js';

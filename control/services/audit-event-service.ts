@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { PlatformError, validationError } from '../errors.js';
+import { PlatformError, validationError } from '../domain/errors.js';
 import type { AuditEventRow } from '../repositories/audit-events.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { AuditEvent, AuditEventList, ListAuditEventsQuery } from '../schemas/audit.js';

@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
-import type { RegistrationMode } from '../config.js';
+import type { RegistrationMode } from '../config/config.js';
 import type { AuditContext } from '../domain/audit.js';
-import { PlatformError, rateLimited } from '../errors.js';
+import { PlatformError, rateLimited } from '../domain/errors.js';
 import { hashPassword, verifyAgainstDecoy, verifyPassword } from '../crypto/passwords.js';
 import { ID_PREFIX, newId, newSecret, SECRET_PREFIX, sha256Hex } from '../crypto/tokens.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { DeploymentRow } from '../domain/deployment.js';
-import { notFound, PlatformError } from '../errors.js';
+import { notFound, PlatformError } from '../domain/errors.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { Deployment, DeploymentList, ListDeploymentsQuery } from '../schemas/deployments.js';
 import type { PresenterSettings } from './agent-presenter.js';

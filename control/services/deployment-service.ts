@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { ANY_ORCHESTRATOR, resolveDeploy, runtimeLabels, type DeployRules } from '../domain/deploy.js';
-import { isQuotaExceeded, PlatformError, validationError } from '../errors.js';
+import { isQuotaExceeded, PlatformError, validationError } from '../domain/errors.js';
 import type { AgentRow } from '../domain/agent.js';
 import type { AuditContext } from '../domain/audit.js';
 import { inTransaction, type Repositories } from '../repositories/index.js';

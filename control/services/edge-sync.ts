@@ -4,8 +4,8 @@ import { DEFAULT_CALLER_RPM, type EdgeAgent } from '../../contract/edge-keys.js'
 import type { EdgeProjection } from '../edge/projection.js';
 import { limitsOf } from '../domain/plans.js';
 import { wakeable } from '../domain/scale-to-zero.js';
-import { OUTAGE_RETRY_AFTER_SECONDS } from '../dependency-outage.js';
-import { PlatformError } from '../errors.js';
+import { OUTAGE_RETRY_AFTER_SECONDS } from '../db/dependency-outage.js';
+import { PlatformError } from '../domain/errors.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import type { AgentRow } from '../domain/agent.js';
 import type { JobStatus } from '../domain/job.js';

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
 import type { RequestFiguresReader } from '../edge/request-figures.js';
 import type { LogEntry, PublicLogEntry } from '../domain/log-entry.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../domain/errors.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { LogsQuery, MetricsSample } from '../schemas/agents.js';

@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { isQuotaExceeded } from '../errors.js';
+import { isQuotaExceeded } from '../domain/errors.js';
 import type { AgentRow } from '../domain/agent.js';
 import { SYSTEM_CONTEXT } from '../domain/audit.js';
 import { wakeable } from '../domain/scale-to-zero.js';

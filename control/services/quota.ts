@@ -1,4 +1,4 @@
-import { quotaExceeded } from '../errors.js';
+import { quotaExceeded } from '../domain/errors.js';
 import type { PlanLimits } from '../domain/plans.js';
 import type { AccountFootprint } from '../repositories/agents.js';
 

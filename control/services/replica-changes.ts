@@ -1,7 +1,7 @@
 import type { Clock } from '../../contract/clock.js';
 import type { StoredDeploy } from '../domain/deploy.js';
 import { limitsOf } from '../domain/plans.js';
-import { notFound, PlatformError } from '../errors.js';
+import { notFound, PlatformError } from '../domain/errors.js';
 import type { AgentRow } from '../domain/agent.js';
 import type { AuditContext, AuditDetails } from '../domain/audit.js';
 import type { Repositories } from '../repositories/index.js';

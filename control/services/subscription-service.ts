@@ -5,7 +5,7 @@ import { withDeadline } from '../../contract/deadline.js';
 import type { AuditContext } from '../domain/audit.js';
 import { BILLING_CALL_TIMEOUT_MS, type BillingProvider } from '../billing/provider.js';
 import { limitsOf, type PlanName } from '../domain/plans.js';
-import { notFound, PlatformError } from '../errors.js';
+import { notFound, PlatformError } from '../domain/errors.js';
 import { inTransaction } from '../repositories/index.js';
 import type { Subscription } from '../schemas/account.js';
 import type { EdgeSync } from './edge-sync.js';

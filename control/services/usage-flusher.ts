@@ -5,7 +5,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import { repositoriesOn } from '../repositories/index.js';
 import { edgeKeyNames, edgeKeyPatterns, parseUsageFlushingKey, parseUsageKey } from '../../contract/edge-keys.js';
-import { scanKeys } from '../redis.js';
+import { scanKeys } from '../db/redis.js';
 import { PeriodicPass, PeriodicService, type LoopOptions } from './periodic-pass.js';
 
 /**

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { Clock } from '../../contract/clock.js';
 import { limitsOf } from '../domain/plans.js';
 import { edgeKeyNames } from '../../contract/edge-keys.js';
-import { notFound } from '../errors.js';
+import { notFound } from '../domain/errors.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { AccountUsage } from '../schemas/account.js';
 import type { Principal } from './principal.js';

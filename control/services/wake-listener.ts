@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { edgeKeyNames } from '../../contract/edge-keys.js';
-import { isQuotaExceeded } from '../errors.js';
+import { isQuotaExceeded } from '../domain/errors.js';
 import type { PlatformScaling, QuotaDetails } from './platform-scaling.js';
 import type { EdgeSync } from './edge-sync.js';
 
@@ -32,7 +32,7 @@ export class WakeListener {
   start(): void {
     if (this.blocking) return;
     // A blocking read needs a connection to itself, a command deadline longer than its block, and to queue until connected;
-    // and no socket timeout, since a block is a silence it asked for (control/redis.ts).
+    // and no socket timeout, since a block is a silence it asked for (control/db/redis.ts).
     const blocking = this.redis.duplicate({ commandTimeout: (BLOCK_SECONDS + 5) * 1000, socketTimeout: undefined, enableOfflineQueue: true });
     blocking.on('error', () => undefined);
     this.blocking = blocking;

@@ -7,7 +7,7 @@ import type { AuditContext } from '../domain/audit.js';
 import type { AddressPolicy } from '../domain/public-address.js';
 import { checkWebhookUrl } from '../domain/webhook-url.js';
 import type { WebhookDeliveryRow, WebhookRow } from '../domain/webhooks.js';
-import { notFound, PlatformError, validationError } from '../errors.js';
+import { notFound, PlatformError, validationError } from '../domain/errors.js';
 import { inTransaction, repositoriesOn } from '../repositories/index.js';
 import type { CreateWebhookBody, ListWebhooksQuery, Webhook, WebhookCreated, WebhookDelivery, WebhookList } from '../schemas/webhooks.js';
 import { recordAudit } from './audit-log.js';

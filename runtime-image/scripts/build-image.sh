@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the runtime image with podman and tags it $RUNTIME_IMAGE (default localhost/agent-runtime:<package
-# version>, the control API's default: control/runtime-image.ts).
+# version>, the control API's default: control/config/runtime-image.ts).
 #
 # 1. Installs podman and runc from Debian when missing.
 # 2. Picks the base image: $BASE_IMAGE if set; else the official Node 20 image if present or pullable;

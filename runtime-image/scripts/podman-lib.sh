@@ -61,11 +61,11 @@ detect_run_options() {
 }
 
 # The default runtime's local tag, as RUNTIME_IMAGE defaults to in the control API
-# (control/runtime-image.ts, the one place it is computed): the package version, never "latest".
+# (control/config/runtime-image.ts, the one place it is computed): the package version, never "latest".
 local_runtime_image() {
   local root
   root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
   (cd "$root" && node --import tsx --input-type=module \
-    -e 'import { LOCAL_RUNTIME_IMAGE } from "./control/runtime-image.ts"; console.log(LOCAL_RUNTIME_IMAGE);') \
-    || fail "could not read the runtime image's tag from control/runtime-image.ts (run npm ci at the repository root)"
+    -e 'import { LOCAL_RUNTIME_IMAGE } from "./control/config/runtime-image.ts"; console.log(LOCAL_RUNTIME_IMAGE);') \
+    || fail "could not read the runtime image's tag from control/config/runtime-image.ts (run npm ci at the repository root)"
 }

@@ -42,7 +42,7 @@ describe('the runtime image', function () {
 
   before(async () => {
     fake = await FakeProvider.start();
-    // The tag the script prints: $RUNTIME_IMAGE, else the control API's default (control/runtime-image.ts).
+    // The tag the script prints: $RUNTIME_IMAGE, else the control API's default (control/config/runtime-image.ts).
     const built = await run('bash', ['scripts/build-image.sh'], { cwd: PACKAGE_DIR, maxBuffer: 16 * 1024 * 1024 });
     image = built.stdout.trim();
     const { stdout: hostOptions } = await run('bash', ['scripts/podman-run-flags.sh', image], { cwd: PACKAGE_DIR });

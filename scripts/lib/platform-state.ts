@@ -1,12 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
-import { loadDatabaseUrl } from '../../control/config.js';
+import { loadDatabaseUrl } from '../../control/config/config.js';
 import { postgresBinDir } from './local-services.js';
 
 /**
  * Where a platform keeps what a backup must hold, found by the rules the control API and
  * `npm run admin` use: the database (DATABASE_URL, or the Postgres `npm run up` runs under
- * .data/) and the master keys (one of the four settings control/master-key-settings.ts
+ * .data/) and the master keys (one of the four settings control/config/master-key-settings.ts
  * reads, or the file `npm run up` makes in .data/). Redis is not here: it holds only what
  * the control API rebuilds from Postgres (docs/operations.md, "Backup and restore").
  */

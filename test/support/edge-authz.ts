@@ -10,7 +10,7 @@ import { loadAuthorizationService } from '../../proto/load.js';
 import { loadAuthzConfig, type AuthzServerKind } from '../../authz/config.js';
 import { startAuthz, type RunningAuthz } from '../../authz/server.js';
 import { healthServiceDefinition, type HealthCheckReply } from '../../authz/health.js';
-import { scanKeys } from '../../control/redis.js';
+import { scanKeys } from '../../control/db/redis.js';
 
 /**
  * authz on a Unix socket of its own (as Envoy's sidecar) with real Redis (the run's

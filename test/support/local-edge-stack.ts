@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { systemClock } from '../../contract/clock.js';
 import { loadAuthzConfig, type AuthzServerKind } from '../../authz/config.js';
 import { startAuthz } from '../../authz/server.js';
-import { connectRedis } from '../../control/redis.js';
+import { connectRedis } from '../../control/db/redis.js';
 import { startLocalEdge } from '../../envoy/local-edge/server.js';
 import { createRequestFigureRecorder } from '../../contract/request-figure-recorder.js';
 import type { TestControl } from './control-harness.js';

@@ -6,7 +6,7 @@ import type { NomadDriver } from '../../control/orchestrator/nomad/driver.js';
 import { pino } from 'pino';
 import { systemClock } from '../../contract/clock.js';
 import type { FakeCluster } from './fake-nomad/index.js';
-import { LOCAL_RUNTIME_IMAGE } from '../../control/runtime-image.js';
+import { LOCAL_RUNTIME_IMAGE } from '../../control/config/runtime-image.js';
 
 /** A sample agent's job spec: what control/domain/job-spec.ts makes of a default-runtime agent with a model key. */
 export function sampleSpec(overrides: Partial<JobSpec> = {}): JobSpec {

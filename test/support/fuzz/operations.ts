@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { errorCatalogue, type ErrorCode } from '../../../control/errors.js';
+import { errorCatalogue, type ErrorCode } from '../../../control/domain/errors.js';
 import type { FieldPath, Resolve, Schema } from './schema-values.js';
 
 /**

@@ -1,4 +1,4 @@
-import packageJson from '../package.json' with { type: 'json' };
+import packageJson from '../../package.json' with { type: 'json' };
 
 /**
  * The default runtime's image on this host: what runtime-image/scripts/build-image.sh tags

@@ -1,5 +1,5 @@
-import { isDatabaseOutage } from './db/outage.js';
-import { PlatformError } from './errors.js';
+import { isDatabaseOutage } from './outage.js';
+import { PlatformError } from '../domain/errors.js';
 import { isRedisOutage } from './redis.js';
 
 /**

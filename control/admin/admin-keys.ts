@@ -1,9 +1,9 @@
 import type { KeysCommand } from './admin-command.js';
-import { loadAdminMasterKeys, loadDatabaseUrl } from './config.js';
-import { SecretBox } from './crypto/secret-box.js';
-import { connectDatabase, migrate } from './db/database.js';
-import type { Env } from '../contract/settings-reader.js';
-import { KeyRotation, UnopenableValueError, type KeyCount } from './services/key-rotation.js';
+import { loadAdminMasterKeys, loadDatabaseUrl } from '../config/config.js';
+import { SecretBox } from '../crypto/secret-box.js';
+import { connectDatabase, migrate } from '../db/database.js';
+import type { Env } from '../../contract/settings-reader.js';
+import { KeyRotation, UnopenableValueError, type KeyCount } from '../services/key-rotation.js';
 
 /**
  * `npm run admin -- keys status|rotate` (docs/operations.md, "Master-key rotation").

@@ -1,12 +1,12 @@
 import { readFileSync } from 'node:fs';
-import { readNomadSettings, type NomadSettings } from './orchestrator/nomad/settings.js';
-import { readPodmanSettings, type LoadedPodmanSettings } from './orchestrator/podman/settings.js';
-import { ConfigError, readSettings, SettingReader, type Env } from '../contract/settings-reader.js';
+import { readNomadSettings, type NomadSettings } from '../orchestrator/nomad/settings.js';
+import { readPodmanSettings, type LoadedPodmanSettings } from '../orchestrator/podman/settings.js';
+import { ConfigError, readSettings, SettingReader, type Env } from '../../contract/settings-reader.js';
 import { readMasterKeys } from './master-key-settings.js';
-import type { ClientLimits } from './http/client-limits.js';
-import { keyPrefixProblem } from '../contract/key-prefix.js';
+import type { ClientLimits } from '../http/client-limits.js';
+import { keyPrefixProblem } from '../../contract/key-prefix.js';
 import { LOCAL_RUNTIME_IMAGE, mutableImageProblem } from './runtime-image.js';
-import type { DatabaseClientTimeouts } from './db/database.js';
+import type { DatabaseClientTimeouts } from '../db/database.js';
 
 /**
  * Every setting of the control API, read from the environment once at start.
@@ -23,13 +23,13 @@ export interface Config {
   /** How long the control API waits on Postgres before it answers 503 DATABASE_UNAVAILABLE (a stalled or unreachable server). */
   readonly databaseTimeouts: DatabaseClientTimeouts;
   readonly redisUrl: string;
-  /** How long one Redis command may wait for its reply; a connection silent that long is dropped and reopened (control/redis.ts). */
+  /** How long one Redis command may wait for its reply; a connection silent that long is dropped and reopened (control/db/redis.ts). */
   readonly redisCommandTimeoutMs: number;
   /** How long a request waits for its token's rate-limit count before it goes on without it (as when Redis is down). */
   readonly tokenRateLimitTimeoutMs: number;
   /** Put before every Redis key of the control API and authz, so installations (or test suites) can share one Redis. */
   readonly redisKeyPrefix: string;
-  /** 32 bytes each for AES-256-GCM, the current key first; encrypt model keys and secret env values at rest (control/master-key-settings.ts). */
+  /** 32 bytes each for AES-256-GCM, the current key first; encrypt model keys and secret env values at rest (control/config/master-key-settings.ts). */
   readonly masterKeys: readonly Buffer[];
   readonly registrationMode: RegistrationMode;
   readonly agentUrl: AgentUrlSettings;

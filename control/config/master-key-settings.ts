@@ -1,4 +1,4 @@
-import type { SettingReader } from '../contract/settings-reader.js';
+import type { SettingReader } from '../../contract/settings-reader.js';
 
 /** The four ways to give the keys; exactly one is set. The first two hold a list, the last two one key. */
 const SOURCES = ['MASTER_KEYS', 'MASTER_KEYS_FILE', 'MASTER_KEY', 'MASTER_KEY_FILE'] as const;

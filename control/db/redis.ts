@@ -1,6 +1,6 @@
 import { Redis } from 'ioredis';
 
-/** REDIS_COMMAND_TIMEOUT_MS's default (control/config.ts), for callers without the control API's settings. */
+/** REDIS_COMMAND_TIMEOUT_MS's default (control/config/config.ts), for callers without the control API's settings. */
 export const DEFAULT_REDIS_COMMAND_TIMEOUT_MS = 1_000;
 
 /**

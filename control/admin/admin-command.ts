@@ -34,7 +34,7 @@ export type AdminCommand =
   | { kind: 'keys-status' }
   | { kind: 'keys-rotate'; batchSize: number; limit?: number };
 
-/** The master-key commands, run by control/admin-keys.ts. */
+/** The master-key commands, run by control/admin/admin-keys.ts. */
 export type KeysCommand = Extract<AdminCommand, { kind: 'keys-status' | 'keys-rotate' }>;
 
 export const isKeysCommand = (command: AdminCommand): command is KeysCommand => command.kind === 'keys-status' || command.kind === 'keys-rotate';
