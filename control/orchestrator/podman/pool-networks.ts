@@ -1,11 +1,21 @@
+import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
 import { freeSubnet, type SubnetPool } from '../../../contract/agent-subnet-pool.js';
 import { PodmanError, type PodmanCli } from './cli.js';
 
-/** Every subnet podman's networks hold, whoever made them (other installations, the host's own users). */
+/**
+ * Every subnet taken on this host: podman's networks, whoever made them (other
+ * installations, the host's own users), and the host's own interfaces (a LAN or VPN inside
+ * the pool), which podman refuses too. Without the latter, every create would pick the
+ * same refused /24 again, and the route's check could aim at a LAN address.
+ */
 export async function usedSubnets(cli: PodmanCli): Promise<string[]> {
   const networks = await cli.json<{ subnets?: { subnet: string }[] }[]>(['network', 'ls', '--format', 'json']);
-  return networks.flatMap((n) => (n.subnets ?? []).map((s) => s.subnet));
+  return [...networks.flatMap((n) => (n.subnets ?? []).map((s) => s.subnet)), ...interfaceSubnets(networkInterfaces())];
 }
+
+/** The IPv4 subnets of the host's interfaces, as `a.b.c.d/n`. Pure. */
+export const interfaceSubnets = (interfaces: NodeJS.Dict<NetworkInterfaceInfo[]>): string[] =>
+  Object.values(interfaces).flatMap((list) => list ?? []).filter((a) => a.family === 'IPv4' && a.cidr !== null).map((a) => a.cidr!);
 
 /** How many times a create is tried again when another process took the chosen /24 in between. */
 const ATTEMPTS = 5;
