@@ -1,8 +1,9 @@
 import protobuf from 'protobufjs';
+import { ACME_CHALLENGE_PATH } from '../contract/edge-keys.js';
 import { factsOf, fieldsOf, type CheckRequest, type CheckRequestFields, type RequestFacts } from './check-request.js';
 
 /**
- * A CheckRequest decoder that walks the wire format to the four strings a decision reads
+ * A CheckRequest decoder that walks the wire format to the strings a decision reads
  * (authz/check-request.ts, CheckRequestFields) and skips everything else by wire type,
  * without building the other headers, addresses and attributes proto-loader would.
  *
@@ -35,6 +36,7 @@ const ATTRIBUTES_REQUEST = tag(4);
 const PEER_ADDRESS = tag(1);
 const REQUEST_HTTP = tag(2);
 const HTTP_HEADERS = tag(3);
+const HTTP_PATH = tag(4);
 const HTTP_HOST = tag(5);
 // envoy/config/core/v3/address.proto, Address (oneof address) and SocketAddress
 const ADDRESS_SOCKET_ADDRESS = tag(1);
@@ -46,6 +48,7 @@ const ENTRY_VALUE = tag(2);
 
 const AUTHORIZATION = Buffer.from('authorization');
 const EXTERNAL_ADDRESS = Buffer.from('x-envoy-external-address');
+const CHALLENGE_PATH = Buffer.from(ACME_CHALLENGE_PATH);
 
 /** Thrown inside the walk for "unsure"; never leaves this module. */
 const UNSURE = new Error('unsure');
@@ -156,7 +159,8 @@ function walkHttp(r: Reader, end: number, out: CheckRequestFields): void {
     const t = r.uint32();
     if (t === HTTP_HOST) out.host = readString(r, end);
     else if (t === HTTP_HEADERS) walkHeaderEntry(r, lengthEnd(r, end), out);
-    else skipOther(r, t, t >>> 3 === 3 || t >>> 3 === 5, 3, end);
+    else if (t === HTTP_PATH) readChallengePath(r, end, out);
+    else skipOther(r, t, t >>> 3 === 3 || t >>> 3 === 4 || t >>> 3 === 5, 3, end);
   }
   atEnd(r, end);
 }
@@ -183,6 +187,15 @@ function walkHeaderEntry(r: Reader, end: number, out: CheckRequestFields): void 
   // An entry without a value maps its key to '' (protobufjs starts each entry at the defaults).
   if (bytesAre(r.buf, keyStart, keyEnd, AUTHORIZATION)) out.authorization = r.buf.toString('utf8', valueStart, valueEnd);
   else if (bytesAre(r.buf, keyStart, keyEnd, EXTERNAL_ADDRESS)) out.externalAddress = r.buf.toString('utf8', valueStart, valueEnd);
+}
+
+/** The path, kept only when it is an ACME challenge's (as fieldsOf does); a later path replaces an earlier one. */
+function readChallengePath(r: Reader, end: number, out: CheckRequestFields): void {
+  const stop = lengthEnd(r, end);
+  if (stop - r.pos >= CHALLENGE_PATH.length && bytesAre(r.buf, r.pos, r.pos + CHALLENGE_PATH.length, CHALLENGE_PATH)) {
+    out.challengePath = r.buf.toString('utf8', r.pos, stop);
+  } else delete out.challengePath;
+  r.pos = stop;
 }
 
 /**

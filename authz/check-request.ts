@@ -1,3 +1,5 @@
+import { ACME_CHALLENGE_PATH } from '../contract/edge-keys.js';
+
 /**
  * The parts of Envoy's CheckRequest (envoy.service.auth.v3) authz reads, as proto-loader
  * decodes it (field names as in the .proto). Everything is optional on the wire.
@@ -30,7 +32,7 @@ interface PeerAttributes {
   address?: { socket_address?: { address?: string; port_value?: number } | null } | null;
 }
 
-/** The four strings of a CheckRequest a decision reads, as on the wire. */
+/** The strings of a CheckRequest a decision reads, as on the wire. */
 export interface CheckRequestFields {
   /** `attributes.request.http.host`, '' when absent. */
   host: string;
@@ -40,6 +42,12 @@ export interface CheckRequestFields {
   authorization: string | undefined;
   /** The `x-envoy-external-address` entry of the same map. */
   externalAddress: string | undefined;
+  /**
+   * `attributes.request.http.path` (with its query), present only when it is an ACME HTTP-01
+   * challenge's (under ACME_CHALLENGE_PATH): no other decision reads the path, so no other
+   * path is turned into a string.
+   */
+  challengePath?: string;
 }
 
 /** What the checker needs from a CheckRequest, already picked out. */
@@ -49,6 +57,8 @@ export interface RequestFacts {
   caller: string;
   /** The `Authorization: Bearer agk_…` token, or null when there is none of that form. */
   accessKey: string | null;
+  /** The path, only for an ACME HTTP-01 challenge (CheckRequestFields.challengePath). */
+  challengePath?: string;
 }
 
 const BEARER_ACCESS_KEY = /^bearer\s+(agk_\S+)\s*$/i;
@@ -57,12 +67,14 @@ const BEARER_ACCESS_KEY = /^bearer\s+(agk_\S+)\s*$/i;
 export function fieldsOf(request: CheckRequest): CheckRequestFields {
   const http = request.attributes?.request?.http;
   const headers = http?.headers ?? {};
-  return {
+  const fields: CheckRequestFields = {
     host: http?.host ?? '',
     peer: request.attributes?.source?.address?.socket_address?.address ?? '',
     authorization: headers.authorization,
     externalAddress: headers['x-envoy-external-address'],
   };
+  if (http?.path?.startsWith(ACME_CHALLENGE_PATH)) fields.challengePath = http.path;
+  return fields;
 }
 
 /**
@@ -73,9 +85,11 @@ export function fieldsOf(request: CheckRequest): CheckRequestFields {
 export function factsOf(fields: CheckRequestFields, trustExternalAddress: boolean): RequestFacts {
   const external = trustExternalAddress ? fields.externalAddress?.trim() : undefined;
   const match = BEARER_ACCESS_KEY.exec(fields.authorization ?? '');
-  return {
+  const facts: RequestFacts = {
     host: fields.host,
     caller: external || fields.peer || 'unknown',
     accessKey: match?.[1] ?? null,
   };
+  if (fields.challengePath !== undefined) facts.challengePath = fields.challengePath;
+  return facts;
 }

@@ -68,6 +68,18 @@ function denialOf(decision: Exclude<Decision, { outcome: 'allowed' }>): Denial {
       };
     case 'unavailable':
       return { grpcCode: GrpcStatus.UNAVAILABLE, httpStatus: 503, body: 'service unavailable: the edge cannot check requests right now\n' };
+    // Not a denial but an answer the edge gives itself: a DeniedHttpResponse is Envoy's one way
+    // to send a body of authz's choosing instead of reaching the upstream. Any non-OK gRPC
+    // status without error_response is CheckStatus::Denied, and denied_response.status.code,
+    // when > 0, becomes the reply's code as it is, 200 included (envoy source/extensions/
+    // filters/common/ext_authz/ext_authz_grpc_impl.cc, GrpcClientImpl::onSuccess); the filter
+    // then calls sendLocalReply(status_code, body, headers) (source/extensions/filters/http/
+    // ext_authz/ext_authz.cc, Filter::onComplete, CheckStatus::Denied). 200 is a defined value
+    // of envoy/type/v3/http_status.proto's StatusCode (OK = 200), which HttpStatus.code requires.
+    case 'acme_challenge':
+      return { grpcCode: GrpcStatus.PERMISSION_DENIED, httpStatus: 200, body: decision.keyAuthorization };
+    case 'unknown_challenge':
+      return { grpcCode: GrpcStatus.NOT_FOUND, httpStatus: 404, body: 'no ACME challenge at this address\n' };
     case 'overloaded':
       return {
         grpcCode: GrpcStatus.UNAVAILABLE,

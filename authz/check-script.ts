@@ -9,12 +9,17 @@ import { EDGE_AGENT_FIELDS, WAKE_REFUSED_PREFIX, WAKE_REQUESTED } from '../contr
  * with the slug), so the script runs unchanged on Redis Cluster.
  *
  * KEYS: 1 agent hash, 2 key-hash set, 3 upstream set, 4 caller counter, 5 agent counter,
- *       6 usage counter, 7 wake key.
+ *       6 usage counter, 7 wake key, 8 the agent's custom hostnames (edgeKeyNames.domains).
  * ARGV: 1 SHA-256 hex of the access key ('' when none), 2 counter TTL in seconds,
- *       3 wake key TTL in seconds (the wake timeout), 4 WAKE_REQUESTED, 5 WAKE_REFUSED_PREFIX.
+ *       3 wake key TTL in seconds (the wake timeout), 4 WAKE_REQUESTED, 5 WAKE_REFUSED_PREFIX,
+ *       6 the custom hostname the request came through ('' for the platform hostname).
  * Returns { outcome [, agent id, upstream | 'requested' | refusal body] }.
  */
 export const CHECK_SCRIPT = `
+-- A custom hostname routes only while the agent's set names it: authz found the slug in its
+-- in-memory copy, which may lag a deletion; this set is written in the same MULTI as the
+-- deletion, so a removed domain answers 404 from the next Check, and spends no limit.
+if ARGV[6] ~= '' and redis.call('SISMEMBER', KEYS[8], ARGV[6]) == 0 then return {'unknown_agent'} end
 local agent = redis.call('HMGET', KEYS[1], '${EDGE_AGENT_FIELDS.id}', '${EDGE_AGENT_FIELDS.access}', '${EDGE_AGENT_FIELDS.callerRpm}', '${EDGE_AGENT_FIELDS.agentRpm}', '${EDGE_AGENT_FIELDS.wakeable}')
 if not agent[1] then return {'unknown_agent'} end
 local caller_rpm = tonumber(agent[3])
@@ -65,12 +70,16 @@ export interface CheckScriptKeys {
   agentCounter: string;
   usage: string;
   wake: string;
+  /** edgeKeyNames.domains(slug): read only when `customHost` is set. */
+  domains: string;
 }
 
 export interface CheckScriptArgs {
   keyHash: string;
   counterTtlSeconds: number;
   wakeTtlSeconds: number;
+  /** The custom hostname the request named, '' for the platform hostname. */
+  customHost: string;
 }
 
 /** The third element: the upstream when allowed, 'requested' when parked and this Check set the wake, a refusal's body. */
@@ -90,14 +99,14 @@ interface RedisWithCheckScript {
  * when Redis answers NOSCRIPT after a restart or SCRIPT FLUSH) and returns its runner.
  */
 export function defineCheckScript(redis: Redis): RunCheckScript {
-  if (!(COMMAND_NAME in redis)) redis.defineCommand(COMMAND_NAME, { numberOfKeys: 7, lua: CHECK_SCRIPT });
+  if (!(COMMAND_NAME in redis)) redis.defineCommand(COMMAND_NAME, { numberOfKeys: 8, lua: CHECK_SCRIPT });
   const client = redis as unknown as RedisWithCheckScript;
   const batchWrite = batchWritesPerTurn(redis);
   return async (keys, args) => {
     batchWrite();
     const reply = await client[COMMAND_NAME](
-      keys.agent, keys.keys, keys.upstreams, keys.callerCounter, keys.agentCounter, keys.usage, keys.wake,
-      args.keyHash, args.counterTtlSeconds, args.wakeTtlSeconds, WAKE_REQUESTED, WAKE_REFUSED_PREFIX,
+      keys.agent, keys.keys, keys.upstreams, keys.callerCounter, keys.agentCounter, keys.usage, keys.wake, keys.domains,
+      args.keyHash, args.counterTtlSeconds, args.wakeTtlSeconds, WAKE_REQUESTED, WAKE_REFUSED_PREFIX, args.customHost,
     );
     return parseReply(reply);
   };

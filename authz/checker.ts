@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { Clock } from '../contract/clock.js';
-import { slugFromHost } from './agent-host.js';
+import { challengeTokenOf } from './acme-challenge.js';
+import { routeHost, type CustomHostLookup } from './host-routes.js';
 import type { RequestFacts } from './check-request.js';
 import type { CheckScriptReply, RunCheckScript } from './check-script.js';
 import { withDeadline } from '../contract/deadline.js';
@@ -17,6 +18,10 @@ export interface CheckerSettings {
 
 export interface CheckerDeps {
   runCheckScript: RunCheckScript;
+  /** The custom hostnames this process knows (authz/domain-hosts.ts). */
+  customHosts: CustomHostLookup;
+  /** GET of `edgeKeyNames.acmeChallenge(token)`: the key authorization, or null. */
+  readChallenge: (token: string) => Promise<string | null>;
   clock: Clock;
   /** Told about every Redis failure (metrics, logs); the Check itself still answers. */
   onRedisError: (error: Error) => void;
@@ -25,11 +30,29 @@ export interface CheckerDeps {
 /** Takes the facts the Check's deserializer picked out (authz/check-request-decoder.ts). */
 export type Checker = (facts: RequestFacts) => Promise<CheckResult>;
 
-/** Decides one Check: the hostname here, everything else in one Redis round trip. */
+/**
+ * Decides one Check: the hostname here, everything else in one Redis round trip. An ACME
+ * challenge comes first, for any Host (the CA asks the custom hostname, which may not route
+ * yet): one GET, and no agent, limit or usage is touched.
+ */
 export function createChecker(settings: CheckerSettings, deps: CheckerDeps): Checker {
+  async function answerChallenge(path: string): Promise<CheckResult> {
+    const token = challengeTokenOf(path);
+    if (token === null) return { outcome: 'unknown_challenge' };
+    try {
+      const keyAuthorization = await withDeadline(deps.readChallenge(token), settings.redisTimeoutMs);
+      return keyAuthorization === null ? { outcome: 'unknown_challenge' } : { outcome: 'acme_challenge', keyAuthorization };
+    } catch (error) {
+      deps.onRedisError(error as Error);
+      return { outcome: 'unavailable' };
+    }
+  }
+
   return async (facts) => {
-    const slug = slugFromHost(facts.host, settings.agentDomain);
-    if (slug === null) return { outcome: 'unknown_agent' };
+    if (facts.challengePath !== undefined) return answerChallenge(facts.challengePath);
+    const route = routeHost(facts.host, settings.agentDomain, deps.customHosts);
+    if (route === null) return { outcome: 'unknown_agent' };
+    const { slug } = route;
 
     const now = deps.clock.now();
     const window = windowOf(now);
@@ -44,8 +67,14 @@ export function createChecker(settings: CheckerSettings, deps: CheckerDeps): Che
             agentCounter: edgeKeyNames.agentCounter(slug, window),
             usage: edgeKeyNames.usage(slug, usageMonthOf(now)),
             wake: edgeKeyNames.wake(slug),
+            domains: edgeKeyNames.domains(slug),
           },
-          { keyHash: facts.accessKey ? sha256Hex(facts.accessKey) : '', counterTtlSeconds: COUNTER_TTL_SECONDS, wakeTtlSeconds: settings.wakeTimeoutSeconds },
+          {
+            keyHash: facts.accessKey ? sha256Hex(facts.accessKey) : '',
+            counterTtlSeconds: COUNTER_TTL_SECONDS,
+            wakeTtlSeconds: settings.wakeTimeoutSeconds,
+            customHost: route.customHost ?? '',
+          },
         ),
         settings.redisTimeoutMs,
       );

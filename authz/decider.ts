@@ -10,6 +10,8 @@ import type { CheckResult, Decision } from './decision.js';
 import type { AuthzMetrics } from './metrics.js';
 import { REDIS_ERROR_LOG_INTERVAL_MS, throttled } from './throttled.js';
 import { createWakeWaiter } from './wake-waiter.js';
+import { DOMAIN_HOSTS_RELOAD_MS, openDomainHosts } from './domain-hosts.js';
+import { edgeKeyNames } from '../contract/edge-keys.js';
 
 export interface DeciderDeps {
   redis: Redis;
@@ -32,6 +34,8 @@ export interface Decider {
   readonly heldForWake: number;
   /** Answers every held Check now, as at its timeout, so a shutdown does not wait out the wakes. */
   releaseHeld(): void;
+  /** Settled once the custom hostnames were first read (or failed to be): serve after it. */
+  readonly ready: Promise<void>;
   /** Closes the wake subscriber: after the transport has stopped taking Checks. */
   close(): void;
 }
@@ -49,12 +53,30 @@ export function createDecider(config: AuthzConfig, deps: DeciderDeps): Decider {
     logRedisError(error);
   };
   const admit = createAdmission({ maxInFlight: config.maxInFlight, maxQueued: config.maxQueued });
-  const check = createChecker(config, { runCheckScript: defineCheckScript(deps.redis), clock: deps.clock, onRedisError });
 
-  // Checks held for a parked agent wait on one subscriber connection, outside admission:
-  // a wake of many seconds must not take the slots of Checks that need only Redis.
+  // One subscriber connection per process, for two channels: Checks held for a parked
+  // agent wait on it outside admission (a wake of many seconds must not take the slots of
+  // Checks that need only Redis), and the custom hostnames' copy is told of changes on it.
   const subscriber = deps.redis.duplicate({ enableAutoPipelining: false, enableOfflineQueue: true });
   subscriber.on('error', () => undefined);
+  const customHosts = openDomainHosts({
+    redis: deps.redis,
+    subscriber,
+    keyPrefix: config.redisKeyPrefix,
+    reloadIntervalMs: DOMAIN_HOSTS_RELOAD_MS,
+    // Not a Check's failure (authz_redis_errors_total counts those): the copy keeps what it
+    // had, and the Check script still proves each custom hostname.
+    onRedisError: throttled(REDIS_ERROR_LOG_INTERVAL_MS, (error: Error) =>
+      deps.logger.warn({ err: error }, "Redis failed a read of the custom domains; authz keeps the copy it has"),
+    ),
+  });
+  const check = createChecker(config, {
+    runCheckScript: defineCheckScript(deps.redis),
+    customHosts,
+    readChallenge: (token) => deps.redis.get(edgeKeyNames.acmeChallenge(token)),
+    clock: deps.clock,
+    onRedisError,
+  });
   const wakes = createWakeWaiter({
     redis: deps.redis,
     subscriber,
@@ -84,7 +106,9 @@ export function createDecider(config: AuthzConfig, deps: DeciderDeps): Decider {
     releaseHeld() {
       wakes.releaseAll();
     },
+    ready: customHosts.loaded,
     close() {
+      customHosts.close();
       subscriber.disconnect();
     },
   };

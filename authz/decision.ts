@@ -12,6 +12,13 @@ export type Decision =
   | { outcome: 'wake_timeout'; retryAfterSeconds: number }
   /** Redis failed or missed its deadline: fail closed. */
   | { outcome: 'unavailable' }
+  /**
+   * An ACME HTTP-01 challenge the control API has a pending order for: the edge answers 200
+   * with the key authorization itself (RFC 8555 §8.3), whatever the Host; no agent, no limit.
+   */
+  | { outcome: 'acme_challenge'; keyAuthorization: string }
+  /** A challenge path with no such token stored (expired, answered, never issued): 404. */
+  | { outcome: 'unknown_challenge' }
   /** More Checks waiting than authz queues (AUTHZ_MAX_QUEUED): shed without asking Redis. */
   | { outcome: 'overloaded'; retryAfterSeconds: number };
 

@@ -14,6 +14,8 @@ const OUTCOME_LABELS: Record<Outcome, string> = {
   wake_timeout: 'wake_timeout',
   unavailable: 'error',
   overloaded: 'shed',
+  acme_challenge: 'acme_challenge',
+  unknown_challenge: 'acme_challenge_404',
 };
 
 export interface AuthzMetrics {

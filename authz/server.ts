@@ -60,6 +60,9 @@ export interface AuthzOptions {
 export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOps = true }: AuthzOptions = {}): Promise<RunningAuthz> {
   const metrics = createAuthzMetrics();
   const decider = createDecider(config, { ...deps, metrics });
+  // Custom hostnames known before the first Check, so a start does not answer 404 for them;
+  // with Redis away this settles after its deadline, and Checks fail closed meanwhile.
+  await decider.ready;
   const grpcServer = GRPC_SERVERS[config.grpcServer]();
   grpcServer.addService(authorizationService(config.trustExternalAddress), {
     Check(call: UnaryCall<RequestFacts>, callback: GrpcCallback<CheckResponseMessage>) {

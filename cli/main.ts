@@ -4,6 +4,7 @@ import { agents } from './commands/agents.js';
 import { audit } from './commands/audit.js';
 import { login, logout, register, whoami } from './commands/auth.js';
 import { deployments, rollback } from './commands/deployments.js';
+import { domains } from './commands/domains.js';
 import { invoke } from './commands/invoke.js';
 import { apiKeys, keys } from './commands/keys.js';
 import { logs, metrics } from './commands/observability.js';
@@ -28,6 +29,7 @@ function parser(argv: string[]) {
     .command(metrics)
     .command(keys)
     .command(apiKeys)
+    .command(domains)
     .command(usage)
     .command(deployments)
     .command(rollback)

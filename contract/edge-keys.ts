@@ -39,7 +39,35 @@ export const edgeKeyNames = {
    * copy BRPOPs it (a wake recorded while no copy runs waits here). Not hash-tagged: one list.
    */
   wakeQueue: 'edge:wake-queue',
+  /**
+   * Custom domains (issue 34). Hash of every active custom hostname → its agent's slug. Not
+   * hash-tagged: authz keeps a copy in memory (reloaded on `domainEventsChannel`) to find
+   * the slug before the Check, so a Check stays one round trip.
+   */
+  domainHosts: 'edge:domain-hosts',
+  /**
+   * Set of the agent's active custom hostnames, in the agent's slot: the Check script
+   * proves membership here, so a deleted domain stops routing at once even while an
+   * authz's in-memory copy of `domainHosts` still names it.
+   */
+  domains: (slug: string) => `edge:domains:{${slug}}`,
+  /** An HTTP-01 challenge's key authorization, by token, while its order is pending (with a TTL). */
+  acmeChallenge: (token: string) => `edge:acme:${token}`,
+  /**
+   * Hash of custom hostname → JSON `{chain, key}` (PEM) of its certificate, for the edge's
+   * TLS (the local edge's certificate store; reloaded on `domainEventsChannel`).
+   */
+  certificates: 'edge:certs',
 } as const;
+
+/**
+ * Pub/sub channel told after every change to `domainHosts` or `certificates` (message:
+ * the hostname that changed). Subscribers reload what they keep of them.
+ */
+export const domainEventsChannel = (keyPrefix: string) => `${keyPrefix}edge:domain-events`;
+
+/** The path prefix of ACME HTTP-01 challenges (RFC 8555 §8.3), answered by the edge from `acmeChallenge`. */
+export const ACME_CHALLENGE_PATH = '/.well-known/acme-challenge/';
 
 /**
  * Pub/sub channel of wake events (WakeEvent), published by the control API, one

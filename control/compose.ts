@@ -22,6 +22,11 @@ import { lifecycleRoutes } from './http/routes/lifecycle.js';
 import { observabilityRoutes } from './http/routes/observability.js';
 import { openApiRoute } from './http/routes/openapi.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
+import { domainRoutes } from './http/routes/domains.js';
+import { acmeClientSource } from './domains/acme-account.js';
+import { createTxtVerifier } from './domains/txt-verifier.js';
+import { DomainService } from './services/domain-service.js';
+import { DomainWorker } from './services/domain-worker.js';
 import type { StartedDriver } from './orchestrator/create.js';
 import { agentUrl } from './services/agent-presenter.js';
 import { subscribeAgentObserved, subscribeReconcilePassed, subscribeReplicasChanged, subscribeRolloutStepReported } from './services/agent-events.js';
@@ -107,6 +112,8 @@ export interface BackgroundLoops {
   housekeeping: Housekeeping;
   /** Delivers the webhook outbox; in every copy (claims keep each delivery to one). */
   webhooks: WebhookDispatcher;
+  /** Verifies custom domains and orders and renews their certificates; in one copy at a time. */
+  domains: DomainWorker;
   /** Resolves once the first reconcile (adopt what runs, restart what is missing) and the first metering pass are done. */
   start(): Promise<void>;
   /** Stops every loop, after a last flush of the edge's counts and a last measure of replica time; nothing if never started. */
@@ -114,11 +121,16 @@ export interface BackgroundLoops {
 }
 
 /** The composition root: every service gets its collaborators here, and only here. */
-export function buildServices({ config, db, redis, clock, logger, driver, billing }: ControlDependencies) {
+export function buildServices({ config, db, redis, clock, logger, driver, billing, onPass }: ControlDependencies) {
   const { orchestrator } = driver;
   const box = new SecretBox(config.masterKeys);
   const limiter = new FixedWindowLimiter(redis, clock);
-  const edge = new EdgeSync(db, new EdgeProjection(redis, config.redisKeyPrefix), orchestrator, logger.child({ component: 'edge-sync' }));
+  // A rebuild projects every active custom domain with its certificate, the key opened here.
+  const listActiveDomains = async () =>
+    (await repositoriesOn(db).domains.listActive()).map((domain) => ({
+      slug: domain.slug, hostname: domain.hostname, chain: domain.certificate_pem, key: box.open(domain.private_key_sealed),
+    }));
+  const edge = new EdgeSync(db, new EdgeProjection(redis, config.redisKeyPrefix), orchestrator, logger.child({ component: 'edge-sync' }), listActiveDomains);
   const accessKeys = new AccessKeyService(db, clock, edge);
   const presenter = { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage };
   const deployRules = { identityTokens: config.orchestrator !== 'nomad' };
@@ -144,6 +156,18 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     authenticates: (principal) => auth.stillAuthenticates(principal),
     agentExists: (principal, agentId) => observability.exists(principal, agentId),
   }, logger.child({ component: 'open-streams' }));
+  // Custom domains: the API takes them, the worker (a loop, in one copy) verifies and certifies them.
+  const domainWorker = new DomainWorker({
+    db, clock, box, edge, events: webhookEvents, logger: logger.child({ component: 'domains' }),
+    txt: createTxtVerifier({ resolver: config.domains.dnsResolver }),
+    acme: acmeClientSource(db, box, clock, config.domains),
+    intervalMs: config.domains.checkIntervalMs,
+  }, { exclusive: exclusivePass(db, LOOP_LOCKS.domains), onPass });
+  const domains = new DomainService({
+    db, clock, agentDomain: config.agentUrl.domain,
+    edge: { removeDomain: (slug, hostname) => edge.write((projection) => projection.removeDomain(slug, hostname)) },
+    kick: () => domainWorker.kick(),
+  });
   const auth = new AuthService(db, clock, limiter, {
     registrationMode: config.registrationMode,
     sessionTtlMinutes: config.sessionTtlMinutes,
@@ -174,6 +198,8 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     webhooks: new WebhookService(db, clock, box, config.webhooks),
     accounts: new AccountService({ db, clock, edge, runner, logger: logger.child({ component: 'accounts' }), streams }),
     auditEvents: new AuditEventService(db),
+    domains,
+    domainWorker,
   };
 }
 
@@ -215,6 +241,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
     parker,
     wakes,
     webhooks,
+    domains: services.domainWorker,
     async start() {
       started = true;
       await reconciler.start();
@@ -225,6 +252,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       flusher.start();
       housekeeping.start();
       webhooks.start();
+      services.domainWorker.start();
     },
     async stop() {
       if (!started) return;
@@ -238,6 +266,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       await meter.stop();
       await housekeeping.stop();
       await webhooks.stop();
+      await services.domainWorker.stop();
     },
   };
 }
@@ -260,6 +289,7 @@ export function buildControl(given: ControlDependencies): Control {
     ...accountUserRoutes(services.accounts),
     ...auditEventRoutes(services.auditEvents),
     ...webhookRoutes(services.webhooks),
+    ...domainRoutes(services.domains),
   ];
   const serverUrl = `http://${deps.config.host}:${deps.config.port}/v1`;
   const app = createApp({

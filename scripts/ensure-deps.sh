@@ -3,7 +3,7 @@
 # Redis; with --containers podman, runc, netavark + aardvark-dns, nftables, iptables and
 # a static busybox; with --test-tools the same busybox, from which the orchestration
 # tests build their tiny image, Chromium for the console's browser tests, and
-# docker-registry with openssl for the registry tests; with
+# docker-registry with openssl for the registry tests, pebble for the ACME tests; with
 # --bench-tools h2load, the C load generator of `npm run bench`) and npm dependencies. With --containers it also selects
 # podman's netavark network backend (select_netavark below).
 # Used by `npm run up` and `npm test`, so a fresh machine needs nothing by hand.
@@ -53,6 +53,9 @@ if $want_test_tools; then
   # on loopback (test/support/registry.ts); the tests generate its TLS CA with openssl.
   [ -x /usr/bin/docker-registry ] || missing+=(docker-registry)
   command -v openssl >/dev/null 2>&1 || missing+=(openssl)
+  # Custom domains' certificates are ordered from Debian's real ACME CA, Pebble, which resolves
+  # through pebble-challtestsrv (same package) like the control API's TXT checks (test/support/pebble.ts).
+  [ -x /usr/bin/pebble ] && [ -x /usr/bin/pebble-challtestsrv ] || missing+=(pebble)
 fi
 if $want_bench_tools; then
   # authz's CPU per Check is also measured with h2load as the caller (bench/h2load.ts).

@@ -39,7 +39,7 @@ describe('agentctl', function () {
 
   it('`npx agentctl --help` runs from the repository and lists every command', async () => {
     const { stdout } = await run('npx', ['agentctl', '--help'], { cwd: ROOT });
-    for (const name of ['register', 'login', 'logout', 'whoami', 'agents', 'logs', 'metrics', 'keys', 'api-keys', 'usage', 'deployments', 'rollback', 'audit', 'invoke', 'completion']) {
+    for (const name of ['register', 'login', 'logout', 'whoami', 'agents', 'logs', 'metrics', 'keys', 'api-keys', 'domains', 'usage', 'deployments', 'rollback', 'audit', 'invoke', 'completion']) {
       assert.match(stdout, new RegExp(`agentctl ${name}\\b`), name);
     }
   });

@@ -17,6 +17,7 @@ const FREE_LIMITS = {
   max_replica_cpu: 1,
   max_replica_memory_mb: 1024,
   max_agent_rpm: 300,
+  max_custom_domains: 1,
 };
 
 const PRO_LIMITS = {
@@ -27,6 +28,7 @@ const PRO_LIMITS = {
   max_replica_cpu: 4,
   max_replica_memory_mb: 8192,
   max_agent_rpm: 3000,
+  max_custom_domains: 20,
 };
 
 describe('control API: plan quotas and account usage', () => {
@@ -360,7 +362,7 @@ describe('control API: plan quotas and account usage', () => {
   });
 
   describe('GET /account/usage', () => {
-    it('reports plan, exemption, the seven limits, what runs and the period', async () => {
+    it('reports plan, exemption, the eight limits, what runs and the period', async () => {
       const { token } = await control.signUp();
       const response = await control.request('GET', '/account/usage', { token });
       expectStatus(response, 200);

@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect as tlsConnect, type ConnectionOptions, type TLSSocket } from 'node:tls';
 import type { Redis } from 'ioredis';
+import { EdgeProjection } from '../control/edge/projection.js';
 import { ManualClock } from './support/manual-clock.js';
 import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
 import { ensureLocalTls } from '../scripts/lib/local-tls.js';
@@ -261,14 +262,20 @@ describe('local edge over HTTPS', function () {
       assert.equal(replica.received.length, reached);
     });
 
-    it('lets ACME HTTP-01 challenges through on plain HTTP, checked and forwarded as any request', async function () {
+    it('answers ACME HTTP-01 challenges itself on plain HTTP, from the pending order in Redis, for any hostname', async function () {
       const agentSlug = slug('acme');
       await projection.putAgent({ slug: agentSlug, access: 'public', upstreams: [replica.address] });
-      const answer = await edgeRequest({ port: edge.port, host: `${agentSlug}.${domain}`, path: '/.well-known/acme-challenge/token-1' });
-      assert.equal(answer.status, 200);
-      const echoed = JSON.parse(answer.body);
-      assert.equal(echoed.url, '/.well-known/acme-challenge/token-1');
-      assert.equal(echoed.headers['x-forwarded-proto'], 'http');
+      const token = `tok${agentSlug.replace(/[^A-Za-z0-9_-]/g, "")}0123456789abcdef`; // base64url, at least 128 bits (RFC 8555 §8.3)
+      await new EdgeProjection(redis).putChallenge(token, `${token}.thumbprint`, 60);
+      try {
+        const answer = await edgeRequest({ port: edge.port, host: 'chat.customer.test', path: `/.well-known/acme-challenge/${token}` });
+        assert.equal(answer.status, 200, `not redirected: the CA asks over plain HTTP (RFC 8555 §8.3); got ${answer.body}`);
+        assert.equal(answer.body, `${token}.thumbprint`);
+        const unknown = await edgeRequest({ port: edge.port, host: `${agentSlug}.${domain}`, path: '/.well-known/acme-challenge/token-nobody-has' });
+        assert.equal(unknown.status, 404, 'never forwarded to the agent');
+      } finally {
+        await new EdgeProjection(redis).removeChallenge(token);
+      }
       assert.equal((await edgeRequest({ port: edge.port, host: `${agentSlug}.${domain}`, path: '/.well-known/acme-challenge' })).status, 308, 'the prefix, with its slash');
     });
   });

@@ -7,7 +7,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort } from '../scripts/lib/local-services.js';
-import { containersOf } from './support/podman.js';
+import { containersOf, podmanStates } from './support/podman.js';
 import { ensureTestImage, TEST_IMAGE } from './support/test-image.js';
 import { waitFor } from './support/wait.js';
 import { processTree, tcpListenPorts, unixListenPaths } from './support/listeners.js';
@@ -108,10 +108,16 @@ describe('npm run up: supervises, then stops fully', function () {
     await waitFor('the control API to answer again', async () => ((await api('GET', '/agents', undefined, token)).status === 200 ? true : undefined), 60_000);
     const listed = await api('GET', '/agents', undefined, token);
     assert.deepEqual(listed.body.agents.map((a: { id: string }) => a.id), [created.body.id]);
+    let lastRead: unknown;
     const agent = await waitFor('both replicas running', async () => {
       const read = (await api('GET', `/agents/${created.body.id}`, undefined, token)).body;
+      lastRead = read;
       return read.status === 'running' && read.replicas === 2 ? read : undefined;
-    }, 120_000);
+    }, 120_000).catch((error: Error) => {
+      // What was seen, so a failure says which side stopped short: the row, the containers, the log.
+      const seen = podmanStates(created.body.id);
+      throw new Error(`${error.message}\nlast read: ${JSON.stringify(lastRead)}\ncontainers: ${seen}\nup's output (tail):\n${output.slice(-4000)}`);
+    });
     assert.equal(agent.error, null);
     const containers = containersOf(created.body.id);
     assert.equal(containers.length, 2, `exactly the two replicas, none lost or doubled: ${containers.join(', ')}`);

@@ -67,6 +67,24 @@ export interface Config {
   readonly auditRetentionDays: number;
   /** Delivery of webhook events (docs/webhooks.md). */
   readonly webhooks: WebhookSettings;
+  /** Custom domains: their TXT checks and their certificates (docs/domains.md). */
+  readonly domains: DomainSettings;
+}
+
+/** Let's Encrypt's production directory (RFC 8555 §7.1.1): the default CA of custom domains' certificates. */
+export const LETS_ENCRYPT_DIRECTORY = 'https://acme-v02.api.letsencrypt.org/directory';
+
+export interface DomainSettings {
+  /** The ACME (RFC 8555) directory certificates are ordered from. */
+  readonly acmeDirectoryUrl: string;
+  /** The ACME account's contact, told of expiring certificates by some CAs; none when null. */
+  readonly acmeEmail: string | null;
+  /** An extra CA (PEM file) trusted for the ACME server's own HTTPS, besides the system's (Pebble's, in tests). */
+  readonly acmeCaFile: string | null;
+  /** `host:port` of the DNS server TXT records are read from; the system's resolvers when null. */
+  readonly dnsResolver: string | null;
+  /** How often the domain worker looks for due checks and renewals, besides being woken by the API. */
+  readonly checkIntervalMs: number;
 }
 
 export interface WebhookSettings {
@@ -175,6 +193,13 @@ export function loadConfig(env: Env): Config {
       retryWindowMs: read.integer('WEBHOOK_RETRY_WINDOW_SECONDS', 86_400, 1, 7 * 86_400) * 1000,
       pollIntervalMs: read.integer('WEBHOOK_POLL_INTERVAL_MS', 30_000, 10, 3_600_000),
     }),
+    domains: Object.freeze({
+      acmeDirectoryUrl: read.url('ACME_DIRECTORY_URL', ['https:'], LETS_ENCRYPT_DIRECTORY),
+      acmeEmail: read.optionalString('ACME_EMAIL'),
+      acmeCaFile: read.optionalString('ACME_CA_FILE'),
+      dnsResolver: read.optionalString('DNS_RESOLVER'),
+      checkIntervalMs: read.integer('DOMAIN_CHECK_INTERVAL_SECONDS', 30, 1, 3600) * 1000,
+    }),
   };
 
   const imageProblem = config.orchestrator === 'nomad' ? mutableImageProblem(config.runtimeImage) : null;
@@ -194,6 +219,12 @@ export function loadConfig(env: Env): Config {
   }
   if (config.tokenRateLimitTimeoutMs > config.redisCommandTimeoutMs) {
     read.report('TOKEN_RATE_LIMIT_TIMEOUT_MS: must not exceed REDIS_COMMAND_TIMEOUT_MS (the count is one Redis command)');
+  }
+  if (config.domains.acmeEmail !== null && !/^[^@\s]+@[^@\s]+$/.test(config.domains.acmeEmail)) {
+    read.report(`ACME_EMAIL: an email address, got "${config.domains.acmeEmail}"`);
+  }
+  if (config.domains.dnsResolver !== null && !/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(config.domains.dnsResolver)) {
+    read.report(`DNS_RESOLVER: host:port of a DNS server (such as 127.0.0.1:53), got "${config.domains.dnsResolver}"`);
   }
   if (config.webhooks.retryBaseMs > config.webhooks.retryMaxMs) {
     read.report('WEBHOOK_RETRY_BASE_MS: must not exceed WEBHOOK_RETRY_MAX_MS (the first wait is one of the waits)');

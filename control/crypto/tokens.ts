@@ -40,6 +40,7 @@ export const ID_PREFIX = {
   auditEvent: 'aud_',
   webhook: 'whk_',
   webhookEvent: 'evt_',
+  domain: 'dom_',
 } as const;
 
 export const SECRET_PREFIX = {

@@ -7,6 +7,7 @@ import * as deploymentHistory from './migrations/004-deployment-history.js';
 import * as parkedAgents from './migrations/005-parked-agents.js';
 import * as auditEvents from './migrations/006-audit-events.js';
 import * as webhooks from './migrations/007-webhooks.js';
+import * as customDomains from './migrations/008-custom-domains.js';
 import { markOutages } from './outage.js';
 
 export type Database = Knex;
@@ -23,6 +24,7 @@ const migrations: Record<string, Knex.Migration> = {
   '005-parked-agents': parkedAgents,
   '006-audit-events': auditEvents,
   '007-webhooks': webhooks,
+  '008-custom-domains': customDomains,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

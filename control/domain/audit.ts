@@ -20,6 +20,8 @@ export const AUDIT_ACTIONS = [
   'account.plan_change',
   'webhook.create',
   'webhook.delete',
+  'domain.create',
+  'domain.delete',
   'invite.create',
   'user.role_change',
   'user.delete',

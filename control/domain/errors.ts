@@ -18,6 +18,7 @@ export const errorCatalogue = {
   EMAIL_ALREADY_REGISTERED: { status: 409, message: 'This email is already registered' },
   ALREADY_SUBSCRIBED: { status: 409, message: 'The account is already on this plan' },
   NO_BILLING_ACCOUNT: { status: 409, message: 'The billing provider has no customer for this account' },
+  DOMAIN_TAKEN: { status: 409, message: 'This hostname is already claimed by an agent on this platform' },
   LAST_OWNER: { status: 409, message: 'The account would be left without an owner; make another user owner first, or delete the account' },
   PRECONDITION_FAILED: { status: 412, message: 'The resource changed since the version in If-Match' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is larger than allowed' },

@@ -1,4 +1,4 @@
-/** The seven quota figures of `GET /account/usage`'s `limits` object (README, "Plans"). */
+/** The quota figures of `GET /account/usage`'s `limits` object (README, "Plans"). */
 export interface PlanLimits {
   max_agents: number;
   max_replicas: number;
@@ -7,6 +7,8 @@ export interface PlanLimits {
   max_replica_cpu: number;
   max_replica_memory_mb: number;
   max_agent_rpm: number;
+  /** Custom domains (issue 34) across all of the account's agents. */
+  max_custom_domains: number;
 }
 
 export type PlanName = 'free' | 'pro';
@@ -22,6 +24,7 @@ export const PLAN_LIMITS: Readonly<Record<PlanName, Readonly<PlanLimits>>> = {
     max_replica_cpu: 1,
     max_replica_memory_mb: 1024,
     max_agent_rpm: 300,
+    max_custom_domains: 1,
   },
   pro: {
     max_agents: 100,
@@ -31,6 +34,7 @@ export const PLAN_LIMITS: Readonly<Record<PlanName, Readonly<PlanLimits>>> = {
     max_replica_cpu: 4,
     max_replica_memory_mb: 8192,
     max_agent_rpm: 3000,
+    max_custom_domains: 20,
   },
 };
 

@@ -1,7 +1,21 @@
 import type { Redis } from 'ioredis';
 import {
-  edgeAgentHash, edgeKeyNames, formatWakeEvent, WAKE_REFUSAL_TTL_SECONDS, WAKE_REFUSED_PREFIX, wakeEventsChannel, type EdgeAgent,
+  domainEventsChannel, edgeAgentHash, edgeKeyNames, formatWakeEvent, WAKE_REFUSAL_TTL_SECONDS, WAKE_REFUSED_PREFIX, wakeEventsChannel, type EdgeAgent,
 } from '../../contract/edge-keys.js';
+
+/** A custom domain's certificate as the edge serves it (PEM): the chain, leaf first, and its private key. */
+export interface DomainCertificate {
+  chain: string;
+  key: string;
+}
+
+/** One active custom hostname of an agent, as the rebuild projects it; a certificate once issued. */
+export interface ProjectedDomain {
+  slug: string;
+  hostname: string;
+  chain?: string;
+  key?: string;
+}
 
 /** KEYS: 1 wake key. ARGV: 1 wake-events channel, 2 the routable event. */
 const END_WAKE_SCRIPT = `if redis.call('DEL', KEYS[1]) == 1 then redis.call('PUBLISH', ARGV[1], ARGV[2]) end
@@ -11,6 +25,11 @@ export interface ProjectedAgent {
   agent: EdgeAgent;
   keyHashes: string[];
   upstreams: string[];
+  /**
+   * The agent's active custom hostnames: its `domains` set becomes exactly these. Absent:
+   * the set is left as it is (a caller that does not project domains must not drop them).
+   */
+  domains?: string[];
 }
 
 /**
@@ -20,10 +39,95 @@ export interface ProjectedAgent {
  */
 export class EdgeProjection {
   private readonly wakeEvents: string;
+  private readonly domainEvents: string;
 
-  /** `keyPrefix`: REDIS_KEY_PREFIX, which ioredis puts before keys but not before the wake-events channel. */
+  /** `keyPrefix`: REDIS_KEY_PREFIX, which ioredis puts before keys but not before the wake-events and domain-events channels. */
   constructor(private readonly redis: Redis, keyPrefix = '') {
     this.wakeEvents = wakeEventsChannel(keyPrefix);
+    this.domainEvents = domainEventsChannel(keyPrefix);
+  }
+
+  /**
+   * An active custom hostname of the agent: the hash (authz's lookup) and the agent's set
+   * (the Check script's proof) in one MULTI, as putAgent writes the index beside the agent.
+   * Then the hostname is published, so authz and the local edge read it again.
+   */
+  async putDomain(slug: string, hostname: string): Promise<void> {
+    await this.redis.multi().hset(edgeKeyNames.domainHosts, hostname, slug).sadd(edgeKeyNames.domains(slug), hostname).exec().then(throwOnFailure);
+    await this.redis.publish(this.domainEvents, hostname);
+  }
+
+  /**
+   * Routing stops from the next Check, whatever authz's copy says: the script proves
+   * membership in the agent's set, removed here. The certificate goes too.
+   */
+  async removeDomain(slug: string, hostname: string): Promise<void> {
+    await this.redis
+      .multi()
+      .srem(edgeKeyNames.domains(slug), hostname)
+      .hdel(edgeKeyNames.domainHosts, hostname)
+      .hdel(edgeKeyNames.certificates, hostname)
+      .exec()
+      .then(throwOnFailure);
+    await this.redis.publish(this.domainEvents, hostname);
+  }
+
+  /** The certificate the edge serves for `hostname` (SNI), from new handshakes on. */
+  async putCertificate(hostname: string, { chain, key }: DomainCertificate): Promise<void> {
+    await this.redis.hset(edgeKeyNames.certificates, hostname, JSON.stringify({ chain, key }));
+    await this.redis.publish(this.domainEvents, hostname);
+  }
+
+  /** An HTTP-01 challenge's key authorization (RFC 8555 §8.3), answered by the edge for `ttlSeconds`. */
+  async putChallenge(token: string, keyAuthorization: string, ttlSeconds: number): Promise<void> {
+    await this.redis.set(edgeKeyNames.acmeChallenge(token), keyAuthorization, 'EX', ttlSeconds);
+  }
+
+  async removeChallenge(token: string): Promise<void> {
+    await this.redis.del(edgeKeyNames.acmeChallenge(token));
+  }
+
+  /**
+   * Makes `domainHosts`, `certificates` and every agent's `domains` set exactly `domains`
+   * (the rebuild), then publishes each hostname whose route or certificate changed. The
+   * sets are written first: a hostname leaving stops routing before the hash forgets it,
+   * and one arriving routes once authz hears of it, after both writes.
+   */
+  async replaceDomains(domains: readonly ProjectedDomain[]): Promise<void> {
+    const [oldHosts, oldCertificates, indexed] = await Promise.all([
+      this.redis.hgetall(edgeKeyNames.domainHosts),
+      this.redis.hgetall(edgeKeyNames.certificates),
+      this.redis.smembers(edgeKeyNames.index),
+    ]);
+    const hosts = new Map(domains.map((domain) => [domain.hostname, domain.slug]));
+    const certificates = new Map<string, string>();
+    for (const { hostname, chain, key } of domains) if (chain && key) certificates.set(hostname, JSON.stringify({ chain, key }));
+
+    const bySlug = new Map<string, string[]>();
+    for (const slug of [...indexed, ...Object.values(oldHosts)]) bySlug.set(slug, []);
+    for (const [hostname, slug] of hosts) bySlug.set(slug, [...(bySlug.get(slug) ?? []), hostname]);
+    for (const [slug, hostnames] of bySlug) await this.setDomainsOf(slug, hostnames);
+
+    await this.replaceHash(edgeKeyNames.domainHosts, hosts);
+    await this.replaceHash(edgeKeyNames.certificates, certificates);
+    const changed = new Set<string>();
+    for (const hostname of new Set([...Object.keys(oldHosts), ...hosts.keys()])) if (oldHosts[hostname] !== hosts.get(hostname)) changed.add(hostname);
+    for (const hostname of new Set([...Object.keys(oldCertificates), ...certificates.keys()])) {
+      if (oldCertificates[hostname] !== certificates.get(hostname)) changed.add(hostname);
+    }
+    for (const hostname of changed) await this.redis.publish(this.domainEvents, hostname);
+  }
+
+  private async setDomainsOf(slug: string, hostnames: string[]): Promise<void> {
+    const multi = this.redis.multi().del(edgeKeyNames.domains(slug));
+    if (hostnames.length > 0) multi.sadd(edgeKeyNames.domains(slug), ...hostnames);
+    await multi.exec().then(throwOnFailure);
+  }
+
+  private async replaceHash(key: string, entries: Map<string, string>): Promise<void> {
+    const multi = this.redis.multi().del(key);
+    if (entries.size > 0) multi.hset(key, Object.fromEntries(entries));
+    await multi.exec().then(throwOnFailure);
   }
 
   async putAgent(agent: EdgeAgent): Promise<void> {
@@ -76,21 +180,24 @@ export class EdgeProjection {
   async removeAgent(slug: string): Promise<void> {
     await this.redis
       .multi()
-      .del(edgeKeyNames.agent(slug), edgeKeyNames.keys(slug), edgeKeyNames.upstreams(slug))
+      // The agent's custom hostnames stop routing with it (the script's SISMEMBER); the
+      // control API removes their hash entries with the domains themselves.
+      .del(edgeKeyNames.agent(slug), edgeKeyNames.keys(slug), edgeKeyNames.upstreams(slug), edgeKeyNames.domains(slug))
       .srem(edgeKeyNames.index, slug)
       .exec()
       .then(throwOnFailure);
   }
 
   /** Rewrites one agent's projection as given, atomically. */
-  async replace({ agent, keyHashes, upstreams }: ProjectedAgent): Promise<void> {
+  async replace({ agent, keyHashes, upstreams, domains }: ProjectedAgent): Promise<void> {
     const multi = this.redis
       .multi()
-      .del(edgeKeyNames.agent(agent.slug), edgeKeyNames.keys(agent.slug), edgeKeyNames.upstreams(agent.slug))
+      .del(edgeKeyNames.agent(agent.slug), edgeKeyNames.keys(agent.slug), edgeKeyNames.upstreams(agent.slug), ...(domains ? [edgeKeyNames.domains(agent.slug)] : []))
       .hset(edgeKeyNames.agent(agent.slug), edgeAgentHash(agent))
       .sadd(edgeKeyNames.index, agent.slug);
     if (keyHashes.length > 0) multi.sadd(edgeKeyNames.keys(agent.slug), ...keyHashes);
     if (upstreams.length > 0) multi.sadd(edgeKeyNames.upstreams(agent.slug), ...upstreams);
+    if (domains && domains.length > 0) multi.sadd(edgeKeyNames.domains(agent.slug), ...domains);
     await multi.exec().then(throwOnFailure);
     if (upstreams.length > 0) await this.endWake(agent.slug);
   }

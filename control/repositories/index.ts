@@ -3,6 +3,8 @@ import { AccountRepository } from './accounts.js';
 import { AgentRepository } from './agents.js';
 import { AuditEventRepository } from './audit-events.js';
 import { DeploymentRepository } from './deployments.js';
+import { AcmeAccountRepository } from './acme-accounts.js';
+import { DomainRepository } from './domains.js';
 import { InviteRepository } from './invites.js';
 import { AccessKeyRepository, ApiKeyRepository } from './keys.js';
 import { LoopLockRepository } from './loop-locks.js';
@@ -29,6 +31,8 @@ export interface Repositories {
   auditEvents: AuditEventRepository;
   webhooks: WebhookRepository;
   webhookOutbox: WebhookOutboxRepository;
+  domains: DomainRepository;
+  acmeAccounts: AcmeAccountRepository;
 }
 
 export function repositoriesOn(db: Knex): Repositories {
@@ -47,6 +51,8 @@ export function repositoriesOn(db: Knex): Repositories {
     auditEvents: new AuditEventRepository(db),
     webhooks: new WebhookRepository(db),
     webhookOutbox: new WebhookOutboxRepository(db),
+    domains: new DomainRepository(db),
+    acmeAccounts: new AcmeAccountRepository(db),
   };
 }
 

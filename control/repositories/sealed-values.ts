@@ -3,22 +3,36 @@ import type { StoredEnvEntry } from '../domain/deploy.js';
 import type { StoredRegistryAuth } from '../domain/registry-auth.js';
 
 /**
+ * Tables that keep one sealed value per row in one column, read and written here in the
+ * row shape of `agents` (the value as `api_key_sealed`, with no env): a webhook's signing
+ * secret, a custom domain's certificate key (null until issued), the ACME account's key
+ * (keyed by its directory URL).
+ */
+const ONE_VALUE_TABLES = {
+  webhooks: { id: 'id', column: 'secret_sealed' },
+  agent_domains: { id: 'id', column: 'private_key_sealed' },
+  acme_accounts: { id: 'directory_url', column: 'key_sealed' },
+} as const;
+type OneValueTable = keyof typeof ONE_VALUE_TABLES;
+
+/**
  * Every table that keeps sealed values. `agents` and `deployments` keep them the same way:
  * the model key in `api_key_sealed`, the secret entries of `deploy.env`
  * (`{secret: true, sealed}`) and the registry credentials in `deploy.registry_auth.sealed`;
  * `deployments` holds each rollout's own copy, which a rollback
- * restores. `webhooks` keeps one, its signing secret in `secret_sealed`, read and written
- * here in the same row shape (as `api_key_sealed`, with no env).
+ * restores. The others keep one value a row (ONE_VALUE_TABLES).
  */
-export const SEALED_TABLES = ['agents', 'deployments', 'webhooks'] as const;
+export const SEALED_TABLES = ['agents', 'deployments', 'webhooks', 'agent_domains', 'acme_accounts'] as const;
 export type SealedTable = (typeof SEALED_TABLES)[number];
+
+const isOneValueTable = (table: SealedTable): table is OneValueTable => table in ONE_VALUE_TABLES;
 
 /** A row's sealed values, locked for re-encryption. */
 export interface SealedRow {
   id: string;
   api_key_sealed: string | null;
   env: StoredEnvEntry[];
-  /** deploy.registry_auth; null without (webhooks never have one). */
+  /** deploy.registry_auth; null without (one-value tables never have one). */
   registry_auth: StoredRegistryAuth | null;
 }
 
@@ -37,12 +51,14 @@ const SEALED_VALUES = `
   UNION ALL
   SELECT id, deploy->'registry_auth'->>'sealed' FROM ?? WHERE deploy->'registry_auth'->>'sealed' IS NOT NULL`;
 
-const WEBHOOK_SECRETS = 'SELECT id, secret_sealed AS value FROM webhooks';
+/** A one-value table's values; its id, column, table and column again bind as identifiers. */
+const ONE_VALUE = 'SELECT ??::text AS id, ?? AS value FROM ?? WHERE ?? IS NOT NULL';
+const oneValueBindings = Object.entries(ONE_VALUE_TABLES).flatMap(([table, { id, column }]) => [id, column, table, column]);
 
 /** Every sealed value of every table, as `id, value` rows, with its bindings. */
 const ALL_SEALED_VALUES = {
-  sql: `${['agents', 'deployments'].map(() => SEALED_VALUES).join(' UNION ALL ')} UNION ALL ${WEBHOOK_SECRETS}`,
-  bindings: ['agents', 'agents', 'agents', 'deployments', 'deployments', 'deployments'],
+  sql: [...['agents', 'deployments'].map(() => SEALED_VALUES), ...Object.keys(ONE_VALUE_TABLES).map(() => ONE_VALUE)].join(' UNION ALL '),
+  bindings: ['agents', 'agents', 'agents', 'deployments', 'deployments', 'deployments', ...oneValueBindings],
 };
 
 /**
@@ -82,12 +98,13 @@ export class SealedValueRepository {
    * or an event that references the row is not held up.
    */
   async lockNotUnder(table: SealedTable, prefix: string, after: string, limit: number): Promise<SealedRow[]> {
-    if (table === 'webhooks') {
+    if (isOneValueTable(table)) {
+      const { id, column } = ONE_VALUE_TABLES[table];
       const { rows } = await this.db.raw(
-        `SELECT id, secret_sealed AS api_key_sealed, '[]'::jsonb AS env, NULL::jsonb AS registry_auth FROM webhooks
-          WHERE id > ? AND NOT starts_with(secret_sealed, ?)
-          ORDER BY id LIMIT ? FOR NO KEY UPDATE SKIP LOCKED`,
-        [after, prefix, limit],
+        `SELECT ?? AS id, ?? AS api_key_sealed, '[]'::jsonb AS env, NULL::jsonb AS registry_auth FROM ??
+          WHERE ?? > ? AND NOT starts_with(??, ?)
+          ORDER BY ?? LIMIT ? FOR NO KEY UPDATE SKIP LOCKED`,
+        [id, column, table, id, after, column, prefix, id, limit],
       );
       return rows;
     }
@@ -106,8 +123,9 @@ export class SealedValueRepository {
 
   /** Writes a locked row's re-encrypted values; the rest of its deploy is left as it is. */
   async write(table: SealedTable, row: SealedRow): Promise<void> {
-    if (table === 'webhooks') {
-      await this.db('webhooks').where({ id: row.id }).update({ secret_sealed: row.api_key_sealed });
+    if (isOneValueTable(table)) {
+      const { id, column } = ONE_VALUE_TABLES[table];
+      await this.db(table).where(id, row.id).update({ [column]: row.api_key_sealed });
       return;
     }
     // registry_auth is written back only where the row has one: jsonb_set would otherwise add a null.

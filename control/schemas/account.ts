@@ -10,6 +10,7 @@ const Limits = Type.Object({
   max_replica_cpu: Type.Number(),
   max_replica_memory_mb: Type.Integer(),
   max_agent_rpm: Type.Integer(),
+  max_custom_domains: Type.Integer({ description: "custom domains across the account's agents" }),
 });
 
 export const AccountUsage = Type.Object(

@@ -50,13 +50,14 @@ export class AccountService {
   }
 
   /**
-   * Removes the account and everything in it in one transaction (see AccountRepository.delete),
-   * so a crash leaves either all of it or none. Under the account's lock: a create, deploy or
-   * plan change waiting on it finds the account gone. The agents' rows are deleted (and so
-   * locked) before their routes leave Redis, so an edge rebuild cannot put them back; if Redis
-   * refuses, everything rolls back (EDGE_UNAVAILABLE). The containers are removed after the
-   * commit, as DELETE /agents/{id} removes them: by a queued step, or, after a crash, by the
-   * next reconcile, which removes every job Postgres no longer holds.
+   * Removes the account and everything in it in one transaction (see
+   * AccountRepository.delete), so a crash leaves either all of it or none. Under the account's
+   * lock: a create, deploy or plan change waiting on it finds the account gone. The agents'
+   * rows are deleted (and so locked) before their routes and custom hostnames leave Redis, so
+   * an edge rebuild cannot put them back; if Redis refuses, everything rolls back
+   * (EDGE_UNAVAILABLE). The containers are removed after the commit, as DELETE /agents/{id}
+   * removes them: by a queued step, or, after a crash, by the next reconcile, which removes
+   * every job Postgres no longer holds.
    */
   async deleteAccount(principal: Principal, confirm: string): Promise<void> {
     assertOwner(principal, 'delete the account');
@@ -66,9 +67,13 @@ export class AccountService {
     const agents = await inTransaction(this.parts.db, async (repos) => {
       if (!(await repos.accounts.lock(principal.accountId))) throw notFound('Account');
       const owned = await repos.agents.ofAccount(principal.accountId);
+      // Read before the delete cascades to them: the agents' custom hostnames leave the edge with them.
+      const domains: { slug: string; hostname: string }[] = [];
+      for (const agent of owned) for (const domain of await repos.domains.listByAgent(agent.id)) domains.push({ slug: agent.slug, hostname: domain.hostname });
       await repos.accounts.delete(principal.accountId);
       await this.parts.edge.write(async (projection) => {
         for (const agent of owned) await projection.removeAgent(agent.slug);
+        for (const { slug, hostname } of domains) await projection.removeDomain(slug, hostname);
       });
       return owned;
     });

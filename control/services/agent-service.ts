@@ -171,6 +171,8 @@ export class AgentService {
   async delete(principal: Principal, audit: AuditContext, id: string, expectedVersion?: number): Promise<void> {
     const agent = await inTransaction(this.parts.db, async (repos) => {
       const current = await this.findForUpdate(repos, principal, id, expectedVersion);
+      // Read before the delete cascades to them: their hostnames leave the edge with the agent.
+      const domains = await repos.domains.listByAgent(id);
       await repos.agents.delete(principal.accountId, id);
       await recordAudit(repos, audit, {
         accountId: current.account_id,
@@ -181,7 +183,10 @@ export class AgentService {
         details: { name: current.name },
       });
       await this.parts.events?.record(repos, 'agent.deleted', current);
-      await this.parts.edge.write((projection) => projection.removeAgent(current.slug));
+      await this.parts.edge.write(async (projection) => {
+        await projection.removeAgent(current.slug);
+        for (const domain of domains) await projection.removeDomain(current.slug, domain.hostname);
+      });
       return current;
     });
     this.parts.streams?.announce({ scope: 'agent', id, reason: 'agent_deleted' });

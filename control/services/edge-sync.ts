@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import { DEFAULT_CALLER_RPM, type EdgeAgent } from '../../contract/edge-keys.js';
-import type { EdgeProjection } from '../edge/projection.js';
+import type { EdgeProjection, ProjectedDomain } from '../edge/projection.js';
 import { limitsOf } from '../domain/plans.js';
 import { wakeable } from '../domain/scale-to-zero.js';
 import { OUTAGE_RETRY_AFTER_SECONDS } from '../db/dependency-outage.js';
@@ -30,6 +30,11 @@ export class EdgeSync {
     /** Read only by `rebuild`: a refresh hands its status to `setUpstreams`. */
     private readonly jobs: Pick<Orchestrator, 'status'>,
     private readonly logger: Logger,
+    /**
+     * Every active custom domain with its certificate (issue 34), read by `rebuild`; none:
+     * the rebuild leaves the custom domains' projection as it is.
+     */
+    private readonly listActiveDomains?: () => Promise<ProjectedDomain[]>,
   ) {}
 
   /**
@@ -83,6 +88,12 @@ export class EdgeSync {
   /** Rebuilds the whole projection from Postgres and the orchestrator; agents gone from Postgres leave it. */
   async rebuild(): Promise<void> {
     const ids = await repositoriesOn(this.db).agents.allIds();
+    // Read first, so each agent's replace writes its hostnames' set with it: a rebuild never
+    // leaves a routed custom domain without its set, even for a moment.
+    const domains = this.listActiveDomains ? await this.listActiveDomains() : undefined;
+    const bySlug = new Map<string, string[]>();
+    for (const { slug, hostname } of domains ?? []) bySlug.set(slug, [...(bySlug.get(slug) ?? []), hostname]);
+    const hostnamesOf = (slug: string) => (domains ? (bySlug.get(slug) ?? []) : undefined);
     const keep = new Set<string>();
     for (const id of ids) {
       await inTransaction(this.db, async (repos) => {
@@ -93,10 +104,12 @@ export class EdgeSync {
           agent: await this.edgeAgent(repos, agent),
           keyHashes: await repos.accessKeys.hashesForAgent(agent.id),
           upstreams: upstreamsOf(await this.jobs.status(agent.id)),
+          domains: hostnamesOf(agent.slug),
         });
       });
     }
     await this.projection.prune(keep);
+    if (domains) await this.projection.replaceDomains(domains.filter((domain) => keep.has(domain.slug)));
     this.logger.debug({ agents: keep.size }, 'edge projection rebuilt');
   }
 

@@ -14,6 +14,7 @@ export const LOOP_LOCKS = {
   reconciler: 1,
   autoscaler: 2,
   idleParker: 3,
+  domains: 4,
 } as const;
 
 /** Runs `pass` holding the loop's lock, or skips it (false) while another copy holds it. */

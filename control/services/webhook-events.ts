@@ -6,11 +6,15 @@ import type { WebhookEventType } from '../domain/webhooks.js';
 import type { Repositories } from '../repositories/index.js';
 import { agentView, type PresenterSettings } from './agent-presenter.js';
 import { deploymentView } from './deployment-presenter.js';
+import type { DomainRow } from '../domain/custom-domain.js';
+import { domainView } from './domain-presenter.js';
 
 export interface EventDetails {
   deployment?: DeploymentRow;
-  /** Why: a failed deployment's error, a crash's last error, the quota refused. */
+  /** Why: a failed deployment's error, a crash's last error, the quota refused, the CA's or resolver's word. */
   reason?: string;
+  /** The custom domain of a `domain.*` event, as the API shows it (no key, no chain). */
+  domain?: DomainRow;
 }
 
 /**
@@ -28,6 +32,7 @@ export class WebhookEvents {
     const data = {
       agent: agentView(agent, this.presenter),
       ...(details.deployment ? { deployment: deploymentView(details.deployment, this.presenter) } : {}),
+      ...(details.domain ? { domain: domainView(details.domain) } : {}),
       ...(details.reason !== undefined ? { reason: details.reason } : {}),
     };
     const body = JSON.stringify({ type, timestamp: at.toISOString(), data });

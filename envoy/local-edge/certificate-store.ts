@@ -15,14 +15,16 @@ export interface CertificateStoreOptions extends CertificateFiles {
    */
   readonly checkIntervalMs?: number;
   readonly log?: EdgeLog;
+  /** Custom domains' certificates by exact hostname (domain-certificates.ts), asked before the agent domain's. */
+  readonly customDomains?: { contextFor(hostname: string): SecureContext | undefined };
 }
 
 /**
  * The certificates the HTTPS server answers with, chosen by the name a client asks for
- * (SNI). Today one: the agent domain's wildcard, from the operator's files, for every
- * name and for clients that send none, as envoy.yaml's one certificate. Certificates of
- * other names (custom domains) are for later: `select` is where they will be looked up,
- * by exact name, with the agent domain's as the fallback.
+ * (SNI): a custom domain's own, by exact name, when `customDomains` has one; else the
+ * agent domain's wildcard, from the operator's files, which also answers clients that send
+ * no name (as Envoy's DefaultTlsCertificateSelector::findTlsContext: exact name first, then
+ * the wildcard, then the first certificate; envoy/README.md, "HTTPS").
  */
 export interface CertificateStore {
   /** The context for a ClientHello naming `servername` (the server's SNICallback). */
@@ -124,7 +126,8 @@ export async function openCertificateStore(options: CertificateStoreOptions): Pr
   log('certificate loaded', describePair(pair));
 
   return {
-    select: () => context,
+    // SNI is a DNS name, case-insensitive (RFC 6066 §3); the hash is keyed in lowercase.
+    select: (servername) => options.customDomains?.contextFor(servername.toLowerCase()) ?? context,
     defaultContextOptions: () => ({ ...options.policy, cert: pair.cert, key: pair.key }),
     current: () => pair,
     onChange: (listener) => void listeners.push(listener),

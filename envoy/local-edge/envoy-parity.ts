@@ -1,3 +1,4 @@
+import { ACME_CHALLENGE_PATH } from '../../contract/edge-keys.js';
 /**
  * The envoy.yaml settings the local edge copies, so it behaves as the production edge
  * does. test/local-edge-parity.test.ts reads envoy.yaml and fails when they drift apart.
@@ -40,7 +41,7 @@ export const HOP_BY_HOP_HEADERS: ReadonlySet<string> = new Set([
  * The route that keeps ACME HTTP-01 challenges (RFC 8555 §8.3) on plain HTTP: envoy.yaml
  * matches this prefix before its redirect route, and the local edge's redirect skips it.
  */
-export const ACME_CHALLENGE_PREFIX = '/.well-known/acme-challenge/';
+export const ACME_CHALLENGE_PREFIX = ACME_CHALLENGE_PATH;
 
 /**
  * The runtime key that turns envoy.yaml's redirect route on (100) or off (0, its default):

@@ -2,6 +2,8 @@ import { Redis } from 'ioredis';
 import { createRequestFigureRecorder } from '../../contract/request-figure-recorder.js';
 import { loadLocalEdgeConfig } from './config.js';
 import { startLocalEdge } from './server.js';
+import { openDomainCertificates } from './domain-certificates.js';
+import { TLS_SERVER_POLICY } from './tls-policy.js';
 
 /** The local edge as a process (`npm run up` starts it when there is no envoy binary). */
 const config = loadLocalEdgeConfig(process.env);
@@ -20,7 +22,12 @@ const requestFigures = createRequestFigureRecorder({
   },
 });
 
-const edge = await startLocalEdge({ ...config, requestFigures, log });
+// Custom domains' certificates (issue 34), served by SNI beside the agent domain's.
+const customDomains = config.tls
+  ? openDomainCertificates({ redis, subscriber: redis.duplicate(), keyPrefix: config.redisKeyPrefix, policy: TLS_SERVER_POLICY, log })
+  : undefined;
+await customDomains?.loaded;
+const edge = await startLocalEdge({ ...config, tls: config.tls && { ...config.tls, customDomains }, requestFigures, log });
 log('listening', {
   address: `${edge.host}:${edge.port}`,
   ...(edge.httpsPort === null ? {} : { https: `${edge.host}:${edge.httpsPort}`, httpRedirect: config.httpRedirect }),
@@ -32,6 +39,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
     void edge
       .close()
       .then(() => requestFigures.close())
+      .then(() => customDomains?.close())
       .finally(() => redis.quit().finally(() => process.exit(0))),
   );
 }

@@ -9,7 +9,7 @@ import { buildCheckRequest } from './check-request.js';
 import { plainAddress, sanitiseDownstreamHeaders } from './downstream-headers.js';
 import { EDGE_REPLIES, EXT_AUTHZ_TIMEOUT_MS } from './envoy-parity.js';
 import { httpsRedirectLocation, redirectsToHttps } from './https-redirect.js';
-import { openCertificateStore, type CertificateStore, type EdgeLog } from './certificate-store.js';
+import { openCertificateStore, type CertificateStore, type CertificateStoreOptions, type EdgeLog } from './certificate-store.js';
 import type { CertificateFiles } from './certificate-pair.js';
 import { LOCAL_EDGE_ALPN_PROTOCOLS, TLS_SERVER_POLICY } from './tls-policy.js';
 import { forwardRequest, parseUpstream } from './forward.js';
@@ -75,6 +75,8 @@ export interface LocalEdgeTlsOptions extends CertificateFiles {
   port?: number;
   /** How often the certificate files are read besides their directory's watch; default 5 s. */
   checkIntervalMs?: number;
+  /** Custom domains' certificates from Redis (domain-certificates.ts; main.ts opens it); the caller closes it. */
+  customDomains?: CertificateStoreOptions['customDomains'];
 }
 
 export const DEFAULT_EDGE_CLIENT_LIMITS: ClientLimits = Object.freeze({
@@ -213,8 +215,8 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
   try {
     // HTTPS first: the plain port's redirect names its port. A pair that cannot be served stops the start.
     if (options.tls) {
-      const { certFile, keyFile, checkIntervalMs } = options.tls;
-      certificates = await openCertificateStore({ certFile, keyFile, checkIntervalMs, policy: TLS_SERVER_POLICY, log: options.log });
+      const { certFile, keyFile, checkIntervalMs, customDomains } = options.tls;
+      certificates = await openCertificateStore({ certFile, keyFile, checkIntervalMs, customDomains, policy: TLS_SERVER_POLICY, log: options.log });
       tlsServer = createTlsServer(certificates, limits, listenerFor('https'));
       await listen(tlsServer, options.tls.port ?? 7443, host);
       httpsPort = (tlsServer.address() as AddressInfo).port;

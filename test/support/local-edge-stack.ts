@@ -5,6 +5,8 @@ import { loadAuthzConfig, type AuthzServerKind } from '../../authz/config.js';
 import { startAuthz } from '../../authz/server.js';
 import { connectRedis } from '../../control/db/redis.js';
 import { startLocalEdge } from '../../envoy/local-edge/server.js';
+import { openDomainCertificates } from '../../envoy/local-edge/domain-certificates.js';
+import { TLS_SERVER_POLICY } from '../../envoy/local-edge/tls-policy.js';
 import { createRequestFigureRecorder } from '../../contract/request-figure-recorder.js';
 import type { TestControl } from './control-harness.js';
 import { tempAuthzSocket } from './edge-authz.js';
@@ -13,6 +15,8 @@ export interface LocalEdgeStack {
   /** Where callers connect; the agent's hostname goes in Host. */
   url: string;
   port: number;
+  /** With `tls`: the HTTPS port (SNI picks the certificate). */
+  httpsPort: number | null;
   close(): Promise<void>;
 }
 
@@ -32,6 +36,11 @@ export interface LocalEdgeStackOptions {
   wakeTimeoutSeconds?: number;
   /** authz's AUTHZ_SERVER (default: its own). */
   authzServer?: AuthzServerKind;
+  /**
+   * HTTPS beside the plain port, as envoy/local-edge/main.ts serves it: the agent domain's
+   * pair from these files, custom domains' certificates from the projection in Redis.
+   */
+  tls?: { certFile: string; keyFile: string };
 }
 
 export async function startLocalEdgeStack(control: TestControl, options: LocalEdgeStackOptions = {}): Promise<LocalEdgeStack> {
@@ -52,12 +61,18 @@ export async function startLocalEdgeStack(control: TestControl, options: LocalEd
   });
   // Replicas are on the control's agent subnet pool (podman) or on loopback (the fake Nomad's allocations, test upstreams).
   const upstreamSubnets = [control.config.podman.agentSubnets, ...LOOPBACK_UPSTREAMS];
-  const edge = await startLocalEdge({ port: options.port ?? 0, consoleOrigin: options.consoleOrigin, authzAddress: authz.grpcAddress, requestFigures, upstreamSubnets });
+  const customDomains = options.tls
+    ? openDomainCertificates({ redis, subscriber: redis.duplicate(), keyPrefix: config.redisKeyPrefix, policy: TLS_SERVER_POLICY })
+    : undefined;
+  const tls = options.tls && { ...options.tls, port: 0, customDomains };
+  const edge = await startLocalEdge({ port: options.port ?? 0, consoleOrigin: options.consoleOrigin, authzAddress: authz.grpcAddress, requestFigures, upstreamSubnets, tls });
   return {
     url: `http://127.0.0.1:${edge.port}`,
     port: edge.port,
+    httpsPort: edge.httpsPort,
     async close() {
       await edge.close();
+      customDomains?.close();
       await requestFigures.close();
       await authz.close();
       redis.disconnect();

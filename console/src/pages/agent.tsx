@@ -7,12 +7,13 @@ import type { Agent } from '../types.js';
 import { AgentActions } from './agent-actions.js';
 import { AccessKeysTab } from './agent-keys.js';
 import { DeploymentsTab } from './agent-deployments.js';
+import { DomainsTab } from './agent-domains.js';
 import { LogsTab } from './agent-logs.js';
 import { MetricsTab } from './agent-metrics.js';
 import { RolloutProgress } from './rollout-progress.js';
 import { TryItTab } from './agent-try.js';
 
-const TABS = ['Logs', 'Metrics', 'Access keys', 'Deployments', 'Try it'] as const;
+const TABS = ['Logs', 'Metrics', 'Access keys', 'Domains', 'Deployments', 'Try it'] as const;
 type Tab = (typeof TABS)[number];
 const REFRESH_MS = 2000;
 
@@ -52,6 +53,7 @@ export function AgentPage({ id }: { id: string }) {
         {tab === 'Logs' && <LogsTab agentId={agent.id} />}
         {tab === 'Metrics' && <MetricsTab agentId={agent.id} />}
         {tab === 'Access keys' && <AccessKeysTab agentId={agent.id} />}
+        {tab === 'Domains' && <DomainsTab agentId={agent.id} />}
         {tab === 'Deployments' && <DeploymentsTab agentId={agent.id} />}
         {tab === 'Try it' && <TryItTab agent={agent} />}
       </div>

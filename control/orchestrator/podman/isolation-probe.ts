@@ -44,9 +44,19 @@ export function probeTargets(layout: ProbeLayout): ProbeTarget[] {
 }
 
 /**
+ * At most this many connects are in flight at once. Each is one process in the probe
+ * container, whose pids cgroup allows 64 (isolation.ts, listenerArguments) beside its
+ * httpd and this shell: a fork refused there loses a target's line, and the check then
+ * fails closed on a network that is isolated (seen with 33 targets, when each connect
+ * was a subshell and an nc: two processes apiece).
+ */
+export const PROBE_CONNECTS_AT_ONCE = 40;
+
+/**
  * A busybox sh script: waits (up to ~3 s) for the probe's own listener, then connects
- * to every target at once with `nc -w`, one line per target ("<index> open|closed"),
- * then "done". Targets come as arguments `host:port`, the first being the listener.
+ * to the targets with `nc -w`, PROBE_CONNECTS_AT_ONCE at a time, one line per target
+ * ("<index> open|closed", from nc's exit status), then "done". Targets come as
+ * arguments `host:port`, the first being the listener.
  */
 export const probeScript = (connectTimeoutSeconds: number) => `
 bb=/bin/busybox
@@ -54,12 +64,21 @@ n=0
 until $bb nc -w 1 "\${1%:*}" "\${1##*:}" </dev/null >/dev/null 2>&1; do
   n=$((n+1)); [ $n -ge 30 ] && break; $bb sleep 0.1
 done
+report() {
+  for job in $jobs; do
+    if wait "\${job#*:}"; then echo "\${job%%:*} open"; else echo "\${job%%:*} closed"; fi
+  done
+  jobs=""
+}
 i=0
+jobs=""
 for t in "$@"; do
-  ( if $bb nc -w ${connectTimeoutSeconds} "\${t%:*}" "\${t##*:}" </dev/null >/dev/null 2>&1; then echo "$i open"; else echo "$i closed"; fi ) &
+  $bb nc -w ${connectTimeoutSeconds} "\${t%:*}" "\${t##*:}" </dev/null >/dev/null 2>&1 &
+  jobs="$jobs $i:$!"
   i=$((i+1))
+  [ $((i % ${PROBE_CONNECTS_AT_ONCE})) -eq 0 ] && report
 done
-wait
+report
 echo done
 `;
 

@@ -1,0 +1,45 @@
+/**
+ * Host → agent: the one place a request's Host header becomes the agent it is for (issue 34,
+ * "Routing seam"). authz's Check asks it before its one Redis round trip; the local edge asks
+ * authz, so Envoy and the local edge route alike. Pure: the custom hostnames come in as a
+ * lookup (authz/domain-hosts.ts keeps it current).
+ */
+
+/** The agent a Host names. `customHost`: the custom hostname it came through, null for the platform hostname. */
+export interface HostRoute {
+  slug: string;
+  customHost: string | null;
+}
+
+/** Custom hostname → slug, as far as this process knows (`edgeKeyNames.domainHosts`). */
+export interface CustomHostLookup {
+  slugOf(hostname: string): string | undefined;
+}
+
+/**
+ * `<slug>.<agentDomain>` by suffix, one label before the domain; else a custom hostname of
+ * the lookup; else null (404 without asking Redis). Envoy passes the Host header as sent,
+ * port included, and in whatever case the client wrote it.
+ */
+export function routeHost(host: string, agentDomain: string, customHosts: CustomHostLookup): HostRoute | null {
+  const hostname = hostnameOf(host);
+  const suffix = `.${agentDomain}`;
+  if (hostname.endsWith(suffix)) {
+    // A name under the agent domain is never a custom domain (the control API refuses to
+    // claim one): a miss here is a 404, not a look in the custom copy.
+    const slug = hostname.slice(0, -suffix.length);
+    return slug === '' || slug.includes('.') ? null : { slug, customHost: null };
+  }
+  if (hostname === '') return null;
+  const slug = customHosts.slugOf(hostname);
+  return slug === undefined ? null : { slug, customHost: hostname };
+}
+
+/** The Host header's name, lowercased and without its port. */
+export function hostnameOf(host: string): string {
+  const trimmed = host.trim().toLowerCase();
+  // An IPv6 literal ([::1]:7080) is never an agent's hostname; leave it whole for the lookups to refuse.
+  if (trimmed.startsWith('[')) return trimmed;
+  const colon = trimmed.lastIndexOf(':');
+  return colon === -1 ? trimmed : trimmed.slice(0, colon);
+}
