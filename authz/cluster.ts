@@ -28,6 +28,15 @@ import { clearStaleSocket } from './unix-socket.js';
  * worker SIGTERM (its own graceful close) and waits for all of them.
  */
 
+/** The environment variable the primary hands each worker its index in (not a setting: the primary sets it). */
+const WORKER_INDEX_ENV = 'AUTHZ_WORKER_INDEX';
+
+/** In a worker: its index, as the primary handed it down (0 outside a cluster). */
+export function workerIndex(env: Readonly<Record<string, string | undefined>>): number {
+  const index = Number(env[WORKER_INDEX_ENV] ?? 0);
+  return Number.isInteger(index) && index >= 0 ? index : 0;
+}
+
 /** A crashing worker is replaced after this pause, so a worker that cannot start does not spin. */
 const RESPAWN_DELAY_MS = 500;
 
@@ -40,22 +49,31 @@ export interface AuthzPrimary {
 export async function startAuthzPrimary(config: AuthzConfig, deps: { redis: Redis; logger: Logger }): Promise<AuthzPrimary> {
   let stopping = false;
   const respawns = new Set<NodeJS.Timeout>();
-  const fork = () => cluster.fork().on('online', () => deps.logger.debug('authz worker online'));
+  // Each worker has an index, 0 to workers - 1, handed down in its environment; the one that
+  // replaces a dead worker takes its index, so the metrics' `worker` label makes no new series.
+  const indexOf = new Map<number, number>();
+  const fork = (index: number) => {
+    const worker = cluster.fork({ [WORKER_INDEX_ENV]: String(index) });
+    indexOf.set(worker.id, index);
+    worker.on('online', () => deps.logger.debug({ worker: index }, 'authz worker online'));
+  };
   // Workers whose gRPC server is bound: the primary is ready only with one of them at least.
   const listening = new Set<number>();
   cluster.on('listening', (worker: Worker) => listening.add(worker.id));
   cluster.on('exit', (worker: Worker, code: number | null, signal: string | null) => {
     listening.delete(worker.id);
+    const index = indexOf.get(worker.id) ?? 0;
+    indexOf.delete(worker.id);
     if (stopping) return;
-    deps.logger.warn({ workerPid: worker.process.pid, code, signal }, 'authz worker exited; starting another');
+    deps.logger.warn({ worker: index, workerPid: worker.process.pid, code, signal }, 'authz worker exited; starting another');
     const timer = setTimeout(() => {
       respawns.delete(timer);
-      if (!stopping) fork();
+      if (!stopping) fork(index);
     }, RESPAWN_DELAY_MS);
     respawns.add(timer);
   });
   if (isUnixSocket(config.grpcListen)) await clearStaleSocket(config.grpcListen.path);
-  for (let i = 0; i < config.workers; i += 1) fork();
+  for (let index = 0; index < config.workers; index += 1) fork(index);
 
   const aggregator = new AggregatorRegistry();
   const ops = createOpsServer({

@@ -64,7 +64,7 @@ export function createDecider(config: AuthzConfig, deps: DeciderDeps): Decider {
     subscriber,
     keyPrefix: config.redisKeyPrefix,
     reloadIntervalMs: DOMAIN_HOSTS_RELOAD_MS,
-    // Not a Check's failure (authz_redis_errors_total counts those): the copy keeps what it
+    // Not a Check's failure (agent_platform_authz_redis_errors_total counts those): the copy keeps what it
     // had, and the Check script still proves each custom hostname.
     onRedisError: throttled(REDIS_ERROR_LOG_INTERVAL_MS, (error: Error) =>
       deps.logger.warn({ err: error }, "Redis failed a read of the custom domains; authz keeps the copy it has"),

@@ -1,3 +1,5 @@
+// First: on another Node this stops the program before any other module loads.
+import '../contract/require-supported-node.js';
 import cluster from 'node:cluster';
 import { pino } from 'pino';
 import { Redis } from 'ioredis';
@@ -5,7 +7,7 @@ import { systemClock } from '../contract/clock.js';
 import { formatGrpcTarget } from '../contract/grpc-target.js';
 import { loadAuthzConfig } from './config.js';
 import { startAuthz } from './server.js';
-import { shareMetricsWithPrimary, startAuthzPrimary } from './cluster.js';
+import { shareMetricsWithPrimary, startAuthzPrimary, workerIndex } from './cluster.js';
 
 /**
  * authz as a process: Envoy's ext_authz service (gRPC, plaintext HTTP/2) on the Unix socket
@@ -53,7 +55,7 @@ async function start(): Promise<() => Promise<void>> {
     logger.info({ workers: config.workers, grpc: formatGrpcTarget(config.grpcListen), metrics: `${config.host}:${primary.metricsPort}` }, 'authz started its workers');
     return () => primary.stop();
   }
-  const authz = await startAuthz(config, { redis, clock: systemClock, logger }, { serveOps: cluster.isPrimary });
+  const authz = await startAuthz(config, { redis, clock: systemClock, logger }, { serveOps: cluster.isPrimary, worker: workerIndex(process.env) });
   if (cluster.isWorker) shareMetricsWithPrimary(authz.metrics.registry);
   logger.info({ grpc: authz.grpcAddress, metrics: authz.metricsPort ? `${config.host}:${authz.metricsPort}` : 'the primary', agentDomain: config.agentDomain }, 'authz listening');
   return () => authz.close();

@@ -1,4 +1,5 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
+import { readinessMetrics } from './metrics.js';
 
 export interface OpsEndpoints {
   /** A Registry, or what serves a cluster's workers' metrics added up (authz/cluster.ts). */
@@ -9,19 +10,20 @@ export interface OpsEndpoints {
 
 /**
  * authz's HTTP port for operators (AUTHZ_METRICS_PORT), beside the gRPC port Envoy calls:
- * - GET /metrics: Prometheus text.
+ * - GET /metrics: Prometheus text, and agent_platform_authz_ready, /readyz's answer at scrape time.
  * - GET /livez: the process can serve. Answering at all is the proof (a wedged event loop
  *   answers nothing); it never asks Redis, so a Redis outage cannot restart every copy.
  * - GET /readyz, and /healthz for HTTP-only checkers: 200 while Redis answers, else 503
  *   naming Redis. Readiness in gRPC is grpc.health.v1.Health/Check (authz/health.ts).
  */
 export function createOpsServer({ registry, isReady }: OpsEndpoints): Server {
+  const readyFamily = readinessMetrics(isReady);
   return createServer((request, response) => {
     const path = request.url?.split('?')[0];
     if (request.method !== 'GET') return text(response, 405, 'method not allowed\n');
     if (path === '/metrics') {
-      registry.metrics().then(
-        (body) => response.writeHead(200, { 'content-type': registry.contentType }).end(body),
+      Promise.all([registry.metrics(), readyFamily.metrics()]).then(
+        (bodies) => response.writeHead(200, { 'content-type': registry.contentType }).end(bodies.join('')),
         () => text(response, 500, 'metrics unavailable\n'),
       );
       return;

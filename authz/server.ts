@@ -54,11 +54,13 @@ export const GRPC_SERVERS: Readonly<Record<AuthzServerKind, () => GrpcServer>> =
 export interface AuthzOptions {
   /** Serve /metrics and the probes on config.metricsPort (default); a cluster worker does not. */
   serveOps?: boolean;
+  /** This process's index among a cluster's workers, the metrics' `worker` label (authz/cluster.ts); 0 by default. */
+  worker?: number;
 }
 
 /** The composition root of authz: builds the decider (authz/decider.ts) from its deps and serves it over gRPC. Port 0 picks free ports. */
-export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOps = true }: AuthzOptions = {}): Promise<RunningAuthz> {
-  const metrics = createAuthzMetrics();
+export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOps = true, worker = 0 }: AuthzOptions = {}): Promise<RunningAuthz> {
+  const metrics = createAuthzMetrics({ worker });
   const decider = createDecider(config, { ...deps, metrics });
   // Custom hostnames known before the first Check, so a start does not answer 404 for them;
   // with Redis away this settles after its deadline, and Checks fail closed meanwhile.

@@ -68,10 +68,10 @@ export async function startAuthzProcess(redisUrl: string, agentDomain: string, w
     stdio: ['ignore', 'ignore', 'inherit'],
   });
   if (socketDir) child.once('exit', () => rmSync(socketDir, { recursive: true, force: true }));
-  // Ready when every worker shows in /metrics (one series of authz_process_checks_total each).
+  // Ready when every worker shows in /metrics (one series of agent_platform_authz_worker_checks_total each).
   for (let attempt = 0; ; attempt += 1) {
     const text = await fetch(`http://127.0.0.1:${metricsPort}/metrics`).then((response) => response.text(), () => '');
-    if ((text.match(/^authz_process_checks_total\{/gm) ?? []).length === workers) break;
+    if ((text.match(/^agent_platform_authz_worker_checks_total\{/gm) ?? []).length === workers) break;
     if (attempt > 300) throw new Error(`authz with ${workers} workers did not start`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }

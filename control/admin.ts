@@ -1,3 +1,5 @@
+// First: on another Node this stops the program before any other module loads.
+import '../contract/require-supported-node.js';
 import { ADMIN_USAGE, isKeysCommand, parseAdminCommand, UsageError, type AdminCommand, type KeysCommand } from './admin/admin-command.js';
 import { runKeysCommand } from './admin/admin-keys.js';
 import { systemClock } from '../contract/clock.js';

@@ -272,7 +272,19 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
 }
 
 export function buildControl(given: ControlDependencies): Control {
-  const metrics = createControlMetrics({ countAgentsByStatus: () => repositoriesOn(given.db).agents.countByStatus() });
+  // One check for GET /readyz and for the metrics' agent_platform_control_dependency_up.
+  const checkReadiness = readinessCheck(
+    { postgres: () => pingDatabase(given.db), redis: () => given.redis.ping() },
+    READINESS_TIMEOUT_MS,
+    given.logger.child({ component: 'readiness' }),
+  );
+  const repositories = repositoriesOn(given.db);
+  const metrics = createControlMetrics({
+    countAgentsByStatus: () => repositories.agents.countByStatus(),
+    checkReadiness,
+    certificateExpiries: () => repositories.domains.certificateExpiries(),
+    webhookBacklog: () => repositories.webhookOutbox.backlog(),
+  });
   const deps = withMetrics(given, metrics);
   const services = buildServices(deps);
   subscribeReconcilePassed(services.runner, metrics);
@@ -295,11 +307,7 @@ export function buildControl(given: ControlDependencies): Control {
   const app = createApp({
     routes: [...routes, openApiRoute(routes, serverUrl)],
     authenticate: bearerAuthenticator(services.auth, services.limiter, { perMinute: deps.config.tokenRateLimitPerMinute, timeoutMs: deps.config.tokenRateLimitTimeoutMs }, deps.logger),
-    checkReadiness: readinessCheck(
-      { postgres: () => pingDatabase(deps.db), redis: () => deps.redis.ping() },
-      READINESS_TIMEOUT_MS,
-      deps.logger.child({ component: 'readiness' }),
-    ),
+    checkReadiness,
     logger: deps.logger,
     trustProxy: deps.config.trustProxy,
     onRequest: metrics.onRequest,

@@ -1,3 +1,5 @@
+// First: on another Node this stops the program before any other module loads.
+import '../contract/require-supported-node.js';
 import { systemClock } from '../contract/clock.js';
 import { loadConfig } from './config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';

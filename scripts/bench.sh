@@ -2,6 +2,7 @@
 # `npm run bench`: every benchmark; each writes its JSON under bench/results/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/ensure-node.sh
 bash scripts/ensure-deps.sh --containers --test-tools --bench-tools
 node --import tsx bench/control.bench.ts
 node --import tsx bench/orchestration.bench.ts

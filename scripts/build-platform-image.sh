@@ -5,7 +5,7 @@
 #
 # The same steps as runtime-image/scripts/build-image.sh, with its base-image logic
 # (runtime-image/scripts/image-lib.sh): podman and runc from Debian when missing; the base is
-# $BASE_IMAGE, else the official Node 20 image if present or pullable, else a local base made once
+# $BASE_IMAGE, else the official Node 24 image if present or pullable, else a local base made once
 # from this host's node; TypeScript compiled and production node_modules gathered on the host, so
 # the podman build needs no network; no build when the image's source hash label matches.
 #
@@ -23,7 +23,8 @@ HASH_LABEL="org.agent-platform.platform.source-hash"
 # and everything they import.
 SOURCE_DIRS=(control authz proto envoy)
 
-command -v node >/dev/null 2>&1 || fail "node is not installed: the platform is compiled on the host (Node 20 or later)"
+# The project's Node LTS: the local base image copies this very binary.
+source scripts/ensure-node.sh || fail "the project's Node (.node-version) is not available"
 command -v npm >/dev/null 2>&1 || fail "npm is not installed"
 ensure_podman
 

@@ -3,7 +3,8 @@
 # Redis; with --containers podman, runc, netavark + aardvark-dns, nftables, iptables and
 # a static busybox; with --test-tools the same busybox, from which the orchestration
 # tests build their tiny image, Chromium for the console's browser tests, and
-# docker-registry with openssl for the registry tests, pebble for the ACME tests; with
+# docker-registry with openssl for the registry tests, pebble for the ACME tests,
+# prometheus for promtool, which checks the alerting rules; with
 # --bench-tools h2load, the C load generator of `npm run bench`) and npm dependencies. With --containers it also selects
 # podman's netavark network backend (select_netavark below).
 # Used by `npm run up` and `npm test`, so a fresh machine needs nothing by hand.
@@ -56,6 +57,8 @@ if $want_test_tools; then
   # Custom domains' certificates are ordered from Debian's real ACME CA, Pebble, which resolves
   # through pebble-challtestsrv (same package) like the control API's TXT checks (test/support/pebble.ts).
   [ -x /usr/bin/pebble ] && [ -x /usr/bin/pebble-challtestsrv ] || missing+=(pebble)
+  # The alerting rules are checked and unit-tested with promtool, from Debian's Prometheus (test/alerts.test.ts).
+  [ -x /usr/bin/promtool ] || missing+=(prometheus)
 fi
 if $want_bench_tools; then
   # authz's CPU per Check is also measured with h2load as the caller (bench/h2load.ts).
@@ -73,7 +76,7 @@ if [ ${#missing[@]} -gt 0 ]; then
   $sudo apt-get update -qq
   $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
   # Debian starts packaged services on install; the platform (and its tests) run their own copies.
-  for service in postgresql redis-server docker-registry; do
+  for service in postgresql redis-server docker-registry prometheus; do
     $sudo systemctl disable --now "$service" >/dev/null 2>&1 || $sudo service "$service" stop >/dev/null 2>&1 || true
   done
 fi

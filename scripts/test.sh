@@ -3,6 +3,8 @@
 # throwaway Postgres and Redis (started by test/support/global.ts).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The project's Node LTS (.node-version) first on PATH, for this script and every process it starts.
+source scripts/ensure-node.sh
 
 bash scripts/ensure-deps.sh --containers --test-tools
 echo "Type-checking"

@@ -55,7 +55,7 @@ async function duplicatedBlocks(cwd: string, folders?: string[]): Promise<Clone[
  * entry point with BENCH_* knobs, and are not held to it; runtime-image/ ships alone with
  * its own reader.
  */
-const ENTRY_POINT = /^(control\/(main|admin)|authz\/main|envoy\/local-edge\/main|cli\/main|scripts\/[^/]+)\.ts$/;
+const ENTRY_POINT = /^(control\/(main|admin|migrate)|authz\/main|envoy\/local-edge\/main|cli\/main|scripts\/[^/]+)\.ts$/;
 const ENVIRONMENT_FOLDERS = SOURCE_FOLDERS.filter((folder) => folder !== 'bench');
 
 /** Each place under `cwd`'s `folders` that breaks the rule on process.env, as path:line. */

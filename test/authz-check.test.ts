@@ -300,8 +300,8 @@ describeOnEachAuthzServer('authz Check (gRPC, as Envoy calls it)', (server) => {
       try {
         assert.equal(denialOf(await stalled.client.check({ host: hostOf('anything') })).httpStatus, 'ServiceUnavailable');
         const metrics = await (await fetch(`http://127.0.0.1:${stalled.authz.metricsPort}/metrics`)).text();
-        assert.match(metrics, /^authz_checks_total\{outcome="error"\} 1$/m);
-        assert.match(metrics, /^authz_redis_errors_total 1$/m);
+        assert.match(metrics, /^agent_platform_authz_checks_total\{decision="denied",reason="unavailable"\} 1$/m);
+        assert.match(metrics, /^agent_platform_authz_redis_errors_total 1$/m);
       } finally {
         await stalled.close();
         hungRedis.disconnect();
@@ -321,12 +321,12 @@ describeOnEachAuthzServer('authz Check (gRPC, as Envoy calls it)', (server) => {
       const response = await fetch(`http://127.0.0.1:${edge.authz.metricsPort}/metrics`);
       assert.equal(response.status, 200);
       const text = await response.text();
-      for (const outcome of ['allowed', 'denied_404', 'denied_401', 'denied_429_caller', 'denied_429_agent', 'denied_503', 'error']) {
-        assert.match(text, new RegExp(`^authz_checks_total\\{outcome="${outcome}"\\} \\d+$`, 'm'), outcome);
+      for (const reason of ['unknown_agent', 'invalid_key', 'caller_rate_limited', 'agent_rate_limited', 'no_replica', 'unavailable']) {
+        assert.match(text, new RegExp(`^agent_platform_authz_checks_total\\{decision="denied",reason="${reason}"\\} \\d+$`, 'm'), reason);
       }
-      assert.match(text, /^authz_checks_total\{outcome="allowed"\} [1-9]\d*$/m);
-      assert.match(text, /^authz_check_duration_seconds_count [1-9]\d*$/m);
-      assert.match(text, /^authz_redis_errors_total \d+$/m);
+      assert.match(text, /^agent_platform_authz_checks_total\{decision="allowed",reason="allowed"\} [1-9]\d*$/m);
+      assert.match(text, /^agent_platform_authz_check_duration_seconds_count [1-9]\d*$/m);
+      assert.match(text, /^agent_platform_authz_redis_errors_total \d+$/m);
       assert.equal((await fetch(`http://127.0.0.1:${edge.authz.metricsPort}/other`)).status, 404);
     });
   });

@@ -83,7 +83,7 @@ describe('authz under overload', () => {
         assert.deepEqual(others.map(outcomeOf).sort(), ['allowed', 'unavailable']);
         assert.equal(redisServer.commands(), 2, 'shed Checks never reach Redis');
         const metrics = await (await fetch(`http://127.0.0.1:${authz.authz.metricsPort}/metrics`)).text();
-        assert.match(metrics, /^authz_checks_total\{outcome="shed"\} 2$/m);
+        assert.match(metrics, /^agent_platform_authz_checks_total\{decision="denied",reason="overloaded"\} 2$/m);
       } finally {
         await authz.close();
         redis.disconnect();

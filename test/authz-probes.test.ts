@@ -46,7 +46,9 @@ describeOnEachAuthzServer('authz probes: /livez, /readyz, /healthz and /metrics 
       const response = await fetch(`${root}/metrics`);
       assert.equal(response.status, 200);
       const samples = parseSamples(await response.text());
-      assert.equal(sampleValue(samples, 'authz_checks_total', { outcome: 'allowed' }), 0);
+      assert.equal(sampleValue(samples, 'agent_platform_authz_checks_total', { decision: 'allowed', reason: 'allowed' }), 0);
+      assert.equal(sampleValue(samples, 'agent_platform_authz_ready'), 1, '/readyz answered at scrape time');
+      assert.equal(sampleValue(samples, 'agent_platform_authz_worker_checks_total', { worker: '0' }), 0, 'a single process is worker 0');
       assert.ok(sampleValue(samples, 'process_cpu_user_seconds_total')! > 0);
       assert.ok(sampleValue(samples, 'nodejs_heap_size_used_bytes')! > 0);
       assert.ok(sampleValue(samples, 'nodejs_eventloop_lag_seconds')! >= 0);
@@ -83,6 +85,14 @@ describeOnEachAuthzServer('authz probes: /livez, /readyz, /healthz and /metrics 
       }
       assert.deepEqual(await running.client.healthCheck(), { status: 'NOT_SERVING' });
       assert.deepEqual(await getJson(`${root}/livez`), { status: 200, body: { status: 'ok' } });
+    });
+
+    it('says so in /metrics too: agent_platform_authz_ready 0, the rest still served', async () => {
+      const response = await fetch(`${root}/metrics`);
+      assert.equal(response.status, 200);
+      const samples = parseSamples(await response.text());
+      assert.equal(sampleValue(samples, 'agent_platform_authz_ready'), 0);
+      assert.ok(sampleValue(samples, 'process_cpu_user_seconds_total')! > 0);
     });
   });
 });

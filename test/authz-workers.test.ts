@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { existsSync, lstatSync } from 'node:fs';
+import { existsSync, lstatSync, readFileSync } from 'node:fs';
 import { credentials } from '@grpc/grpc-js';
 import type { Redis } from 'ioredis';
 import { loadAuthorizationService } from '../proto/load.js';
@@ -66,10 +66,23 @@ describeOnEachAuthzServer('authz with AUTHZ_WORKERS=2 (node:cluster)', function 
     socket.remove();
   });
 
-  /** authz_process_checks_total by pid, from the primary's aggregated /metrics. */
+  /** agent_platform_authz_worker_checks_total by worker index, from the primary's aggregated /metrics. */
   async function checkCounts(): Promise<Map<number, number>> {
     const text = await (await fetch(metricsUrl)).text();
-    return new Map([...text.matchAll(/^authz_process_checks_total\{pid="(\d+)"\} (\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]));
+    return new Map([...text.matchAll(/^agent_platform_authz_worker_checks_total\{worker="(\d+)"\} (\d+)$/gm)].map((m) => [Number(m[1]), Number(m[2])]));
+  }
+
+  /** The pids of the primary's workers: its children (as Linux lists them) running authz/main.ts, as cluster.fork does. */
+  function workerPids(): number[] {
+    const children = readFileSync(`/proc/${authz.pid}/task/${authz.pid}/children`, 'utf8').trim();
+    const runsAuthz = (pid: number) => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('authz/main.ts');
+      } catch {
+        return false; // exited meanwhile
+      }
+    };
+    return children ? children.split(/\s+/).map(Number).filter(runsAuthz) : [];
   }
 
   /** A client on a connection of its own (no shared subchannel), so connections spread over the workers. */
@@ -94,29 +107,33 @@ describeOnEachAuthzServer('authz with AUTHZ_WORKERS=2 (node:cluster)', function 
     assert.deepEqual(new Set(codes), new Set([0]), 'every Check allowed');
     const after = await checkCounts();
     assert.equal(after.size, 2);
-    const served = [...after].map(([pid, count]) => count - (before.get(pid) ?? 0));
+    assert.deepEqual([...after.keys()].sort(), [0, 1], 'one series per worker index');
+    const served = [...after].map(([worker, count]) => count - (before.get(worker) ?? 0));
     // Four connections, dealt out in turn: each worker holds two of them.
     assert.ok(served.every((count) => count > 0), `Checks per worker: ${served.join(', ')}`);
     assert.equal(served.reduce((a, b) => a + b, 0), 40);
     const text = await (await fetch(metricsUrl)).text();
-    assert.match(text, /^authz_checks_total\{outcome="allowed"\} 40$/m, 'the two workers\' counts, summed');
+    assert.match(text, /^agent_platform_authz_checks_total\{decision="allowed",reason="allowed"\} 40$/m, 'the two workers\' counts, summed');
+    assert.match(text, /^agent_platform_authz_ready 1$/m, 'the primary answers readiness once, not summed over the workers');
     assert.equal((await fetch(metricsUrl.replace('/metrics', '/readyz'))).status, 200, 'ready: Redis answers and workers serve');
   });
 
-  it('replaces a worker that dies, and keeps answering', async () => {
-    const [victim] = [...(await checkCounts()).keys()];
-    process.kill(victim!, 'SIGKILL');
+  it('replaces a worker that dies under the same index (no new series), and keeps answering', async () => {
+    const [victim] = workerPids();
+    assert.ok(victim, 'a worker to kill');
+    process.kill(victim, 'SIGKILL');
     const pids = await waitFor('a new worker', async () => {
-      const now = await checkCounts();
-      return now.size === 2 && !now.has(victim!) ? [...now.keys()] : undefined;
+      const now = workerPids();
+      return now.length === 2 && !now.includes(victim) && (await checkCounts()).size === 2 ? now : undefined;
     });
-    assert.ok(!pids.includes(victim!));
+    assert.ok(!pids.includes(victim));
+    assert.deepEqual([...(await checkCounts()).keys()].sort(), [0, 1], 'the replacement took the index of the worker it replaced');
     const client = newClient();
     assert.deepEqual(await Promise.all(Array.from({ length: 10 }, () => check(client))), Array(10).fill(0));
   });
 
   it('stops every worker on SIGTERM, then exits 0', async () => {
-    const workers = [...(await checkCounts()).keys()];
+    const workers = workerPids();
     authz.kill('SIGTERM');
     const [code] = await exited;
     assert.equal(code, 0);

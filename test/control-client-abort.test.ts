@@ -38,7 +38,7 @@ describe('control API: a request the client abandons', () => {
   });
 
   const counted = async (status: string) =>
-    sampleValue(parseSamples(await observed.metrics.registry.metrics()), 'platform_control_http_requests_total', { method: 'POST', route: '/v1/auth/login', status }) ?? 0;
+    sampleValue(parseSamples(await observed.metrics.registry.metrics()), 'agent_platform_control_http_requests_total', { method: 'POST', route: '/v1/auth/login', code: status }) ?? 0;
 
   /** Sends a POST whose Content-Length promises more than is sent, then closes as `close` does; returns what came back. */
   async function abandon(close: 'end' | 'destroy'): Promise<string> {

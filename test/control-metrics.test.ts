@@ -9,6 +9,7 @@ import { instrumentOrchestrator } from '../control/orchestrator/instrumented.js'
 import type { Orchestrator } from '../control/orchestrator/types.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent } from './support/control-api.js';
+import { stubMetricSources } from './support/metric-sources.js';
 import { parseSamples, sampleValue, type Sample } from './support/prometheus-text.js';
 
 /**
@@ -36,7 +37,7 @@ describe('control metrics: GET /metrics on the metrics port', function () {
     await control?.close();
   });
 
-  it('counts and times requests by route template and status, never by agent id', async () => {
+  it('counts and times requests by route template and status code, never by agent id', async () => {
     const { token } = await control.signUp();
     const agent = await createAgent(control, token, { name: 'metered' });
     for (let i = 0; i < 3; i += 1) assert.equal((await control.request('GET', `/agents/${agent.id}`, { token })).status, 200);
@@ -44,28 +45,28 @@ describe('control metrics: GET /metrics on the metrics port', function () {
     assert.equal((await control.request('GET', '/no/such/endpoint')).status, 404);
 
     const { text, samples } = await scrape(server);
-    const requests = (labels: Record<string, string>) => sampleValue(samples, 'platform_control_http_requests_total', labels);
-    assert.equal(requests({ method: 'GET', route: '/v1/agents/:id', status: '200' }), 3);
-    assert.equal(requests({ method: 'GET', route: '/v1/agents/:id', status: '404' }), 1);
-    assert.equal(requests({ method: 'POST', route: '/v1/agents', status: '201' }), 1);
-    assert.equal(requests({ method: 'GET', route: 'unmatched', status: '404' }), 1);
-    assert.equal(sampleValue(samples, 'platform_control_http_request_duration_seconds_count', { method: 'GET', route: '/v1/agents/:id', status: '200' }), 3);
-    assert.ok(sampleValue(samples, 'platform_control_http_request_duration_seconds_sum', { method: 'GET', route: '/v1/agents/:id', status: '200' })! > 0);
+    const requests = (labels: Record<string, string>) => sampleValue(samples, 'agent_platform_control_http_requests_total', labels);
+    assert.equal(requests({ method: 'GET', route: '/v1/agents/:id', code: '200' }), 3);
+    assert.equal(requests({ method: 'GET', route: '/v1/agents/:id', code: '404' }), 1);
+    assert.equal(requests({ method: 'POST', route: '/v1/agents', code: '201' }), 1);
+    assert.equal(requests({ method: 'GET', route: 'unmatched', code: '404' }), 1);
+    assert.equal(sampleValue(samples, 'agent_platform_control_http_request_duration_seconds_count', { method: 'GET', route: '/v1/agents/:id', code: '200' }), 3);
+    assert.ok(sampleValue(samples, 'agent_platform_control_http_request_duration_seconds_sum', { method: 'GET', route: '/v1/agents/:id', code: '200' })! > 0);
     // Ids and slugs in labels would make a series per agent.
     for (const value of [agent.id, agent.slug, '00000000-0000-0000-0000-000000000000']) assert.ok(!text.includes(value), `${value} appears in /metrics`);
-    const routes = new Set(samples.filter((s) => s.name === 'platform_control_http_requests_total').map((s) => s.labels.route));
+    const routes = new Set(samples.filter((s) => s.name === 'agent_platform_control_http_requests_total').map((s) => s.labels.route));
     for (const route of routes) assert.match(route!, /^(\/[\w/:.-]*|unmatched)$/);
   });
 
   it('counts agents by status in Postgres at scrape time', async () => {
     const { token } = await control.signUp();
     const agent = await createAgent(control, token, { name: 'counted' });
-    const before = sampleValue((await scrape(server)).samples, 'platform_control_agents', { status: agent.status })!;
+    const before = sampleValue((await scrape(server)).samples, 'agent_platform_control_agents', { status: agent.status })!;
     await createAgent(control, token, { name: 'counted too' });
     const { samples } = await scrape(server);
-    assert.equal(sampleValue(samples, 'platform_control_agents', { status: agent.status }), before + 1);
+    assert.equal(sampleValue(samples, 'agent_platform_control_agents', { status: agent.status }), before + 1);
     // Every status has its series, zero or not, so a dashboard's stack keeps its colours.
-    assert.equal(samples.filter((s) => s.name === 'platform_control_agents').length, 7);
+    assert.equal(samples.filter((s) => s.name === 'agent_platform_control_agents').length, 7);
   });
 
   it("records the loops' passes and resets the flush lag on a successful flush", async () => {
@@ -74,10 +75,21 @@ describe('control metrics: GET /metrics on the metrics port', function () {
     const { samples } = await scrape(server);
     const scraped = performance.now();
     // The harness ran the reconciler's first pass; the test ran a flush.
-    assert.ok(sampleValue(samples, 'platform_control_loop_pass_duration_seconds_count', { loop: 'reconciler', outcome: 'ran' })! >= 1);
-    assert.ok(sampleValue(samples, 'platform_control_loop_pass_duration_seconds_count', { loop: 'usage-flusher', outcome: 'ran' })! >= 1);
-    const lag = sampleValue(samples, 'platform_control_usage_flush_lag_seconds')!;
+    assert.ok(sampleValue(samples, 'agent_platform_control_loop_pass_duration_seconds_count', { loop: 'reconciler', outcome: 'ran' })! >= 1);
+    assert.ok(sampleValue(samples, 'agent_platform_control_loop_pass_duration_seconds_count', { loop: 'usage-flusher', outcome: 'ran' })! >= 1);
+    const lag = sampleValue(samples, 'agent_platform_control_usage_flush_lag_seconds')!;
     assert.ok(lag >= 0 && lag <= (scraped - flushStarted) / 1000, `lag ${lag} s is older than the flush just made`);
+  });
+
+  it('reports Postgres and Redis up, the webhook outbox and certificate expiries, asked at scrape time', async () => {
+    const { text, samples } = await scrape(server);
+    assert.equal(sampleValue(samples, 'agent_platform_control_dependency_up', { dependency: 'postgres' }), 1);
+    assert.equal(sampleValue(samples, 'agent_platform_control_dependency_up', { dependency: 'redis' }), 1);
+    assert.equal(typeof sampleValue(samples, 'agent_platform_webhook_outbox_deliveries', { state: 'due' }), 'number');
+    assert.equal(typeof sampleValue(samples, 'agent_platform_webhook_outbox_deliveries', { state: 'scheduled' }), 'number');
+    assert.ok(sampleValue(samples, 'agent_platform_webhook_outbox_oldest_due_age_seconds')! >= 0);
+    // No active custom domain here: the family is declared, with no series.
+    assert.match(text, /^# TYPE agent_platform_domain_certificate_expiry_timestamp_seconds gauge$/m);
   });
 
   it('carries the default process metrics: CPU, heap, event-loop lag', async () => {
@@ -111,20 +123,49 @@ describe('control metrics: the port', function () {
 
 describe('control metrics: the agents count when Postgres fails', function () {
   it('leaves the family empty and counts the failure, and the scrape still answers', async () => {
-    const failing = createControlMetrics({ countAgentsByStatus: () => Promise.reject(new Error('connection refused')) });
-    const hung = createControlMetrics({ countAgentsByStatus: () => new Promise(() => undefined) });
+    const failing = createControlMetrics(stubMetricSources({ countAgentsByStatus: () => Promise.reject(new Error('connection refused')) }));
+    const hung = createControlMetrics(stubMetricSources({ countAgentsByStatus: () => new Promise(() => undefined) }));
     for (const metrics of [failing, hung]) {
       const samples = parseSamples(await metrics.registry.metrics());
-      assert.equal(samples.filter((s) => s.name === 'platform_control_agents').length, 0);
-      assert.equal(sampleValue(samples, 'platform_control_agents_count_failures_total'), 1);
+      assert.equal(samples.filter((s) => s.name === 'agent_platform_control_agents').length, 0);
+      assert.equal(sampleValue(samples, 'agent_platform_control_agents_count_failures_total'), 1);
       assert.ok(sampleValue(samples, 'process_cpu_user_seconds_total')! > 0);
     }
   });
 });
 
+describe('control metrics: dependencies and Postgres-read families', function () {
+  it('reports a dependency that does not answer as 0, and certificate expiries by hostname', async () => {
+    const notAfter = new Date('2030-01-02T03:04:05Z');
+    const metrics = createControlMetrics(
+      stubMetricSources({
+        checkReadiness: async () => ({ ready: false, dependencies: { postgres: 'unavailable', redis: 'ok' } }),
+        certificateExpiries: async () => new Map([['shop.example.com', notAfter]]),
+        webhookBacklog: async () => ({ due: 3, scheduled: 2, oldestDueSeconds: 42.5 }),
+      }),
+    );
+    const samples = parseSamples(await metrics.registry.metrics());
+    assert.equal(sampleValue(samples, 'agent_platform_control_dependency_up', { dependency: 'postgres' }), 0);
+    assert.equal(sampleValue(samples, 'agent_platform_control_dependency_up', { dependency: 'redis' }), 1);
+    assert.equal(sampleValue(samples, 'agent_platform_domain_certificate_expiry_timestamp_seconds', { hostname: 'shop.example.com' }), notAfter.getTime() / 1000);
+    assert.equal(sampleValue(samples, 'agent_platform_webhook_outbox_deliveries', { state: 'due' }), 3);
+    assert.equal(sampleValue(samples, 'agent_platform_webhook_outbox_deliveries', { state: 'scheduled' }), 2);
+    assert.equal(sampleValue(samples, 'agent_platform_webhook_outbox_oldest_due_age_seconds'), 42.5);
+  });
+
+  it('leaves the Postgres-read families empty when the read fails, and still answers', async () => {
+    const refused = () => Promise.reject(new Error('connection refused'));
+    const metrics = createControlMetrics(stubMetricSources({ certificateExpiries: refused, webhookBacklog: refused }));
+    const samples = parseSamples(await metrics.registry.metrics());
+    assert.equal(samples.filter((s) => s.name === 'agent_platform_webhook_outbox_deliveries' || s.name.startsWith('agent_platform_domain_')).length, 0);
+    assert.ok(Number.isNaN(sampleValue(samples, 'agent_platform_webhook_outbox_oldest_due_age_seconds')), 'NaN, never a reassuring 0');
+    assert.ok(sampleValue(samples, 'process_cpu_user_seconds_total')! > 0);
+  });
+});
+
 describe('control metrics: orchestrator calls', function () {
   it('times every call by driver and operation and counts the failed ones, passing results and errors through', async () => {
-    const metrics = createControlMetrics({ countAgentsByStatus: async () => new Map() });
+    const metrics = createControlMetrics(stubMetricSources());
     const refused = new Error('no such job');
     // The decorator is what is under test here, so the driver answers as scripted: one call
     // succeeds, one is refused. The real podman driver through the composition is below.
@@ -140,10 +181,10 @@ describe('control metrics: orchestrator calls', function () {
     await assert.rejects(instrumented.scale('a', 2), (error) => error === refused);
 
     const samples = parseSamples(await metrics.registry.metrics());
-    assert.equal(sampleValue(samples, 'platform_control_orchestrator_call_duration_seconds_count', { driver: 'scripted', operation: 'status' }), 1);
-    assert.equal(sampleValue(samples, 'platform_control_orchestrator_call_duration_seconds_count', { driver: 'scripted', operation: 'scale' }), 1);
-    assert.equal(sampleValue(samples, 'platform_control_orchestrator_call_errors_total', { driver: 'scripted', operation: 'scale' }), 1);
-    assert.equal(sampleValue(samples, 'platform_control_orchestrator_call_errors_total', { driver: 'scripted', operation: 'status' }), undefined);
+    assert.equal(sampleValue(samples, 'agent_platform_control_orchestrator_call_duration_seconds_count', { driver: 'scripted', operation: 'status' }), 1);
+    assert.equal(sampleValue(samples, 'agent_platform_control_orchestrator_call_duration_seconds_count', { driver: 'scripted', operation: 'scale' }), 1);
+    assert.equal(sampleValue(samples, 'agent_platform_control_orchestrator_call_errors_total', { driver: 'scripted', operation: 'scale' }), 1);
+    assert.equal(sampleValue(samples, 'agent_platform_control_orchestrator_call_errors_total', { driver: 'scripted', operation: 'status' }), undefined);
   });
 
   describe('with the podman driver', function () {
@@ -156,7 +197,7 @@ describe('control metrics: orchestrator calls', function () {
 
     it("records the driver's calls made through the composition (the first reconcile)", async () => {
       const samples = parseSamples(await control.control.metrics.registry.metrics());
-      assert.ok(sampleValue(samples, 'platform_control_orchestrator_call_duration_seconds_count', { driver: 'podman', operation: 'reconcile' })! >= 1);
+      assert.ok(sampleValue(samples, 'agent_platform_control_orchestrator_call_duration_seconds_count', { driver: 'podman', operation: 'reconcile' })! >= 1);
     });
   });
 });

@@ -5,6 +5,8 @@ import { systemClock } from '../contract/clock.js';
 import { createControlMetrics } from '../control/metrics/control-metrics.js';
 import { startMetricsServer } from '../control/metrics/server.js';
 import { connectTestRedis, startTestAuthz } from './support/edge-authz.js';
+import { stubMetricSources } from './support/metric-sources.js';
+import { ENVOY_STATS, promqlNames, servedNames } from './support/promql-names.js';
 
 /**
  * docs/operations/grafana-dashboard.json: a dashboard Grafana imports (its JSON model's
@@ -21,51 +23,8 @@ const expressions = (): string[] => [
   ...(dashboard.templating.list as Node[]).filter((v) => v.type === 'query').map((v) => v.query.query as string),
 ];
 
-/** Labels Prometheus adds to every scraped series, and the bucket bound of histograms. */
-const TARGET_LABELS = ['job', 'instance'];
 /** Grafana's own variables in queries. */
 const GRAFANA_VARIABLES = ['__rate_interval', '__range', '__interval'];
-
-/** The metric names and label names a PromQL expression refers to. */
-function promqlNames(expr: string): { metrics: string[]; labels: string[] } {
-  const labels: string[] = [];
-  let rest = expr.replace(/"(?:[^"\\]|\\.)*"/g, '""');
-  rest = rest.replace(/\{([^}]*)\}/g, (_, matchers: string) => {
-    for (const [, label] of matchers.matchAll(/([a-zA-Z_]\w*)\s*(?:=~|!~|!=|=)/g)) labels.push(label!);
-    return ' ';
-  });
-  rest = rest.replace(/\b(?:by|without|on|ignoring|group_left|group_right)\s*\(([^)]*)\)/g, (_, list: string) => {
-    labels.push(...list.split(',').map((label) => label.trim()).filter(Boolean));
-    return ' ';
-  });
-  rest = rest.replace(/\[[^\]]*\]/g, ' ');
-  // label_values(metric, label): the second argument is a label.
-  rest = rest.replace(/label_values\(\s*([a-zA-Z_:][\w:]*)\s*,\s*([a-zA-Z_]\w*)\s*\)/g, (_, metric: string, label: string) => {
-    labels.push(label);
-    return ` ${metric} `;
-  });
-  const metrics = [...rest.matchAll(/(?<![\w$.])([a-zA-Z_:][\w:]*)\b(?!\s*\()/g)].map((m) => m[1]!);
-  return { metrics, labels };
-}
-
-/** Sample names a registry's families give (a histogram's _bucket, _sum, _count) with their label names. */
-async function servedNames(text: string, registries: Registry[]): Promise<Map<string, Set<string>>> {
-  const types = new Map([...text.matchAll(/^# TYPE (\S+) (\S+)$/gm)].map((m) => [m[1]!, m[2]!]));
-  const labelsOf = new Map<string, string[]>();
-  for (const registry of registries) {
-    for (const metric of registry.getMetricsAsArray() as unknown as { name: string; labelNames?: string[] }[]) labelsOf.set(metric.name, metric.labelNames ?? []);
-  }
-  const served = new Map<string, Set<string>>();
-  for (const [family, type] of types) {
-    const labels = new Set([...(labelsOf.get(family) ?? []), ...TARGET_LABELS]);
-    served.set(family, labels);
-    if (type === 'histogram' || type === 'summary') {
-      for (const suffix of ['_sum', '_count']) served.set(family + suffix, labels);
-      served.set(`${family}_bucket`, new Set([...labels, 'le']));
-    }
-  }
-  return served;
-}
 
 describe('docs/operations/grafana-dashboard.json', function () {
   it('is a dashboard Grafana imports: schemaVersion, uid, panels with unique ids on the 24-column grid, a Prometheus datasource variable', function () {
@@ -93,27 +52,31 @@ describe('docs/operations/grafana-dashboard.json', function () {
     }
   });
 
-  it('covers what operators watch: requests, agents, loops, flush lag, the orchestrator, authz and the processes', function () {
+  it('covers what operators watch: requests, agents, loops, flush lag, the orchestrator, dependencies, webhooks, certificates, authz, Envoy and the processes', function () {
     const all = expressions().join('\n');
     for (const family of [
-      'platform_control_http_requests_total', 'platform_control_http_request_duration_seconds_bucket', 'platform_control_agents',
-      'platform_control_loop_pass_duration_seconds_bucket', 'platform_control_loop_pass_failures_total', 'platform_control_usage_flush_lag_seconds',
-      'platform_control_orchestrator_call_duration_seconds_bucket', 'platform_control_orchestrator_call_errors_total',
-      'authz_checks_total', 'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_p99_seconds',
+      'agent_platform_control_http_requests_total', 'agent_platform_control_http_request_duration_seconds_bucket', 'agent_platform_control_agents',
+      'agent_platform_control_loop_pass_duration_seconds_bucket', 'agent_platform_control_loop_pass_failures_total', 'agent_platform_control_usage_flush_lag_seconds',
+      'agent_platform_control_orchestrator_call_duration_seconds_bucket', 'agent_platform_control_orchestrator_call_errors_total',
+      'agent_platform_control_dependency_up', 'agent_platform_webhook_outbox_deliveries', 'agent_platform_domain_certificate_expiry_timestamp_seconds',
+      'agent_platform_authz_checks_total', 'agent_platform_authz_worker_checks_total', 'agent_platform_authz_ready',
+      'envoy_http_downstream_rq_total', 'envoy_http_downstream_rq_xx', 'envoy_cluster_upstream_rq_xx', 'envoy_cluster_upstream_rq_time_bucket',
+      'envoy_http_ext_authz_denied', 'envoy_cluster_ext_authz_error',
+      'process_cpu_seconds_total', 'nodejs_heap_size_used_bytes', 'nodejs_eventloop_lag_p99_seconds',
     ]) assert.match(all, new RegExp(`\\b${family}\\b`), family);
   });
 
   describe('against what the processes serve', function () {
-    let served: Map<string, Set<string>>;
+    let served: Map<string, ReadonlySet<string>>;
     before(async function () {
-      const control = createControlMetrics({ countAgentsByStatus: async () => new Map() });
+      const control = createControlMetrics(stubMetricSources());
       const server = await startMetricsServer(control.registry, 0, '127.0.0.1');
       const redis = connectTestRedis();
       const authz = await startTestAuthz({ redis, clock: systemClock, agentDomain: 'grafana-dashboard.test' });
       try {
         const scrape = async (url: string) => (await fetch(url)).text();
         const text = (await scrape(`http://127.0.0.1:${server.port}/metrics`)) + (await scrape(`http://127.0.0.1:${authz.authz.metricsPort}/metrics`));
-        served = await servedNames(text, [control.registry, authz.authz.metrics.registry]);
+        served = new Map([...servedNames(text, [control.registry, authz.authz.metrics.registry]), ...ENVOY_STATS]);
       } finally {
         await server.close();
         await authz.close();
@@ -121,7 +84,7 @@ describe('docs/operations/grafana-dashboard.json', function () {
       }
     });
 
-    it("names only metrics the control API's or authz's /metrics serves, with labels they carry", function () {
+    it("names only metrics the control API's or authz's /metrics or Envoy's standard stats serve, with labels they carry", function () {
       for (const expr of expressions()) {
         const { metrics, labels } = promqlNames(expr);
         assert.ok(metrics.length > 0, `no metric found in ${expr}`);
@@ -137,11 +100,11 @@ describe('docs/operations/grafana-dashboard.json', function () {
         metrics: ['a_seconds_bucket', 'b_total'],
         labels: ['job', 'status', 'le', 'route', 'route'],
       });
-      const unknownMetric = promqlNames('sum by (route) (rate(platform_control_http_request_total{job=~"$job"}[5m]))');
+      const unknownMetric = promqlNames('sum by (route) (rate(agent_platform_control_http_request_total{job=~"$job"}[5m]))');
       assert.ok(!unknownMetric.metrics.every((m) => served.has(m)));
-      const unknownLabel = promqlNames('sum by (path) (rate(platform_control_http_requests_total[5m]))');
-      assert.deepEqual(unknownLabel.metrics, ['platform_control_http_requests_total']);
-      assert.ok(!served.get('platform_control_http_requests_total')!.has('path'));
+      const unknownLabel = promqlNames('sum by (status) (rate(agent_platform_control_http_requests_total[5m]))');
+      assert.deepEqual(unknownLabel.metrics, ['agent_platform_control_http_requests_total']);
+      assert.ok(!served.get('agent_platform_control_http_requests_total')!.has('status'), 'the status label is code now');
     });
   });
 });

@@ -32,7 +32,7 @@ describe('migrations: rolling a release back', function () {
 
   const runMigrate = (command: string) =>
     new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-      execFile(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts', command], { env: { ...process.env, DATABASE_URL: url }, timeout: 60_000 }, (error, stdout, stderr) =>
+      execFile(process.execPath, ['--import', 'tsx', 'control/migrate.ts', command], { env: { ...process.env, DATABASE_URL: url }, timeout: 60_000 }, (error, stdout, stderr) =>
         resolve({ code: error ? (typeof error.code === 'number' ? error.code : -1) : 0, stdout, stderr }));
     });
   /** Every column of every table: what a migration changes. */

@@ -464,7 +464,7 @@ describe('nomad-jobs/*.hcl', function () {
       try {
         const response = await fetch(`http://127.0.0.1:${running.authz.metricsPort}${metricsPath(target!)}`);
         assert.equal(response.status, 200);
-        assert.match(await response.text(), /^# TYPE authz_checks_total counter$/m);
+        assert.match(await response.text(), /^# TYPE agent_platform_authz_checks_total counter$/m);
       } finally {
         await running.close();
         redis.disconnect();

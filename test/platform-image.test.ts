@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, lstatSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -29,6 +29,8 @@ async function buildImage(): Promise<{ stdout: string; stderr: string }> {
 async function podman(args: string[]): Promise<string> {
   return (await run('podman', args, { maxBuffer: 16 * 1024 * 1024 })).stdout;
 }
+
+const PROJECT_NODE_VERSION = readFileSync(new URL('../.node-version', import.meta.url), 'utf8').trim();
 
 describe('the platform image (Containerfile, scripts/build-platform-image.sh)', function () {
   // The first build compiles, installs production node_modules and may make the local base image.
@@ -83,16 +85,29 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
     assert.match(stderr, /is up to date/);
   });
 
+  it('is labelled as OCI images are (version, revision, base) and carries its CycloneDX bill of materials', async function () {
+    const [image] = JSON.parse(await podman(['image', 'inspect', IMAGE])) as { Config: { Labels: Record<string, string> } }[];
+    const labels = image!.Config.Labels;
+    assert.equal(labels['org.opencontainers.image.version'], JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')).version);
+    assert.match(labels['org.opencontainers.image.revision'] ?? '', /^[0-9a-f]{40}$|^unknown$/);
+    assert.ok(labels['org.opencontainers.image.base.name'], 'the base it was built on');
+    const sbom = JSON.parse(await podman(['run', '--rm', ...hostOptions, IMAGE, 'node', '-e', "process.stdout.write(require('node:fs').readFileSync('sbom.cdx.json', 'utf8'))"]));
+    assert.equal(sbom.bomFormat, 'CycloneDX');
+    const names = new Set((sbom.components as { name: string }[]).map((component) => component.name));
+    for (const dependency of ['koa', 'knex', 'ioredis', '@grpc/grpc-js']) assert.ok(names.has(dependency.split('/').pop()!) || names.has(dependency), `${dependency} in the bill of materials`);
+  });
+
   it('runs compiled JavaScript as uid 1000: no TypeScript sources, no tsx, control by default', async function () {
     const [config] = JSON.parse(await podman(['image', 'inspect', IMAGE])) as { Config: { User: string; Cmd: string[]; WorkingDir: string } }[];
     assert.equal(config!.Config.User, '1000:1000');
     assert.deepEqual(config!.Config.Cmd, ['node', 'dist/control/main.js']);
     const probe = `const fs = require('node:fs');
       let tsx = true; try { require.resolve('tsx'); } catch { tsx = false; }
-      console.log(JSON.stringify({ uid: process.getuid(), tsx, top: fs.readdirSync('.').sort(), dist: fs.readdirSync('dist').sort() }));`;
-    const seen = JSON.parse(await podman(['run', '--rm', ...hostOptions, IMAGE, 'node', '-e', probe]));
+      console.log(JSON.stringify({ uid: process.getuid(), tsx, top: fs.readdirSync('.').sort(), dist: fs.readdirSync('dist').sort(), node: process.versions.node }));`;
+    const { node, ...seen } = JSON.parse(await podman(['run', '--rm', ...hostOptions, IMAGE, 'node', '-e', probe]));
+    assert.equal(node.split('.')[0], PROJECT_NODE_VERSION.split('.')[0], `the image runs the project's Node LTS (.node-version ${PROJECT_NODE_VERSION}), got ${node}`);
     // dist/package.json: tsc's copy of the one control/config/runtime-image.ts imports for the version (the default RUNTIME_IMAGE tag).
-    assert.deepEqual(seen, { uid: 1000, tsx: false, top: ['dist', 'node_modules', 'package-lock.json', 'package.json'], dist: ['authz', 'console', 'contract', 'control', 'envoy', 'package.json', 'proto'] });
+    assert.deepEqual(seen, { uid: 1000, tsx: false, top: ['dist', 'node_modules', 'package-lock.json', 'package.json', 'sbom.cdx.json'], dist: ['authz', 'console', 'contract', 'control', 'envoy', 'package.json', 'proto'] });
   });
 
   describe('authz from the image', function () {

@@ -65,6 +65,6 @@ describe('agents on podman: an agent whose job cannot be built after a restart',
     assert.equal((await second.request('GET', `/agents/${broken}`, { token })).body.status, 'pending');
 
     const samples = parseSamples(await second.control.metrics.registry.metrics());
-    assert.equal(sampleValue(samples, 'platform_control_reconcile_unbuildable_jobs_total'), 2, 'one agent kept in each of the two passes');
+    assert.equal(sampleValue(samples, 'agent_platform_control_reconcile_unbuildable_jobs_total'), 2, 'one agent kept in each of the two passes');
   });
 });

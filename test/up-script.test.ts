@@ -131,8 +131,8 @@ describe('npm run up: supervises, then stops fully', function () {
     assert.equal(response.status, 200);
     const text = await response.text();
     // The restarted control API counted the agent reads and the delete since its start.
-    assert.match(text, /^platform_control_http_requests_total\{method="GET",route="\/v1\/agents\/:id",status="200"\} [1-9]/m);
-    assert.match(text, /^platform_control_orchestrator_call_duration_seconds_count\{driver="podman",operation="reconcile"\} [1-9]/m);
+    assert.match(text, /^agent_platform_control_http_requests_total\{method="GET",route="\/v1\/agents\/:id",code="200"\} [1-9]/m);
+    assert.match(text, /^agent_platform_control_orchestrator_call_duration_seconds_count\{driver="podman",operation="reconcile"\} [1-9]/m);
     assert.match(text, /^process_cpu_user_seconds_total [0-9.e-]+$/m);
   });
 

@@ -11,14 +11,14 @@ const FLUSH_LOOP = 'usage-flusher';
  */
 export function loopMetrics(registry: Registry): PassObserver {
   const duration = new Histogram({
-    name: 'platform_control_loop_pass_duration_seconds',
+    name: 'agent_platform_control_loop_pass_duration_seconds',
     help: 'Duration of each pass of a background loop (reconciler, autoscaler, replica-meter, usage-flusher, housekeeping) by outcome: ran, skipped (another copy held the lock) or failed.',
     labelNames: ['loop', 'outcome'] as const,
     buckets: [0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registers: [registry],
   });
   const failures = new Counter({
-    name: 'platform_control_loop_pass_failures_total',
+    name: 'agent_platform_control_loop_pass_failures_total',
     help: 'Passes of a background loop that failed (logged; the next tick tries again).',
     labelNames: ['loop'] as const,
     registers: [registry],
@@ -26,7 +26,7 @@ export function loopMetrics(registry: Registry): PassObserver {
   // Measured from the start of this process until the first flush succeeds.
   let lastFlushed = performance.now();
   new Gauge({
-    name: 'platform_control_usage_flush_lag_seconds',
+    name: 'agent_platform_control_usage_flush_lag_seconds',
     help: "Seconds since the usage flusher last succeeded (or since start, before its first success): the edge's request counts waiting in Redis are at most this old. Normally below USAGE_FLUSH_INTERVAL_MS; growing means counts are not reaching Postgres.",
     registers: [registry],
     collect() {

@@ -5,7 +5,7 @@ import type { OrchestratorCallObserver } from '../orchestrator/instrumented.js';
 export function orchestratorMetrics(registry: Registry): OrchestratorCallObserver {
   const labelNames = ['driver', 'operation'] as const;
   const duration = new Histogram({
-    name: 'platform_control_orchestrator_call_duration_seconds',
+    name: 'agent_platform_control_orchestrator_call_duration_seconds',
     help: 'Latency of calls to the orchestrator driver (podman or nomad), by operation, failed ones included.',
     labelNames,
     // A status read is milliseconds; a submit that pulls an image or waits on Nomad takes seconds.
@@ -13,7 +13,7 @@ export function orchestratorMetrics(registry: Registry): OrchestratorCallObserve
     registers: [registry],
   });
   const errors = new Counter({
-    name: 'platform_control_orchestrator_call_errors_total',
+    name: 'agent_platform_control_orchestrator_call_errors_total',
     help: 'Calls to the orchestrator driver that failed, by driver and operation.',
     labelNames,
     registers: [registry],

@@ -165,4 +165,13 @@ export class DomainRepository {
       .select('d.id', 'd.hostname', 'd.agent_id', 'a.slug', 'd.certificate_pem', 'd.private_key_sealed')
       .orderBy('d.hostname');
   }
+
+  /** When each active domain's certificate expires: what Prometheus alerts on before renewal runs out of time. */
+  async certificateExpiries(): Promise<Map<string, Date>> {
+    const rows: { hostname: string; certificate_not_after: Date }[] = await this.db('agent_domains')
+      .where('status', 'active')
+      .whereNotNull('certificate_not_after')
+      .select('hostname', 'certificate_not_after');
+    return new Map(rows.map((row) => [row.hostname, row.certificate_not_after]));
+  }
 }

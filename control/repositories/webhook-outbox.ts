@@ -81,4 +81,26 @@ export class WebhookOutboxRepository {
     const ms = result.rows[0]?.ms;
     return ms === null || ms === undefined ? null : Number(ms);
   }
+
+  /**
+   * The outbox for monitoring: deliveries due now (none claimed: a claim moves its row past
+   * the attempt's deadline), those waiting for a retry, and how long the oldest due one has
+   * waited (0 with none), by Postgres's clock.
+   */
+  async backlog(): Promise<OutboxBacklog> {
+    const result = await this.db.raw(
+      `SELECT count(*) FILTER (WHERE next_attempt_at <= now())::int AS due,
+              count(*) FILTER (WHERE next_attempt_at > now())::int AS scheduled,
+              coalesce(extract(epoch FROM now() - min(next_attempt_at) FILTER (WHERE next_attempt_at <= now())), 0)::float8 AS oldest_due_seconds
+       FROM webhook_outbox`,
+    );
+    const row = result.rows[0];
+    return { due: row.due, scheduled: row.scheduled, oldestDueSeconds: row.oldest_due_seconds };
+  }
+}
+
+export interface OutboxBacklog {
+  due: number;
+  scheduled: number;
+  oldestDueSeconds: number;
 }

@@ -1,3 +1,5 @@
+// First: on another Node this stops the program before any other module loads.
+import '../../contract/require-supported-node.js';
 import { Redis } from 'ioredis';
 import { createRequestFigureRecorder } from '../../contract/request-figure-recorder.js';
 import { loadLocalEdgeConfig } from './config.js';

@@ -3,9 +3,9 @@
 # version>, the control API's default: control/config/runtime-image.ts).
 #
 # 1. Installs podman and runc from Debian when missing.
-# 2. Picks the base image: $BASE_IMAGE if set; else the official Node 20 image if present or pullable;
+# 2. Picks the base image: $BASE_IMAGE if set; else the official Node 24 image if present or pullable;
 #    else a local base made from this host's node binary and the libraries ldd lists
-#    ($LOCAL_BASE_IMAGE, default localhost/platform-node-base:20), made once and reused
+#    ($LOCAL_BASE_IMAGE, default localhost/platform-node-base:24), made once and reused
 #    (scripts/image-lib.sh, shared with the platform image's build).
 # 3. Compiles the TypeScript and gathers production node_modules on the host, so that the
 #    podman build itself never needs a network.
@@ -21,7 +21,8 @@ RUNTIME_IMAGE="${RUNTIME_IMAGE:-$(local_runtime_image)}"
 WORK_DIR=".image-build"
 HASH_LABEL="org.agent-platform.runtime.source-hash"
 
-command -v node >/dev/null 2>&1 || fail "node is not installed: the runtime is compiled on the host (Node 20 or later)"
+# The project's Node LTS (../.node-version): the local base image copies this very binary.
+source ../scripts/ensure-node.sh || fail "the project's Node (.node-version) is not available"
 command -v npm >/dev/null 2>&1 || fail "npm is not installed"
 ensure_podman
 

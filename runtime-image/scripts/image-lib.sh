@@ -2,11 +2,11 @@
 # scripts/build-platform-image.sh (control API and authz), so both pick their base and skip
 # unchanged builds the same way. Source podman-lib.sh first (fail, note).
 #
-# Settings: BASE_IMAGE (use this one), LOCAL_BASE_IMAGE (default localhost/platform-node-base:20),
-# PULL_TIMEOUT_SECONDS (default 60).
+# Settings: BASE_IMAGE (use this one), LOCAL_BASE_IMAGE (default localhost/platform-node-base:24),
+# PULL_TIMEOUT_SECONDS (default 60), IMAGE_SOURCE_URL (the org.opencontainers.image.source label; none by default).
 
-OFFICIAL_BASE_IMAGE="docker.io/library/node:20-bookworm-slim"
-LOCAL_BASE_IMAGE="${LOCAL_BASE_IMAGE:-localhost/platform-node-base:20}"
+OFFICIAL_BASE_IMAGE="docker.io/library/node:24-bookworm-slim"
+LOCAL_BASE_IMAGE="${LOCAL_BASE_IMAGE:-localhost/platform-node-base:24}"
 PULL_TIMEOUT_SECONDS="${PULL_TIMEOUT_SECONDS:-60}"
 
 # A base image from this host's node binary and the libraries ldd lists, for hosts that reach
@@ -40,7 +40,7 @@ make_local_base() {
   rm -rf "$rootfs" "$rootfs.tar"
 }
 
-# Prints the base image to build on: $BASE_IMAGE if set; else the official Node 20 image if present
+# Prints the base image to build on: $BASE_IMAGE if set; else the official Node 24 image if present
 # or pullable; else the local base (made once, then reused). $1: a scratch directory.
 choose_base_image() {
   local work_dir="$1"
@@ -71,11 +71,26 @@ image_is_current() {
 # The context already holds everything (compiled code, production node_modules), so the build
 # itself needs no network.
 build_prepared_image() {
-  local image="$1" label="$2" base_image="$3" context="$4" hash="$5"
+  local image="$1" label="$2" base_image="$3" context="$4" hash="$5" version revision base_digest sbom_dir
+  # The image's bill of materials (CycloneDX, from the production node_modules it ships), inside
+  # it at /app/sbom.cdx.json and beside it on the host, under .image-build/sbom/.
+  (cd "$context" && npm sbom --sbom-format cyclonedx --omit dev --package-lock-only >sbom.cdx.json 2>/dev/null) || fail "npm sbom failed"
+  sbom_dir="$(dirname "$context")/sbom"
+  mkdir -p "$sbom_dir" && cp "$context/sbom.cdx.json" "$sbom_dir/$(echo "$image" | tr '/:' '__').cdx.json"
+  # OCI annotations (image-spec annotations.md): what was built, from which commit, on which base.
+  version="$(node -p 'JSON.parse(require("node:fs").readFileSync(process.argv[1], "utf8")).version' "$context/package.json")"
+  revision="$(git rev-parse HEAD 2>/dev/null || echo unknown)"
+  base_digest="$(podman image inspect --format '{{.Digest}}' "$base_image" 2>/dev/null || echo unknown)"
   note "building $image on $base_image"
   podman build -q \
     --build-arg "BASE_IMAGE=$base_image" \
     --label "$label=$hash" \
+    --label "org.opencontainers.image.version=$version" \
+    --label "org.opencontainers.image.revision=$revision" \
+    ${IMAGE_SOURCE_URL:+--label "org.opencontainers.image.source=$IMAGE_SOURCE_URL"} \
+    --label "org.opencontainers.image.licenses=UNLICENSED" \
+    --label "org.opencontainers.image.base.name=$base_image" \
+    --label "org.opencontainers.image.base.digest=$base_digest" \
     -f "$context/Containerfile" \
     -t "$image" \
     "$context" >&2 || fail "podman build failed"

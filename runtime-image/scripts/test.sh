@@ -3,6 +3,8 @@
 # every suite with mocha (the image suite builds the image with podman, installing it if needed).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The project's Node LTS (../.node-version), as the platform's own npm test uses.
+source ../scripts/ensure-node.sh
 
 if [ ! -d node_modules ] || [ package-lock.json -nt node_modules/.package-lock.json ]; then
   echo "runtime-image: installing dependencies (npm ci)"

@@ -1,3 +1,4 @@
+import './supported-node.js';
 import type { Server } from 'node:http';
 import { fileURLToPath } from 'node:url';
 import type { ToolSet } from 'ai';

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { createServer } from 'node:net';
@@ -100,6 +101,12 @@ describe('the runtime image', function () {
     assert.equal(fake.requests.length, 2);
     assert.equal(fake.requests[0]!.headers.authorization, `Bearer ${TEST_KEYS.openai}`);
     assert.match(fake.requests[1]!.body.messages.find((m: any) => m.role === 'tool').content, /"sum":42/);
+  });
+
+  it("runs on the project's Node LTS (.node-version)", async () => {
+    const wanted = readFileSync(new URL('../../.node-version', import.meta.url), 'utf8').trim();
+    const { stdout } = await run('podman', ['exec', containerName!, 'node', '--version']);
+    assert.equal(stdout.trim().replace(/^v/, '').split('.')[0], wanted.split('.')[0], `node ${stdout.trim()} in the image`);
   });
 
   it('runs as uid 1000, not root', async () => {

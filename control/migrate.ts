@@ -1,5 +1,7 @@
-import { loadDatabaseUrl } from '../control/config/config.js';
-import { connectDatabase, migrationStatus, undoLastMigration } from '../control/db/database.js';
+// First: on another Node this stops the program before any other module loads.
+import '../contract/require-supported-node.js';
+import { loadDatabaseUrl } from './config/config.js';
+import { connectDatabase, migrationStatus, undoLastMigration } from './db/database.js';
 
 const USAGE = `npm run migrate -- status | down
 
