@@ -1,7 +1,7 @@
 import { availableParallelism } from 'node:os';
 import { keyPrefixProblem } from '../contract/key-prefix.js';
 import { isUnixSocket, parseGrpcTarget, socketPathProblem, type GrpcTarget } from '../contract/grpc-target.js';
-import { ConfigError, readSettings, type Env, type SettingReader } from '../contract/settings-reader.js';
+import { ConfigError, readSettings, type Env, type SettingDocs, type SettingReader } from '../contract/settings-reader.js';
 
 /**
  * Every setting of authz, read from the environment once at start into a frozen object,
@@ -155,3 +155,22 @@ function grpcListenTarget(read: SettingReader): GrpcTarget {
   );
   return unset;
 }
+
+/** What each setting means, for docs/configuration.md (scripts/lib/configuration-reference.ts reads the rest from the reads). */
+export const AUTHZ_SETTING_DOCS: SettingDocs = {
+  REDIS_URL: 'The Redis authz answers every Check from (the projection the control API writes).',
+  REDIS_KEY_PREFIX: "The control API's REDIS_KEY_PREFIX, so both name the projection alike.",
+  AGENT_DOMAIN: 'Agent hostnames are `<slug>.<AGENT_DOMAIN>`; any other hostname is a 404.',
+  AUTHZ_TRUST_EXTERNAL_ADDRESS: "Read the caller from `x-envoy-external-address` instead of the Check's source address (only behind trusted proxies: envoy/README.md, \"Client address\").",
+  AUTHZ_SERVER: "Which gRPC server answers Envoy: `own` (authz's HTTP/2 server) or `grpc-js` (@grpc/grpc-js's, the fallback).",
+  AUTHZ_GRPC_SOCKET: "Unix socket of the gRPC server (Check, access logs, health), authz as Envoy's sidecar. Set this or AUTHZ_GRPC_LISTEN.",
+  AUTHZ_GRPC_LISTEN: 'host:port of a TCP gRPC listener, for an Envoy on another host (then put mTLS or a network policy in front). Set this or AUTHZ_GRPC_SOCKET.',
+  AUTHZ_GRPC_PORT: 'Refused: no longer read; use AUTHZ_GRPC_SOCKET or AUTHZ_GRPC_LISTEN.',
+  AUTHZ_HOST: 'Address of the metrics and probes port.',
+  AUTHZ_METRICS_PORT: 'Port of /metrics, /livez, /readyz and /healthz.',
+  AUTHZ_REDIS_TIMEOUT_MS: "Deadline of a Check's one Redis round trip; past it the Check is a 503.",
+  AUTHZ_MAX_IN_FLIGHT: 'Checks this process sends to Redis at once; more wait in the queue.',
+  AUTHZ_MAX_QUEUED: 'Checks waiting for a slot; past this a Check is shed at once as a 503 with Retry-After.',
+  WAKE_TIMEOUT_SECONDS: "How long a Check for a parked agent waits for it to wake before a 503 with Retry-After.",
+  AUTHZ_WORKERS: { text: 'Processes serving Checks behind the one socket or port (node:cluster); 1 runs a single process.', default: 'the CPU count (availableParallelism)' },
+};

@@ -5,9 +5,13 @@ import { pino } from 'pino';
 import { Redis } from 'ioredis';
 import { systemClock } from '../contract/clock.js';
 import { formatGrpcTarget } from '../contract/grpc-target.js';
+import { loadEnvFile } from '../contract/env-file.js';
 import { loadAuthzConfig } from './config.js';
 import { startAuthz } from './server.js';
 import { shareMetricsWithPrimary, startAuthzPrimary, workerIndex } from './cluster.js';
+
+// .env or --env-file first; a cluster worker loads it again, finding what the primary loaded already set.
+loadEnvFile(process.env, process.argv.slice(2));
 
 /**
  * authz as a process: Envoy's ext_authz service (gRPC, plaintext HTTP/2) on the Unix socket

@@ -10,7 +10,7 @@ export function showAgent(terminal: Terminal, agent: Agent): void {
     ['access', agent.access], ['replicas', agent.replicas], ['image', agent.deploy.image], ['model', agent.model],
     ['version', agent.version], ['tags', agent.tags.join(', ')], ['error', agent.error],
     ...(agent.access_key ? [['access key', `${agent.access_key}  (shown once)`] as [string, string]] : []),
-  ]));
+  ], terminal.paint));
 }
 
 /** Prints the API's answer to a change, then follows the rollout with --wait. */

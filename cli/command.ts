@@ -5,6 +5,8 @@ export interface CommandSpec<A> {
   command: string;
   describe: string;
   builder: (yargs: Argv<GlobalOptions>) => Argv<A>;
+  /** `[command line, what it does]` pairs shown under Examples in the command's help ($0 is agentctl). */
+  examples?: [string, string][];
   run: (args: ArgumentsCamelCase<A>, context: Context) => Promise<void>;
 }
 
@@ -12,7 +14,7 @@ export interface CommandSpec<A> {
 export const command = <A>(spec: CommandSpec<A>): CommandModule<GlobalOptions, A> => ({
   command: spec.command,
   describe: spec.describe,
-  builder: spec.builder,
+  builder: (yargs) => (spec.examples ? spec.builder(yargs).example(spec.examples) : spec.builder(yargs)),
   // Every command has the global options: main.ts declares them with `global: true`.
   handler: (args) => spec.run(args, contextOf(args as GlobalOptions)),
 });

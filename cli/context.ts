@@ -1,6 +1,6 @@
 import { ApiClient } from './api-client.js';
 import { loadSettings, type Environment, type Settings } from './settings.js';
-import { processTerminal, type Terminal } from './terminal.js';
+import { processTerminal, stdoutIsTty, type Terminal } from './terminal.js';
 
 /** What every command gets: the settings, a client of the API, where to write, and --json. */
 export interface Context {
@@ -15,13 +15,16 @@ export interface GlobalOptions {
   api?: string | undefined;
   edge?: string | undefined;
   json?: boolean | undefined;
+  context?: string | undefined;
+  /** false for --no-color. */
+  color?: boolean | undefined;
   /** process.env, passed by cli/main.ts as yargs' parse context, which yargs merges into every command's arguments. */
   environment?: Environment | undefined;
 }
 
 /** Built per run from the global options, so each command is handed its collaborators. */
-export function contextOf(options: GlobalOptions, terminal: Terminal = processTerminal): Context {
+export function contextOf(options: GlobalOptions, terminal?: Terminal): Context {
   if (!options.environment) throw new Error('no environment: cli/main.ts passes process.env as the parse context');
-  const settings = loadSettings({ api: options.api, edge: options.edge }, options.environment);
-  return { settings, api: new ApiClient(settings.apiUrl, settings.token), terminal, json: Boolean(options.json) };
+  const settings = loadSettings({ api: options.api, edge: options.edge, context: options.context, color: options.color }, options.environment, stdoutIsTty());
+  return { settings, api: new ApiClient(settings.apiUrl, settings.token), terminal: terminal ?? processTerminal(settings.colour), json: Boolean(options.json) };
 }

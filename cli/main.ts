@@ -9,6 +9,11 @@ import { invoke } from './commands/invoke.js';
 import { apiKeys, keys } from './commands/keys.js';
 import { logs, metrics } from './commands/observability.js';
 import { usage } from './commands/usage.js';
+import { contexts } from './commands/contexts.js';
+import { env, secrets } from './commands/env.js';
+import { version } from './commands/version.js';
+import { completion } from './commands/completion.js';
+import { clientVersion } from './client-version.js';
 import { CliError, EXIT, UsageError, type ExitCode } from './errors.js';
 import { DEFAULT_API_URL, type Environment } from './settings.js';
 
@@ -20,6 +25,8 @@ function parser(argv: string[]) {
     .option('api', { type: 'string', global: true, describe: `the control API (else AGENTCTL_API_URL, the URL you logged in to, ${DEFAULT_API_URL})` })
     .option('edge', { type: 'string', global: true, describe: "where invoke connects instead of the agent URL's host (else AGENTCTL_EDGE_URL)" })
     .option('json', { type: 'boolean', global: true, describe: "print the API's JSON as is" })
+    .option('context', { type: 'string', global: true, describe: 'the named API target to use (else AGENTCTL_CONTEXT, then the one `agentctl context use` chose)' })
+    .option('color', { type: 'boolean', global: true, describe: 'colour output; --no-color (or NO_COLOR=1) turns it off. Default: only when stdout is a terminal' })
     .command(register)
     .command(login)
     .command(logout)
@@ -35,7 +42,19 @@ function parser(argv: string[]) {
     .command(rollback)
     .command(audit)
     .command(invoke)
-    .completion('completion', 'Print a shell completion script (bash, zsh): agentctl completion >> ~/.bashrc')
+    .command(env)
+    .command(secrets)
+    .command(contexts)
+    .command(version)
+    .command(completion)
+    // Answers --get-yargs-completions for the scripts `completion` prints; its own command is hidden.
+    .completion('yargs-completion', false)
+    .example([
+      ['$0 login --email ada@example.com', 'sign in (the password is asked for)'],
+      ['$0 agents create --name support-bot --deploy', 'create an agent and wait until it runs'],
+      ['printf %s "$TOKEN" | $0 secrets set support-bot API_TOKEN', 'add a secret from stdin; a new deployment rolls it out'],
+      ['$0 context add staging --api-url https://staging.example.com/v1', 'another API target'],
+    ])
     .demandCommand(1, 'Name a command: agentctl --help lists them')
     .recommendCommands()
     .strict()
@@ -43,7 +62,7 @@ function parser(argv: string[]) {
     .alias('help', 'h')
     // --env A=1 <agent>: each --env takes one value, so a positional after it stays one.
     .parserConfiguration({ 'greedy-arrays': false })
-    .version(false)
+    .version('version', "print agentctl's version and exit (`agentctl version` adds the API's)", `agentctl ${clientVersion()}`)
     .wrap(null)
     .exitProcess(false)
     // Bad usage and failures in a command alike leave through the one handler in main().

@@ -27,6 +27,66 @@ export function readSettings<T>(env: Env, read: (reader: SettingReader) => T, fa
   return value;
 }
 
+/**
+ * One typed read as a reader call made it, kept while `recordSettingReads` runs: the raw
+ * material of docs/configuration.md (scripts/lib/configuration-reference.ts), so the page
+ * lists what the readers read, with the defaults and bounds they apply, and cannot drift.
+ */
+export interface SettingRead {
+  readonly name: string;
+  /** What the value is: integer, number, port, boolean, text, URL, one of, list, file, ... */
+  readonly kind: string;
+  /** The call's fallback as given (null or undefined: none). */
+  readonly fallback: unknown;
+  readonly min?: number;
+  readonly max?: number;
+  /** The values allowed (one of, boolean spellings, URL schemes). */
+  readonly choices?: readonly string[];
+  /** What a `matching` value must look like, or where bounds come from (`why`). */
+  readonly expected?: string;
+}
+
+/** What the page says of a setting: its description, and a unit or default the reads cannot show. */
+export interface SettingDoc {
+  readonly text: string;
+  /** Overrides the unit told by the name's suffix (_MS, _SECONDS, _PORT, ...). */
+  readonly unit?: string;
+  /** Shown instead of the call's fallback: one computed on the host (the CPU count) or not printable. */
+  readonly default?: string;
+}
+
+/** Each setting a component reads, by name: a description, or a description with its unit or default. */
+export type SettingDocs = Readonly<Record<string, string | SettingDoc>>;
+
+/** What recordSettingReads saw: every read, and every problem the readers reported. */
+export interface RecordedSettings {
+  readonly reads: readonly SettingRead[];
+  readonly problems: readonly string[];
+}
+
+let recording: { reads: SettingRead[]; readers: SettingReader[] } | null = null;
+
+/**
+ * Runs `load` (a component's config loader, over an environment made for it) and returns
+ * every read its readers made and every problem they found; the ConfigError a loader
+ * throws for them is expected here and swallowed. Global while it runs, because loaders
+ * such as the control API's build their own reader; `load` is synchronous, so nothing else
+ * reads meanwhile.
+ */
+export function recordSettingReads(load: () => unknown): RecordedSettings {
+  if (recording) throw new Error('recordSettingReads: already recording');
+  const current = { reads: [] as SettingRead[], readers: [] as SettingReader[] };
+  recording = current;
+  try {
+    load();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+  } finally {
+    recording = null;
+  }
+  return { reads: current.reads, problems: [...new Set(current.readers.flatMap((reader) => reader.problems))] };
+}
+
 /** The spellings `boolean` accepts unless a setting names its own. */
 const BOOLEAN_WORDS = { true: ['1', 'true', 'yes'], false: ['0', 'false', 'no'] } as const;
 
@@ -41,7 +101,14 @@ const BOOLEAN_WORDS = { true: ['1', 'true', 'yes'], false: ['0', 'false', 'no'] 
 export class SettingReader {
   private readonly found: string[] = [];
 
-  constructor(private readonly env: Env) {}
+  constructor(private readonly env: Env) {
+    recording?.readers.push(this);
+  }
+
+  /** Kept only while recordSettingReads runs; a read that calls another public read notes itself once. */
+  private note(read: SettingRead): void {
+    recording?.reads.push(read);
+  }
 
   get problems(): readonly string[] {
     return this.found;
@@ -67,16 +134,19 @@ export class SettingReader {
   }
 
   string(name: string, fallback: string): string {
+    this.note({ name, kind: 'text', fallback });
     return this.raw(name) ?? fallback;
   }
 
   /** The value, or null when the setting is unset or empty. */
   optionalString(name: string): string | null {
+    this.note({ name, kind: 'text', fallback: null });
     return this.raw(name) ?? null;
   }
 
   /** A URL with one of `protocols`; required unless a fallback is given. */
   url(name: string, protocols: readonly string[], fallback?: string): string {
+    this.note({ name, kind: 'URL', fallback, choices: protocols.map((protocol) => `${protocol}//`) });
     const value = this.raw(name) ?? fallback;
     if (value === undefined) {
       this.report(`${name}: required (a ${protocols[0]}// URL)`);
@@ -99,11 +169,13 @@ export class SettingReader {
    * null fallback leaves an unset value to the caller (the host's limit, say).
    */
   integer<F extends number | null = number>(name: string, fallback: F, min: number, max: number, why?: string): number | F {
+    this.note({ name, kind: 'integer', fallback, min, max, ...(why ? { expected: why } : {}) });
     return this.bounded(name, fallback, min, max, 'an integer', Number.isInteger, why);
   }
 
   /** Like `integer`, fractions allowed (DRAIN_SECONDS=0.5). */
   number<F extends number | null = number>(name: string, fallback: F, min: number, max: number, why?: string): number | F {
+    this.note({ name, kind: 'number', fallback, min, max, ...(why ? { expected: why } : {}) });
     return this.bounded(name, fallback, min, max, 'a number', Number.isFinite, why);
   }
 
@@ -119,17 +191,20 @@ export class SettingReader {
   }
 
   port(name: string, fallback: number): number {
-    return this.integer(name, fallback, 0, 65535);
+    this.note({ name, kind: 'port', fallback, min: 0, max: 65535 });
+    return this.bounded(name, fallback, 0, 65535, 'an integer', Number.isInteger);
   }
 
   optionalPort(name: string, fallback: number): number | null {
+    this.note({ name, kind: 'port or none', fallback, min: 0, max: 65535 });
     const value = this.env[name];
     if (value === '' || value === 'none') return null;
-    return this.port(name, fallback);
+    return this.bounded(name, fallback, 0, 65535, 'an integer', Number.isInteger);
   }
 
   /** true or false, spelt as `words` allows (1/0, true/false, yes/no unless a setting is stricter). */
   boolean(name: string, fallback: boolean, words: { true: readonly string[]; false: readonly string[] } = BOOLEAN_WORDS): boolean {
+    this.note({ name, kind: 'boolean', fallback, choices: [...words.true, ...words.false] });
     const value = this.raw(name);
     if (value === undefined) return fallback;
     if (words.true.includes(value)) return true;
@@ -140,6 +215,7 @@ export class SettingReader {
 
   /** One of `allowed`; the fallback may lie outside them (null: leave the choice to the tool). */
   oneOf<T extends string, F extends T | null = T>(name: string, allowed: readonly T[], fallback: F): T | F {
+    this.note({ name, kind: 'one of', fallback, choices: allowed });
     const value = this.raw(name);
     if (value === undefined) return fallback;
     if (!(allowed as readonly string[]).includes(value)) {
@@ -151,6 +227,7 @@ export class SettingReader {
 
   /** A value `pattern` must match whole; `expected` says what it is, e.g. "a lower-case DNS name". */
   matching(name: string, fallback: string, pattern: RegExp, expected: string): string {
+    this.note({ name, kind: 'text', fallback, expected });
     const value = this.raw(name) ?? fallback;
     if (!pattern.test(value)) this.report(`${name}: expected ${expected}, got "${value}"`);
     return value;
@@ -158,6 +235,7 @@ export class SettingReader {
 
   /** A comma-separated list of at least one item; `example` shows one in the message. */
   list(name: string, fallback: string, example: string): string[] {
+    this.note({ name, kind: 'list', fallback, expected: `comma-separated, e.g. ${example}` });
     const items = (this.raw(name) ?? fallback).split(',').map((item) => item.trim()).filter(Boolean);
     if (items.length === 0) this.report(`${name}: expected at least one item (comma-separated), e.g. ${example}`);
     return items;
@@ -165,6 +243,7 @@ export class SettingReader {
 
   /** The contents of the file the setting names, read once at start; null when unset. */
   file(name: string): string | null {
+    this.note({ name, kind: 'file', fallback: null });
     const path = this.raw(name);
     if (path === undefined) return null;
     try {
@@ -185,6 +264,7 @@ export class SettingReader {
 
   /** A value `parse` turns into T, throwing an Error whose message names the setting and why. */
   parsed<T>(name: string, fallback: T, parse: (value: string) => T): T {
+    this.note({ name, kind: 'text', fallback });
     const value = this.raw(name);
     if (value === undefined) return fallback;
     try {

@@ -20,7 +20,8 @@ import { deploymentRoutes } from './http/routes/deployments.js';
 import { deploymentEventRoutes } from './http/routes/deployment-events.js';
 import { lifecycleRoutes } from './http/routes/lifecycle.js';
 import { observabilityRoutes } from './http/routes/observability.js';
-import { openApiRoute } from './http/routes/openapi.js';
+import { apiDocument, documentServerUrl } from './http/routes/openapi.js';
+import { versionRoute } from './http/routes/version.js';
 import { webhookRoutes } from './http/routes/webhooks.js';
 import { domainRoutes } from './http/routes/domains.js';
 import { acmeClientSource } from './domains/acme-account.js';
@@ -302,10 +303,12 @@ export function buildControl(given: ControlDependencies): Control {
     ...auditEventRoutes(services.auditEvents),
     ...webhookRoutes(services.webhooks),
     ...domainRoutes(services.domains),
+    versionRoute(),
   ];
-  const serverUrl = `http://${deps.config.host}:${deps.config.port}/v1`;
+  const api = apiDocument(routes, documentServerUrl(deps.config.publicApiUrl));
   const app = createApp({
-    routes: [...routes, openApiRoute(routes, serverUrl)],
+    routes: [...routes, api.route],
+    reference: api.document,
     authenticate: bearerAuthenticator(services.auth, services.limiter, { perMinute: deps.config.tokenRateLimitPerMinute, timeoutMs: deps.config.tokenRateLimitTimeoutMs }, deps.logger),
     checkReadiness,
     logger: deps.logger,

@@ -3,6 +3,7 @@ import '../contract/require-supported-node.js';
 import { systemClock } from '../contract/clock.js';
 import { loadConfig } from './config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
+import { loadEnvFile } from '../contract/env-file.js';
 import { buildControl } from './compose.js';
 import { connectDatabase, DEFAULT_POOL, migrate } from './db/database.js';
 import { createLogger } from './config/logger.js';
@@ -12,6 +13,7 @@ import { createLimitedServer } from './http/client-limits.js';
 import { startMetricsServer } from './metrics/server.js';
 
 async function main(): Promise<void> {
+  loadEnvFile(process.env, process.argv.slice(2));
   const config = loadConfig(process.env);
   const logger = createLogger(config.logLevel);
   const db = connectDatabase(config.databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs, config.databaseTimeouts);

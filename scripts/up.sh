@@ -9,4 +9,4 @@ bash scripts/ensure-deps.sh --containers
 bash runtime-image/scripts/build-image.sh >/dev/null
 # The web console the control API serves at / (console/dist).
 node --import tsx scripts/build-console.ts >/dev/null
-exec node --import tsx scripts/up.ts
+exec node --import tsx scripts/up.ts "$@"

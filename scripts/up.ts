@@ -8,6 +8,7 @@ import { envoyBootstrapFor, upAuthzWiring } from './lib/up-authz.js';
 import { envoyRedirectArgs, envoyTlsFor, upEdgeTls, type UpEdgeTls } from './lib/up-edge-tls.js';
 import { trustInstructions } from './lib/local-tls.js';
 import { readUpSettings, type UpSettings } from './lib/up-settings.js';
+import { loadEnvFile } from '../contract/env-file.js';
 import { formatGrpcTarget, isUnixSocket, type GrpcTarget } from '../contract/grpc-target.js';
 import { DEFAULT_AGENT_SUBNET_POOL } from '../contract/agent-subnet-pool.js';
 
@@ -27,10 +28,13 @@ const supervisor = new Supervisor({
 });
 
 async function main(): Promise<void> {
+  const envFile = loadEnvFile(process.env, process.argv.slice(2));
   const settings = readUpSettings(process.env, root);
   const { dataDir } = settings;
   mkdirSync(dataDir, { recursive: true, mode: 0o755 });
   const env = { ...settings.environment };
+  // The components load the same file, adding nothing: not a .env of the checkout instead.
+  if (envFile) env.ENV_FILE = envFile;
 
   if (!env.DATABASE_URL) {
     console.log(`Starting Postgres in ${join(dataDir, 'postgres')}`);

@@ -108,7 +108,8 @@ describe('agentctl', function () {
 
     const scaled = await user.json(['agents', 'scale', slug, '2']);
     assert.equal(scaled.current_replicas, 2);
-    const redeployed = await user.json(['agents', 'deploy', '--env', 'A=2', slug]);
+    // No replica ever runs on the in-memory driver, so the rollout is not followed.
+    const redeployed = await user.json(['agents', 'deploy', '--env', 'A=2', slug, '--detach']);
     assert.equal(redeployed.deploy.env[0].value, '2');
 
     assert.equal((await user.run(['agents', 'delete', slug])).code, 2, 'no --yes and no terminal to ask on');

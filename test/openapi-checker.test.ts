@@ -16,15 +16,15 @@ const Thing = Type.Object({ name: Type.String() }, { additionalProperties: false
  * body it does not declare), served by the real app and held to the document it builds.
  */
 const routes: RouteSpec[] = [
-  defineRoute({ method: 'get', path: '/things/:id', summary: 'A thing', tag: 'T', auth: 'any', responses: { 200: { description: 'The thing', schema: Thing } },
+  defineRoute({ method: 'get', path: '/things/:id', summary: 'A thing', description: 'A thing', operationId: 'plantedRoute1', tag: 'Meta', auth: 'any', responses: { 200: { description: 'The thing', schema: Thing } },
     handler: async ({ params }) => ({ status: 200, body: { name: params.id } }) }),
-  defineRoute({ method: 'get', path: '/planted/status', summary: 'Answers 202, documents 200 only', tag: 'T', auth: 'none', responses: { 200: { description: 'OK', schema: Thing } },
+  defineRoute({ method: 'get', path: '/planted/status', summary: 'Answers 202, documents 200 only', description: 'Answers 202, documents 200 only', operationId: 'plantedRoute2', tag: 'Meta', auth: 'none', responses: { 200: { description: 'OK', schema: Thing } },
     handler: async () => ({ status: 202, body: { name: 'accepted' } }) }),
-  defineRoute({ method: 'get', path: '/planted/header', summary: 'Sends an ETag it does not declare', tag: 'T', auth: 'none', responses: { 200: { description: 'OK', schema: Thing } },
+  defineRoute({ method: 'get', path: '/planted/header', summary: 'Sends an ETag it does not declare', description: 'Sends an ETag it does not declare', operationId: 'plantedRoute3', tag: 'Meta', auth: 'none', responses: { 200: { description: 'OK', schema: Thing } },
     handler: async () => ({ status: 200, body: { name: 'tagged' }, headers: { ETag: '"1"' } }) }),
-  defineRoute({ method: 'get', path: '/planted/body', summary: 'Sends a body its schema refuses', tag: 'T', auth: 'none', responses: { 200: { description: 'OK', schema: Thing } },
+  defineRoute({ method: 'get', path: '/planted/body', summary: 'Sends a body its schema refuses', description: 'Sends a body its schema refuses', operationId: 'plantedRoute4', tag: 'Meta', auth: 'none', responses: { 200: { description: 'OK', schema: Thing } },
     handler: async () => ({ status: 200, body: { name: 7 } }) }),
-  defineRoute({ method: 'get', path: '/planted/conflict', summary: 'Throws a 409 it does not declare', tag: 'T', auth: 'none', responses: { 200: { description: 'OK', schema: Thing } },
+  defineRoute({ method: 'get', path: '/planted/conflict', summary: 'Throws a 409 it does not declare', description: 'Throws a 409 it does not declare', operationId: 'plantedRoute5', tag: 'Meta', auth: 'none', responses: { 200: { description: 'OK', schema: Thing } },
     handler: async () => { throw new PlatformError('EMAIL_ALREADY_REGISTERED'); } }),
 ];
 
@@ -47,7 +47,7 @@ describe('OpenAPI response checker', () => {
     server = app.listen(0, '127.0.0.1');
     await new Promise((resolve) => server.once('listening', resolve));
     baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
-    checker = new OpenApiChecker(buildOpenApi(routes, [], baseUrl));
+    checker = new OpenApiChecker(buildOpenApi(routes, [], { serverUrl: baseUrl, version: '0.0.0' }));
   });
   after(() => new Promise((resolve) => server.close(resolve)));
 

@@ -12,6 +12,7 @@ const row = (event: AuditEvent) => [
 
 export const audit = command({
   command: 'audit',
+  examples: [["$0 audit", "the newest events"], ["$0 audit --action agent.deploy --agent support-bot", "one action on one agent"]],
   describe: "The account's audit log, newest first (owners and admins)",
   builder: (yargs) =>
     yargs
@@ -20,8 +21,8 @@ export const audit = command({
       .option('actor', { type: 'string', describe: 'a user id (with what they did through their API keys) or an API key id' })
       .option('since', { type: 'string', describe: 'RFC 3339 time, inclusive' })
       .option('until', { type: 'string', describe: 'RFC 3339 time, exclusive' })
-      .option('page', { type: 'number', default: 1 })
-      .option('page-size', { type: 'number', default: 20 }),
+      .option('page', { type: 'number', default: 1, describe: 'which page, from 1' })
+      .option('page-size', { type: 'number', default: 20, describe: 'events per page (1–100)' }),
   run: async (args, { api, terminal, json }) => {
     // An id is taken as given: a deleted agent's history stays readable.
     const agentId = args.agent === undefined || args.agent.startsWith('agt_') ? args.agent : (await resolveAgent(api, args.agent)).id;
@@ -29,7 +30,7 @@ export const audit = command({
       query: { action: args.action, agent_id: agentId, actor_id: args.actor, since: args.since, until: args.until, page: args.page, page_size: args.pageSize },
     });
     if (json) return printJson(terminal, list);
-    terminal.out(table(['at', 'action', 'actor', 'target', 'ip', 'request id', 'details'], list.events.map(row)));
+    terminal.out(table(['at', 'action', 'actor', 'target', 'ip', 'request id', 'details'], list.events.map(row), terminal.paint));
     if (list.has_next) terminal.err(`${list.total} events; this is page ${list.page}: --page ${list.page + 1} for more`);
   },
 });

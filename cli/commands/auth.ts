@@ -2,23 +2,26 @@ import type { SessionGrant, User } from '../../control/schemas/auth.js';
 import type { Static } from '@sinclair/typebox';
 import { command } from '../command.js';
 import { removeConfigFile, writeConfigFile } from '../config-file.js';
+import { withoutSession, withSession } from '../stored-contexts.js';
 import type { Context } from '../context.js';
 import { promptHidden } from '../prompt.js';
 import { details, printJson } from '../terminal.js';
 
 type Grant = Static<typeof SessionGrant>;
 
-/** Keeps the session for the next runs, bound to the API that issued it. */
+/** Keeps the session for the next runs in the context in use, bound to the API that issued it. */
 function signIn(context: Context, grant: Grant): void {
-  writeConfigFile(context.settings.configPath, { api_url: context.settings.apiUrl, token: grant.token, expires_at: grant.expires_at, email: grant.user.email });
+  const { configPath, stored, contextName, apiUrl } = context.settings;
+  writeConfigFile(configPath, withSession(stored, contextName, { api_url: apiUrl, token: grant.token, expires_at: grant.expires_at, email: grant.user.email }));
   if (context.json) printJson(context.terminal, grant);
-  else context.terminal.out(`Signed in as ${grant.user.email} until ${grant.expires_at} (token saved in ${context.settings.configPath})`);
+  else context.terminal.out(`Signed in as ${grant.user.email} until ${grant.expires_at} (token saved in ${configPath}, context ${contextName})`);
 }
 
 const password = (given: string | undefined) => given ?? promptHidden('Password: ', '--password');
 
 export const register = command({
   command: 'register',
+  examples: [["$0 register --email ada@example.com --name 'Ada L'", "the password is asked for on a terminal"]],
   describe: 'Create a user and its account, and sign in',
   builder: (yargs) =>
     yargs
@@ -34,10 +37,11 @@ export const register = command({
 
 export const login = command({
   command: 'login',
-  describe: `Sign in; the session token is kept in $XDG_CONFIG_HOME/agentctl/config.json (mode 0600)`,
+  examples: [["$0 login --email ada@example.com", "the password is asked for on a terminal"], ["$0 login --context staging --email ada@example.com", "sign in to another context (agentctl context add)"]],
+  describe: `Sign in; the session token is kept for the context in use in $XDG_CONFIG_HOME/agentctl/config.json (mode 0600)`,
   builder: (yargs) =>
     yargs
-      .option('email', { type: 'string', demandOption: true })
+      .option('email', { type: 'string', demandOption: true, describe: 'the email address you registered with' })
       .option('password', { type: 'string', describe: 'prompted for when omitted on a terminal' }),
   run: async (args, context) => {
     signIn(context, await context.api.request<Grant>('POST', '/auth/login', { body: { email: args.email, password: await password(args.password) } }));
@@ -46,7 +50,8 @@ export const login = command({
 
 export const logout = command({
   command: 'logout',
-  describe: 'End the session at the API and forget the saved token (the config file is removed)',
+  examples: [["$0 logout", ""]],
+  describe: "End the session at the API and forget the context's saved token (the file goes with the last context)",
   builder: (yargs) => yargs,
   run: async (_args, context) => {
     // A copy of the token (another shell, a leaked file) must stop working too. A personal API
@@ -56,18 +61,22 @@ export const logout = command({
         context.terminal.err(`The API was not told (${(error as Error).message}); the token stays valid until it expires`);
       });
     }
-    removeConfigFile(context.settings.configPath);
+    const { configPath, stored, contextName } = context.settings;
+    const remaining = withoutSession(stored, contextName);
+    if (remaining) writeConfigFile(configPath, remaining);
+    else removeConfigFile(configPath);
     if (!context.json) context.terminal.out('Signed out');
   },
 });
 
 export const whoami = command({
   command: 'whoami',
+  examples: [["$0 whoami", ""], ["$0 whoami --context staging", "as whom, on another context"]],
   describe: 'The signed-in user',
   builder: (yargs) => yargs,
   run: async (_args, context) => {
     const user = await context.api.request<Static<typeof User>>('GET', '/auth/me');
     if (context.json) return printJson(context.terminal, user);
-    context.terminal.out(details([['email', user.email], ['name', user.name], ['role', user.role], ['account', user.account_id], ['api', context.settings.apiUrl]]));
+    context.terminal.out(details([['email', user.email], ['name', user.name], ['role', user.role], ['account', user.account_id], ['api', context.settings.apiUrl], ['context', context.settings.contextName]], context.terminal.paint));
   },
 });

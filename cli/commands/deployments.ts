@@ -15,17 +15,18 @@ const row = (deployment: Deployment) => [
 
 export const deployments = command({
   command: 'deployments <agent>',
+  examples: [["$0 deployments support-bot", "its deployments, newest first"]],
   describe: "The agent's deployments (each deploy, create that deploys, and rollback), newest first",
   builder: (yargs) =>
     yargs
-      .positional('agent', { type: 'string', demandOption: true })
-      .option('page', { type: 'number', default: 1 })
-      .option('page-size', { type: 'number', default: 20 }),
+      .positional('agent', { type: 'string', demandOption: true, describe: 'id, slug or unique name' })
+      .option('page', { type: 'number', default: 1, describe: 'which page, from 1' })
+      .option('page-size', { type: 'number', default: 20, describe: 'deployments per page (1–100)' }),
   run: async (args, { api, terminal, json }) => {
     const agent = await resolveAgent(api, args.agent);
     const list = await api.request<DeploymentList>('GET', `/agents/${agent.id}/deployments`, { query: { page: args.page, page_size: args.pageSize } });
     if (json) return printJson(terminal, list);
-    terminal.out(table(['#', 'id', 'status', 'image', 'rollback', 'created', 'error'], list.deployments.map(row)));
+    terminal.out(table(['#', 'id', 'status', 'image', 'rollback', 'created', 'error'], list.deployments.map(row), terminal.paint));
     if (list.has_next) terminal.err(`${list.total} deployments; this is page ${list.page}: --page ${list.page + 1} for more`);
   },
 });
@@ -45,10 +46,11 @@ async function deploymentId(api: ApiClient, agentId: string, reference: string):
 
 export const rollback = command({
   command: 'rollback <agent> <deployment>',
+  examples: [["$0 rollback support-bot 3", "roll out deployment number 3 again and wait for it"], ["$0 rollback support-bot dep_0123 --wait", "by id, following the rollout"]],
   describe: "Roll out a past deployment's configuration again (by id or number) as a new deployment",
   builder: (yargs) =>
     yargs
-      .positional('agent', { type: 'string', demandOption: true })
+      .positional('agent', { type: 'string', demandOption: true, describe: 'id, slug or unique name' })
       .positional('deployment', { type: 'string', demandOption: true, describe: 'a deployment id (dep_…) or its number' })
       .option('wait', { type: 'boolean', describe: 'follow the rollout; exit 0 at running, 1 when it fails' }),
   run: async (args, context: Context) => {

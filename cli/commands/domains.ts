@@ -19,7 +19,7 @@ function showDomain(terminal: Terminal, domain: Domain): void {
     ['certificate', domain.certificate?.serial],
     ['expires', domain.certificate?.not_after],
     ['renews after', domain.certificate?.renew_after],
-  ]));
+  ], terminal.paint));
 }
 
 /** `<domain>` as typed: its id (dom_…), or its hostname as the API stores it (lower case, no trailing dot). */
@@ -32,14 +32,15 @@ async function resolveDomain(api: ApiClient, agentId: string, reference: string)
   return found;
 }
 
-const agentArg = { type: 'string', demandOption: true } as const;
+const agentArg = { type: 'string', demandOption: true, describe: 'id, slug or unique name' } as const;
 const domainArg = { type: 'string', demandOption: true, describe: 'the domain id (dom_…) or its hostname' } as const;
 
 export const domains = group('domains', "An agent's custom domains: hostnames of yours that route to it over HTTPS", [
   command({
     command: 'add <agent> <hostname>',
+    examples: [["$0 domains add support-bot bot.example.com", "then publish the TXT record it prints"]],
     describe: 'Claim a hostname for the agent and print the TXT record that proves it is yours',
-    builder: (yargs) => yargs.positional('agent', agentArg).positional('hostname', { type: 'string', demandOption: true }),
+    builder: (yargs) => yargs.positional('agent', agentArg).positional('hostname', { type: 'string', demandOption: true, describe: 'a hostname of yours, e.g. bot.example.com' }),
     run: async (args, { api, terminal, json }) => {
       const agent = await resolveAgent(api, args.agent);
       const domain = await api.request<Domain>('POST', `/agents/${agent.id}/domains`, { body: { hostname: args.hostname } });
@@ -51,6 +52,7 @@ export const domains = group('domains', "An agent's custom domains: hostnames of
   }),
   command({
     command: 'list <agent>',
+    examples: [["$0 domains list support-bot", ""]],
     describe: "The agent's custom domains and their status",
     builder: (yargs) => yargs.positional('agent', agentArg),
     run: async (args, { api, terminal, json }) => {
@@ -61,6 +63,7 @@ export const domains = group('domains', "An agent's custom domains: hostnames of
   }),
   command({
     command: 'get <agent> <domain>',
+    examples: [["$0 domains get support-bot bot.example.com", ""]],
     describe: 'One custom domain: its status, TXT record and certificate',
     builder: (yargs) => yargs.positional('agent', agentArg).positional('domain', domainArg),
     run: async (args, { api, terminal, json }) => {
@@ -72,6 +75,7 @@ export const domains = group('domains', "An agent's custom domains: hostnames of
   }),
   command({
     command: 'rm <agent> <domain>',
+    examples: [["$0 domains rm support-bot bot.example.com", ""]],
     describe: 'Remove a custom domain; the edge stops routing it at once',
     builder: (yargs) => yargs.positional('agent', agentArg).positional('domain', domainArg),
     run: async (args, { api, terminal }) => {
@@ -83,6 +87,7 @@ export const domains = group('domains', "An agent's custom domains: hostnames of
   }),
   command({
     command: 'verify <agent> <domain>',
+    examples: [["$0 domains verify support-bot bot.example.com", "check the TXT record now"]],
     describe: 'Check the TXT record now rather than at the next retry; a failed domain starts over',
     builder: (yargs) => yargs.positional('agent', agentArg).positional('domain', domainArg),
     run: async (args, { api, terminal, json }) => {

@@ -36,10 +36,11 @@ function withHint(refusal: ApiRefused, keyMissing: boolean): ApiRefused {
 
 export const invoke = command({
   command: 'invoke <agent> <input>',
+  examples: [["$0 invoke support-bot 'Where is my order?'", "print its answer"], ["$0 invoke support-bot 'Tell me more' --stream", "print the answer as it comes"]],
   describe: "Call the agent through the edge (its url) and print its answer",
   builder: (yargs) =>
     yargs
-      .positional('agent', { type: 'string', demandOption: true })
+      .positional('agent', { type: 'string', demandOption: true, describe: 'id, slug or unique name' })
       .positional('input', { type: 'string', demandOption: true, describe: 'what to ask' })
       .option('session', { type: 'string', describe: 'continue this session' })
       .option('stream', { type: 'boolean', describe: 'print the answer as it is written' })

@@ -20,8 +20,9 @@ const label = { type: 'string', default: DEFAULT_LABEL, describe: 'a name to tel
 export const keys = group('keys', "An agent's access keys (agk_…), which callers send to a private agent", [
   command({
     command: 'create <agent>',
+    examples: [["$0 keys create support-bot --label ci", "prints the key once"]],
     describe: 'Create an access key; it is printed once',
-    builder: (yargs) => yargs.positional('agent', { type: 'string', demandOption: true }).option('label', label),
+    builder: (yargs) => yargs.positional('agent', { type: 'string', demandOption: true, describe: 'id, slug or unique name' }).option('label', label),
     run: async (args, { api, terminal, json }) => {
       const agent = await resolveAgent(api, args.agent);
       showCreated(terminal, json, await api.request<Static<typeof AccessKeyCreated>>('POST', `/agents/${agent.id}/access-keys`, { body: { label: args.label } }));
@@ -29,8 +30,9 @@ export const keys = group('keys', "An agent's access keys (agk_…), which calle
   }),
   command({
     command: 'list <agent>',
+    examples: [["$0 keys list support-bot", ""]],
     describe: "The agent's access keys, without the secrets",
-    builder: (yargs) => yargs.positional('agent', { type: 'string', demandOption: true }),
+    builder: (yargs) => yargs.positional('agent', { type: 'string', demandOption: true, describe: 'id, slug or unique name' }),
     run: async (args, { api, terminal, json }) => {
       const agent = await resolveAgent(api, args.agent);
       const list = await api.request<Static<typeof AccessKeyList>>('GET', `/agents/${agent.id}/access-keys`);
@@ -39,8 +41,9 @@ export const keys = group('keys', "An agent's access keys (agk_…), which calle
   }),
   command({
     command: 'revoke <agent> <key>',
+    examples: [["$0 keys revoke support-bot akey_0123", ""]],
     describe: 'Revoke an access key by id; the next request with it is refused',
-    builder: (yargs) => yargs.positional('agent', { type: 'string', demandOption: true }).positional('key', { type: 'string', demandOption: true, describe: 'the key id' }),
+    builder: (yargs) => yargs.positional('agent', { type: 'string', demandOption: true, describe: 'id, slug or unique name' }).positional('key', { type: 'string', demandOption: true, describe: 'the key id' }),
     run: async (args, { api, terminal }) => {
       const agent = await resolveAgent(api, args.agent);
       await api.request('DELETE', `/agents/${agent.id}/access-keys/${encodeURIComponent(args.key)}`);
@@ -52,6 +55,7 @@ export const keys = group('keys', "An agent's access keys (agk_…), which calle
 export const apiKeys = group('api-keys', 'Your personal API keys (agnt_…), which act as you; managed with a session token only', [
   command({
     command: 'create',
+    examples: [["$0 api-keys create --label laptop", "prints the key once"]],
     describe: 'Create a personal API key; it is printed once',
     builder: (yargs) => yargs.option('label', label),
     run: async (args, { api, terminal, json }) => {
@@ -60,6 +64,7 @@ export const apiKeys = group('api-keys', 'Your personal API keys (agnt_…), whi
   }),
   command({
     command: 'list',
+    examples: [["$0 api-keys list", ""]],
     describe: 'Your personal API keys, without the secrets',
     builder: (yargs) => yargs,
     run: async (_args, { api, terminal, json }) => {
@@ -69,6 +74,7 @@ export const apiKeys = group('api-keys', 'Your personal API keys (agnt_…), whi
   }),
   command({
     command: 'revoke <key>',
+    examples: [["$0 api-keys revoke pkey_0123", ""]],
     describe: 'Revoke a personal API key by id',
     builder: (yargs) => yargs.positional('key', { type: 'string', demandOption: true, describe: 'the key id' }),
     run: async (args, { api, terminal }) => {

@@ -6,6 +6,9 @@ import { printJson, table, type Terminal } from '../terminal.js';
 
 type Log = Static<typeof LogEntry>;
 
+/** The API's log levels (control/domain/log-entry.ts LOG_LEVELS), lowest first; the type keeps the two lists together. */
+const LEVELS = ['debug', 'info', 'warn', 'error'] as const satisfies readonly Log['level'][];
+
 const logLine = (entry: Log) => `${entry.timestamp} ${entry.replica_id} ${entry.level.toUpperCase().padEnd(5)} ${entry.message}`;
 const sampleRow = (sample: MetricsSample) => [
   sample.timestamp, sample.replicas, sample.cpu_percent.toFixed(1), sample.memory_mb.toFixed(0), sample.memory_percent.toFixed(1),
@@ -19,13 +22,14 @@ const printEvent = (terminal: Terminal, json: boolean, data: unknown, line: stri
 
 export const logs = command({
   command: 'logs <agent>',
+  examples: [["$0 logs support-bot --level warn", "recent warnings and errors"], ["$0 logs support-bot -f", "keep printing new lines"]],
   describe: 'Recent output of every replica, newest last; --follow keeps printing',
   builder: (yargs) =>
     yargs
-      .positional('agent', { type: 'string', demandOption: true })
+      .positional('agent', { type: 'string', demandOption: true, describe: 'id, slug or unique name' })
       .option('follow', { alias: 'f', type: 'boolean', describe: 'keep printing new lines until interrupted' })
       .option('replica', { type: 'string', describe: 'one replica only' })
-      .option('level', { type: 'string', describe: 'the lowest level shown (debug, info, warn, error)' })
+      .option('level', { type: 'string', choices: LEVELS, describe: 'the lowest level shown' })
       .option('limit', { type: 'number', describe: 'at most this many entries (1–1000)' }),
   run: async (args, { api, terminal, json }) => {
     const agent = await resolveAgent(api, args.agent);
@@ -46,10 +50,11 @@ export const logs = command({
 
 export const metrics = command({
   command: 'metrics <agent>',
+  examples: [["$0 metrics support-bot", ""], ["$0 metrics support-bot --watch --interval 2", "a sample every 2 seconds"]],
   describe: 'Live CPU and memory averaged over replicas, and the last minute\'s requests at the edge; --watch samples every --interval seconds',
   builder: (yargs) =>
     yargs
-      .positional('agent', { type: 'string', demandOption: true })
+      .positional('agent', { type: 'string', demandOption: true, describe: 'id, slug or unique name' })
       .option('watch', { alias: 'w', type: 'boolean', describe: 'keep sampling until interrupted' })
       .option('interval', { type: 'number', describe: 'seconds between samples with --watch (1–60, default 5)' }),
   run: async (args, { api, terminal, json }) => {

@@ -4,6 +4,7 @@ import { bar, details, printJson, table } from '../terminal.js';
 
 export const usage = command({
   command: 'usage',
+  examples: [["$0 usage", ""]],
   describe: "What runs now against the plan's limits, and what was metered this month",
   builder: (yargs) => yargs,
   run: async (_args, { api, terminal, json }) => {
@@ -17,7 +18,7 @@ export const usage = command({
       ['memory mb', now.memory_mb, limits.max_memory_mb],
     ];
     terminal.out(`plan ${account.plan}${account.exempt ? ' (exempt from limits)' : ''}`);
-    terminal.out(table(['', 'used', 'limit', ...(terminal.isTty ? [''] : [])], rows.map(([name, used, limit]) => [name, used, limit, ...(terminal.isTty ? [bar(used, limit)] : [])])));
+    terminal.out(table(['', 'used', 'limit', ...(terminal.isTty ? [''] : [])], rows.map(([name, used, limit]) => [name, used, limit, ...(terminal.isTty ? [bar(used, limit)] : [])]), terminal.paint));
     terminal.out(`\nsince ${period.start}`);
     terminal.out(details([['replica hours', period.replica_hours], ['vcpu hours', period.vcpu_hours], ['memory gb hours', period.memory_gb_hours], ['requests', period.requests]]));
   },

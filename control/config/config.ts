@@ -42,6 +42,11 @@ export interface Config {
   readonly registrationRateLimitPerHour: number;
   /** Trust X-Forwarded-For for the client address (only behind a proxy you run). */
   readonly trustProxy: boolean;
+  /**
+   * Where clients reach the control API (`https://api.example.com`, no /v1): the OpenAPI document's server URL
+   * (with /v1 added). Null: the document names a relative `/v1`, never the bind address.
+   */
+  readonly publicApiUrl: string | null;
   /** Slow clients are cut off and connections per address capped (control/http/client-limits.ts). */
   readonly clientLimits: ClientLimits;
   readonly logLevel: LogLevel;
@@ -162,6 +167,7 @@ export function loadConfig(env: Env): Config {
     loginRateLimitPerMinute: read.integer('LOGIN_RATE_LIMIT_PER_MINUTE', 10, 1, 10_000),
     registrationRateLimitPerHour: read.integer('REGISTRATION_RATE_LIMIT_PER_HOUR', 10, 1, 1_000_000),
     trustProxy: read.boolean('TRUST_PROXY', false),
+    publicApiUrl: read.optionalString('PUBLIC_API_URL') === null ? null : read.url('PUBLIC_API_URL', ['https:', 'http:']).replace(/\/+$/, ''),
     clientLimits: Object.freeze({
       headersTimeoutMs: read.integer('CONTROL_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
       // Request bodies here are small JSON; a minute is generous even on a slow link.
@@ -225,6 +231,11 @@ export function loadConfig(env: Env): Config {
   }
   if (config.domains.dnsResolver !== null && !/^[^\s:]+:\d{1,5}$|^\[[0-9a-fA-F:]+\]:\d{1,5}$/.test(config.domains.dnsResolver)) {
     read.report(`DNS_RESOLVER: host:port of a DNS server (such as 127.0.0.1:53), got "${config.domains.dnsResolver}"`);
+  }
+  if (config.publicApiUrl !== null && URL.canParse(config.publicApiUrl)) {
+    const url = new URL(config.publicApiUrl);
+    if (url.search || url.hash || url.username || url.password) read.report('PUBLIC_API_URL: a URL without credentials, query or fragment (clients append /v1/… to it)');
+    if (/\/v1$/.test(url.pathname)) read.report('PUBLIC_API_URL: the URL without /v1, such as https://api.example.com (the document adds /v1)');
   }
   if (config.webhooks.retryBaseMs > config.webhooks.retryMaxMs) {
     read.report('WEBHOOK_RETRY_BASE_MS: must not exceed WEBHOOK_RETRY_MAX_MS (the first wait is one of the waits)');

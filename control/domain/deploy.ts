@@ -28,7 +28,8 @@ export interface DeployRequest {
   port?: number;
   replicas?: number;
   resources?: Partial<StoredDeploy['resources']>;
-  env?: { key: string; value: string; secret?: boolean }[];
+  /** A secret entry without a value keeps the value stored for its key (a client never sees it again to resend it). */
+  env?: { key: string; value?: string; secret?: boolean }[];
   auto_scale?: boolean;
   min_replicas?: number;
   max_replicas?: number;
@@ -76,7 +77,7 @@ export const ANY_ORCHESTRATOR: DeployRules = Object.freeze({ identityTokens: tru
  * whole list; its secret values are sealed here and never stored in the clear.
  */
 export function resolveDeploy(input: DeployRequest | undefined, base: StoredDeploy, box: SecretBox, rules: DeployRules = ANY_ORCHESTRATOR): StoredDeploy {
-  const given = input ?? {};
+  const given = withKeptSecrets(input ?? {}, base.env, box);
   const resolved: StoredDeploy = {
     image: given.image ?? base.image,
     port: given.port ?? base.port,
@@ -124,14 +125,41 @@ function resolveRegistryAuth(given: DeployRequest, image: string | null, stored:
   return stored;
 }
 
-function sealEntry(entry: NonNullable<DeployRequest['env']>[number], box: SecretBox): StoredEnvEntry {
+type ClearEnvEntry = { key: string; value: string; secret?: boolean };
+type ClearDeployRequest = Omit<DeployRequest, 'env'> & { env?: ClearEnvEntry[] };
+
+/**
+ * `given` with each value-less secret entry holding the value stored for its key, opened
+ * so that it is measured (secretEnvIssues) and sealed again like a given one. This is
+ * what lets a client change one variable and send the rest of the list as it sees it
+ * (secrets as keys only): `agentctl env set` / `secrets set` (docs/cli.md).
+ */
+function withKeptSecrets(given: DeployRequest, stored: readonly StoredEnvEntry[], box: SecretBox): ClearDeployRequest {
+  if (!given.env) return given as ClearDeployRequest;
+  const issues: ValidationIssue[] = [];
+  const env = given.env.map((entry, index): ClearEnvEntry => {
+    if (entry.value !== undefined) return { ...entry, value: entry.value };
+    const kept = stored.find((candidate) => candidate.key === entry.key);
+    if (entry.secret && kept?.secret) return { key: entry.key, secret: true, value: box.open(kept.sealed) };
+    issues.push({
+      loc: ['body', 'deploy', 'env', index, 'value'],
+      msg: entry.secret ? `${entry.key} has no stored secret value to keep: give its value` : 'a value is required, except on a secret entry, which then keeps its stored value',
+      type: 'value_error',
+    });
+    return { key: entry.key, value: '' };
+  });
+  if (issues.length > 0) throw validationError(issues);
+  return { ...given, env };
+}
+
+function sealEntry(entry: ClearEnvEntry, box: SecretBox): StoredEnvEntry {
   return entry.secret
     ? { key: entry.key, secret: true, sealed: box.seal(entry.value) }
     : { key: entry.key, secret: false, value: entry.value };
 }
 
 /** Rules across fields that a JSON Schema cannot say; reported as 422 at the field that breaks them. */
-function assertConsistent(deploy: StoredDeploy, given: DeployRequest): void {
+function assertConsistent(deploy: StoredDeploy, given: ClearDeployRequest): void {
   const issues: ValidationIssue[] = [];
   const at = (...path: (string | number)[]) => ['body', 'deploy', ...path];
   if (deploy.min_replicas > deploy.max_replicas) {

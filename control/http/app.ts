@@ -10,6 +10,7 @@ import { errorMiddleware } from './error-middleware.js';
 import { mountProbes, PROBE_PATHS } from './health.js';
 import { parseIfMatch } from './if-match.js';
 import { readJsonBody } from './json-body.js';
+import { REFERENCE_PATH, serveReference } from './reference-page.js';
 import { requestLog } from './request-log.js';
 import { requestObserver, type RequestObserver } from './request-observer.js';
 import type { RouteSpec } from './route.js';
@@ -28,6 +29,8 @@ export interface AppDependencies {
   onRequest?: RequestObserver;
   /** The web console's build folder and the agents' origin its "Try it" calls; no console without it. */
   console?: { root: string; edgeOrigin: string };
+  /** The OpenAPI document, rendered as the reference page at /docs; no page without it. */
+  reference?: () => Record<string, any>;
 }
 
 export const API_PREFIX = '/v1';
@@ -40,8 +43,9 @@ export function createApp(deps: AppDependencies): Koa {
   if (deps.onRequest) app.use(requestObserver(deps.onRequest));
   app.use(errorMiddleware(deps.logger));
 
+  if (deps.reference) app.use(serveReference(deps.reference));
   if (deps.console) {
-    const isReserved = (path: string) => path === API_PREFIX || path.startsWith(`${API_PREFIX}/`) || PROBE_PATHS.has(path);
+    const isReserved = (path: string) => path === API_PREFIX || path.startsWith(`${API_PREFIX}/`) || PROBE_PATHS.has(path) || path === REFERENCE_PATH;
     app.use(serveConsole({ ...deps.console, isReserved }));
   }
 

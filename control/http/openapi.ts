@@ -1,15 +1,29 @@
 import type { TSchema } from '@sinclair/typebox';
 import { ErrorBody } from '../schemas/common.js';
 import { HEADERS, operationResponses, PARAMETERS } from './openapi-responses.js';
+import { TAGS, type Tag } from './openapi-tags.js';
+import { RELEASE_LICENSE } from './release.js';
 import type { RouteSpec } from './route.js';
 
 type JsonObject = Record<string, unknown>;
+
+/** What the document says of the API beyond its routes. */
+export interface DocumentSettings {
+  /** Where paths are relative to, ending in /v1: PUBLIC_API_URL's, or a relative `/v1`. */
+  serverUrl: string;
+  /** The platform's release (package.json), as info.version. */
+  version: string;
+}
+
+/** A generated client's method name: camelCase letters and digits, starting with a verb in lower case. */
+const OPERATION_ID = /^[a-z][a-zA-Z0-9]*$/;
 
 /**
  * The OpenAPI 3.1 document (paths relative to the server URL, which ends in /v1), made from the same route list and JSON Schemas that
  * validate requests. Schemas with an `$id` become components and are referenced.
  */
-export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], serverUrl: string): JsonObject {
+export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], settings: DocumentSettings): JsonObject {
+  assertOperationIds(routes);
   const components: Record<string, unknown> = {};
   const collect = (schema: TSchema): unknown => toOpenApi(schema, components);
   // Schemas only reached through Type.Ref must be registered by hand.
@@ -19,9 +33,10 @@ export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], serverU
   for (const route of routes) {
     const path = route.path.replace(/:(\w+)/g, '{$1}');
     const operation: JsonObject = {
-      summary: route.summary,
+      operationId: route.operationId,
       tags: [route.tag],
-      operationId: `${route.method}${path.replace(/[{}]/g, '').replace(/[/-](\w)/g, (_, c: string) => c.toUpperCase())}`,
+      summary: route.summary,
+      description: route.description,
       // Public operations say so: no security requirement overrides the document's bearer default.
       security: route.auth === 'none' ? [] : [{ bearer: [] }],
       parameters: [
@@ -35,11 +50,18 @@ export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], serverU
     (paths[path] ??= {})[route.method] = operation;
   }
 
+  const used = new Set(routes.map((route) => route.tag));
   return {
     openapi: '3.1.0',
-    info: { title: 'Agent hosting platform control API', version: '1' },
-    servers: [{ url: serverUrl }],
+    info: {
+      title: 'Agent hosting platform control API',
+      version: settings.version,
+      description: DESCRIPTION,
+      license: RELEASE_LICENSE,
+    },
+    servers: [{ url: settings.serverUrl, description: settings.serverUrl.startsWith('/') ? 'This control API (relative to where this document was fetched)' : 'This control API' }],
     security: [{ bearer: [] }],
+    tags: (Object.keys(TAGS) as Tag[]).filter((tag) => used.has(tag)).map((tag) => ({ name: tag, description: TAGS[tag] })),
     paths,
     components: {
       schemas: components,
@@ -48,6 +70,24 @@ export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], serverU
       securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A personal API key (agnt_…) or a session token' } },
     },
   };
+}
+
+const DESCRIPTION = [
+  'Create, deploy, scale and observe AI agents that run as containers behind the platform\'s edge, each at its own URL.',
+  '',
+  'Authenticate with `Authorization: Bearer <token>`: a session token from `login` or `register`, or a personal API key (`agnt_…`).',
+  'Errors are `{error: {code, message, details}}` with a code from a fixed catalogue; every response carries `X-Request-Id`.',
+  'Changes to an agent may name the version they apply to in `If-Match` (its `ETag`).',
+].join('\n');
+
+/** Generated clients name their methods by operationId: each must be one, and only one operation's. */
+function assertOperationIds(routes: RouteSpec[]): void {
+  const seen = new Set<string>();
+  for (const { operationId, method, path } of routes) {
+    if (!OPERATION_ID.test(operationId)) throw new Error(`${method.toUpperCase()} ${path}: operationId "${operationId}" is not camelCase letters and digits`);
+    if (seen.has(operationId)) throw new Error(`${method.toUpperCase()} ${path}: operationId "${operationId}" is used twice`);
+    seen.add(operationId);
+  }
 }
 
 function queryParameters(schema: TSchema | undefined): JsonObject[] {

@@ -1,6 +1,7 @@
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { AuditContext } from '../domain/audit.js';
 import type { Principal } from '../services/principal.js';
+import type { Tag } from './openapi-tags.js';
 
 export type AuthMode = 'none' | 'any';
 
@@ -48,8 +49,13 @@ export interface RouteSpec<B extends TSchema = TSchema, Q extends TSchema = TSch
   method: 'get' | 'post' | 'patch' | 'delete';
   /** Koa-style path under /v1, e.g. `/agents/:id`. */
   path: string;
+  /** The operation's name in generated clients: camelCase, verb then resource (`listAgents`, `rollbackAgent`), unique. */
+  operationId: string;
+  /** The resource it belongs to: the document's tag, the reference page's section. */
+  tag: Tag;
+  /** A short title (`Create an agent`); `description` says what it does and what to know. */
   summary: string;
-  tag: string;
+  description: string;
   auth: A;
   /** Writes are refused to viewers. */
   writes?: boolean;

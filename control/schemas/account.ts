@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { PLAN_NAMES } from '../domain/plans.js';
 import { StringEnum, Timestamp } from './common.js';
+import * as ex from './examples.js';
 
 const Limits = Type.Object({
   max_agents: Type.Integer(),
@@ -32,22 +33,22 @@ export const AccountUsage = Type.Object(
       requests: Type.Integer(),
     }),
   },
-  { $id: 'AccountUsage' },
+  { $id: 'AccountUsage', examples: [{ plan: 'free', exempt: false, limits: ex.limits, usage: { agents: 1, replicas: 2, vcpu: 1, memory_mb: 1024 }, period: { start: '2025-12-01T00:00:00Z', replica_hours: 57.5, vcpu_hours: 28.75, memory_gb_hours: 28.75, requests: 1834 } }] },
 );
 export type AccountUsage = Static<typeof AccountUsage>;
 
 export const SubscriptionBody = Type.Object(
   { plan: StringEnum(PLAN_NAMES, { description: 'The plan to move the account to' }) },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ plan: 'pro' }] },
 );
 export type SubscriptionBody = Static<typeof SubscriptionBody>;
 
-export const Subscription = Type.Object({ plan: Type.String(), limits: Limits }, { $id: 'Subscription' });
+export const Subscription = Type.Object({ plan: Type.String(), limits: Limits }, { $id: 'Subscription', examples: [{ plan: 'pro', limits: ex.proLimits }] });
 export type Subscription = Static<typeof Subscription>;
 
 /** A stray or replayed DELETE /account cannot wipe an account: the caller names the one they mean. */
 export const DeleteAccountBody = Type.Object(
   { confirm: Type.String({ minLength: 1, maxLength: 64, description: "The account's id (acc_…), as GET /auth/me shows it" }) },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ confirm: ex.ids.account }] },
 );
 export type DeleteAccountBody = Static<typeof DeleteAccountBody>;

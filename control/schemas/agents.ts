@@ -4,6 +4,7 @@ import { SCALE_TO_ZERO_AFTER_SECONDS, type DeployRequest } from '../domain/deplo
 import type { RegistryAuthInput } from '../domain/registry-auth.js';
 import { LOG_LEVELS, LOG_SOURCES, type PublicLogEntry } from '../domain/log-entry.js';
 import { NullableInteger, PAGE_FIELDS, PAGE_QUERY, StringEnum, Timestamp, type Holds, type SameType } from './common.js';
+import * as ex from './examples.js';
 
 // An OCI image reference: [registry[:port]/]path[:tag][@sha256:digest].
 const IMAGE_REFERENCE =
@@ -15,11 +16,11 @@ const BuildPath = Type.String({ description: 'Not supported: answered with 501 B
 export const EnvEntryInput = Type.Object(
   {
     key: Type.String({ pattern: '^[A-Za-z_][A-Za-z0-9_]*$', maxLength: 128 }),
-    value: Type.String({
+    value: Type.Optional(Type.String({
       maxLength: 32_768,
       description:
-        'With secret: true, the value once JSON-escaped must fit one 65,535-byte line, and all secret entries together at most 40 KiB of names and values: on Nomad they reach the container through one Variable (64 KiB, shared with the model key) rendered into an env file that go-envparse reads line by line (control/domain/secret-env-limits.ts)',
-    }),
+        'Required, except with secret: true, where leaving it out keeps the value stored for this key, so a client can resend the list it sees (secrets shown as ***) with one entry changed. With secret: true, the value once JSON-escaped must fit one 65,535-byte line, and all secret entries together at most 40 KiB of names and values: on Nomad they reach the container through one Variable (64 KiB, shared with the model key) rendered into an env file that go-envparse reads line by line (control/domain/secret-env-limits.ts)',
+    })),
     secret: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
@@ -74,7 +75,7 @@ export const DeployInput = Type.Object(
     registry_auth: Type.Optional(RegistryAuthInputSchema),
     build_path: Type.Optional(BuildPath),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ image: ex.deploy.image, replicas: 2, env: [{ key: 'LOG_LEVEL', value: 'info' }, { key: 'CRM_TOKEN', value: 'crm_live_5f2a9c', secret: true }] }] },
 );
 export type DeployInput = Static<typeof DeployInput>;
 /** Compiles only while the body's deploy is the domain's request (build_path is refused before it reaches the domain). */
@@ -96,7 +97,7 @@ export const CreateAgentBody = Type.Object(
     ),
     build_path: Type.Optional(BuildPath),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ name: 'support-bot', model: 'claude-sonnet-4-5', api_key: 'sk-ant-api03-example', system_prompt: 'You answer Acme customer tickets politely.', access: 'private', rate_limit_rpm: 120, tags: ['support'], metadata: { team: 'customer-care' }, deploy: { image: ex.deploy.image, port: 8080, replicas: 2, resources: { cpu: 0.5, memory_mb: 512 } } }] },
 );
 export type CreateAgentBody = Static<typeof CreateAgentBody>;
 
@@ -105,7 +106,7 @@ export const PatchAgentBody = Type.Object(
     access: Type.Optional(StringEnum(ACCESS_MODES)),
     rate_limit_rpm: Type.Optional(NullableInteger({ minimum: 1, maximum: 100_000 })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ access: 'public', rate_limit_rpm: 300 }] },
 );
 export type PatchAgentBody = Static<typeof PatchAgentBody>;
 
@@ -140,7 +141,7 @@ export const Deploy = Type.Object(
     max_replicas: Type.Integer(),
     scale_to_zero_after_seconds: Type.Integer(),
   },
-  { $id: 'Deploy' },
+  { $id: 'Deploy', examples: [ex.deploy] },
 );
 export type Deploy = Static<typeof Deploy>;
 
@@ -165,7 +166,7 @@ export const Agent = Type.Object(
     created_at: Timestamp,
     updated_at: Timestamp,
   },
-  { $id: 'Agent' },
+  { $id: 'Agent', examples: [ex.agent] },
 );
 export type Agent = Static<typeof Agent>;
 
@@ -174,7 +175,7 @@ export const AgentList = Type.Object(
     agents: Type.Array(Type.Ref(Agent)),
     ...PAGE_FIELDS,
   },
-  { $id: 'AgentList' },
+  { $id: 'AgentList', examples: [{ agents: [ex.agent], ...ex.onePage }] },
 );
 
 export const ScaleBody = Type.Object(
@@ -182,7 +183,7 @@ export const ScaleBody = Type.Object(
     direction: StringEnum(['up', 'down'] as const),
     count: Type.Integer({ minimum: 1, maximum: 100, description: 'replicas to add or remove' }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ direction: 'up', count: 1 }] },
 );
 export type ScaleBody = Static<typeof ScaleBody>;
 
@@ -194,7 +195,7 @@ export const ScaleResult = Type.Object(
     direction: StringEnum(['up', 'down'] as const),
     status: StringEnum(AGENT_STATUSES),
   },
-  { $id: 'ScaleResult' },
+  { $id: 'ScaleResult', examples: [{ agent_id: ex.ids.agent, previous_replicas: 2, current_replicas: 3, direction: 'up', status: 'scaling' }] },
 );
 export type ScaleResult = Static<typeof ScaleResult>;
 
@@ -214,12 +215,12 @@ export const LogEntry = Type.Object(
     message: Type.String(),
     source: StringEnum(LOG_SOURCES),
   },
-  { $id: 'LogEntry' },
+  { $id: 'LogEntry', examples: [ex.logEntry] },
 );
 /** Compiles only while the documented entry is the domain's (control/domain/log-entry.ts). */
 export type LogEntryIsPublicLogEntry = Holds<SameType<Static<typeof LogEntry>, PublicLogEntry>>;
 
-export const LogList = Type.Object({ logs: Type.Array(Type.Ref(LogEntry)), total: Type.Integer() }, { $id: 'LogList' });
+export const LogList = Type.Object({ logs: Type.Array(Type.Ref(LogEntry)), total: Type.Integer() }, { $id: 'LogList', examples: [{ logs: [ex.logEntry], total: 1 }] });
 
 export const MetricsStreamQuery = Type.Object({
   interval: Type.Optional(Type.Integer({ minimum: 1, maximum: 60, description: 'seconds between samples (default 5)' })),
@@ -249,6 +250,6 @@ export const MetricsSample = Type.Object(
       description: '95th percentile of the same upstream times, interpolated within fixed latency buckets (as Prometheus\'s histogram_quantile); 0 without requests',
     }),
   },
-  { $id: 'MetricsSample' },
+  { $id: 'MetricsSample', examples: [ex.metricsSample] },
 );
 export type MetricsSample = Static<typeof MetricsSample>;

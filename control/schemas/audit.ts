@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { AUDIT_ACTIONS, AUDIT_ACTOR_TYPES } from '../domain/audit.js';
 import { PAGE_FIELDS, PAGE_QUERY, StringEnum, Timestamp } from './common.js';
+import * as ex from './examples.js';
 
 export const ListAuditEventsQuery = Type.Object({
   action: Type.Optional(StringEnum(AUDIT_ACTIONS)),
@@ -38,6 +39,6 @@ export const AuditEventList = Type.Object(
     events: Type.Array(AuditEvent),
     ...PAGE_FIELDS,
   },
-  { $id: 'AuditEventList' },
+  { $id: 'AuditEventList', examples: [{ events: [ex.auditEvent], ...ex.onePage }] },
 );
 export type AuditEventList = Static<typeof AuditEventList>;

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ROLES } from '../domain/roles.js';
 import { StringEnum, Timestamp } from './common.js';
+import * as ex from './examples.js';
 
 export const RegisterBody = Type.Object(
   {
@@ -9,7 +10,7 @@ export const RegisterBody = Type.Object(
     name: Type.String({ minLength: 1, maxLength: 128 }),
     invite_code: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ email: ex.user.email, password: 'correct horse battery staple', name: ex.user.name }] },
 );
 export type RegisterBody = Static<typeof RegisterBody>;
 
@@ -18,7 +19,7 @@ export const LoginBody = Type.Object(
     email: Type.String({ minLength: 1, maxLength: 254 }),
     password: Type.String({ minLength: 1, maxLength: 1024 }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ email: ex.user.email, password: 'correct horse battery staple' }] },
 );
 export type LoginBody = Static<typeof LoginBody>;
 
@@ -31,16 +32,16 @@ export const User = Type.Object(
     account_id: Type.String(),
     created_at: Timestamp,
   },
-  { $id: 'User' },
+  { $id: 'User', examples: [ex.user] },
 );
 export type User = Static<typeof User>;
 
 export const SessionGrant = Type.Object(
   { token: Type.String(), expires_at: Timestamp, user: Type.Ref(User) },
-  { $id: 'SessionGrant' },
+  { $id: 'SessionGrant', examples: [{ token: 'ses_Vb8Kq2Wn6Xt4Hm9Rc1Lz7Pf3Jd5Ys0Ga2Tk8Nw4Qe6Bx', expires_at: '2025-12-01T10:12:44Z', user: ex.user }] },
 );
 
 export const RegistrationMode = Type.Object(
   { mode: StringEnum(['open', 'invite', 'closed'] as const) },
-  { $id: 'RegistrationMode' },
+  { $id: 'RegistrationMode', examples: [{ mode: 'open' }] },
 );

@@ -2,6 +2,7 @@ import { Type, type Static, type TSchema } from '@sinclair/typebox';
 import { DEPLOYMENT_STATUSES } from '../domain/deployment.js';
 import { Deploy } from './agents.js';
 import { PAGE_FIELDS, PAGE_QUERY, StringEnum, Timestamp } from './common.js';
+import * as ex from './examples.js';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
@@ -24,11 +25,11 @@ export const Deployment = Type.Object(
     error: Nullable(Type.String()),
     nomad_job_version: Nullable(Type.Integer({ description: "Nomad's job version of this rollout, for the Nomad UI; null on podman and until Nomad has it" })),
   },
-  { $id: 'Deployment' },
+  { $id: 'Deployment', examples: [ex.deployment] },
 );
 export type Deployment = Static<typeof Deployment>;
 
-export const DeploymentList = Type.Object({ deployments: Type.Array(Type.Ref(Deployment)), ...PAGE_FIELDS }, { $id: 'DeploymentList' });
+export const DeploymentList = Type.Object({ deployments: Type.Array(Type.Ref(Deployment)), ...PAGE_FIELDS }, { $id: 'DeploymentList', examples: [{ deployments: [ex.deployment], ...ex.onePage }] });
 export type DeploymentList = Static<typeof DeploymentList>;
 
 export const ListDeploymentsQuery = Type.Object({ ...PAGE_QUERY });
@@ -36,6 +37,6 @@ export type ListDeploymentsQuery = Static<typeof ListDeploymentsQuery>;
 
 export const RollbackBody = Type.Object(
   { deployment_id: Type.String({ minLength: 1, maxLength: 64, description: 'a deployment of this agent (GET /agents/{id}/deployments)' }) },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ deployment_id: ex.ids.previousDeployment }] },
 );
 export type RollbackBody = Static<typeof RollbackBody>;

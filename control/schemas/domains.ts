@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { DOMAIN_STATUSES } from '../domain/custom-domain.js';
 import { StringEnum, Timestamp } from './common.js';
+import * as ex from './examples.js';
 
 export const CreateDomainBody = Type.Object(
   {
@@ -11,7 +12,7 @@ export const CreateDomainBody = Type.Object(
       description: 'a DNS name such as app.example.com: RFC 1123 labels, two or more, no wildcard, no IP address, not under the agent domain; stored lower-case without a trailing dot',
     }),
   },
-  { additionalProperties: false },
+  { additionalProperties: false, examples: [{ hostname: ex.domain.hostname }] },
 );
 export type CreateDomainBody = Static<typeof CreateDomainBody>;
 
@@ -22,7 +23,7 @@ export const DomainCertificate = Type.Object(
     not_after: Timestamp,
     renew_after: Timestamp,
   },
-  { $id: 'DomainCertificate', description: 'the certificate served for the hostname; its private key is never shown' },
+  { $id: 'DomainCertificate', examples: [ex.domain.certificate], description: 'the certificate served for the hostname; its private key is never shown' },
 );
 
 export const Domain = Type.Object(
@@ -43,9 +44,9 @@ export const Domain = Type.Object(
     created_at: Timestamp,
     updated_at: Timestamp,
   },
-  { $id: 'Domain' },
+  { $id: 'Domain', examples: [ex.domain] },
 );
 export type Domain = Static<typeof Domain>;
 
-export const DomainList = Type.Object({ domains: Type.Array(Type.Ref(Domain), { description: 'oldest first' }) }, { $id: 'DomainList' });
+export const DomainList = Type.Object({ domains: Type.Array(Type.Ref(Domain), { description: 'oldest first' }) }, { $id: 'DomainList', examples: [{ domains: [ex.domain] }] });
 export type DomainList = Static<typeof DomainList>;

@@ -1,7 +1,7 @@
 import { keyPrefixProblem } from '../../contract/key-prefix.js';
 import { DEFAULT_AGENT_SUBNET_POOL, parseSubnetPool, type SubnetPool } from '../../contract/agent-subnet-pool.js';
 import { formatGrpcTarget, parseGrpcTarget } from '../../contract/grpc-target.js';
-import { ConfigError, readSettings, type Env, type SettingReader } from '../../contract/settings-reader.js';
+import { ConfigError, readSettings, type Env, type SettingDocs, type SettingReader } from '../../contract/settings-reader.js';
 import { AUTHZ_SOCKET_PATH } from './envoy-parity.js';
 import { DEFAULT_EDGE_CLIENT_LIMITS, type LocalEdgeOptions } from './server.js';
 
@@ -73,3 +73,21 @@ function readLocalEdgeConfig(read: SettingReader): LocalEdgeConfig {
     tls, httpRedirect,
   };
 }
+
+/** What each setting means, for docs/configuration.md (scripts/lib/configuration-reference.ts reads the rest from the reads). */
+export const LOCAL_EDGE_SETTING_DOCS: SettingDocs = {
+  EDGE_HOST: 'Address the edge listens on.',
+  EDGE_PORT: 'Port of plain HTTP.',
+  EDGE_HTTPS_PORT: 'Port of HTTPS, when EDGE_TLS_CERT_FILE and EDGE_TLS_KEY_FILE are set; must differ from EDGE_PORT.',
+  EDGE_TLS_CERT_FILE: "PEM certificate chain of the agent domain (`*.<AGENT_DOMAIN>`); with EDGE_TLS_KEY_FILE, or neither (plain HTTP only).",
+  EDGE_TLS_KEY_FILE: 'PEM private key of EDGE_TLS_CERT_FILE.',
+  EDGE_HTTP_REDIRECT: 'Answer plain HTTP with 308 to https (needs the TLS files).',
+  AUTHZ_ADDRESS: "authz's gRPC server as gRPC names it: `unix:/path` of its socket, or host:port (envoy.yaml's authz cluster).",
+  CONSOLE_ORIGIN: "The web console's origin, whose CORS preflights the edge answers (as envoy.yaml's CorsPolicy).",
+  EDGE_HEADERS_TIMEOUT_MS: "A client's request headers must arrive within this; at most EDGE_REQUEST_TIMEOUT_MS.",
+  EDGE_REQUEST_TIMEOUT_MS: 'A whole request must arrive within this.',
+  EDGE_MAX_CONNECTIONS_PER_ADDRESS: 'Open connections per client address.',
+  EDGE_UPSTREAM_SUBNETS: "The ranges replicas may be in, comma-separated CIDRs; set as the control API's PODMAN_AGENT_SUBNETS.",
+  REDIS_URL: "The Redis agents' request figures are written to (authz's REDIS_URL).",
+  REDIS_KEY_PREFIX: "The installation's REDIS_KEY_PREFIX, as the control API and authz are given.",
+};

@@ -26,7 +26,8 @@ interface IntegerSetting {
   why: string;
 }
 
-const INTEGER_SETTINGS = {
+/** The runtime's own integer settings; their `why` is their description in docs/configuration.md. */
+export const INTEGER_SETTINGS = {
   port: { variable: 'PORT', fallback: 8080, min: 0, max: 65535, why: 'the TCP port to listen on' },
   sessionTtlSeconds: { variable: 'RUNTIME_SESSION_TTL_SECONDS', fallback: 3600, min: 1, max: 7 * 24 * 3600, why: 'idle seconds before a conversation is forgotten' },
   maxSessions: { variable: 'RUNTIME_MAX_SESSIONS', fallback: 10_000, min: 1, max: 10_000_000, why: 'conversations kept before the least recently used is dropped' },
@@ -74,3 +75,26 @@ function readLogLevel(env: Environment): LogLevel {
   }
   return raw as LogLevel;
 }
+
+/**
+ * What the runtime's other variables mean, for docs/configuration.md (the platform's
+ * scripts/lib/configuration-reference.ts, which finds the names by running loadConfig and
+ * refuses one read there and missing here). The platform sets most of them from the agent's
+ * deploy object (docs/contract.md, "What the platform gives a container"); `default` says
+ * what applies when one is unset.
+ */
+export const RUNTIME_SETTING_DOCS: Readonly<Record<string, { text: string; default: string }>> = {
+  RUNTIME_LOG_LEVEL: { text: `Least severe log line written: ${LOG_LEVELS.join(', ')}.`, default: '`info`' },
+  AGENT_ID: { text: "The agent's id, in logs and answers.", default: '`agt_local`' },
+  AGENT_NAME: { text: "The agent's name.", default: "agent.yaml's name, else assistant" },
+  SYSTEM_PROMPT: { text: 'The system prompt; empty counts as unset.', default: "agent.yaml's, else a short built-in one" },
+  LLM_MODEL: { text: 'The model.', default: "agent.yaml's llm.model, else gpt-4o" },
+  LLM_PROVIDER: { text: 'openai, anthropic or google.', default: "agent.yaml's llm.provider, else told by the model name" },
+  PLATFORM_TEMPLATE_DIR: { text: 'The agent template folder (agent.yaml and its tools).', default: "the image's templates/default" },
+  OPENAI_API_KEY: { text: 'Model key when the provider is openai.', default: 'none: /health answers 503' },
+  ANTHROPIC_API_KEY: { text: 'Model key when the provider is anthropic.', default: 'none: /health answers 503' },
+  GOOGLE_API_KEY: { text: 'Model key when the provider is google.', default: 'none: /health answers 503' },
+  OPENAI_BASE_URL: { text: "Base URL of an OpenAI-compatible API (http or https), instead of OpenAI's.", default: "the provider's public API" },
+  ANTHROPIC_BASE_URL: { text: "Base URL of the Anthropic API, instead of Anthropic's.", default: "the provider's public API" },
+  GOOGLE_GEMINI_BASE_URL: { text: "Base URL of the Gemini API, instead of Google's.", default: "the provider's public API" },
+};

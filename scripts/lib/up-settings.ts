@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { readSettings, type Env } from '../../contract/settings-reader.js';
+import { readSettings, type Env, type SettingDocs } from '../../contract/settings-reader.js';
 
 /** What `npm run up` reads of its environment (README, "Configuration"). */
 export interface UpSettings {
@@ -33,3 +33,13 @@ export function readUpSettings(env: Env, root: string): UpSettings {
     environment: read.passthrough((all) => Object.fromEntries(Object.entries(all).filter((entry): entry is [string, string] => entry[1] !== undefined))),
   }));
 }
+
+/** What each of `up`'s own settings means, for docs/configuration.md. */
+export const UP_SETTING_DOCS: SettingDocs = {
+  PLATFORM_DATA_DIR: { text: "Where `up` keeps Postgres, Redis, the master key and the edge's TLS files; `npm run admin`, `backup` and `restore` look there too.", default: '.data/ in the checkout' },
+  UP_POSTGRES_PORT: 'Port of the Postgres `up` starts when DATABASE_URL is unset (and that `npm run admin` falls back to).',
+  UP_REDIS_PORT: 'Port of the Redis `up` starts when REDIS_URL is unset.',
+  EDGE_PORT: "The edge's plain HTTP port, which `up` waits on and writes into Envoy's bootstrap.",
+  EDGE_HTTPS_PORT: "The edge's HTTPS port, likewise.",
+  PG_FSYNC: 'off: no durability, for a throwaway cluster (the test suites run `up` so).',
+};

@@ -93,6 +93,50 @@ export class OpenApiChecker {
     return problems;
   }
 
+  /**
+   * What the document's examples get wrong: every JSON request body and 2xx response body
+   * must show at least one example (on its schema, or on the component it references),
+   * and every example in the document must validate against the schema it illustrates.
+   */
+  exampleProblems(): string[] {
+    const problems: string[] = [];
+    for (const [template, item] of Object.entries(this.document.paths as Json)) {
+      for (const method of METHODS.filter((m) => item[m])) {
+        const operation = item[method] as Json;
+        const bodies: [string, Json | undefined][] = [[pointer('paths', template, method, 'requestBody'), operation.requestBody]];
+        for (const [status, response] of Object.entries(operation.responses as Json)) {
+          if (/^2/.test(status)) bodies.push([pointer('paths', template, method, 'responses', status), this.resolve(response as Json)]);
+        }
+        for (const [where, body] of bodies) {
+          for (const [mediaType, content] of Object.entries((body?.content ?? {}) as Json)) {
+            if (!this.examplesOf(content.schema).length) problems.push(`${where}/content/${escape(mediaType)} has no example`);
+          }
+        }
+      }
+    }
+    this.visitSchemas(this.document, '#', (schema, at) => {
+      (schema.examples as unknown[]).forEach((example, i) => {
+        const validate = this.validator(at);
+        if (!validate(example)) problems.push(`${at}/examples/${i} does not match its schema: ${this.ajv.errorsText(validate.errors, { dataVar: 'example' })}`);
+      });
+    });
+    return problems;
+  }
+
+  private examplesOf(schema: Json | undefined): unknown[] {
+    if (!schema) return [];
+    return (schema.examples as unknown[] | undefined) ?? (typeof schema.$ref === 'string' ? this.examplesOf(this.resolve(schema)) : []);
+  }
+
+  /** Calls `found` with every schema that has `examples` and the pointer to it. */
+  private visitSchemas(node: unknown, at: string, found: (schema: Json, at: string) => void): void {
+    if (node === null || typeof node !== 'object') return;
+    if (Array.isArray((node as Json).examples) && /\/schema$|\/components\/schemas\/[^/]+$/.test(at)) found(node as Json, at);
+    for (const [key, value] of Object.entries(node as Json)) {
+      if (key !== 'examples') this.visitSchemas(value, `${at}/${escape(key)}`, found);
+    }
+  }
+
   /** An answer to a path the document lacks is the catalogue's error body. */
   private errorBodyProblems(exchange: Exchange): string[] {
     const validate = this.validator('#/components/schemas/Error');

@@ -9,8 +9,10 @@ export const accessKeyRoutes = (accessKeys: AccessKeyService) => [
   defineRoute({
     method: 'post',
     path: '/agents/:id/access-keys',
-    summary: 'Create an access key (agk_…) for callers of the agent; shown only in this response',
+    operationId: 'createAccessKey',
     tag: 'Access keys',
+    summary: 'Create an access key',
+    description: 'Create an access key (agk_…) for callers of the agent; shown only in this response',
     auth: 'any',
     writes: true,
     body: CreateKeyBody,
@@ -23,8 +25,10 @@ export const accessKeyRoutes = (accessKeys: AccessKeyService) => [
   defineRoute({
     method: 'get',
     path: '/agents/:id/access-keys',
-    summary: "The agent's access keys, without the secrets",
+    operationId: 'listAccessKeys',
     tag: 'Access keys',
+    summary: "List an agent's access keys",
+    description: "The agent's access keys, without the secrets",
     auth: 'any',
     responses: { 200: { description: 'The keys', schema: AccessKeyList }, 404: notFound },
     handler: async ({ principal, params }) => ({
@@ -35,8 +39,10 @@ export const accessKeyRoutes = (accessKeys: AccessKeyService) => [
   defineRoute({
     method: 'delete',
     path: '/agents/:id/access-keys/:keyId',
-    summary: 'Revoke an access key; the next request with it is refused',
+    operationId: 'revokeAccessKey',
     tag: 'Access keys',
+    summary: 'Revoke an access key',
+    description: 'Revoke an access key; the next request with it is refused',
     auth: 'any',
     writes: true,
     responses: { 204: { description: 'Revoked' }, 404: notFound },

@@ -9,8 +9,10 @@ export const accountUserRoutes = (accounts: AccountService) => [
   defineRoute({
     method: 'get',
     path: '/account/users',
-    summary: "The account's users (owners and admins)",
+    operationId: 'listAccountUsers',
     tag: 'Account',
+    summary: "List the account's users",
+    description: "The account's users (owners and admins)",
     auth: 'any',
     responses: {
       200: { description: 'The users, oldest first', schema: UserList },
@@ -21,8 +23,10 @@ export const accountUserRoutes = (accounts: AccountService) => [
   defineRoute({
     method: 'delete',
     path: '/account/users/:id',
-    summary: 'Delete a user of the account with their sessions and personal API keys (owners only)',
+    operationId: 'deleteAccountUser',
     tag: 'Account',
+    summary: 'Remove a user from the account',
+    description: 'Delete a user of the account with their sessions and personal API keys (owners only)',
     auth: 'any',
     responses: {
       204: { description: 'Deleted: their tokens are refused from the next request on' },
@@ -38,8 +42,10 @@ export const accountUserRoutes = (accounts: AccountService) => [
   defineRoute({
     method: 'delete',
     path: '/account',
-    summary: 'Delete the account and everything in it: agents stopped, keys revoked, users and data removed (owners only)',
+    operationId: 'deleteAccount',
     tag: 'Account',
+    summary: 'Delete the account',
+    description: 'Delete the account and everything in it: agents stopped, keys revoked, users and data removed (owners only)',
     auth: 'any',
     writes: true,
     body: DeleteAccountBody,

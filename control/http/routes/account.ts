@@ -8,8 +8,10 @@ export const accountRoutes = (usage: UsageService, subscriptions: SubscriptionSe
   defineRoute({
     method: 'get',
     path: '/account/usage',
-    summary: 'Plan, limits, what runs now and what was metered this month (UTC)',
+    operationId: 'getAccountUsage',
     tag: 'Account',
+    summary: "Get the account's usage",
+    description: 'Plan, limits, what runs now and what was metered this month (UTC)',
     auth: 'any',
     responses: { 200: { description: 'The account usage', schema: AccountUsage } },
     handler: async ({ principal }) => ({ status: 200, body: await usage.usage(principal) }),
@@ -17,8 +19,10 @@ export const accountRoutes = (usage: UsageService, subscriptions: SubscriptionSe
   defineRoute({
     method: 'post',
     path: '/account/subscription',
-    summary: "Move the account to another plan through the billing provider (the owner only); the plan's limits apply at once",
+    operationId: 'changeSubscription',
     tag: 'Account',
+    summary: "Change the account's plan",
+    description: "Move the account to another plan through the billing provider (the owner only); the plan's limits apply at once",
     auth: 'any',
     writes: true,
     body: SubscriptionBody,

@@ -9,8 +9,10 @@ export const apiKeyRoutes = (apiKeys: ApiKeyService) => [
   defineRoute({
     method: 'post',
     path: '/api-keys',
-    summary: 'Create a personal API key (agnt_…); the key is shown only in this response',
-    tag: 'Personal API keys',
+    operationId: 'createApiKey',
+    tag: 'API keys',
+    summary: 'Create a personal API key',
+    description: 'Create a personal API key (agnt_…); the key is shown only in this response',
     auth: 'any',
     body: CreateKeyBody,
     responses: { 201: { description: 'Created', schema: ApiKeyCreated }, 403: sessionOnly },
@@ -19,8 +21,10 @@ export const apiKeyRoutes = (apiKeys: ApiKeyService) => [
   defineRoute({
     method: 'get',
     path: '/api-keys',
-    summary: "The caller's personal API keys, without the secrets",
-    tag: 'Personal API keys',
+    operationId: 'listApiKeys',
+    tag: 'API keys',
+    summary: 'List personal API keys',
+    description: "The caller's personal API keys, without the secrets",
     auth: 'any',
     responses: { 200: { description: 'The keys', schema: ApiKeyList }, 403: sessionOnly },
     handler: async ({ principal }) => ({ status: 200, body: { api_keys: await apiKeys.list(principal) } }),
@@ -28,8 +32,10 @@ export const apiKeyRoutes = (apiKeys: ApiKeyService) => [
   defineRoute({
     method: 'delete',
     path: '/api-keys/:id',
+    operationId: 'revokeApiKey',
+    tag: 'API keys',
     summary: 'Revoke a personal API key',
-    tag: 'Personal API keys',
+    description: 'Revoke a personal API key',
     auth: 'any',
     responses: { 204: { description: 'Revoked' }, 403: sessionOnly, 404: { description: 'NOT_FOUND', schema: ErrorBody } },
     handler: async ({ principal, audit, params }) => {

@@ -8,8 +8,10 @@ export const auditEventRoutes = (auditEvents: AuditEventService) => [
   defineRoute({
     method: 'get',
     path: '/account/audit-events',
-    summary: "Who changed what in the account, newest first (owners and admins)",
-    tag: 'Account',
+    operationId: 'listAuditEvents',
+    tag: 'Audit',
+    summary: 'List audit events',
+    description: "Who changed what in the account, newest first (owners and admins)",
     auth: 'any',
     query: ListAuditEventsQuery,
     responses: {

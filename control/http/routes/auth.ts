@@ -7,8 +7,10 @@ export const authRoutes = (auth: AuthService) => [
   defineRoute({
     method: 'get',
     path: '/auth/registration',
-    summary: 'How new users may register: open, invite or closed',
-    tag: 'Sign-in',
+    operationId: 'getRegistrationMode',
+    tag: 'Auth',
+    summary: 'Get the registration mode',
+    description: 'How new users may register: open, invite or closed',
     auth: 'none',
     responses: { 200: { description: 'The registration mode', schema: RegistrationMode } },
     handler: async () => ({ status: 200, body: { mode: auth.registrationMode() } }),
@@ -16,8 +18,10 @@ export const authRoutes = (auth: AuthService) => [
   defineRoute({
     method: 'post',
     path: '/auth/register',
-    summary: 'Create a user (and its account) and sign in',
-    tag: 'Sign-in',
+    operationId: 'register',
+    tag: 'Auth',
+    summary: 'Register a user',
+    description: 'Create a user (and its account) and sign in',
     auth: 'none',
     body: RegisterBody,
     responses: {
@@ -31,8 +35,10 @@ export const authRoutes = (auth: AuthService) => [
   defineRoute({
     method: 'post',
     path: '/auth/login',
-    summary: 'Sign in; the session token lives 60 minutes',
-    tag: 'Sign-in',
+    operationId: 'login',
+    tag: 'Auth',
+    summary: 'Sign in',
+    description: 'Sign in; the session token lives 60 minutes',
     auth: 'none',
     body: LoginBody,
     responses: {
@@ -45,8 +51,10 @@ export const authRoutes = (auth: AuthService) => [
   defineRoute({
     method: 'post',
     path: '/auth/logout',
-    summary: 'Sign out: the presenting session token is refused from the next request on',
-    tag: 'Sign-in',
+    operationId: 'logout',
+    tag: 'Auth',
+    summary: 'Sign out',
+    description: 'Sign out: the presenting session token is refused from the next request on',
     auth: 'any',
     responses: {
       204: { description: 'Signed out' },
@@ -60,8 +68,10 @@ export const authRoutes = (auth: AuthService) => [
   defineRoute({
     method: 'get',
     path: '/auth/me',
-    summary: 'The signed-in user',
-    tag: 'Sign-in',
+    operationId: 'getCurrentUser',
+    tag: 'Auth',
+    summary: 'Get the signed-in user',
+    description: 'The signed-in user',
     auth: 'any',
     responses: { 200: { description: 'The user', schema: User } },
     handler: async ({ principal }) => ({ status: 200, body: await auth.me(principal) }),

@@ -13,11 +13,13 @@ export const deploymentEventRoutes = (history: DeploymentHistoryService, feed: D
   defineRoute({
     method: 'get',
     path: '/agents/:id/deployments/:deploymentId/events',
-    summary:
+    operationId: 'streamDeploymentEvents',
+    tag: 'Deployments',
+    summary: "Stream a deployment's progress",
+    description:
       'Server-sent events of the rollout: `progress` (queued, pulling, starting, health_check, routing, draining, succeeded, failed), ' +
       'past ones first (send Last-Event-ID to resume after one), then live; a last `end` with the status, then the stream ends ' +
       '(or `access-ended` when the token stops granting access)',
-    tag: 'Deployments',
     auth: 'any',
     reads: ['Last-Event-ID'],
     responses: { 200: { description: 'The rollout events', schema: DeploymentEventStream, contentType: 'text/event-stream' }, 404: notFound },

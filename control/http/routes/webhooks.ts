@@ -11,8 +11,10 @@ export const webhookRoutes = (webhooks: WebhookService) => [
   defineRoute({
     method: 'post',
     path: '/account/webhooks',
-    summary: 'Subscribe a URL to events of the account; the whsec_ signing secret is shown only in this response',
+    operationId: 'createWebhook',
     tag: 'Webhooks',
+    summary: 'Create a webhook',
+    description: 'Subscribe a URL to events of the account; the whsec_ signing secret is shown only in this response',
     auth: 'any',
     body: CreateWebhookBody,
     responses: { 201: { description: 'Created', schema: WebhookCreated }, 403: managersOnly },
@@ -21,8 +23,10 @@ export const webhookRoutes = (webhooks: WebhookService) => [
   defineRoute({
     method: 'get',
     path: '/account/webhooks',
-    summary: "The account's webhooks, newest first, without their secrets",
+    operationId: 'listWebhooks',
     tag: 'Webhooks',
+    summary: 'List webhooks',
+    description: "The account's webhooks, newest first, without their secrets",
     auth: 'any',
     query: ListWebhooksQuery,
     responses: { 200: { description: 'The webhooks', schema: WebhookList }, 403: managersOnly },
@@ -31,8 +35,10 @@ export const webhookRoutes = (webhooks: WebhookService) => [
   defineRoute({
     method: 'delete',
     path: '/account/webhooks/:id',
-    summary: 'Delete a webhook: its pending deliveries are dropped',
+    operationId: 'deleteWebhook',
     tag: 'Webhooks',
+    summary: 'Delete a webhook',
+    description: 'Delete a webhook: its pending deliveries are dropped',
     auth: 'any',
     responses: { 204: { description: 'Deleted' }, 403: managersOnly, 404: noSuchWebhook },
     handler: async ({ principal, params, audit }) => {
@@ -43,8 +49,10 @@ export const webhookRoutes = (webhooks: WebhookService) => [
   defineRoute({
     method: 'get',
     path: '/account/webhooks/:id/deliveries',
-    summary: "A webhook's last 100 delivery attempts, newest first",
+    operationId: 'listWebhookDeliveries',
     tag: 'Webhooks',
+    summary: "List a webhook's deliveries",
+    description: "A webhook's last 100 delivery attempts, newest first",
     auth: 'any',
     responses: { 200: { description: 'The attempts', schema: WebhookDeliveryList }, 403: managersOnly, 404: noSuchWebhook },
     handler: async ({ principal, params }) => ({ status: 200, body: { deliveries: await webhooks.deliveries(principal, params.id!) } }),
