@@ -2,7 +2,7 @@ import { chmodSync, mkdirSync, readFileSync, renameSync, rmSync, writeFileSync }
 import { dirname } from 'node:path';
 import { CliError, EXIT } from './errors.js';
 
-/** One API target: where it is and the session `login` (or `context add --token`) keeps for it. */
+/** One API target: where it is and the session `auth login` (or `context add --token`) keeps for it. */
 export interface StoredTarget {
   api_url?: string;
   token?: string;
@@ -16,7 +16,7 @@ export interface StoredConfig {
   contexts: Record<string, StoredTarget>;
 }
 
-/** The context the single-target file of earlier versions becomes, and the one `login` fills when there is none. */
+/** The context the single-target file of earlier versions becomes, and the one `auth login` fills when there is none. */
 export const DEFAULT_CONTEXT = 'default';
 
 /** The file's contents, or an empty config when there is none yet. */

@@ -1,13 +1,12 @@
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
+import { topLevelAliases } from './aliases.js';
 import { agents } from './commands/agents.js';
 import { audit } from './commands/audit.js';
-import { login, logout, register, whoami } from './commands/auth.js';
-import { deployments, rollback } from './commands/deployments.js';
+import { auth } from './commands/auth.js';
+import { deployments } from './commands/deployments.js';
 import { domains } from './commands/domains.js';
-import { invoke } from './commands/invoke.js';
 import { apiKeys, keys } from './commands/keys.js';
-import { logs, metrics } from './commands/observability.js';
 import { usage } from './commands/usage.js';
 import { contexts } from './commands/contexts.js';
 import { env, secrets } from './commands/env.js';
@@ -23,35 +22,32 @@ function parser(argv: string[]) {
     .scriptName('agentctl')
     .usage('$0 <command> [options]\n\nThe command line of the agent platform: sign in, deploy, watch, call.')
     .option('api', { type: 'string', global: true, describe: `the control API (else AGENTCTL_API_URL, the URL you logged in to, ${DEFAULT_API_URL})` })
-    .option('edge', { type: 'string', global: true, describe: "where invoke connects instead of the agent URL's host (else AGENTCTL_EDGE_URL)" })
+    .option('edge', { type: 'string', global: true, describe: "where agents invoke connects instead of the agent URL's host (else AGENTCTL_EDGE_URL)" })
     .option('json', { type: 'boolean', global: true, describe: "print the API's JSON as is" })
     .option('context', { type: 'string', global: true, describe: 'the named API target to use (else AGENTCTL_CONTEXT, then the one `agentctl context use` chose)' })
     .option('color', { type: 'boolean', global: true, describe: 'colour output; --no-color (or NO_COLOR=1) turns it off. Default: only when stdout is a terminal' })
-    .command(register)
-    .command(login)
-    .command(logout)
-    .command(whoami)
+    // Noun then verb, as gh and flyctl: every command is in a group but version and completion, which gh too has at the top.
+    .command(auth)
     .command(agents)
-    .command(logs)
-    .command(metrics)
+    .command(deployments)
+    .command(env)
+    .command(secrets)
     .command(keys)
     .command(apiKeys)
     .command(domains)
     .command(usage)
-    .command(deployments)
-    .command(rollback)
     .command(audit)
-    .command(invoke)
-    .command(env)
-    .command(secrets)
     .command(contexts)
     .command(version)
     .command(completion)
+    // The verbs that were top-level commands, hidden from help (cli/aliases.ts).
+    .command(topLevelAliases)
     // Answers --get-yargs-completions for the scripts `completion` prints; its own command is hidden.
     .completion('yargs-completion', false)
     .example([
-      ['$0 login --email ada@example.com', 'sign in (the password is asked for)'],
+      ['$0 auth login --email ada@example.com', 'sign in (the password is asked for)'],
       ['$0 agents create --name support-bot --deploy', 'create an agent and wait until it runs'],
+      ['$0 agents invoke support-bot "Where is my order?"', 'call it and print its answer'],
       ['printf %s "$TOKEN" | $0 secrets set support-bot API_TOKEN', 'add a secret from stdin; a new deployment rolls it out'],
       ['$0 context add staging --api-url https://staging.example.com/v1', 'another API target'],
     ])

@@ -10,9 +10,9 @@ export interface Settings {
   /** The control API's base URL, /v1 included, without a trailing slash. */
   readonly apiUrl: string;
   readonly token: string | undefined;
-  /** An agent's access key for `invoke`, when --key is not given. */
+  /** An agent's access key for `agents invoke`, when --key is not given. */
   readonly accessKey: string | undefined;
-  /** Where `invoke` connects instead of the agent URL's host (the agent's hostname goes in Host). */
+  /** Where `agents invoke` connects instead of the agent URL's host (the agent's hostname goes in Host). */
   readonly edgeUrl: string | undefined;
   /** The context (named API target of the config file) this run uses. */
   readonly contextName: string;

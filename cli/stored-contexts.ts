@@ -9,7 +9,7 @@ export function withSession(config: StoredConfig, name: string, target: Required
 
 /**
  * `name` signed out: a context `context add` made keeps its API and loses the session; the
- * `default` one, which login fills by itself, goes entirely. Undefined when no context is
+ * `default` one, which `auth login` fills by itself, goes entirely. Undefined when no context is
  * left, so that the single-target user's logout still removes the file.
  */
 export function withoutSession(config: StoredConfig, name: string): StoredConfig | undefined {

@@ -233,7 +233,7 @@ describe('agentctl conventions', function () {
         const undescribed = help.stdout.split('\n').filter((line) => /^\s+(?:-\w, )?(?:--)?[\w-]+\s+\[(?:string|number|boolean|array)\]/.test(line));
         assert.deepEqual(undescribed, [], `undescribed in agentctl ${path.join(' ')}`);
       }
-      assert.match((await user.run(['logs', '--help'])).stdout, /--level .*\[choices: "debug", "info", "warn", "error"\]/);
+      assert.match((await user.run(['agents', 'logs', '--help'])).stdout, /--level .*\[choices: "debug", "info", "warn", "error"\]/);
     });
 
     it('prints completion scripts for bash, zsh and fish', async () => {
@@ -245,6 +245,121 @@ describe('agentctl conventions', function () {
       assert.equal((await user.run(['completion', 'tcsh'])).code, 2);
       const offered = await user.run(['--get-yargs-completions', 'secrets', ''], { SHELL: '/usr/bin/fish' });
       assert.match(offered.stdout, /^set\t/m, 'fish gets names with their descriptions');
+    });
+  });
+
+  describe('noun then verb, with the old top-level commands as aliases', () => {
+    /** The new form of each command that was at the top level, by its old form; a group's default runs for deployments, audit and usage. */
+    const RENAMED: [string[], string[]][] = [
+      [['register'], ['auth', 'register']],
+      [['login'], ['auth', 'login']],
+      [['logout'], ['auth', 'logout']],
+      [['whoami'], ['auth', 'whoami']],
+      [['logs'], ['agents', 'logs']],
+      [['metrics'], ['agents', 'metrics']],
+      [['invoke'], ['agents', 'invoke']],
+      [['rollback'], ['deployments', 'rollback']],
+    ];
+    /** A command's help from its positionals on: what it takes and its examples, without its usage line and description. */
+    const takes = (help: string) => help.slice(help.search(/^(Positionals|Options):$/m));
+    let agentId: string;
+    before(async () => {
+      agentId = (await user.json(['agents', 'create', '--name', 'layout', '--env', 'V=1', '--replicas', '0', '--deploy'])).id;
+      assert.equal((await user.run(['agents', 'deploy', agentId, '--env', 'V=2'])).code, 0);
+    });
+
+    it('lists only the groups, version and completion in the top-level help and in completion', async () => {
+      const help = (await user.run(['--help'])).stdout;
+      const commands = help.split(/^Commands:$/m)[1]!.split(/^\S.*:$/m)[0]!;
+      const listed = [...commands.matchAll(/^ {2}agentctl (\S+)( \S+)?/gm)].map(([, name, rest]) => `${name}${rest ?? ''}`);
+      const groups = ['auth', 'agents', 'deployments', 'env', 'secrets', 'keys', 'api-keys', 'domains', 'usage', 'audit', 'context'];
+      assert.deepEqual(listed.sort(), [...groups.map((group) => `${group} <command>`), 'version', 'completion [shell]'].sort());
+      const offered = (await user.run(['--get-yargs-completions', ''], { SHELL: '/bin/bash' })).stdout.trim().split('\n');
+      assert.deepEqual(offered.sort(), [...groups, 'version', 'completion'].sort());
+    });
+
+    it('gives each old top-level command the flags and examples of its new form, and names the new form in its help', async () => {
+      for (const [old, renamed] of RENAMED) {
+        const [oldHelp, newHelp] = await Promise.all([user.run([...old, '--help']), user.run([...renamed, '--help'])]);
+        assert.equal(oldHelp.code, 0, old.join(' '));
+        assert.equal(takes(oldHelp.stdout), takes(newHelp.stdout), `${old.join(' ')} takes what ${renamed.join(' ')} takes`);
+        assert.match(oldHelp.stdout, new RegExp(`An alias of \`agentctl ${renamed.join(' ')}\``));
+      }
+    });
+
+    it('signs up, in and out with auth register|login|logout|whoami', async () => {
+      const own = new CliUser({ AGENTCTL_API_URL: control.baseUrl });
+      try {
+        const email = `layout-${Date.now()}@example.com`;
+        const registered = await own.run(['auth', 'register', '--email', email, '--password', 'correct horse battery', '--name', 'Layout']);
+        assert.equal(registered.code, 0, registered.stderr);
+        assert.equal((await own.json(['auth', 'whoami'])).email, email);
+        assert.deepEqual(await own.json(['whoami']), await own.json(['auth', 'whoami']));
+        assert.equal((await own.run(['auth', 'logout'])).code, 0);
+        assert.equal((await own.run(['auth', 'whoami'])).code, 1, 'signed out');
+        assert.equal((await own.json(['auth', 'login', '--email', email, '--password', 'correct horse battery'])).user.email, email);
+        assert.equal((await own.run(['auth', 'login', '--email', email])).code, 2, 'no password and no terminal, as login');
+      } finally {
+        rmSync(own.configHome, { recursive: true, force: true });
+      }
+    });
+
+    it('lists deployments as deployments list <agent> and, as before, deployments <agent>, with the same flags', async () => {
+      const listed = await user.json(['deployments', 'list', agentId]);
+      assert.deepEqual(listed.deployments.map((d: { number: number }) => d.number), [2, 1]);
+      assert.deepEqual(await user.json(['deployments', agentId]), listed);
+      assert.deepEqual(await user.json(['deployments', agentId, '--page-size', '1']), await user.json(['deployments', 'list', agentId, '--page-size', '1']));
+      // .strict() still holds for the group's default: an unknown flag, a word too many or no agent is bad usage.
+      assert.equal((await user.run(['deployments', agentId, '--bogus'])).code, 2);
+      assert.equal((await user.run(['deployments', agentId, 'extra'])).code, 2);
+      assert.equal((await user.run(['deployments'])).code, 2);
+      assert.equal((await user.run(['deployments', 'list'])).code, 2);
+    });
+
+    it('rolls back as deployments rollback and, as before, rollback', async () => {
+      const first = await user.json(['deployments', 'rollback', agentId, '1']);
+      assert.equal(first.deploy.env[0].value, '1');
+      const second = await user.json(['rollback', agentId, '2']);
+      assert.equal(second.deploy.env[0].value, '2');
+      const [newest] = (await user.json(['deployments', 'list', agentId])).deployments;
+      assert.equal(newest.number, 4);
+      assert.equal((await user.run(['deployments', 'rollback', agentId, '99'])).code, 1);
+      assert.equal((await user.run(['rollback', agentId, '99'])).code, 1);
+    });
+
+    it('shows the audit log as audit list and, as before, audit, with the same filters', async () => {
+      const filters = ['--action', 'agent.create', '--agent', agentId];
+      const listed = await user.json(['audit', 'list', ...filters]);
+      assert.deepEqual(listed.events.map((e: { action: string; target: { id: string } }) => [e.action, e.target.id]), [['agent.create', agentId]]);
+      assert.deepEqual(await user.json(['audit', ...filters]), listed);
+      assert.equal((await user.run(['audit', 'list', '--action', 'agent.explode'])).code, 1);
+      assert.equal((await user.run(['audit', 'bogus'])).code, 2);
+    });
+
+    it('shows usage as usage show and, as before, usage', async () => {
+      const shown = await user.json(['usage', 'show']);
+      const before = await user.json(['usage']);
+      assert.deepEqual({ plan: before.plan, limits: before.limits }, { plan: shown.plan, limits: shown.limits });
+      assert.match((await user.run(['usage', 'show'])).stdout, /agents\s+\d+\s+\d+/);
+      assert.match((await user.run(['usage'])).stdout, /agents\s+\d+\s+\d+/);
+      assert.equal((await user.run(['usage', 'show', 'extra'])).code, 2);
+    });
+
+    it('reads logs and metrics and invokes as agents logs|metrics|invoke and, as before, at the top level', async () => {
+      // The in-memory driver runs no replica: no logs, a sample of zeros, and no agent by that name to invoke.
+      const logs = await user.json(['agents', 'logs', agentId, '--level', 'warn']);
+      assert.deepEqual(logs.logs, []);
+      assert.deepEqual(await user.json(['logs', agentId, '--level', 'warn']), logs);
+      assert.equal((await user.run(['agents', 'logs', agentId, '--level', 'loud'])).code, 2);
+      assert.equal((await user.run(['logs', agentId, '--level', 'loud'])).code, 2);
+      const sample = await user.json(['agents', 'metrics', agentId]);
+      assert.deepEqual(Object.keys(await user.json(['metrics', agentId])).sort(), Object.keys(sample).sort());
+      for (const invoke of [['agents', 'invoke'], ['invoke']]) {
+        const unknown = await user.run([...invoke, 'nobody-here', 'hello']);
+        assert.equal(unknown.code, 1, invoke.join(' '));
+        assert.match(unknown.stderr, /NOT_FOUND/);
+        assert.equal((await user.run([...invoke, agentId])).code, 2, 'no input');
+      }
     });
   });
 

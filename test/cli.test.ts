@@ -37,9 +37,9 @@ describe('agentctl', function () {
     rmSync(user.configHome, { recursive: true, force: true });
   });
 
-  it('`npx agentctl --help` runs from the repository and lists every command', async () => {
+  it('`npx agentctl --help` runs from the repository and lists every group of commands', async () => {
     const { stdout } = await run('npx', ['agentctl', '--help'], { cwd: ROOT });
-    for (const name of ['register', 'login', 'logout', 'whoami', 'agents', 'logs', 'metrics', 'keys', 'api-keys', 'domains', 'usage', 'deployments', 'rollback', 'audit', 'invoke', 'completion']) {
+    for (const name of ['auth', 'agents', 'deployments', 'env', 'secrets', 'keys', 'api-keys', 'domains', 'usage', 'audit', 'context', 'version', 'completion']) {
       assert.match(stdout, new RegExp(`agentctl ${name}\\b`), name);
     }
   });
@@ -180,8 +180,8 @@ describe('agentctl', function () {
     const out = mkdtempSync(join(ROOT, '.cli-build-'));
     try {
       await run('npx', ['tsc', '-p', 'tsconfig.cli.json', '--outDir', out], { cwd: ROOT });
-      const { stdout } = await run(process.execPath, [join(out, 'cli', 'main.js'), '--help'], { cwd: ROOT });
-      assert.match(stdout, /agentctl invoke/);
+      const { stdout } = await run(process.execPath, [join(out, 'cli', 'main.js'), 'agents', '--help'], { cwd: ROOT });
+      assert.match(stdout, /agentctl agents invoke/);
     } finally {
       rmSync(out, { recursive: true, force: true });
     }

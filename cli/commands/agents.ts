@@ -7,6 +7,8 @@ import { confirm } from '../prompt.js';
 import { resolveAgent, slugOf } from '../resolve-agent.js';
 import { printJson, table } from '../terminal.js';
 import { reportChange, showAgent } from '../agent-view.js';
+import { invoke } from './invoke.js';
+import { logs, metrics } from './observability.js';
 
 interface AgentPage {
   agents: Agent[];
@@ -96,7 +98,7 @@ const deploy = command({
       .conflicts('detach', 'wait')
       .example([
         ['$0 agents deploy support-bot --image ghcr.io/acme/bot:1.4', 'roll out a new image and wait until it alone serves'],
-        ['$0 agents deploy support-bot --detach', 'redeploy and return at once; follow with `agentctl deployments support-bot`'],
+        ['$0 agents deploy support-bot --detach', 'redeploy and return at once; follow with `agentctl deployments list support-bot`'],
       ]),
   run: async (args, context) => {
     const agent = await resolveAgent(context.api, args.agent);
@@ -146,4 +148,4 @@ const remove = command({
   },
 });
 
-export const agents = group('agents', 'Create, list, deploy, scale and delete agents', [list, get, create, deploy, scale, remove]);
+export const agents = group('agents', 'Create, list, deploy, scale and delete agents; read their logs and metrics; call them', [list, get, create, deploy, scale, remove, logs, metrics, invoke]);

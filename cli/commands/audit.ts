@@ -1,5 +1,5 @@
 import type { AuditEvent, AuditEventList } from '../../control/schemas/audit.js';
-import { command } from '../command.js';
+import { command, group } from '../command.js';
 import { resolveAgent } from '../resolve-agent.js';
 import { printJson, table } from '../terminal.js';
 
@@ -10,9 +10,9 @@ const row = (event: AuditEvent) => [
   Object.keys(event.details).length > 0 ? JSON.stringify(event.details) : '',
 ];
 
-export const audit = command({
-  command: 'audit',
-  examples: [["$0 audit", "the newest events"], ["$0 audit --action agent.deploy --agent support-bot", "one action on one agent"]],
+const list = command({
+  command: 'list',
+  examples: [["$0 audit list", "the newest events"], ["$0 audit list --action agent.deploy --agent support-bot", "one action on one agent"]],
   describe: "The account's audit log, newest first (owners and admins)",
   builder: (yargs) =>
     yargs
@@ -34,3 +34,6 @@ export const audit = command({
     if (list.has_next) terminal.err(`${list.total} events; this is page ${list.page}: --page ${list.page + 1} for more`);
   },
 });
+
+// `audit [--action A] …` was the listing before audit became a group: it still is.
+export const audit = group('audit', "The account's audit log (owners and admins)", [list], list);

@@ -1,6 +1,6 @@
 import type { SessionGrant, User } from '../../control/schemas/auth.js';
 import type { Static } from '@sinclair/typebox';
-import { command } from '../command.js';
+import { command, group } from '../command.js';
 import { removeConfigFile, writeConfigFile } from '../config-file.js';
 import { withoutSession, withSession } from '../stored-contexts.js';
 import type { Context } from '../context.js';
@@ -21,7 +21,7 @@ const password = (given: string | undefined) => given ?? promptHidden('Password:
 
 export const register = command({
   command: 'register',
-  examples: [["$0 register --email ada@example.com --name 'Ada L'", "the password is asked for on a terminal"]],
+  examples: [["$0 auth register --email ada@example.com --name 'Ada L'", "the password is asked for on a terminal"]],
   describe: 'Create a user and its account, and sign in',
   builder: (yargs) =>
     yargs
@@ -37,7 +37,7 @@ export const register = command({
 
 export const login = command({
   command: 'login',
-  examples: [["$0 login --email ada@example.com", "the password is asked for on a terminal"], ["$0 login --context staging --email ada@example.com", "sign in to another context (agentctl context add)"]],
+  examples: [["$0 auth login --email ada@example.com", "the password is asked for on a terminal"], ["$0 auth login --context staging --email ada@example.com", "sign in to another context (agentctl context add)"]],
   describe: `Sign in; the session token is kept for the context in use in $XDG_CONFIG_HOME/agentctl/config.json (mode 0600)`,
   builder: (yargs) =>
     yargs
@@ -50,7 +50,7 @@ export const login = command({
 
 export const logout = command({
   command: 'logout',
-  examples: [["$0 logout", ""]],
+  examples: [["$0 auth logout", ""]],
   describe: "End the session at the API and forget the context's saved token (the file goes with the last context)",
   builder: (yargs) => yargs,
   run: async (_args, context) => {
@@ -71,7 +71,7 @@ export const logout = command({
 
 export const whoami = command({
   command: 'whoami',
-  examples: [["$0 whoami", ""], ["$0 whoami --context staging", "as whom, on another context"]],
+  examples: [["$0 auth whoami", ""], ["$0 auth whoami --context staging", "as whom, on another context"]],
   describe: 'The signed-in user',
   builder: (yargs) => yargs,
   run: async (_args, context) => {
@@ -80,3 +80,5 @@ export const whoami = command({
     context.terminal.out(details([['email', user.email], ['name', user.name], ['role', user.role], ['account', user.account_id], ['api', context.settings.apiUrl], ['context', context.settings.contextName]], context.terminal.paint));
   },
 });
+
+export const auth = group('auth', 'Sign up, sign in and out, and show who is signed in', [register, login, logout, whoami]);

@@ -15,12 +15,12 @@ const add = command({
     yargs
       .positional('name', { type: 'string', demandOption: true, describe: 'letters, digits, . _ -' })
       .option('api-url', { type: 'string', demandOption: true, describe: 'the control API, /v1 included (https://agents.example.com/v1)' })
-      .option('token', { type: 'string', describe: 'a personal API key (agnt_…) for it (visible to ps and shell history: prefer --token-stdin). Else run `agentctl login --context <name>`' })
+      .option('token', { type: 'string', describe: 'a personal API key (agnt_…) for it (visible to ps and shell history: prefer --token-stdin). Else run `agentctl auth login --context <name>`' })
       .option('token-stdin', { type: 'boolean', describe: 'read the token from stdin (typed without echo on a terminal), as docker login --password-stdin' })
       .conflicts('token', 'token-stdin')
       .option('use', { type: 'boolean', describe: 'make it the context in use now' })
       .example([
-        ['$0 context add staging --api-url https://staging.example.com/v1', 'then: agentctl login --context staging'],
+        ['$0 context add staging --api-url https://staging.example.com/v1', 'then: agentctl auth login --context staging'],
         ['printf %s "$KEY" | $0 context add ci --api-url https://agents.example.com/v1 --token-stdin', 'with an API key, kept off the command line'],
       ]),
   run: async (args, { settings, terminal, json }) => {

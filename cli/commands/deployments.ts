@@ -1,7 +1,7 @@
 import type { Agent } from '../../control/schemas/agents.js';
 import type { Deployment, DeploymentList } from '../../control/schemas/deployments.js';
 import type { ApiClient } from '../api-client.js';
-import { command } from '../command.js';
+import { command, group } from '../command.js';
 import type { Context } from '../context.js';
 import { ApiRefused } from '../errors.js';
 import { resolveAgent } from '../resolve-agent.js';
@@ -13,9 +13,9 @@ const row = (deployment: Deployment) => [
   deployment.created_at, deployment.error,
 ];
 
-export const deployments = command({
-  command: 'deployments <agent>',
-  examples: [["$0 deployments support-bot", "its deployments, newest first"]],
+const list = command({
+  command: 'list <agent>',
+  examples: [["$0 deployments list support-bot", "its deployments, newest first"], ["$0 deployments list support-bot --page 2", "older ones"]],
   describe: "The agent's deployments (each deploy, create that deploys, and rollback), newest first",
   builder: (yargs) =>
     yargs
@@ -46,7 +46,7 @@ async function deploymentId(api: ApiClient, agentId: string, reference: string):
 
 export const rollback = command({
   command: 'rollback <agent> <deployment>',
-  examples: [["$0 rollback support-bot 3", "roll out deployment number 3 again and wait for it"], ["$0 rollback support-bot dep_0123 --wait", "by id, following the rollout"]],
+  examples: [["$0 deployments rollback support-bot 3", "roll out deployment number 3 again"], ["$0 deployments rollback support-bot dep_0123 --wait", "by id, following the rollout"]],
   describe: "Roll out a past deployment's configuration again (by id or number) as a new deployment",
   builder: (yargs) =>
     yargs
@@ -61,3 +61,6 @@ export const rollback = command({
     await reportChange(context, updated, args.wait);
   },
 });
+
+// `deployments <agent>` was the listing before deployments became a group: it still is.
+export const deployments = group('deployments', "An agent's deployments: list them, roll back to one", [list, rollback], list);

@@ -36,7 +36,7 @@ function withHint(refusal: ApiRefused, keyMissing: boolean): ApiRefused {
 
 export const invoke = command({
   command: 'invoke <agent> <input>',
-  examples: [["$0 invoke support-bot 'Where is my order?'", "print its answer"], ["$0 invoke support-bot 'Tell me more' --stream", "print the answer as it comes"]],
+  examples: [["$0 agents invoke support-bot 'Where is my order?'", "print its answer"], ["$0 agents invoke support-bot 'Tell me more' --stream", "print the answer as it comes"]],
   describe: "Call the agent through the edge (its url) and print its answer",
   builder: (yargs) =>
     yargs

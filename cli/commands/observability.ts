@@ -22,7 +22,7 @@ const printEvent = (terminal: Terminal, json: boolean, data: unknown, line: stri
 
 export const logs = command({
   command: 'logs <agent>',
-  examples: [["$0 logs support-bot --level warn", "recent warnings and errors"], ["$0 logs support-bot -f", "keep printing new lines"]],
+  examples: [["$0 agents logs support-bot --level warn", "recent warnings and errors"], ["$0 agents logs support-bot -f", "keep printing new lines"]],
   describe: 'Recent output of every replica, newest last; --follow keeps printing',
   builder: (yargs) =>
     yargs
@@ -50,7 +50,7 @@ export const logs = command({
 
 export const metrics = command({
   command: 'metrics <agent>',
-  examples: [["$0 metrics support-bot", ""], ["$0 metrics support-bot --watch --interval 2", "a sample every 2 seconds"]],
+  examples: [["$0 agents metrics support-bot", ""], ["$0 agents metrics support-bot --watch --interval 2", "a sample every 2 seconds"]],
   describe: 'Live CPU and memory averaged over replicas, and the last minute\'s requests at the edge; --watch samples every --interval seconds',
   builder: (yargs) =>
     yargs

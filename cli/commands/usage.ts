@@ -1,10 +1,10 @@
 import type { AccountUsage } from '../../control/schemas/account.js';
-import { command } from '../command.js';
+import { command, group } from '../command.js';
 import { bar, details, printJson, table } from '../terminal.js';
 
-export const usage = command({
-  command: 'usage',
-  examples: [["$0 usage", ""]],
+const show = command({
+  command: 'show',
+  examples: [["$0 usage show", ""], ["$0 usage show --json", "the API's figures, for scripts"]],
   describe: "What runs now against the plan's limits, and what was metered this month",
   builder: (yargs) => yargs,
   run: async (_args, { api, terminal, json }) => {
@@ -23,3 +23,6 @@ export const usage = command({
     terminal.out(details([['replica hours', period.replica_hours], ['vcpu hours', period.vcpu_hours], ['memory gb hours', period.memory_gb_hours], ['requests', period.requests]]));
   },
 });
+
+// `usage` alone was the command before usage became a group: it still shows.
+export const usage = group('usage', "The account's usage against its plan's limits", [show], show);
