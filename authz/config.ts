@@ -1,4 +1,6 @@
 import { availableParallelism } from 'node:os';
+import { resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { keyPrefixProblem } from '../contract/key-prefix.js';
 import { isUnixSocket, parseGrpcTarget, socketPathProblem, type GrpcTarget } from '../contract/grpc-target.js';
 import { ConfigError, readSettings, type Env, type SettingDocs, type SettingReader } from '../contract/settings-reader.js';
@@ -51,6 +53,19 @@ export interface AuthzConfig {
    * ever misbehave. The same services, handlers and bounds either way (docs/edge.md).
    */
   readonly grpcServer: AuthzServerKind;
+  /**
+   * Envoy's HTTPS listener and custom domains' certificates by ADS (authz/xds/), on the Unix
+   * socket AUTHZ_XDS_SOCKET; null: no xDS server (the local edge serves its own HTTPS).
+   */
+  readonly xds: XdsConfig | null;
+}
+
+export interface XdsConfig {
+  readonly socketPath: string;
+  /** envoy/tls-listener.yaml: the HTTPS listener's template. */
+  readonly tlsListenerFile: string;
+  /** The envoy.yaml Envoy runs, whose plain listener's filters the HTTPS listener shares. */
+  readonly envoyConfigFile: string;
 }
 
 export const AUTHZ_SERVER_KINDS = ['own', 'grpc-js'] as const;
@@ -114,7 +129,21 @@ function readAuthzConfig(read: SettingReader): AuthzConfig {
     // A Check is CPU-bound in authz (Redis does its part elsewhere): one process per core.
     workers: read.integer('AUTHZ_WORKERS', availableParallelism(), 1, 256),
     grpcServer,
+    xds: xdsConfig(read),
   };
+}
+
+/** Relative file settings name the package's own copies: envoy/ beside dist/ in the platform image (Containerfile), or a checkout's. */
+const PACKAGE_ROOT = fileURLToPath(new URL(import.meta.url.includes('/dist/') ? '../../' : '../', import.meta.url));
+
+function xdsConfig(read: SettingReader): XdsConfig | null {
+  const socketPath = read.optionalString('AUTHZ_XDS_SOCKET');
+  const tlsListenerFile = resolve(PACKAGE_ROOT, read.string('AUTHZ_XDS_TLS_LISTENER_FILE', 'envoy/tls-listener.yaml'));
+  const envoyConfigFile = resolve(PACKAGE_ROOT, read.string('AUTHZ_XDS_ENVOY_CONFIG_FILE', 'envoy/envoy.yaml'));
+  if (socketPath === null) return null;
+  const problem = socketPathProblem(socketPath);
+  if (problem) read.report(`AUTHZ_XDS_SOCKET: ${problem}`);
+  return { socketPath, tlsListenerFile, envoyConfigFile };
 }
 
 /**
@@ -164,6 +193,10 @@ export const AUTHZ_SETTING_DOCS: SettingDocs = {
   AUTHZ_TRUST_EXTERNAL_ADDRESS: "Read the caller from `x-envoy-external-address` instead of the Check's source address (only behind trusted proxies: envoy/README.md, \"Client address\").",
   AUTHZ_SERVER: "Which gRPC server answers Envoy: `own` (authz's HTTP/2 server) or `grpc-js` (@grpc/grpc-js's, the fallback).",
   AUTHZ_GRPC_SOCKET: "Unix socket of the gRPC server (Check, access logs, health), authz as Envoy's sidecar. Set this or AUTHZ_GRPC_LISTEN.",
+  AUTHZ_XDS_SOCKET:
+    "Unix socket of authz's xDS server (ADS: Envoy's HTTPS listener with a filter chain per custom domain, and their certificates by SDS). Unset: none; envoy.yaml's authz_xds cluster names it.",
+  AUTHZ_XDS_TLS_LISTENER_FILE: "The HTTPS listener's template (envoy/tls-listener.yaml; a relative path is the package's). Read at start when AUTHZ_XDS_SOCKET is set.",
+  AUTHZ_XDS_ENVOY_CONFIG_FILE: 'The envoy.yaml Envoy runs (a relative path is the package\'s): the HTTPS listener gets its plain listener (agent_edge) filters. Read at start when AUTHZ_XDS_SOCKET is set.',
   AUTHZ_GRPC_LISTEN: 'host:port of a TCP gRPC listener, for an Envoy on another host (then put mTLS or a network policy in front). Set this or AUTHZ_GRPC_SOCKET.',
   AUTHZ_GRPC_PORT: 'Refused: no longer read; use AUTHZ_GRPC_SOCKET or AUTHZ_GRPC_LISTEN.',
   AUTHZ_HOST: 'Address of the metrics and probes port.',

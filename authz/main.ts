@@ -9,6 +9,7 @@ import { loadEnvFile } from '../contract/env-file.js';
 import { loadAuthzConfig } from './config.js';
 import { startAuthz } from './server.js';
 import { shareMetricsWithPrimary, startAuthzPrimary, workerIndex } from './cluster.js';
+import { startEdgeXds } from './xds/edge-xds.js';
 
 // .env or --env-file first; a cluster worker loads it again, finding what the primary loaded already set.
 loadEnvFile(process.env, process.argv.slice(2));
@@ -54,13 +55,16 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 }
 
 async function start(): Promise<() => Promise<void>> {
+  // Envoy's HTTPS listener and certificates: once per node, so in the primary (or the one process).
+  const xds = config.xds && cluster.isPrimary ? await startEdgeXds(config.xds, { redis, keyPrefix: config.redisKeyPrefix, logger }) : null;
+  const stopXds = () => xds?.close() ?? Promise.resolve();
   if (config.workers > 1 && cluster.isPrimary) {
     const primary = await startAuthzPrimary(config, { redis, logger });
     logger.info({ workers: config.workers, grpc: formatGrpcTarget(config.grpcListen), metrics: `${config.host}:${primary.metricsPort}` }, 'authz started its workers');
-    return () => primary.stop();
+    return () => Promise.all([primary.stop(), stopXds()]).then(() => undefined);
   }
   const authz = await startAuthz(config, { redis, clock: systemClock, logger }, { serveOps: cluster.isPrimary, worker: workerIndex(process.env) });
   if (cluster.isWorker) shareMetricsWithPrimary(authz.metrics.registry);
   logger.info({ grpc: authz.grpcAddress, metrics: authz.metricsPort ? `${config.host}:${authz.metricsPort}` : 'the primary', agentDomain: config.agentDomain }, 'authz listening');
-  return () => authz.close();
+  return () => Promise.all([authz.close(), stopXds()]).then(() => undefined);
 }

@@ -8,16 +8,21 @@
 #
 # authz is Envoy's sidecar: a task of the same group that serves Checks and the access-log
 # stream on a Unix socket in the allocation's shared directory, where Envoy's cluster authz
-# points (docs/decisions.md, "authz is Envoy's sidecar on a Unix socket"). No port, Consul
-# service or template couples them: authz's gRPC is off the network, and its health never
-# re-renders or restarts Envoy. authz runs from the platform image (Containerfile), the one
+# points (docs/decisions.md, "authz is Envoy's sidecar on a Unix socket"). No port or Consul
+# service couples them: authz's gRPC is off the network, and its health never re-renders or
+# restarts Envoy (the files authz's task renders for both, below, render once). authz runs from the platform image (Containerfile), the one
 # control.nomad.hcl runs; the command picks authz. Both images are named by an immutable tag
 # or a digest, never "latest" (docs/nomad.md, "Images").
 #
-# Envoy's first template IS envoy/envoy.yaml, except the socket's path (in the allocation's
-# directory), the console's origin, the TLS listener's port (7443) and where its certificate
-# is (the task's secrets directory). test/nomad-jobs-hcl.test.ts renders it and compares
-# it with envoy/envoy.yaml, so a change to one that is not made to the other fails the tests.
+# Envoy's HTTPS listener comes from authz by LDS, over ADS on a second socket beside the
+# first (envoy.yaml, dynamic_resources): authz builds it from envoy/tls-listener.yaml and the
+# plain listener of the very envoy.yaml Envoy runs, with a filter chain per custom domain.
+# So authz renders both files, into the allocation's shared directory, where Envoy reads its
+# bootstrap too: authz's first template IS envoy/envoy.yaml, except the sockets' paths (in the
+# allocation's directory) and the console's origin; its second IS envoy/tls-listener.yaml,
+# except the listener's port (7443) and where its certificate is (the Envoy task's secrets
+# directory). test/nomad-jobs-hcl.test.ts and test/nomad-edge-tls.test.ts render them and
+# compare them with envoy/, so a change to one that is not made to the other fails the tests.
 #
 # Before the first run, write two Variables (namespace "platform"; docs/nomad.md, "The
 # platform's Variables"): nomad/jobs/platform-edge/edge/authz with REDIS_URL, and
@@ -101,9 +106,9 @@ job "platform-edge" {
       port "edge" {
         static = 7080
       }
-      # Envoy's TLS listener (agent_edge_tls), on the host's 0.0.0.0:7443: a load balancer,
-      # or the node's own port forward, maps 443 to it, and 443 stays the port callers use
-      # (the redirect's port_redirect). Not 443 itself: binding a port below 1024 takes
+      # Envoy's TLS listener (agent_edge_tls, which authz serves it), on the host's
+      # 0.0.0.0:7443: a load balancer, or the node's own port forward, maps 443 to it, and
+      # 443 stays the port callers use (the redirect's port_redirect). Not 443 itself: binding a port below 1024 takes
       # CAP_NET_BIND_SERVICE, which Envoy, as uid 101, cannot get from the docker driver.
       # cap_add puts a capability in the container's bounding, permitted and effective
       # sets (moby daemon/oci_linux.go, `WithCapabilities`; containerd pkg/oci/spec_opts.go,
@@ -257,84 +262,53 @@ job "platform-edge" {
         # driver.go binds it), under tmp/, which Nomad makes writable by every task's user
         # (client/allocdir/alloc_dir.go, `Build`) and where it puts its own Consul sockets
         # (`AllocGRPCSocket`). authz opens the socket to Envoy's user (authz/unix-socket.ts).
-        AUTHZ_GRPC_SOCKET      = "${NOMAD_ALLOC_DIR}/tmp/authz.sock"
+        AUTHZ_GRPC_SOCKET           = "${NOMAD_ALLOC_DIR}/tmp/authz.sock"
+        # Envoy's HTTPS listener and custom domains' certificates (ADS), on a socket of its
+        # own beside the first; envoy.yaml's cluster authz_xds names it. authz reads the two
+        # files its templates below render, at start.
+        AUTHZ_XDS_SOCKET            = "${NOMAD_ALLOC_DIR}/tmp/authz-xds.sock"
+        AUTHZ_XDS_ENVOY_CONFIG_FILE = "${NOMAD_ALLOC_DIR}/envoy/envoy.yaml"
+        AUTHZ_XDS_TLS_LISTENER_FILE = "${NOMAD_ALLOC_DIR}/envoy/tls-listener.yaml"
         # Metrics and probes only, inside the container: the published port reaches it
         # through Docker's bridge.
-        AUTHZ_HOST             = "0.0.0.0"
-        AUTHZ_METRICS_PORT     = "7092"
-        AGENT_DOMAIN           = var.agent_domain
-        AUTHZ_REDIS_TIMEOUT_MS = "100"
-        WAKE_TIMEOUT_SECONDS   = var.wake_timeout_seconds
+        AUTHZ_HOST                  = "0.0.0.0"
+        AUTHZ_METRICS_PORT          = "7092"
+        AGENT_DOMAIN                = var.agent_domain
+        AUTHZ_REDIS_TIMEOUT_MS      = "100"
+        WAKE_TIMEOUT_SECONDS        = var.wake_timeout_seconds
         # A container sees the host's cores (os.availableParallelism ignores Docker's CPU
         # share), so the workers are set, one per core that resources reserve below.
-        AUTHZ_WORKERS          = var.authz_workers
+        AUTHZ_WORKERS               = var.authz_workers
+        # Not authz's: read by the envoy.yaml template below ({{ env "CONSOLE_ORIGIN" }}:
+        # Nomad gives templates the task's env).
+        CONSOLE_ORIGIN              = var.console_origin
       }
 
-      # `.KEY.Value | toJSON` marshals the plain string (json.Marshal: \u0026, \n, \u0001…),
-      # which go-envparse reads back exactly. `.KEY | toJSON` would go through
-      # NomadVarItem.MarshalJSON, Go's %q, whose \x01, \a, \v and \x7f are not JSON: the
-      # render fails (test/nomad-env-template.test.ts).
+      # envoy/envoy.yaml and envoy/tls-listener.yaml, for Envoy and for authz's xDS server, in
+      # the allocation's shared directory: NOMAD_ALLOC_DIR, /alloc in both tasks' containers. A
+      # destination there is allowed: Nomad interpolates it with the client's own paths and
+      # refuses only one that escapes both the task's directory and the allocation's shared
+      # one (client/allocrunner/taskrunner/template/template.go, `parseTemplateConfigs`, calls
+      # client/taskenv/env.go, `TaskEnv.ClientPath`, whose `checkEscape` accepts either), and
+      # the job API only checks that it stays in the allocation (nomad/structs/structs.go,
+      # `Template.Validate`; helper/escapingfs/escapes.go, `PathEscapesAllocViaRelative`).
+      # consul-template makes the directory 0755 (renderer/renderer.go, `AtomicWrite`) and the
+      # files take the default perms, 0644 (api/tasks.go, `Template.Canonicalize`), so Envoy's
+      # uid 101 and authz's 1000 read them.
+      #
+      # authz's task renders them, not Envoy's: authz is a prestart sidecar, running before
+      # Envoy's task starts (the comment above the task), and its templates render before
+      # authz does (client/allocrunner/taskrunner/template_hook.go, `templateHook.Prestart`
+      # waits in `renderTemplates` for every template's first render), so both files exist
+      # when authz reads them at start and when Envoy reads its bootstrap.
+      # They read the task's environment only (CONSOLE_ORIGIN and NOMAD_ALLOC_DIR:
+      # template.go, `templateRunner` sets runner.Env), no Consul, Vault or Variable:
+      # rendered once, they never change while the tasks run, so nothing restarts either
+      # behind a job update's back.
       template {
-        data        = <<-EOT
-          {{ with nomadVar "nomad/jobs/platform-edge/edge/authz" -}}
-          REDIS_URL={{ .REDIS_URL.Value | toJSON }}
-          {{- end }}
-        EOT
-        destination = "secrets/authz.env"
-        env         = true
-        change_mode = "restart"
-      }
-
-      resources {
-        cpu    = 2000
-        memory = 512
-      }
-
-      # authz flushes its request figures within 8 s of SIGTERM (authz/server.ts, SHUTDOWN_GRACE_MS).
-      kill_timeout = "10s"
-    }
-
-    task "envoy" {
-      driver = "docker"
-
-      config {
-        image = var.envoy_image
-        # Host networking: callers' addresses reach Envoy unchanged (authz rate-limits per
-        # client address), and the admin port stays on the host's 127.0.0.1. The
-        # allocation's directory, authz's socket in it, is mounted at /alloc all the same.
-        network_mode = "host"
-        # With edge_http_redirect, the runtime layer that turns the redirect route on: the
-        # very argument `npm run up` passes (scripts/lib/up-edge-tls.ts, envoyRedirectArgs),
-        # merged into the bootstrap, which has no runtime of its own (envoy/README.md, "HTTPS").
-        args = concat(
-          ["-c", "/local/envoy.yaml", "--log-level", "warn"],
-          var.edge_http_redirect ? ["--config-yaml", "{\"layered_runtime\":{\"layers\":[{\"name\":\"edge_settings\",\"static_layer\":{\"edge.http_redirect\":100}}]}}"] : [],
-        )
-        pids_limit   = 2048
-        # Ports 7080 and 7443 need no privilege, so no capability at all.
-        cap_drop     = ["ALL"]
-        security_opt = ["no-new-privileges"]
-      }
-
-      # The image's envoy user from the start. ENVOY_UID=0 makes the image's entrypoint
-      # exec Envoy as it is, instead of switching users itself (chown and su-exec, which
-      # need capabilities this task does not have).
-      user = "101:101"
-      env {
-        ENVOY_UID = "0"
-        # Read by the template below ({{ env "CONSOLE_ORIGIN" }}: Nomad gives templates the task's env).
-        CONSOLE_ORIGIN = var.console_origin
-      }
-
-      template {
-        destination = "local/envoy.yaml"
-        # It reads the task's environment only (CONSOLE_ORIGIN, and NOMAD_ALLOC_DIR and
-        # NOMAD_SECRETS_DIR, which Nomad sets for every task: client/allocrunner/taskrunner/
-        # template/template.go, `templateRunner` sets runner.Env), no Consul, Vault or
-        # Variable: rendered once, it never changes while the task runs, so nothing restarts
-        # Envoy behind a job update's back.
+        destination = "${NOMAD_ALLOC_DIR}/envoy/envoy.yaml"
         change_mode = "noop"
-        data = <<EOT
+        data        = <<EOT
 # The production edge of the agent platform: every request to an agent URL
 # (https://<slug>.<agent domain>, or http://…:7080) passes here. See envoy/README.md and
 # docs/contract.md, "Edge". On Nomad the TLS listener is on 7443, which a load balancer
@@ -364,11 +338,36 @@ overload_manager:
         "@type": type.googleapis.com/envoy.extensions.resource_monitors.downstream_connections.v3.DownstreamConnectionsConfig
         max_active_downstream_connections: 50000
 
+# xDS needs a node name and cluster: an SDS or ADS subscription without them refuses to start
+# (source/common/config/utility.cc, Utility::checkLocalInfo, called by
+# TlsCertificateSdsApi::create and the gRPC mux). authz serves every node the same.
+node:
+  id: agent-edge
+  cluster: agent-platform-edge
+
+# The HTTPS listener comes from authz over ADS (one gRPC stream for the listener and its
+# certificates), on authz's second socket (cluster authz_xds). A listener added by LDS can be
+# changed in place: a new custom domain adds one filter chain, and only a changed chain's
+# connections drain (source/common/listener_manager/listener_manager_impl.cc,
+# ListenerManagerImpl::addOrUpdateListener, then ListenerImpl::supportUpdateFilterChain and
+# newListenerWithFilterChain; a listener from static_resources cannot be updated at all,
+# ListenerImpl::blockUpdate,
+# blockLdsUpdate in newer releases). Envoy keeps the last listener it accepted while authz is away.
+dynamic_resources:
+  lds_config:
+    ads: {}
+    resource_api_version: V3
+  ads_config:
+    api_type: GRPC
+    transport_api_version: V3
+    grpc_services:
+      - envoy_grpc: { cluster_name: authz_xds }
+
 static_resources:
   listeners:
     # The agent edge's plain-HTTP port: http://<slug>.<agent domain>:7080, or :80 where a
     # load balancer or a port forward maps it. The TLS listener below serves the same
-    # connection manager (anchor agent_edge_http) on 7443, which callers reach as 443.
+    # connection manager (authz copies it into the HTTPS listener it serves).
     - name: agent_edge
       address:
         socket_address: { address: 0.0.0.0, port_value: 7080 }
@@ -377,11 +376,12 @@ static_resources:
       filter_chains:
         - filters:
             - name: envoy.filters.network.http_connection_manager
-              # One connection manager for both listeners (a YAML alias below; yaml-cpp, which
-              # Envoy parses YAML with, resolves aliases): filters, routes, limits and logs cannot
-              # drift apart. Their HTTP stats add up under http.agent_edge.*; the listeners' own
-              # (listener.0.0.0.0_7443.ssl.* for TLS) tell them apart.
-              typed_config: &agent_edge_http
+              # One connection manager for both listeners: authz reads these filters from this
+              # file and puts them in every chain of the HTTPS listener it serves, so filters,
+              # routes, limits and logs cannot drift apart. Their HTTP stats add up under
+              # http.agent_edge.*; the listeners' own (listener.0.0.0.0_7443.ssl.* for TLS) tell
+              # them apart.
+              typed_config:
                 "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
                 stat_prefix: agent_edge
                 codec_type: AUTO
@@ -644,68 +644,10 @@ static_resources:
                     typed_config:
                       "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
 
-    # HTTPS for agent URLs: https://<slug>.<agent domain>. TLS 1.2 and 1.3 only, ECDHE with
-    # AEAD ciphers for 1.2 (1.3's suites are all AEAD, and BoringSSL has no setting for them),
-    # ALPN h2 then http/1.1, and the same connection manager as the plain listener. 7443, not
-    # 443: Envoy runs as uid 101 without capabilities on the host's network, where binding a
-    # port below 1024 needs CAP_NET_BIND_SERVICE (the job's comment on port "edge_tls").
-    - name: agent_edge_tls
-      address:
-        socket_address: { address: 0.0.0.0, port_value: 7443 }
-      per_connection_buffer_limit_bytes: 32768
-      filter_chains:
-        - transport_socket:
-            name: envoy.transport_sockets.tls
-            typed_config:
-              "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
-              common_tls_context:
-                tls_params:
-                  tls_minimum_protocol_version: TLSv1_2
-                  tls_maximum_protocol_version: TLSv1_3
-                  # The local edge offers the same list (envoy/local-edge/tls-policy.ts, held to
-                  # this one by test/envoy-tls.test.ts).
-                  cipher_suites:
-                    - ECDHE-ECDSA-AES128-GCM-SHA256
-                    - ECDHE-RSA-AES128-GCM-SHA256
-                    - ECDHE-ECDSA-CHACHA20-POLY1305
-                    - ECDHE-RSA-CHACHA20-POLY1305
-                    - ECDHE-ECDSA-AES256-GCM-SHA384
-                    - ECDHE-RSA-AES256-GCM-SHA384
-                alpn_protocols: ["h2", "http/1.1"]
-                # The certificate for *.<agent domain>, by SDS from a file: the task's templates
-                # render envoy/tls-sds.yaml as the path below, and tls.crt and tls.key beside it
-                # from the Variable nomad/jobs/platform-edge/edge/envoy, by a rename into the
-                # directory (consul-template renderer/renderer.go, AtomicWrite). A certificate
-                # and key moved into the directory are served to new connections without a
-                # restart, and connections already open keep the one they started with.
-                # - The Secret's TlsCertificate names its watched_directory: a move into it
-                #   makes Envoy read the chain and key again, together, until two reads agree
-                #   (source/common/secret/sds_api.cc, SdsApi::onWatchUpdate; the watch is
-                #   source/common/config/watched_directory.cc, inotify IN_MOVED_TO). A pair that
-                #   fails to load (a key that does not match its certificate) is logged and
-                #   counted (sds.agent_domain.key_rotation_failed), and the old one stays.
-                # - path_config_source.watched_directory re-reads this SDS file itself on a
-                #   move into the directory (source/extensions/config_subscription/filesystem/
-                #   filesystem_subscription_impl.cc, FilesystemSubscriptionImpl::refresh).
-                # - The new context takes new connections only: ServerSslSocketFactory::
-                #   onAddOrUpdateSecret (source/common/tls/server_ssl_socket.cc) swaps it under
-                #   a lock, and each open connection holds the context it was made with.
-                # Only moves are seen, which is how Nomad's templates write: a changed Variable
-                # is two renames, tls.crt's and tls.key's, in no set order, so one
-                # key_rotation_failed between them is expected.
-                tls_certificate_sds_secret_configs:
-                  - name: agent_domain
-                    sds_config:
-                      path_config_source:
-                        path: {{ env "NOMAD_SECRETS_DIR" }}/tls/sds.yaml
-                        watched_directory: { path: {{ env "NOMAD_SECRETS_DIR" }}/tls }
-                      resource_api_version: V3
-          # A client that has not finished its handshake in 10 s is cut, as one that has not
-          # sent its headers (request_headers_timeout); there is no limit by default.
-          transport_socket_connect_timeout: 10s
-          filters:
-            - name: envoy.filters.network.http_connection_manager
-              typed_config: *agent_edge_http
+    # HTTPS for agent URLs (agent_edge_tls, on 7443) is not here: Envoy takes it from authz by
+    # LDS (dynamic_resources above), built from the job's copy of envoy/tls-listener.yaml,
+    # rendered beside this file, with this listener's connection manager, and one filter
+    # chain per custom domain (envoy/README.md).
 
     # Prometheus scrapes Envoy's own stats here (Consul service platform-edge-metrics in
     # nomad-jobs/envoy.nomad.hcl). Only GET /stats/prometheus goes through, to the admin
@@ -834,6 +776,26 @@ static_resources:
           healthy_threshold: 1
           grpc_health_check: {}
 
+    # authz's xDS server (AUTHZ_XDS_SOCKET): the HTTPS listener and custom domains'
+    # certificates, on a socket of its own beside authz.sock in the allocation's directory,
+    # served by grpc-js apart from the Check path.
+    - name: authz_xds
+      type: STATIC
+      connect_timeout: 0.25s
+      load_assignment:
+        cluster_name: authz_xds
+        endpoints:
+          - lb_endpoints:
+              - endpoint:
+                  address:
+                    pipe: { path: {{ env "NOMAD_ALLOC_DIR" }}/tmp/authz-xds.sock }
+      typed_extension_protocol_options:
+        envoy.extensions.upstreams.http.v3.HttpProtocolOptions:
+          "@type": type.googleapis.com/envoy.extensions.upstreams.http.v3.HttpProtocolOptions
+          explicit_http_config:
+            http2_protocol_options:
+              connection_keepalive: { interval: 30s, timeout: 5s }
+
     # Envoy's admin listener, for the prometheus_stats listener above only.
     - name: envoy_admin
       type: STATIC
@@ -848,6 +810,156 @@ static_resources:
 EOT
       }
 
+      # The HTTPS listener's template. Its SDS file is Envoy's, in the Envoy task's secrets:
+      # authz passes the path on, and Envoy reads it (the comment in the file).
+      template {
+        destination = "${NOMAD_ALLOC_DIR}/envoy/tls-listener.yaml"
+        change_mode = "noop"
+        data        = <<EOT
+# envoy.yaml's HTTPS listener, agent_edge_tls, which Envoy takes from authz by LDS (envoy.yaml,
+# dynamic_resources) instead of from its bootstrap, so that each custom domain can get a
+# filter chain and a certificate of its own without a restart (envoy/README.md, "Custom
+# domains"). On Nomad it listens on 7443 (the group's port edge_tls; a load balancer maps
+# 443 to it) and its agent-domain certificate is in the Envoy task's secrets directory.
+# authz (AUTHZ_XDS_SOCKET, AUTHZ_XDS_TLS_LISTENER_FILE = this file) serves:
+#
+# - this Listener, with `filters` of every chain set to the filters of envoy.yaml's plain
+#   listener agent_edge (AUTHZ_XDS_ENVOY_CONFIG_FILE = envoy.yaml): the one HTTP connection
+#   manager both listeners share, as the YAML alias used to;
+# - before the chain below, one chain per custom domain that has a certificate: the same
+#   chain, with `filter_chain_match.server_names: [<hostname>]` and its certificate by SDS
+#   over the same ADS stream (secret `custom_domain:<hostname>`).
+#
+# The chain below has no server_names: Envoy's catch-all, for the agent domain and every
+# ClientHello without SNI. test/envoy-tls.test.ts checks this file, and what authz builds of
+# it, against Envoy's Listener proto.
+name: agent_edge_tls
+address:
+  socket_address: { address: 0.0.0.0, port_value: 7443 }
+per_connection_buffer_limit_bytes: 32768
+# Choosing a chain by server_names needs the SNI before the handshake: the TLS inspector
+# reads it from the ClientHello. Envoy no longer adds it by itself (its release notes: the
+# injection was turned off by default, then its runtime guard disable_tls_inspector_injection removed).
+# Envoy then takes the chain whose server_names hold the SNI exactly, else the longest
+# wildcard suffix, else the chain with none (source/common/listener_manager/
+# filter_chain_manager_impl.cc, FilterChainManagerImpl::findFilterChainForServerName).
+listener_filters:
+  - name: envoy.filters.listener.tls_inspector
+    typed_config:
+      "@type": type.googleapis.com/envoy.extensions.filters.listener.tls_inspector.v3.TlsInspector
+filter_chains:
+  - transport_socket:
+      name: envoy.transport_sockets.tls
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.DownstreamTlsContext
+        common_tls_context:
+          tls_params:
+            tls_minimum_protocol_version: TLSv1_2
+            tls_maximum_protocol_version: TLSv1_3
+            # The local edge offers the same list (envoy/local-edge/tls-policy.ts, held to
+            # this one by test/envoy-tls.test.ts).
+            cipher_suites:
+              - ECDHE-ECDSA-AES128-GCM-SHA256
+              - ECDHE-RSA-AES128-GCM-SHA256
+              - ECDHE-ECDSA-CHACHA20-POLY1305
+              - ECDHE-RSA-CHACHA20-POLY1305
+              - ECDHE-ECDSA-AES256-GCM-SHA384
+              - ECDHE-RSA-AES256-GCM-SHA384
+          alpn_protocols: ["h2", "http/1.1"]
+          # The certificate for *.<agent domain>, by SDS from a file Envoy reads: the Envoy
+          # task's templates render envoy/tls-sds.yaml as the path below, and tls.crt and
+          # tls.key beside it from the Variable nomad/jobs/platform-edge/edge/envoy, by a
+          # rename into the directory (consul-template renderer/renderer.go, AtomicWrite).
+          # The path is the Envoy container's: a docker task's secrets directory is /secrets
+          # (client/allocdir/fs_unix.go, TaskSecretsContainerPath), written out here because
+          # authz renders this file, and authz's own NOMAD_SECRETS_DIR is another directory.
+          # A certificate and key moved into the directory are served to new connections
+          # without a restart, and connections already open keep the one they started with.
+          # - The Secret's TlsCertificate names its watched_directory: a move into it
+          #   makes Envoy read the chain and key again, together, until two reads agree
+          #   (source/common/secret/sds_api.cc, SdsApi::onWatchUpdate; the watch is
+          #   source/common/config/watched_directory.cc, inotify IN_MOVED_TO). A pair that
+          #   fails to load (a key that does not match its certificate) is logged and
+          #   counted (sds.agent_domain.key_rotation_failed), and the old one stays.
+          # - path_config_source.watched_directory re-reads this SDS file itself on a
+          #   move into the directory (source/extensions/config_subscription/filesystem/
+          #   filesystem_subscription_impl.cc, FilesystemSubscriptionImpl::refresh).
+          # - The new context takes new connections only: ServerSslSocketFactory::
+          #   onAddOrUpdateSecret (source/common/tls/server_ssl_socket.cc) swaps it under
+          #   a lock, and each open connection holds the context it was made with.
+          # Only moves are seen, which is how Nomad's templates write: a changed Variable
+          # is two renames, tls.crt's and tls.key's, in no set order, so one
+          # key_rotation_failed between them is expected.
+          tls_certificate_sds_secret_configs:
+            - name: agent_domain
+              sds_config:
+                path_config_source:
+                  path: /secrets/tls/sds.yaml
+                  watched_directory: { path: /secrets/tls }
+                resource_api_version: V3
+    # A client that has not finished its handshake in 10 s is cut, as one that has not
+    # sent its headers (request_headers_timeout); there is no limit by default.
+    transport_socket_connect_timeout: 10s
+EOT
+      }
+
+      # `.KEY.Value | toJSON` marshals the plain string (json.Marshal: \u0026, \n, \u0001…),
+      # which go-envparse reads back exactly. `.KEY | toJSON` would go through
+      # NomadVarItem.MarshalJSON, Go's %q, whose \x01, \a, \v and \x7f are not JSON: the
+      # render fails (test/nomad-env-template.test.ts).
+      template {
+        data        = <<-EOT
+          {{ with nomadVar "nomad/jobs/platform-edge/edge/authz" -}}
+          REDIS_URL={{ .REDIS_URL.Value | toJSON }}
+          {{- end }}
+        EOT
+        destination = "secrets/authz.env"
+        env         = true
+        change_mode = "restart"
+      }
+
+      resources {
+        cpu    = 2000
+        memory = 512
+      }
+
+      # authz flushes its request figures within 8 s of SIGTERM (authz/server.ts, SHUTDOWN_GRACE_MS).
+      kill_timeout = "10s"
+    }
+
+    task "envoy" {
+      driver = "docker"
+
+      config {
+        image = var.envoy_image
+        # Host networking: callers' addresses reach Envoy unchanged (authz rate-limits per
+        # client address), and the admin port stays on the host's 127.0.0.1. The
+        # allocation's directory, authz's sockets and envoy.yaml in it, is mounted at /alloc
+        # all the same (client/allocdir/fs_unix.go, SharedAllocContainerPath).
+        network_mode = "host"
+        # The bootstrap is the envoy.yaml authz's task renders (above), the one authz's xDS
+        # server reads. With edge_http_redirect, the runtime layer that turns the redirect
+        # route on: the very argument `npm run up` passes (scripts/lib/up-edge-tls.ts,
+        # envoyRedirectArgs), merged into the bootstrap, which has no runtime of its own
+        # (envoy/README.md, "HTTPS").
+        args = concat(
+          ["-c", "/alloc/envoy/envoy.yaml", "--log-level", "warn"],
+          var.edge_http_redirect ? ["--config-yaml", "{\"layered_runtime\":{\"layers\":[{\"name\":\"edge_settings\",\"static_layer\":{\"edge.http_redirect\":100}}]}}"] : [],
+        )
+        pids_limit   = 2048
+        # Ports 7080 and 7443 need no privilege, so no capability at all.
+        cap_drop     = ["ALL"]
+        security_opt = ["no-new-privileges"]
+      }
+
+      # The image's envoy user from the start. ENVOY_UID=0 makes the image's entrypoint
+      # exec Envoy as it is, instead of switching users itself (chown and su-exec, which
+      # need capabilities this task does not have).
+      user = "101:101"
+      env {
+        ENVOY_UID = "0"
+      }
+
       # The TLS listener's certificate, in the task's secrets directory: /secrets in the
       # container (client/allocdir/fs_unix.go, TaskSecretsContainerPath, which
       # client/allocrunner/taskrunner/task_dir_hook.go, `setEnvvars`, sets as
@@ -859,8 +971,9 @@ EOT
         destination = "secrets/tls/sds.yaml"
         change_mode = "noop"
         data        = <<EOT
-# The agent domain's certificate for envoy.yaml's TLS listener (agent_edge_tls), delivered
-# by SDS from this file: envoy/tls-sds.yaml, in the task's secrets directory instead of
+# The agent domain's certificate for the HTTPS listener (agent_edge_tls, which authz serves
+# Envoy from tls-listener.yaml), delivered by SDS from this file: envoy/tls-sds.yaml, in the
+# task's secrets directory instead of
 # /etc/agent-platform/tls. tls.crt and tls.key beside it come from the Variable
 # nomad/jobs/platform-edge/edge/envoy (items tls_crt and tls_key).
 resources:
@@ -878,7 +991,7 @@ EOT
       # both, and no restart follows (change_mode "noop"): consul-template writes each file
       # beside its destination and renames it in (renderer/renderer.go, `AtomicWrite`:
       # os.CreateTemp in the same directory, then os.Rename), which is the move Envoy's
-      # watched_directory sees (envoy.yaml, agent_edge_tls). A file rendered over an
+      # watched_directory sees (tls-listener.yaml, agent_edge_tls). A file rendered over an
       # existing one takes that one's owner before the rename (renderer/file_perms.go,
       # `preserveFilePermissions`), so Envoy (uid 101) can read the new key the moment it
       # appears; uid and gid give the first render that owner, perms keep it Envoy's alone.

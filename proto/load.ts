@@ -28,11 +28,14 @@ export const ACCESS_LOG_SERVICE = 'envoy.service.accesslog.v3.AccessLogService';
 
 /**
  * The Bootstrap message and every extension envoy/envoy.yaml names in a `typed_config`
- * (an Any resolved by its `@type`; Bootstrap's imports alone do not reach them), and the
+ * (an Any resolved by its `@type`; Bootstrap's imports alone do not reach them), the
+ * Listener authz serves from envoy/tls-listener.yaml with its TLS inspector, and the
  * DiscoveryResponse of envoy/tls-sds.yaml with the Secret it carries.
  */
 export const ENVOY_CONFIG_PROTO_FILES: readonly string[] = Object.freeze([
   'envoy/config/bootstrap/v3/bootstrap.proto',
+  'envoy/config/listener/v3/listener.proto',
+  'envoy/extensions/filters/listener/tls_inspector/v3/tls_inspector.proto',
   'envoy/service/discovery/v3/discovery.proto',
   'envoy/extensions/transport_sockets/tls/v3/tls.proto',
   'envoy/extensions/transport_sockets/tls/v3/secret.proto',

@@ -22,6 +22,8 @@ HASH_LABEL="org.agent-platform.platform.source-hash"
 # What tsconfig.build.json compiles: the entry points dist/control/main.js and dist/authz/main.js
 # and everything they import.
 SOURCE_DIRS=(control authz proto envoy)
+# Copied as they are (Containerfile): authz's xDS server reads them by default.
+ENVOY_FILES=(envoy/envoy.yaml envoy/tls-listener.yaml)
 
 # The project's Node LTS: the local base image copies this very binary.
 source scripts/ensure-node.sh || fail "the project's Node (.node-version) is not available"
@@ -33,7 +35,7 @@ source_hash() {
   local base_id="$1"
   {
     echo "$base_id"
-    { find Containerfile package.json package-lock.json tsconfig.json tsconfig.build.json -type f -print0
+    { find Containerfile package.json package-lock.json tsconfig.json tsconfig.build.json "${ENVOY_FILES[@]}" -type f -print0
       find "${SOURCE_DIRS[@]}" -type f -name '*.ts' -print0
       find console -path console/dist -prune -o -type f -print0; find scripts/build-console.ts -print0; } | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
@@ -54,6 +56,7 @@ prepare_context() {
   # Two folders above dist/control/http/console-static.js, as console/dist is above control/http/ in the repository.
   node --import tsx scripts/build-console.ts "$context/dist/console/dist" >&2 || fail "the console build failed"
   cp package.json package-lock.json Containerfile "$context/"
+  mkdir "$context/envoy" && cp "${ENVOY_FILES[@]}" "$context/envoy/"
   note "gathering production dependencies"
   # With install scripts, as any install on this host: argon2 (a native addon) takes its prebuilt
   # binary when this host's node loads it, else compiles itself for this node. A Debian node

@@ -4,7 +4,7 @@ import { connect } from 'node:net';
 import { dirname, join, resolve } from 'node:path';
 import { redisServerCommand, startPostgres, type RunningService } from './lib/local-services.js';
 import { Supervisor, UP_SUPERVISION, type Component } from './lib/supervisor.js';
-import { envoyBootstrapFor, upAuthzWiring } from './lib/up-authz.js';
+import { envoyBootstrapFor, upAuthzWiring, upXdsSocket } from './lib/up-authz.js';
 import { envoyRedirectArgs, envoyTlsFor, upEdgeTls, type UpEdgeTls } from './lib/up-edge-tls.js';
 import { trustInstructions } from './lib/local-tls.js';
 import { readUpSettings, type UpSettings } from './lib/up-settings.js';
@@ -82,11 +82,13 @@ async function main(): Promise<void> {
   const base = `http://${host}:${port}/v1`;
   if (!(await waitFor(`http://${host}:${port}/healthz`, () => isHealthy(`http://${host}:${port}/healthz`)))) return;
 
-  supervisor.start(node('authz', 'authz/main.ts', env));
+  // An installed Envoy takes its HTTPS listener from authz by LDS: authz reads the same files.
+  const envoy = hasEnvoy(env) ? envoyFiles(authz.target, env, settings) : null;
+  supervisor.start(node('authz', 'authz/main.ts', { ...env, ...envoy?.authzEnv }));
   const { edgePort } = settings;
   supervisor.start(
-    hasEnvoy(env)
-      ? { name: 'envoy', command: 'envoy', args: ['-c', envoyBootstrap(authz.target, env, settings), '--log-level', 'warn', ...envoyRedirectArgs(env.EDGE_HTTP_REDIRECT === 'true')], env, cwd: root }
+    envoy
+      ? { name: 'envoy', command: 'envoy', args: ['-c', envoy.bootstrapFile, '--log-level', 'warn', ...envoyRedirectArgs(env.EDGE_HTTP_REDIRECT === 'true')], env, cwd: root }
       // The console is served by the control API: "Try it" calls agents from its origin.
       : node('edge', 'envoy/local-edge/main.ts', { CONSOLE_ORIGIN: `http://${host}:${port}`, ...env, EDGE_PORT: String(edgePort), AUTHZ_ADDRESS: formatGrpcTarget(authz.target) }),
   );
@@ -118,22 +120,31 @@ function node(name: string, entryPoint: string, env: Record<string, string>): Co
 }
 
 /**
- * envoy/envoy.yaml as envoy.yaml in the data dir, its authz cluster at this run's authz,
- * its TLS listener on EDGE_HTTPS_PORT with envoy/tls-sds.yaml beside it naming the edge's certificate.
+ * envoy/envoy.yaml as envoy.yaml in the data dir, its authz and authz_xds clusters at this
+ * run's authz sockets; envoy/tls-listener.yaml beside it, the HTTPS listener authz serves
+ * Envoy by LDS, on EDGE_HTTPS_PORT with envoy/tls-sds.yaml naming the edge's certificate; and
+ * the settings that point authz's xDS server at both files.
  */
-function envoyBootstrap(target: GrpcTarget, env: Record<string, string>, { dataDir, edgeHttpsPort }: UpSettings): string {
-  if (!env.EDGE_TLS_CERT_FILE) throw new Error("envoy.yaml's TLS listener needs a certificate: install openssl, or set EDGE_TLS_CERT_FILE and EDGE_TLS_KEY_FILE");
+function envoyFiles(target: GrpcTarget, env: Record<string, string>, { dataDir, edgeHttpsPort }: UpSettings): { bootstrapFile: string; authzEnv: Record<string, string> } {
+  if (!env.EDGE_TLS_CERT_FILE) throw new Error("Envoy's HTTPS listener needs a certificate: install openssl, or set EDGE_TLS_CERT_FILE and EDGE_TLS_KEY_FILE");
+  const xdsSocket = upXdsSocket(env, dataDir);
   const sdsFile = join(dataDir, 'envoy-tls', 'sds.yaml');
-  const { bootstrap, sds } = envoyTlsFor(
-    envoyBootstrapFor(readFileSync(join(root, 'envoy/envoy.yaml'), 'utf8'), target),
+  const { bootstrap, tlsListener, sds } = envoyTlsFor(
+    envoyBootstrapFor(readFileSync(join(root, 'envoy/envoy.yaml'), 'utf8'), target, xdsSocket),
+    readFileSync(join(root, 'envoy/tls-listener.yaml'), 'utf8'),
     readFileSync(join(root, 'envoy/tls-sds.yaml'), 'utf8'),
     { certFile: resolve(env.EDGE_TLS_CERT_FILE), keyFile: resolve(env.EDGE_TLS_KEY_FILE!), sdsFile, httpsPort: edgeHttpsPort },
   );
   mkdirSync(dirname(sdsFile), { recursive: true, mode: 0o700 });
   writeFileSync(sdsFile, sds);
-  const file = join(dataDir, 'envoy.yaml');
-  writeFileSync(file, bootstrap);
-  return file;
+  const bootstrapFile = join(dataDir, 'envoy.yaml');
+  writeFileSync(bootstrapFile, bootstrap);
+  const tlsListenerFile = join(dataDir, 'envoy-tls-listener.yaml');
+  writeFileSync(tlsListenerFile, tlsListener);
+  return {
+    bootstrapFile,
+    authzEnv: { AUTHZ_XDS_SOCKET: xdsSocket, AUTHZ_XDS_TLS_LISTENER_FILE: tlsListenerFile, AUTHZ_XDS_ENVOY_CONFIG_FILE: bootstrapFile },
+  };
 }
 
 /** The edge's HTTPS settings, or null (plain HTTP only, said loudly) when no certificate can be had. */

@@ -9,6 +9,8 @@ import { EnvoySchema, type SchemaIssue } from './support/envoy-schema.js';
 import { AUTHZ_SOCKET_PATH } from '../envoy/local-edge/envoy-parity.js';
 import { UNIX_SOCKET_PATH_MAX_BYTES } from '../contract/grpc-target.js';
 import { rewrite } from './support/upstream/envoy-local-reply.js';
+import { envoyLoadProblems, grpcClusterNames, localInfoProblems } from './support/envoy-rules.js';
+import { AUTHZ_XDS_SOCKET_PATH } from '../scripts/lib/up-authz.js';
 
 /**
  * envoy/envoy.yaml against Envoy's own v3 protos (from @grpc/grpc-js-xds), with no Envoy
@@ -129,6 +131,15 @@ describe('envoy/envoy.yaml', function () {
       expectRejected((copy) => {
         authzAddress(copy).socket_address = { address: '127.0.0.1', port_value: 7091 };
       }, /oneof address of envoy\.config\.core\.v3\.Address has socket_address and pipe set/);
+    });
+
+    it('rejects an ADS source of an unknown api_type, and an ADS source that names a gRPC service twice over', function () {
+      expectRejected((copy) => {
+        copy.dynamic_resources.ads_config.api_type = 'ADS';
+      }, /dynamic_resources\.ads_config\.api_type: "ADS" is not a value of envoy\.config\.core\.v3\.ApiConfigSource\.ApiType/);
+      expectRejected((copy) => {
+        copy.dynamic_resources.ads_config.grpc_services[0].google_grpc = { target_uri: 'unix:/run/agent-platform/authz-xds.sock', stat_prefix: 'xds' };
+      }, /oneof target_specifier .* has envoy_grpc and google_grpc set/);
     });
 
     it('rejects deprecated fields and broken protoc-gen-validate rules', function () {
@@ -270,6 +281,36 @@ describe('envoy/envoy.yaml', function () {
       for (const limit of ['max_connections', 'max_pending_requests', 'max_requests', 'max_retries']) {
         assert.ok(Number(byDefault[limit]) > 1024, `${limit} = ${byDefault[limit]}`);
       }
+    });
+
+    it("passes what Envoy checks past its protos: a node for its xDS subscriptions, every gRPC service on a static cluster, no two chains alike (test/support/envoy-rules.ts)", function () {
+      assert.deepEqual(envoyLoadProblems(config), []);
+      const { node: _node, ...nameless } = config;
+      assert.ok(localInfoProblems(nameless).length > 0, 'without a node, ADS and LDS refuse to start');
+      assert.deepEqual(grpcClusterNames(config).sort(), ['authz', 'authz_xds']);
+    });
+
+    it('has no HTTPS listener of its own: it asks authz for agent_edge_tls by LDS over ADS, as node agent-edge of cluster agent-platform-edge', function () {
+      const names = (config.static_resources.listeners as Node[]).map((l) => l.name);
+      assert.deepEqual(names, ['agent_edge', 'prometheus_stats'], 'a static listener cannot be updated in place (ListenerImpl::blockUpdate)');
+      assert.deepEqual(config.node, { id: 'agent-edge', cluster: 'agent-platform-edge' });
+      assert.equal(config.dynamic_resources.cds_config, undefined, 'clusters stay static: the gRPC clusters must be (AsyncClientFactoryImpl)');
+      assert.deepEqual(config.dynamic_resources, {
+        lds_config: { ads: {}, resource_api_version: 'V3' },
+        ads_config: { api_type: 'GRPC', transport_api_version: 'V3', grpc_services: [{ envoy_grpc: { cluster_name: 'authz_xds' } }] },
+      });
+    });
+
+    it("reaches authz's xDS server on a socket of its own, over HTTP/2", function () {
+      const xds = cluster(config, 'authz_xds');
+      assert.equal(xds.type, 'STATIC');
+      const endpoints = xds.load_assignment.endpoints.flatMap((locality: Node) => locality.lb_endpoints);
+      assert.equal(endpoints.length, 1);
+      assert.deepEqual(endpoints[0].endpoint.address, { pipe: { path: AUTHZ_XDS_SOCKET_PATH } });
+      assert.notEqual(AUTHZ_XDS_SOCKET_PATH, AUTHZ_SOCKET_PATH, "not the Check socket: grpc-js serves xDS, apart from authz's own server");
+      assert.ok(Buffer.byteLength(AUTHZ_XDS_SOCKET_PATH) <= UNIX_SOCKET_PATH_MAX_BYTES);
+      const options = xds.typed_extension_protocol_options['envoy.extensions.upstreams.http.v3.HttpProtocolOptions'];
+      assert.ok(options.explicit_http_config.http2_protocol_options, 'HTTP/2 to authz');
     });
 
     it('reaches authz, its sidecar, on a Unix socket over HTTP/2, health checks included', function () {

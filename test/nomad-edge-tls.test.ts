@@ -7,6 +7,7 @@ import { parse as parseYaml } from 'yaml';
 import { loadConfig } from '../control/config/config.js';
 import { agentUrl } from '../control/services/agent-presenter.js';
 import { loadEnvoyRoot } from '../proto/load.js';
+import { tlsListenerFor, tlsListenerTemplate } from '../authz/xds/tls-listener.js';
 import { envoyRedirectArgs } from '../scripts/lib/up-edge-tls.js';
 import { EnvoySchema } from './support/envoy-schema.js';
 import { validateNetworks } from './support/fake-nomad/validate/network.js';
@@ -14,22 +15,29 @@ import { validateGroupServices } from './support/fake-nomad/validate/service-set
 import { validateTemplate } from './support/fake-nomad/validate/template.js';
 import { validatePath } from './support/fake-nomad/validate/variables.js';
 import {
+  AUTHZ_TASK_ENV,
+  ENVOY_TASK_ENV,
+  ENVOY_YAML_DESTINATION,
   NOMAD_TLS_PORT,
   SECRETS_DIR_IN_DOCKER,
   TLS_DIR_IN_TASK,
+  TLS_LISTENER_DESTINATION,
   listenerOf,
   renderEnvTemplate,
   sdsSourceOf,
   templateAt,
+  tlsListenerYamlOnNomad,
   tlsSdsYamlOnNomad,
 } from './support/nomad-envoy-task.js';
+import { envoyLoadProblems } from './support/envoy-rules.js';
 import { renderTemplate } from './support/upstream/consul-template-render.js';
 
 /**
- * HTTPS on Nomad (nomad-jobs/envoy.nomad.hcl): Envoy's TLS listener on an unprivileged
- * static port, its certificate rendered from the Envoy task's own Variable into the task's
- * secrets directory and swapped without a restart, the EDGE_HTTP_REDIRECT runtime layer as
- * a job variable, and https agent URLs from the control job.
+ * HTTPS on Nomad (nomad-jobs/envoy.nomad.hcl): the TLS listener authz serves Envoy, from the
+ * job's copy of envoy/tls-listener.yaml, on an unprivileged static port; the agent domain's
+ * certificate rendered from the Envoy task's own Variable into that task's secrets directory
+ * and swapped without a restart; the EDGE_HTTP_REDIRECT runtime layer as a job variable; and
+ * https agent URLs from the control job.
  */
 
 type Body = Record<string, any>;
@@ -62,7 +70,10 @@ describe('envoy.nomad.hcl: HTTPS for agent URLs', function () {
   let group: Body;
   let groupName: string;
   let envoy: Body;
+  let authz: Body;
+  /** envoy.yaml and tls-listener.yaml as authz's templates render them in the allocation. */
   let rendered: Body;
+  let tlsListener: Body;
   let schema: EnvoySchema;
 
   before(async function () {
@@ -71,15 +82,41 @@ describe('envoy.nomad.hcl: HTTPS for agent URLs', function () {
     [jobId, job] = only(file.job);
     [groupName, group] = only(job.group);
     envoy = group.task.envoy[0];
-    rendered = parseYaml(renderEnvTemplate(templateAt(envoy, 'local/envoy.yaml').data));
+    authz = group.task.authz[0];
+    rendered = parseYaml(renderEnvTemplate(templateAt(authz, ENVOY_YAML_DESTINATION).data, AUTHZ_TASK_ENV));
+    tlsListener = parseYaml(renderEnvTemplate(templateAt(authz, TLS_LISTENER_DESTINATION).data, AUTHZ_TASK_ENV));
     schema = new EnvoySchema(loadEnvoyRoot());
   });
 
+  describe('the TLS listener authz serves', function () {
+    it('renders envoy/tls-listener.yaml exactly, but for its port and where its certificate is', function () {
+      const template = templateAt(authz, TLS_LISTENER_DESTINATION);
+      assert.ok(!/\$\{|%\{/.test(template.data), 'HCL would interpolate ${ or %{ inside the template');
+      assert.deepEqual(tlsListener, tlsListenerYamlOnNomad());
+      assert.equal(template.change_mode, 'noop');
+      assert.equal(variableOf(template), null, 'it reads the task environment only');
+    });
+
+    it('notices drift: a copy edited apart from envoy/tls-listener.yaml no longer matches', function () {
+      const { data } = templateAt(authz, TLS_LISTENER_DESTINATION);
+      assert.ok(data.includes('transport_socket_connect_timeout: 10s'));
+      assert.notDeepStrictEqual(parseYaml(renderEnvTemplate(data.replace('transport_socket_connect_timeout: 10s', 'transport_socket_connect_timeout: 20s'), AUTHZ_TASK_ENV)), tlsListenerYamlOnNomad());
+    });
+
+    it("is, built as authz builds it from the two rendered files, a Listener Envoy takes, beside the bootstrap it runs", function () {
+      for (const hostnames of [[], ['shop.example.com'], ['shop.example.com', 'api.example.org']]) {
+        const served = tlsListenerFor(tlsListenerTemplate(tlsListener, rendered), hostnames);
+        assert.deepEqual(schema.check('envoy.config.listener.v3.Listener', served), [], hostnames.join(', '));
+        assert.deepEqual(envoyLoadProblems(rendered, [served]), [], hostnames.join(', '));
+      }
+    });
+  });
+
   describe('the TLS port', function () {
-    it("is the group's static port edge_tls, 7443, on which the rendered TLS listener listens", function () {
+    it("is the group's static port edge_tls, 7443, on which the served TLS listener listens", function () {
       const [port] = group.network[0].port.edge_tls as Body[];
       assert.equal(port!.static, NOMAD_TLS_PORT);
-      assert.deepEqual(listenerOf(rendered, 'agent_edge_tls').address.socket_address, { address: '0.0.0.0', port_value: port!.static });
+      assert.deepEqual(tlsListener.address.socket_address, { address: '0.0.0.0', port_value: port!.static });
     });
 
     it('needs no privilege: above 1023, for uid 101 with every capability dropped', function () {
@@ -106,13 +143,13 @@ describe('envoy.nomad.hcl: HTTPS for agent URLs', function () {
   });
 
   describe('the certificate', function () {
-    it("renders envoy/tls-sds.yaml where envoy.yaml's SDS source points, in the task's secrets, once, and Envoy accepts it", function () {
-      const source = sdsSourceOf(rendered);
+    it("renders envoy/tls-sds.yaml where tls-listener.yaml's SDS source points, in the Envoy task's secrets, once, and Envoy accepts it", function () {
+      const source = sdsSourceOf(tlsListener);
       const sdsTemplate = templateAt(envoy, `${TLS_DIR_IN_TASK}/sds.yaml`);
-      assert.equal(source.path, inContainer(sdsTemplate.destination));
+      assert.equal(source.path, inContainer(sdsTemplate.destination), "Envoy's own secrets, as Envoy's container sees them");
       assert.equal(source.watched_directory.path, dirname(source.path));
       assert.ok(!/\$\{|%\{/.test(sdsTemplate.data), 'HCL would interpolate ${ or %{ inside the template');
-      const sds = parseYaml(renderEnvTemplate(sdsTemplate.data));
+      const sds = parseYaml(renderEnvTemplate(sdsTemplate.data, ENVOY_TASK_ENV));
       assert.deepEqual(sds, tlsSdsYamlOnNomad());
       assert.deepEqual(schema.check('envoy.service.discovery.v3.DiscoveryResponse', sds), []);
       assert.equal(variableOf(sdsTemplate), null, 'it reads the task environment only');
@@ -126,7 +163,7 @@ describe('envoy.nomad.hcl: HTTPS for agent URLs', function () {
       assert.equal(inContainer(crt.destination), certificate.certificate_chain.filename);
       assert.equal(inContainer(key.destination), certificate.private_key.filename);
       assert.equal(dirname(inContainer(key.destination)), certificate.watched_directory.path);
-      assert.equal(certificate.watched_directory.path, sdsSourceOf(rendered).watched_directory.path);
+      assert.equal(certificate.watched_directory.path, sdsSourceOf(tlsListener).watched_directory.path);
     });
 
     it("reads them from the Variable at the Envoy task's own path, items tls_crt and tls_key, byte for byte", function () {
@@ -172,7 +209,7 @@ describe('envoy.nomad.hcl: HTTPS for agent URLs', function () {
       const match = /^\$\{concat\(\s*(\[[^\]]*\]),\s*var\.edge_http_redirect \? (\[.*\]) : \[\],?\s*\)\}$/s.exec(args);
       assert.ok(match, `args is concat(<base>, var.edge_http_redirect ? [...] : []): ${args}`);
       // HCL's string escapes here (\") are JSON's.
-      assert.deepEqual(JSON.parse(match[1]!), ['-c', '/local/envoy.yaml', '--log-level', 'warn']);
+      assert.deepEqual(JSON.parse(match[1]!), ['-c', '/alloc/envoy/envoy.yaml', '--log-level', 'warn']);
       assert.deepEqual(JSON.parse(match[2]!), envoyRedirectArgs(true));
     });
   });
@@ -203,7 +240,7 @@ describe('envoy.nomad.hcl: HTTPS for agent URLs', function () {
       return Number(match[1]) * { ms: SECOND / 1000, s: SECOND, m: 60 * SECOND }[match[2] as 'ms' | 's' | 'm'];
     };
 
-    it("accept the edge group's ports and services and every template of Envoy's, as the job API would canonicalize them", function () {
+    it("accept the edge group's ports and services and every template of Envoy's and authz's, as the job API would canonicalize them", function () {
       const ports = Object.entries(group.network[0].port as Record<string, Body[]>).map(([label, [port]]) => ({ Label: label, Value: port!.static ?? 0, To: port!.to ?? 0, HostNetwork: '' }));
       const services = (group.service as Body[]).map((service) => ({
         Name: service.name, PortLabel: service.port, Provider: service.provider, AddressMode: '', Address: '', OnUpdate: '', TaskName: '',
@@ -220,7 +257,7 @@ describe('envoy.nomad.hcl: HTTPS for agent URLs', function () {
       };
       assert.equal(validateNetworks(tg)?.toString() ?? null, null);
       assert.equal(validateGroupServices(tg)?.toString() ?? null, null);
-      for (const template of envoy.template as Body[]) {
+      for (const template of [...(envoy.template as Body[]), ...(authz.template as Body[])]) {
         // api/tasks.go, `Template.Canonicalize`: change_mode restart, splay 5s, perms 0644 unless given.
         const api = { SourcePath: '', EmbeddedTmpl: template.data, DestPath: template.destination, ChangeMode: template.change_mode ?? 'restart', ChangeSignal: '', Splay: 5 * SECOND, Perms: template.perms ?? '0644', Envvars: template.env ?? false };
         assert.equal(validateTemplate(api)?.toString() ?? null, null, template.destination);

@@ -20,15 +20,18 @@ import { isUnixSocket } from '../contract/grpc-target.js';
 import { EnvoySchema } from './support/envoy-schema.js';
 import { functionCalls, NOMAD_FUNCTIONS } from './support/nomad-functions.js';
 import {
-  ALLOC_DIR_IN_DOCKER,
   ALLOC_SOCKET,
-  ENVOY_TASK_ENV,
+  ALLOC_XDS_SOCKET,
+  AUTHZ_TASK_ENV,
+  ENVOY_YAML_DESTINATION,
+  TLS_LISTENER_DESTINATION,
   authzAddressOf,
   envoyYamlOnNomad,
-  listenerOf,
+  inDocker,
   renderEnvTemplate,
   templateAt,
 } from './support/nomad-envoy-task.js';
+import { envoyLoadProblems } from './support/envoy-rules.js';
 import {
   CONSUL_ACL_RULES_FILE,
   NOMAD_ACL_POLICY_FILE,
@@ -41,14 +44,15 @@ import {
 /**
  * nomad-jobs/ as Nomad would read it, without Nomad: every file parses as HCL, names only
  * what Nomad's job specification (or ACL policy syntax) has, passes the settings its
- * program actually reads, and the Envoy template is envoy/envoy.yaml but for the path of
- * authz's socket (in the allocation's directory), the console's origin, the TLS port and
- * where the certificate is (test/nomad-edge-tls.test.ts has the rest of HTTPS).
+ * program actually reads, and the envoy.yaml template (the authz task's, in the allocation's
+ * shared directory, which Envoy runs and authz's xDS server reads) is envoy/envoy.yaml but for
+ * the paths of authz's sockets (in the allocation's directory) and the console's origin
+ * (test/nomad-edge-tls.test.ts has the rest of HTTPS, tls-listener.yaml's copy included).
  */
 
 const JOBS_DIR = new URL('../nomad-jobs/', import.meta.url);
 const ENVOY_YAML = new URL('../envoy/envoy.yaml', import.meta.url);
-const ENVOY_TEMPLATE = 'local/envoy.yaml';
+const ENVOY_TEMPLATE = ENVOY_YAML_DESTINATION;
 
 /** Settings that must never be plain job env: anyone who can read the job would read them. */
 const SECRET_SETTINGS = ['DATABASE_URL', 'REDIS_URL', 'MASTER_KEYS', 'NOMAD_TOKEN', 'CONSUL_HTTP_TOKEN'];
@@ -131,7 +135,11 @@ function settingsReadBy(load: (env: Record<string, string | undefined>) => unkno
 }
 
 /** `value` of a job's env as Nomad interpolates it in a docker task: `${NOMAD_ALLOC_DIR}` is /alloc. */
-const interpolated = (value: string) => value.replaceAll('${NOMAD_ALLOC_DIR}', ALLOC_DIR_IN_DOCKER);
+const interpolated = inDocker;
+
+/** The names a task's templates read from its environment (`{{ env "NAME" }}`). */
+const templateEnvNames = (task: Body): Set<string> =>
+  new Set(((task.template ?? []) as Body[]).flatMap((template) => [...String(template.data).matchAll(/\{\{ env "([A-Z_]+)"/g)].map((match) => match[1]!)));
 
 describe('nomad-jobs/*.hcl', function () {
   it('holds the platform jobs and the control API\'s ACL policies', function () {
@@ -262,7 +270,10 @@ describe('nomad-jobs/*.hcl', function () {
       const env = new Proxy({} as Record<string, string | undefined>, { get: (_, name) => (typeof name === 'string' && read.add(name), undefined) });
       assert.throws(() => loadAuthzConfig(env));
       const { plain, templated } = envNames(authz.task);
-      for (const name of [...plain, ...templated]) assert.ok(read.has(name), `${name} is passed to authz but loadAuthzConfig does not read it`);
+      // CONSOLE_ORIGIN is for the envoy.yaml template the task renders, and for nothing else.
+      const forTemplates = templateEnvNames(authz.task);
+      for (const name of [...plain, ...templated]) assert.ok(read.has(name) || forTemplates.has(name), `${name} is passed to authz but neither loadAuthzConfig nor its templates read it`);
+      assert.deepEqual(plain.filter((name) => !read.has(name)), ['CONSOLE_ORIGIN']);
       assert.ok(!plain.includes('REDIS_URL') && templated.includes('REDIS_URL'));
       const template = (authz.task.template as Body[]).find((t) => t.env === true)!;
       // nomad/jobs/<job>/<group>/<task>: this task's workload identity reads it without a policy (acl/acl.go), Envoy's does not.
@@ -276,14 +287,41 @@ describe('nomad-jobs/*.hcl', function () {
       const config = loadAuthzConfig({ ...taskEnv, REDIS_URL: 'redis://redis.example:6379' });
       assert.deepEqual(config.grpcListen, { path: ALLOC_SOCKET });
       assert.equal(config.metricsPort, portTo(authz.group, 'authz_metrics'));
+      // authz's xDS server reads the very files its templates render, as the container sees them.
+      assert.deepEqual(config.xds, {
+        socketPath: ALLOC_XDS_SOCKET,
+        envoyConfigFile: inDocker(templateAt(authz.task, ENVOY_YAML_DESTINATION).destination),
+        tlsListenerFile: inDocker(templateAt(authz.task, TLS_LISTENER_DESTINATION).destination),
+      });
     });
 
-    it("puts authz's socket in the allocation's directory, and Envoy's authz cluster points at the same path", function () {
+    it("renders envoy.yaml and tls-listener.yaml in the allocation's shared directory, where Nomad lets a template write, for Envoy and authz alike", function () {
+      for (const destination of [ENVOY_YAML_DESTINATION, TLS_LISTENER_DESTINATION]) {
+        const template = templateAt(authz.task, destination);
+        assert.match(template.destination, /^\$\{NOMAD_ALLOC_DIR\}\//, "the allocation's shared directory, not the task's");
+        assert.equal(template.change_mode, 'noop', 'rendered once: a change would restart nothing');
+        assert.equal(template.env, undefined);
+        // Envoy's templates are the TLS files alone: it renders nothing authz reads.
+        assert.ok(!(envoy.task.template as Body[]).some((t) => t.destination === destination));
+      }
+      // Envoy runs the envoy.yaml authz's template renders, by its path in Envoy's container.
+      assert.match(envoy.task.config[0].args, new RegExp(`\\["-c", "${inDocker(ENVOY_YAML_DESTINATION)}", `));
+    });
+
+    it("is a prestart sidecar, so its templates are rendered before Envoy's task starts: Envoy finds its bootstrap there", function () {
+      assert.deepEqual(authz.task.lifecycle, [{ hook: 'prestart', sidecar: true }]);
+      assert.equal(envoy.task.template.length, 3, "Envoy's own templates: sds.yaml, tls.crt, tls.key");
+    });
+
+    it("puts authz's sockets in the allocation's directory, and Envoy's authz and authz_xds clusters point at the same paths", function () {
       assert.equal(authz.task.env[0].AUTHZ_GRPC_SOCKET, '${NOMAD_ALLOC_DIR}/tmp/authz.sock');
-      const template = templateAt(envoy.task, ENVOY_TEMPLATE).data;
+      assert.equal(authz.task.env[0].AUTHZ_XDS_SOCKET, '${NOMAD_ALLOC_DIR}/tmp/authz-xds.sock');
+      const template = templateAt(authz.task, ENVOY_TEMPLATE).data;
       assert.match(template, /pipe: \{ path: \{\{ env "NOMAD_ALLOC_DIR" \}\}\/tmp\/authz\.sock \}/);
-      const rendered = parseYaml(renderEnvTemplate(template)) as Body;
+      assert.match(template, /pipe: \{ path: \{\{ env "NOMAD_ALLOC_DIR" \}\}\/tmp\/authz-xds\.sock \}/);
+      const rendered = parseYaml(renderEnvTemplate(template, AUTHZ_TASK_ENV)) as Body;
       assert.deepEqual(authzAddressOf(rendered), { pipe: { path: interpolated(authz.task.env[0].AUTHZ_GRPC_SOCKET) } });
+      assert.deepEqual(authzAddressOf(rendered, 'authz_xds'), { pipe: { path: interpolated(authz.task.env[0].AUTHZ_XDS_SOCKET) } });
     });
 
     it("opens no network port for authz's gRPC: its task publishes the metrics port alone, and no service or check names gRPC", function () {
@@ -300,8 +338,8 @@ describe('nomad-jobs/*.hcl', function () {
     });
 
     it("health-checks, from Envoy, the gRPC service name authz serves: a real authz answers SERVING for it on its socket", async function () {
-      const template = templateAt(envoy.task, ENVOY_TEMPLATE).data;
-      const cluster = (parseYaml(renderEnvTemplate(template)).static_resources.clusters as Body[]).find((c) => c.name === 'authz')!;
+      const template = templateAt(authz.task, ENVOY_TEMPLATE).data;
+      const cluster = (parseYaml(renderEnvTemplate(template, AUTHZ_TASK_ENV)).static_resources.clusters as Body[]).find((c) => c.name === 'authz')!;
       const [check] = cluster.health_checks as Body[];
       const redis = connectTestRedis();
       const running = await startTestAuthz({ redis, clock: systemClock, agentDomain: 'nomad-jobs.test' });
@@ -378,58 +416,64 @@ describe('nomad-jobs/*.hcl', function () {
 
   describe('envoy.nomad.hcl', function () {
     let envoy: ParsedJob;
+    let authz: ParsedJob;
     let template: string;
     before(async function () {
       envoy = await readJob('envoy.nomad.hcl', 'envoy');
-      template = templateAt(envoy.task, ENVOY_TEMPLATE).data;
+      authz = await readJob('envoy.nomad.hcl', 'authz');
+      template = templateAt(authz.task, ENVOY_TEMPLATE).data;
     });
 
-    it('is a system job on edge nodes (node.class == "edge") with Envoy on the host network', function () {
+    it('is a system job on edge nodes (node.class == "edge") with Envoy on the host network, running the envoy.yaml in the allocation', function () {
       assert.equal(envoy.job.type, 'system');
       assert.deepEqual(envoy.job.constraint, [{ attribute: '${node.class}', value: 'edge' }]);
       assert.equal(envoy.task.config[0].network_mode, 'host');
-      assert.match(envoy.task.config[0].args, /^\$\{concat\(\s*\["-c", "\/local\/envoy\.yaml", /);
+      assert.match(envoy.task.config[0].args, /^\$\{concat\(\s*\["-c", "\/alloc\/envoy\/envoy\.yaml", /);
+      assert.equal(inDocker(ENVOY_TEMPLATE), '/alloc/envoy/envoy.yaml');
     });
 
-    it("renders envoy/envoy.yaml exactly, with authz's socket in the allocation's directory and the certificate in the task's secrets", function () {
+    it("renders envoy/envoy.yaml exactly, with authz's sockets in the allocation's directory", function () {
       assert.ok(!/\$\{|%\{/.test(template), 'HCL would interpolate ${ or %{ inside the template');
-      assert.deepEqual(parseYaml(renderEnvTemplate(template)), envoyYamlOnNomad());
+      assert.deepEqual(parseYaml(renderEnvTemplate(template, AUTHZ_TASK_ENV)), envoyYamlOnNomad());
     });
 
-    it('keeps the YAML aliases: the TLS listener has the very connection manager of the plain one, and the ACME route the catch-all\'s action', function () {
-      const rendered = parseYaml(renderEnvTemplate(template));
-      const managerOf = (name: string) => listenerOf(rendered, name).filter_chains[0].filters[0].typed_config;
-      assert.equal(managerOf('agent_edge_tls'), managerOf('agent_edge'), 'one YAML node (an alias), not a copy that could drift');
-      const routes = managerOf('agent_edge').route_config.virtual_hosts[0].routes;
+    it("keeps the YAML alias of the plain listener's routes: the ACME route has the catch-all's action", function () {
+      const rendered = parseYaml(renderEnvTemplate(template, AUTHZ_TASK_ENV));
+      const manager = rendered.static_resources.listeners.find((l: Body) => l.name === 'agent_edge').filter_chains[0].filters[0].typed_config;
+      const routes = manager.route_config.virtual_hosts[0].routes;
       assert.equal(routes[0].route, routes.at(-1).route);
     });
 
     it('renders once: no Consul lookup or Variable, so nothing in Consul or Nomad can re-render it and restart Envoy', function () {
-      const rendering = templateAt(envoy.task, ENVOY_TEMPLATE);
-      assert.doesNotMatch(template, /\{\{[^}]*\b(service|services|key|keyOrDefault|ls|tree|nomadService|secret|nomadVar|nomadVarList|nomadVarExists)\b/);
-      assert.equal(rendering.change_mode, 'noop');
-      // Its other templates are the TLS files (test/nomad-edge-tls.test.ts): none restarts or signals Envoy.
+      for (const destination of [ENVOY_YAML_DESTINATION, TLS_LISTENER_DESTINATION]) {
+        const rendering = templateAt(authz.task, destination);
+        assert.doesNotMatch(rendering.data, /\{\{[^}]*\b(service|services|key|keyOrDefault|ls|tree|nomadService|secret|nomadVar|nomadVarList|nomadVarExists)\b/);
+        assert.equal(rendering.change_mode, 'noop');
+      }
+      // Envoy's own templates are the TLS files (test/nomad-edge-tls.test.ts): none restarts or signals Envoy.
       for (const other of envoy.task.template as Body[]) assert.equal(other.change_mode, 'noop', other.destination);
       assert.equal(envoy.task.consul ?? envoy.group.consul, undefined, 'no Consul token: the task reads nothing from Consul');
     });
 
     it("fills the CORS policy's allowed origin from the job's console_origin, as a JSON string", function () {
-      assert.equal(envoy.task.env[0].CONSOLE_ORIGIN, '${var.console_origin}');
+      assert.equal(authz.task.env[0].CONSOLE_ORIGIN, '${var.console_origin}');
+      assert.equal(envoy.task.env[0].CONSOLE_ORIGIN, undefined, "Envoy's task renders no envoy.yaml");
       const origin = 'https://platform.example.com:8443';
-      const rendered = parseYaml(renderEnvTemplate(template, { ...ENVOY_TASK_ENV, CONSOLE_ORIGIN: origin }));
+      const rendered = parseYaml(renderEnvTemplate(template, { ...AUTHZ_TASK_ENV, CONSOLE_ORIGIN: origin }));
       const host = rendered.static_resources.listeners[0].filter_chains[0].filters[0].typed_config.route_config.virtual_hosts[0];
       assert.deepEqual(host.typed_per_filter_config['envoy.filters.http.cors'].allow_origin_string_match, [{ exact: origin }]);
     });
 
-    it('renders a bootstrap Envoy accepts (v3 protos, no unknown field)', function () {
+    it('renders a bootstrap Envoy accepts (v3 protos, no unknown field, a node for its subscriptions, gRPC services on static clusters)', function () {
       const schema = new EnvoySchema(loadEnvoyRoot());
-      const issues = schema.check('envoy.config.bootstrap.v3.Bootstrap', parseYaml(renderEnvTemplate(template)));
-      assert.deepEqual(issues, []);
+      const rendered = parseYaml(renderEnvTemplate(template, AUTHZ_TASK_ENV));
+      assert.deepEqual(schema.check('envoy.config.bootstrap.v3.Bootstrap', rendered), []);
+      assert.deepEqual(envoyLoadProblems(rendered), []);
     });
 
     it('notices drift: a template edited apart from envoy.yaml no longer matches', function () {
       assert.ok(template.includes('timeout: 0.25s'));
-      const drifted = parseYaml(renderEnvTemplate(template.replace('timeout: 0.25s', 'timeout: 0.5s')));
+      const drifted = parseYaml(renderEnvTemplate(template.replace('timeout: 0.25s', 'timeout: 0.5s'), AUTHZ_TASK_ENV));
       assert.notDeepStrictEqual(drifted, envoyYamlOnNomad());
     });
   });
@@ -591,8 +635,8 @@ describe('nomad-jobs/*.hcl', function () {
     });
 
     it("authz: with Redis down, its restarting check passes, and only Envoy's own health check of it fails (no Consul routing check)", async function () {
-      const { group, task } = await readJob('envoy.nomad.hcl', 'envoy');
-      const cluster = (parseYaml(renderEnvTemplate(templateAt(task, ENVOY_TEMPLATE).data)).static_resources.clusters as Body[]).find((c) => c.name === 'authz')!;
+      const { group, task } = await readJob('envoy.nomad.hcl', 'authz');
+      const cluster = (parseYaml(renderEnvTemplate(templateAt(task, ENVOY_TEMPLATE).data, AUTHZ_TASK_ENV)).static_resources.clusters as Body[]).find((c) => c.name === 'authz')!;
       const deadRedis = new Redis(await freePort(), '127.0.0.1', { maxRetriesPerRequest: 1, retryStrategy: () => 200, lazyConnect: true });
       deadRedis.on('error', () => undefined);
       const running = await startTestAuthz({ redis: deadRedis, clock: systemClock, agentDomain: 'nomad-jobs-probes.test' });

@@ -107,7 +107,23 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
     const { node, ...seen } = JSON.parse(await podman(['run', '--rm', ...hostOptions, IMAGE, 'node', '-e', probe]));
     assert.equal(node.split('.')[0], PROJECT_NODE_VERSION.split('.')[0], `the image runs the project's Node LTS (.node-version ${PROJECT_NODE_VERSION}), got ${node}`);
     // dist/package.json: tsc's copy of the one control/config/runtime-image.ts imports for the version (the default RUNTIME_IMAGE tag).
-    assert.deepEqual(seen, { uid: 1000, tsx: false, top: ['dist', 'node_modules', 'package-lock.json', 'package.json', 'sbom.cdx.json'], dist: ['authz', 'console', 'contract', 'control', 'envoy', 'package.json', 'proto'] });
+    assert.deepEqual(seen, { uid: 1000, tsx: false, top: ['dist', 'envoy', 'node_modules', 'package-lock.json', 'package.json', 'sbom.cdx.json'], dist: ['authz', 'console', 'contract', 'control', 'envoy', 'package.json', 'proto'] });
+  });
+
+  it("holds envoy.yaml and tls-listener.yaml where authz's xDS settings default to, and authz builds the HTTPS listener of them", async function () {
+    // authz/config.ts resolves AUTHZ_XDS_TLS_LISTENER_FILE and AUTHZ_XDS_ENVOY_CONFIG_FILE from the package root, /app.
+    const probe = `const fs = require('node:fs');
+      Promise.all([import('./dist/authz/config.js'), import('./dist/authz/xds/tls-listener.js')]).then(([config, xds]) => {
+        const { xds: files } = config.loadAuthzConfig({ REDIS_URL: 'redis://127.0.0.1:6379', AUTHZ_GRPC_SOCKET: '/alloc/tmp/authz.sock', AUTHZ_XDS_SOCKET: '/alloc/tmp/authz-xds.sock' });
+        const listener = xds.tlsListenerFor(xds.loadTlsListenerTemplate(files), ['shop.example.com']);
+        console.log(JSON.stringify({ files, envoy: fs.readdirSync('envoy').sort(), tlsListener: fs.readFileSync(files.tlsListenerFile, 'utf8'), envoyConfig: fs.readFileSync(files.envoyConfigFile, 'utf8'), chains: listener.filter_chains.length }));
+      });`;
+    const seen = JSON.parse(await podman(['run', '--rm', ...hostOptions, IMAGE, 'node', '-e', probe]));
+    assert.deepEqual(seen.files, { socketPath: '/alloc/tmp/authz-xds.sock', tlsListenerFile: '/app/envoy/tls-listener.yaml', envoyConfigFile: '/app/envoy/envoy.yaml' });
+    assert.deepEqual(seen.envoy, ['envoy.yaml', 'tls-listener.yaml']);
+    assert.equal(seen.tlsListener, readFileSync(new URL('../envoy/tls-listener.yaml', import.meta.url), 'utf8'));
+    assert.equal(seen.envoyConfig, readFileSync(new URL('../envoy/envoy.yaml', import.meta.url), 'utf8'));
+    assert.equal(seen.chains, 2, "the custom domain's chain and the agent domain's");
   });
 
   describe('authz from the image', function () {

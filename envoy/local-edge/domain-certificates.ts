@@ -1,8 +1,7 @@
 import { createHash } from 'node:crypto';
 import { createSecureContext, type SecureContext, type SecureContextOptions } from 'node:tls';
 import type { Redis } from 'ioredis';
-import { domainEventsChannel, edgeKeyNames } from '../../contract/edge-keys.js';
-import { withDeadline } from '../../contract/deadline.js';
+import { openEdgeCertificateFeed, parseCertificateValue } from '../../contract/edge-certificate-feed.js';
 import { certificatePairOf, describePair, type CertificatePair } from './certificate-pair.js';
 import type { EdgeLog } from './certificate-store.js';
 
@@ -29,29 +28,22 @@ export interface DomainCertificates {
   close(): void;
 }
 
-/** Off any request's path: a hash of certificates may take longer than a Check. */
-const READ_DEADLINE_MS = 2_000;
-
 interface Served {
   pair: CertificatePair;
   context: SecureContext;
 }
 
 /**
- * `edgeKeyNames.certificates` in memory, as secure contexts: loaded with HGETALL, each
- * hostname read again (HGET) on its `domainEventsChannel` message, and the whole hash
- * again every `reloadIntervalMs` and on each (re)connection of the subscriber. A value
- * that does not parse, or whose key is not the certificate's, is logged (hostname and
- * reason, never the value) and the hostname keeps the pair it had, as the agent domain's
- * files do (certificate-store.ts); a hostname gone from the hash is forgotten.
+ * The edge's certificate feed (contract/edge-certificate-feed.ts) in memory, as secure
+ * contexts. A value that does not parse, or whose key is not the certificate's, is logged
+ * (hostname and reason, never the value) and the hostname keeps the pair it had, as the
+ * agent domain's files do (certificate-store.ts); a hostname gone from the hash is forgotten.
  */
 export function openDomainCertificates(options: DomainCertificatesOptions): DomainCertificates {
   const log = options.log ?? (() => undefined);
-  const channel = domainEventsChannel(options.keyPrefix);
   const served = new Map<string, Served>();
   // The digest last refused per hostname: the periodic reload logs a bad value once.
   const refused = new Map<string, string>();
-  let closed = false;
 
   function apply(hostname: string, value: string | null): void {
     if (value === null) {
@@ -62,7 +54,8 @@ export function openDomainCertificates(options: DomainCertificatesOptions): Doma
     const digest = createHash('sha256').update(value).digest('hex');
     if (served.get(hostname)?.pair.digest === digest || refused.get(hostname) === digest) return;
     try {
-      const pair = certificatePairOf({ ...parsePem(value), digest });
+      const { chain, key } = parseCertificateValue(value);
+      const pair = certificatePairOf({ cert: Buffer.from(chain), key: Buffer.from(key), digest });
       served.set(hostname, { pair, context: createSecureContext({ ...options.policy, cert: pair.cert, key: pair.key }) });
       refused.delete(hostname);
       log('custom domain certificate loaded', { hostname, ...describePair(pair) });
@@ -77,64 +70,22 @@ export function openDomainCertificates(options: DomainCertificatesOptions): Doma
     }
   }
 
-  async function reload(): Promise<void> {
-    try {
-      const all = await withDeadline(options.redis.hgetall(edgeKeyNames.certificates), READ_DEADLINE_MS);
-      if (closed) return;
-      for (const hostname of [...served.keys()]) if (!(hostname in all)) apply(hostname, null);
-      for (const [hostname, value] of Object.entries(all)) apply(hostname, value);
-    } catch (error) {
-      log('custom domain certificates not reloaded: the current ones stay', { reason: (error as Error).message });
-    }
-  }
-
-  async function refreshOne(hostname: string): Promise<void> {
-    try {
-      const value = await withDeadline(options.redis.hget(edgeKeyNames.certificates, hostname), READ_DEADLINE_MS);
-      if (!closed) apply(hostname, value);
-    } catch (error) {
-      log('custom domain certificate not reloaded: the current one stays', { hostname, reason: (error as Error).message });
-    }
-  }
-
-  options.subscriber.on('message', (from: string, hostname: string) => {
-    if (from === channel && !closed) void refreshOne(hostname);
+  const feed = openEdgeCertificateFeed({
+    redis: options.redis,
+    subscriber: options.subscriber,
+    keyPrefix: options.keyPrefix,
+    reloadIntervalMs: options.reloadIntervalMs,
+    onValue: apply,
+    onReadError: (reason, hostname) =>
+      hostname
+        ? log('custom domain certificate not reloaded: the current one stays', { hostname, reason })
+        : log('custom domain certificates not reloaded: the current ones stay', { reason }),
   });
-  options.subscriber.on('error', () => undefined);
-  // Messages published while the subscriber was away are lost: read everything again.
-  options.subscriber.on('ready', () => {
-    void options.subscriber.subscribe(channel).catch(() => undefined);
-    void reload();
-  });
-  void options.subscriber.subscribe(channel).catch(() => undefined);
-  const loaded = reload();
-  const timer = setInterval(() => void reload(), options.reloadIntervalMs ?? 60_000);
-  timer.unref();
 
   return {
     contextFor: (hostname) => served.get(hostname)?.context,
-    loaded,
-    reload,
-    close() {
-      closed = true;
-      clearInterval(timer);
-      options.subscriber.disconnect();
-    },
+    loaded: feed.loaded,
+    reload: feed.reload,
+    close: feed.close,
   };
-}
-
-/**
- * The hash value, JSON `{chain, key}` (control/edge/projection.ts putCertificate). JSON.parse's
- * own message quotes the text it choked on, which holds a private key: never pass it on.
- */
-function parsePem(value: string): { cert: Buffer; key: Buffer } {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(value);
-  } catch {
-    throw new Error('the value is not JSON {chain, key}');
-  }
-  const { chain, key } = (parsed ?? {}) as { chain?: unknown; key?: unknown };
-  if (typeof chain !== 'string' || typeof key !== 'string') throw new Error('the value lacks the strings chain and key');
-  return { cert: Buffer.from(chain), key: Buffer.from(key) };
 }

@@ -1,8 +1,8 @@
 import type { SecureVersion } from 'node:tls';
 
 /**
- * envoy.yaml's TLS listener (agent_edge_tls), as the local edge's HTTPS server offers it.
- * test/envoy-tls.test.ts holds these to envoy.yaml.
+ * The TLS listener's policy (agent_edge_tls, envoy/tls-listener.yaml, which authz serves Envoy),
+ * as the local edge's HTTPS server offers it. test/envoy-tls.test.ts holds these to tls-listener.yaml.
  */
 
 /** tls_params.tls_minimum_protocol_version TLSv1_2; the maximum is TLSv1_3, Node's own. */

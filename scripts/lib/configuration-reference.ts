@@ -118,7 +118,9 @@ AGENT_URL_SCHEME (https) and AGENT_URL_PORT (EDGE_HTTPS_PORT, or EDGE_PORT with
 AGENT_URL_SCHEME=http), PODMAN_PROTECTED_ENDPOINTS (authz's metrics port, the edge's ports and
 Envoy's admin ports), EDGE_UPSTREAM_SUBNETS (PODMAN_AGENT_SUBNETS) and
 WEBHOOK_ALLOW_PRIVATE_NETWORKS (true); the local edge gets CONSOLE_ORIGIN from CONTROL_HOST and
-CONTROL_PORT. With an \`envoy\` binary on PATH, Envoy is the edge; otherwise the local edge.
+CONTROL_PORT. With an \`envoy\` binary on PATH, Envoy is the edge, and authz gets AUTHZ_XDS_SOCKET
+(\`<data dir>/authz-xds.sock\`), AUTHZ_XDS_ENVOY_CONFIG_FILE and AUTHZ_XDS_TLS_LISTENER_FILE (the
+\`envoy.yaml\` and \`envoy-tls-listener.yaml\` it writes in the data dir); otherwise the local edge.
 `,
   }];
 }

@@ -14,7 +14,11 @@ export interface UpEdgeTls {
   readonly made: 'nothing' | 'certificate' | 'ca and certificate';
 }
 
-/** envoy.yaml's TLS listener port, SDS file and its directory, as the file names them for a host without Nomad. */
+/**
+ * The HTTPS listener's port, SDS file and its directory, as envoy/tls-listener.yaml names them
+ * for a host without Nomad (authz serves Envoy that listener by LDS), and the port envoy.yaml's
+ * redirect sends plain HTTP to.
+ */
 export const ENVOY_TLS_PORT = 443;
 export const ENVOY_SDS_FILE = '/etc/agent-platform/tls/sds.yaml';
 /** envoy/tls-sds.yaml's certificate, key and watched directory. */
@@ -58,15 +62,16 @@ export interface EnvoyTlsFiles {
 }
 
 /**
- * envoy.yaml and envoy/tls-sds.yaml for an installed Envoy under `npm run up`: the TLS
- * listener on `httpsPort` (443 needs privileges) and the redirect to it, the SDS file at
- * `sdsFile`, naming the operator's or the local CA's files. Only those values change.
+ * envoy.yaml, envoy/tls-listener.yaml and envoy/tls-sds.yaml for an installed Envoy under
+ * `npm run up`: the redirect to `httpsPort` in envoy.yaml; the HTTPS listener authz serves
+ * Envoy on `httpsPort` (443 needs privileges) with its SDS file at `sdsFile`; that file naming
+ * the operator's or the local CA's files. Only those values change.
  */
-export function envoyTlsFor(bootstrapYaml: string, sdsYaml: string, files: EnvoyTlsFiles): { bootstrap: string; sds: string } {
-  let bootstrap = replaceOnce(bootstrapYaml, `socket_address: { address: 0.0.0.0, port_value: ${ENVOY_TLS_PORT} }`, `socket_address: { address: 0.0.0.0, port_value: ${files.httpsPort} }`);
-  bootstrap = replaceOnce(bootstrap, `port_redirect: ${ENVOY_TLS_PORT}`, `port_redirect: ${files.httpsPort}`);
-  bootstrap = replaceOnce(bootstrap, `path: ${ENVOY_SDS_FILE}`, `path: ${JSON.stringify(files.sdsFile)}`);
-  bootstrap = replaceOnce(bootstrap, `watched_directory: { path: ${ENVOY_TLS_DIR} }`, `watched_directory: { path: ${JSON.stringify(dirname(files.sdsFile))} }`);
+export function envoyTlsFor(bootstrapYaml: string, tlsListenerYaml: string, sdsYaml: string, files: EnvoyTlsFiles): { bootstrap: string; tlsListener: string; sds: string } {
+  const bootstrap = replaceOnce(bootstrapYaml, `port_redirect: ${ENVOY_TLS_PORT}`, `port_redirect: ${files.httpsPort}`);
+  let tlsListener = replaceOnce(tlsListenerYaml, `socket_address: { address: 0.0.0.0, port_value: ${ENVOY_TLS_PORT} }`, `socket_address: { address: 0.0.0.0, port_value: ${files.httpsPort} }`);
+  tlsListener = replaceOnce(tlsListener, `path: ${ENVOY_SDS_FILE}`, `path: ${JSON.stringify(files.sdsFile)}`);
+  tlsListener = replaceOnce(tlsListener, `watched_directory: { path: ${ENVOY_TLS_DIR} }`, `watched_directory: { path: ${JSON.stringify(dirname(files.sdsFile))} }`);
   let sds = replaceOnce(sdsYaml, `{ filename: ${ENVOY_TLS_DIR}/tls.crt }`, `{ filename: ${JSON.stringify(files.certFile)} }`);
   sds = replaceOnce(sds, `{ filename: ${ENVOY_TLS_DIR}/tls.key }`, `{ filename: ${JSON.stringify(files.keyFile)} }`);
   // One directory to watch when both files are in it; else Envoy watches each file's own (sds_api.cc).
@@ -74,7 +79,7 @@ export function envoyTlsFor(bootstrapYaml: string, sdsYaml: string, files: Envoy
   sds = dirname(files.certFile) === dirname(files.keyFile)
     ? replaceOnce(sds, watched, `      watched_directory: { path: ${JSON.stringify(dirname(files.certFile))} }\n`)
     : replaceOnce(sds, watched, '');
-  return { bootstrap, sds };
+  return { bootstrap, tlsListener, sds };
 }
 
 /**
