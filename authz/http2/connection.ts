@@ -146,7 +146,10 @@ export class Http2Connection {
     this.controlFrames = new RateBudget(limits.maxControlFramesPerSecond);
     socket.setNoDelay(true);
     socket.on('data', (chunk: Buffer) => this.receive(chunk));
-    socket.on('drain', () => socket.resume());
+    // Once the connection has failed, nothing the peer sends is read again (fail()).
+    socket.on('drain', () => {
+      if (!this.closed) socket.resume();
+    });
     socket.on('error', () => socket.destroy());
     socket.on('close', () => this.lost());
     // A peer that never finishes its preface, or falls silent, holds a socket for nothing.
@@ -654,6 +657,9 @@ export class Http2Connection {
     this.send(encodeFrame(FrameType.GOAWAY, 0, 0, words(this.lastStreamId, code)));
     this.flush();
     this.socket.end();
+    // A flooding peer would otherwise be read at full speed, and its bytes allocated and
+    // dropped, for the whole grace below: TCP's flow control holds it off instead.
+    this.socket.pause();
     this.destroyLater();
     this.lost();
   }
