@@ -103,7 +103,14 @@ export function buildCheckResponse(decision: Decision): CheckResponseMessage {
       // upstream: read by the ORIGINAL_DST cluster (metadata_key envoy.filters.http.ext_authz / upstream).
       // agent_id: comes back in each access-log entry's metadata (authz/access-log-entry.ts), so
       // the request's figures go to the agent authz chose, whatever the caller sent.
-      dynamic_metadata: { fields: { upstream: { stringValue: decision.upstream }, [AGENT_ID_METADATA_KEY]: { stringValue: decision.agentId } } },
+      dynamic_metadata: {
+        fields: {
+          upstream: { stringValue: decision.upstream },
+          [AGENT_ID_METADATA_KEY]: { stringValue: decision.agentId },
+          // Which version answered, for the request figures that judge a canary (access-log-entry.ts).
+          version: { stringValue: decision.version },
+        },
+      },
     };
   }
   const denial = denialOf(decision);

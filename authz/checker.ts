@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { createHash, randomInt } from 'node:crypto';
 import type { Clock } from '../contract/clock.js';
 import { challengeTokenOf } from './acme-challenge.js';
 import { routeHost, type CustomHostLookup } from './host-routes.js';
@@ -56,6 +56,7 @@ export function createChecker(settings: CheckerSettings, deps: CheckerDeps): Che
 
     const now = deps.clock.now();
     const window = windowOf(now);
+    const keyHash = facts.accessKey ? sha256Hex(facts.accessKey) : '';
     try {
       const reply = await withDeadline(
         deps.runCheckScript(
@@ -68,12 +69,17 @@ export function createChecker(settings: CheckerSettings, deps: CheckerDeps): Che
             usage: edgeKeyNames.usage(slug, usageMonthOf(now)),
             wake: edgeKeyNames.wake(slug),
             domains: edgeKeyNames.domains(slug),
+            canaryUpstreams: edgeKeyNames.canaryUpstreams(slug),
           },
           {
-            keyHash: facts.accessKey ? sha256Hex(facts.accessKey) : '',
+            keyHash,
             counterTtlSeconds: COUNTER_TTL_SECONDS,
             wakeTtlSeconds: settings.wakeTimeoutSeconds,
             customHost: route.customHost ?? '',
+            previewDeployment: route.previewDeployment === null ? '' : String(route.previewDeployment),
+            randomBucket: randomInt(100),
+            callerSeed: callerSeedOf(keyHash || facts.caller),
+            addressSeed: callerSeedOf(facts.caller),
           },
         ),
         settings.redisTimeoutMs,
@@ -87,10 +93,10 @@ export function createChecker(settings: CheckerSettings, deps: CheckerDeps): Che
   };
 }
 
-function resultOf([outcome, agentId, detail]: CheckScriptReply, slug: string, retryAfterSeconds: number): CheckResult {
+function resultOf([outcome, agentId, detail, version]: CheckScriptReply, slug: string, retryAfterSeconds: number): CheckResult {
   switch (outcome) {
     case 'allowed':
-      return { outcome, agentId: agentId ?? '', upstream: detail ?? '' };
+      return { outcome, agentId: agentId ?? '', upstream: detail ?? '', version: version === 'canary' ? 'canary' : 'stable' };
     case 'parked':
       return { outcome, agentId: agentId ?? '', slug, requested: detail === 'requested' };
     case 'wake_refused':
@@ -108,3 +114,13 @@ function resultOf([outcome, agentId, detail]: CheckScriptReply, slug: string, re
 }
 
 const sha256Hex = (text: string) => createHash('sha256').update(text).digest('hex');
+
+/**
+ * FNV-1a of the caller's identity, in 31 bits so Lua's numbers (doubles) add to it exactly:
+ * the same caller always lands in the same bucket, and callers spread evenly over buckets.
+ */
+export function callerSeedOf(identity: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < identity.length; i++) hash = Math.imul(hash ^ identity.charCodeAt(i), 0x01000193);
+  return (hash >>> 0) & 0x7fffffff;
+}

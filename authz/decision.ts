@@ -1,6 +1,7 @@
 /** What authz decided about one request; check-response.ts turns it into Envoy's answer. */
 export type Decision =
-  | { outcome: 'allowed'; agentId: string; upstream: string }
+  /** `version`: the stable version's replicas, or a running canary's (issue 36). */
+  | { outcome: 'allowed'; agentId: string; upstream: string; version: 'stable' | 'canary' }
   | { outcome: 'unknown_agent' }
   | { outcome: 'caller_rate_limited'; retryAfterSeconds: number }
   | { outcome: 'invalid_key' }

@@ -91,7 +91,8 @@ export function createWakeWaiter(deps: WakeWaiterDeps): WakeWaiter {
       }
       if (found.outcome !== 'waiting' || remaining <= 0) {
         next.cancel();
-        if (found.outcome === 'allowed') return { outcome: 'allowed', agentId, upstream: found.upstream };
+        // A woken agent has no canary running: a canary starts only beside a running version.
+        if (found.outcome === 'allowed') return { outcome: 'allowed', agentId, upstream: found.upstream, version: 'stable' };
         if (found.outcome === 'wake_refused') return { outcome: 'wake_refused', body: found.body };
         return { outcome: 'wake_timeout', retryAfterSeconds: WAKE_TIMEOUT_RETRY_AFTER_SECONDS };
       }

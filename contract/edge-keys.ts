@@ -10,8 +10,14 @@ export const edgeKeyNames = {
   agent: (slug: string) => `edge:agent:{${slug}}`,
   /** Set of the SHA-256 hex digests of the agent's live access keys. */
   keys: (slug: string) => `edge:keys:{${slug}}`,
-  /** Set of `host:port` of the replicas that take traffic. */
+  /** Set of `host:port` of the replicas that take traffic (the stable version's while a canary runs). */
   upstreams: (slug: string) => `edge:upstreams:{${slug}}`,
+  /**
+   * Set of `host:port` of a running canary's replicas (issue 36): the share of the agent's
+   * allowed requests in the agent hash's `canary_percent` goes here, and its preview
+   * hostname only here.
+   */
+  canaryUpstreams: (slug: string) => `edge:canary-upstreams:{${slug}}`,
   callerCounter: (slug: string, caller: string, window: number) => `edge:rl:{${slug}}:caller:${caller}:${window}`,
   agentCounter: (slug: string, window: number) => `edge:rl:{${slug}}:agent:${window}`,
   /** Allowed requests in a UTC month; authz INCRs it, the control API flushes it to Postgres. */
@@ -142,7 +148,22 @@ export interface EdgeAgent {
    * (auto_scale with min_replicas 0) and its owner has not stopped it.
    */
   wakeable: boolean;
+  /** The canary deployment running now, or null (the default): every request to `upstreams`. */
+  canary?: EdgeCanary | null;
 }
+
+/** A canary deployment as the edge splits traffic for it (issue 36). */
+export interface EdgeCanary {
+  /** The deployment's number: its preview hostname is `<slug>--d<number>.<agent domain>`. */
+  deployment: number;
+  /** 1 to 99: the share of the agent's allowed requests sent to the canary's replicas. */
+  percent: number;
+  /** 'caller': a caller (its access key, else its address) stays on one version for the canary's life. */
+  affinity: 'none' | 'caller';
+}
+
+/** The hostname label of a canary deployment's preview URL. Slugs never hold `--` (control/domain/slug.ts). */
+export const previewLabel = (slug: string, deployment: number): string => `${slug}--d${deployment}`;
 
 /** The per-caller limit of an agent without a rate_limit_rpm of its own. */
 export const DEFAULT_CALLER_RPM = 120;
@@ -156,7 +177,14 @@ export const EDGE_AGENT_FIELDS = {
   agentRpm: 'agent_rpm',
   /** '1' or '0'. */
   wakeable: 'wakeable',
+  /** EdgeCanary's fields, present only while a canary runs. */
+  canaryDeployment: 'canary_deployment',
+  canaryPercent: 'canary_percent',
+  canaryAffinity: 'canary_affinity',
 } as const;
+
+/** The fields a canary adds to the agent hash, removed with it. */
+export const EDGE_CANARY_FIELDS = [EDGE_AGENT_FIELDS.canaryDeployment, EDGE_AGENT_FIELDS.canaryPercent, EDGE_AGENT_FIELDS.canaryAffinity] as const;
 
 /** The agent hash as written to Redis (every value a string). */
 export const edgeAgentHash = (agent: EdgeAgent): Record<string, string> => ({
@@ -166,6 +194,13 @@ export const edgeAgentHash = (agent: EdgeAgent): Record<string, string> => ({
   [EDGE_AGENT_FIELDS.callerRpm]: String(agent.callerRpm),
   [EDGE_AGENT_FIELDS.agentRpm]: String(agent.agentRpm),
   [EDGE_AGENT_FIELDS.wakeable]: agent.wakeable ? '1' : '0',
+  ...(agent.canary
+    ? {
+        [EDGE_AGENT_FIELDS.canaryDeployment]: String(agent.canary.deployment),
+        [EDGE_AGENT_FIELDS.canaryPercent]: String(agent.canary.percent),
+        [EDGE_AGENT_FIELDS.canaryAffinity]: agent.canary.affinity,
+      }
+    : {}),
 });
 
 /** Fixed rate-limit windows are one minute long. */

@@ -92,7 +92,8 @@ describeOnEachAuthzServer('authz Check (gRPC, as Envoy calls it)', (server) => {
         [{ header: { key: 'x-agent-id', value: id }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' }],
       );
       assert.deepEqual(response.ok_response!.headers_to_remove, ['authorization']);
-      assert.deepEqual(Object.keys(response.dynamic_metadata!.fields).sort(), ['agent_id', 'upstream']);
+      assert.deepEqual(Object.keys(response.dynamic_metadata!.fields).sort(), ['agent_id', 'upstream', 'version']);
+      assert.equal(response.dynamic_metadata!.fields.version!.stringValue, 'stable', 'no canary runs');
       assert.equal(response.dynamic_metadata!.fields.upstream!.stringValue, '10.2.0.1:8080');
       assert.equal(response.dynamic_metadata!.fields.agent_id!.stringValue, id, 'named again in the access log, for the request figures');
       assert.equal(await redis.get(`edge:usage:{${agentSlug}}:2031-03`), '1');

@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import {
-  domainEventsChannel, edgeAgentHash, edgeKeyNames, formatWakeEvent, WAKE_REFUSAL_TTL_SECONDS, WAKE_REFUSED_PREFIX, wakeEventsChannel, type EdgeAgent,
+  domainEventsChannel, EDGE_CANARY_FIELDS, edgeAgentHash, edgeKeyNames, formatWakeEvent, WAKE_REFUSAL_TTL_SECONDS, WAKE_REFUSED_PREFIX, wakeEventsChannel, type EdgeAgent,
 } from '../../contract/edge-keys.js';
 
 /** A custom domain's certificate as the edge serves it (PEM): the chain, leaf first, and its private key. */
@@ -25,6 +25,8 @@ export interface ProjectedAgent {
   agent: EdgeAgent;
   keyHashes: string[];
   upstreams: string[];
+  /** A running canary's replicas (agent.canary set); none by default. */
+  canaryUpstreams?: string[];
   /**
    * The agent's active custom hostnames: its `domains` set becomes exactly these. Absent:
    * the set is left as it is (a caller that does not project domains must not drop them).
@@ -130,13 +132,18 @@ export class EdgeProjection {
     await multi.exec().then(throwOnFailure);
   }
 
+  /** The agent's fields; without a canary, a canary's fields and replicas go (HSET alone would leave them). */
   async putAgent(agent: EdgeAgent): Promise<void> {
-    await this.redis
-      .multi()
-      .hset(edgeKeyNames.agent(agent.slug), edgeAgentHash(agent))
-      .sadd(edgeKeyNames.index, agent.slug)
-      .exec()
-      .then(throwOnFailure);
+    const multi = this.redis.multi().hset(edgeKeyNames.agent(agent.slug), edgeAgentHash(agent));
+    if (!agent.canary) multi.hdel(edgeKeyNames.agent(agent.slug), ...EDGE_CANARY_FIELDS).del(edgeKeyNames.canaryUpstreams(agent.slug));
+    await multi.sadd(edgeKeyNames.index, agent.slug).exec().then(throwOnFailure);
+  }
+
+  /** A running canary's replicas (issue 36): its share of requests and its preview go to them. */
+  async setCanaryUpstreams(slug: string, addresses: string[]): Promise<void> {
+    const multi = this.redis.multi().del(edgeKeyNames.canaryUpstreams(slug));
+    if (addresses.length > 0) multi.sadd(edgeKeyNames.canaryUpstreams(slug), ...addresses);
+    await multi.exec().then(throwOnFailure);
   }
 
   async addKey(slug: string, keyHash: string): Promise<void> {
@@ -182,21 +189,23 @@ export class EdgeProjection {
       .multi()
       // The agent's custom hostnames stop routing with it (the script's SISMEMBER); the
       // control API removes their hash entries with the domains themselves.
-      .del(edgeKeyNames.agent(slug), edgeKeyNames.keys(slug), edgeKeyNames.upstreams(slug), edgeKeyNames.domains(slug))
+      .del(edgeKeyNames.agent(slug), edgeKeyNames.keys(slug), edgeKeyNames.upstreams(slug), edgeKeyNames.canaryUpstreams(slug), edgeKeyNames.domains(slug))
       .srem(edgeKeyNames.index, slug)
       .exec()
       .then(throwOnFailure);
   }
 
   /** Rewrites one agent's projection as given, atomically. */
-  async replace({ agent, keyHashes, upstreams, domains }: ProjectedAgent): Promise<void> {
+  async replace({ agent, keyHashes, upstreams, canaryUpstreams = [], domains }: ProjectedAgent): Promise<void> {
+    const { slug } = agent;
     const multi = this.redis
       .multi()
-      .del(edgeKeyNames.agent(agent.slug), edgeKeyNames.keys(agent.slug), edgeKeyNames.upstreams(agent.slug), ...(domains ? [edgeKeyNames.domains(agent.slug)] : []))
+      .del(edgeKeyNames.agent(slug), edgeKeyNames.keys(slug), edgeKeyNames.upstreams(slug), edgeKeyNames.canaryUpstreams(slug), ...(domains ? [edgeKeyNames.domains(slug)] : []))
       .hset(edgeKeyNames.agent(agent.slug), edgeAgentHash(agent))
       .sadd(edgeKeyNames.index, agent.slug);
     if (keyHashes.length > 0) multi.sadd(edgeKeyNames.keys(agent.slug), ...keyHashes);
     if (upstreams.length > 0) multi.sadd(edgeKeyNames.upstreams(agent.slug), ...upstreams);
+    if (agent.canary && canaryUpstreams.length > 0) multi.sadd(edgeKeyNames.canaryUpstreams(slug), ...canaryUpstreams);
     if (domains && domains.length > 0) multi.sadd(edgeKeyNames.domains(agent.slug), ...domains);
     await multi.exec().then(throwOnFailure);
     if (upstreams.length > 0) await this.endWake(agent.slug);
