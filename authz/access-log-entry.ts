@@ -1,3 +1,5 @@
+import { isCanaryVersion } from '../contract/request-figures.js';
+
 /**
  * Which of Envoy's access-log entries are requests an agent answered, and their figures.
  * Pure: the access-log service feeds what this returns to the request-figure recorder.
@@ -39,10 +41,17 @@ export interface ForwardedRequest {
   agentId: string;
   status: number;
   upstreamMs: number;
+  /** Whether authz routed it to the agent's canary (its `version` metadata is exactly `canary`). */
+  canary: boolean;
 }
 
 export const EXT_AUTHZ_METADATA_NAMESPACE = 'envoy.filters.http.ext_authz';
 export const AGENT_ID_METADATA_KEY = 'agent_id';
+/**
+ * The version of the agent authz routed to, `stable` or `canary`. Entries without it (from
+ * an authz before canaries) are the stable version's (isCanaryVersion).
+ */
+export const VERSION_METADATA_KEY = 'version';
 
 /** Agent ids as the control API makes them; anything else cannot name a figures key. */
 const AGENT_ID = /^[A-Za-z0-9_-]{1,64}$/;
@@ -53,7 +62,8 @@ export function forwardedRequestOf(entry: HttpAccessLogEntry): ForwardedRequest 
   // Periodic entries of a stream still open (flush_access_log_on_new_request, access_log_flush_interval):
   // its final entry counts it.
   if (!common || common.intermediate_log_entry) return undefined;
-  const agentId = common.metadata?.filter_metadata?.[EXT_AUTHZ_METADATA_NAMESPACE]?.fields?.[AGENT_ID_METADATA_KEY]?.stringValue;
+  const authzFields = common.metadata?.filter_metadata?.[EXT_AUTHZ_METADATA_NAMESPACE]?.fields;
+  const agentId = authzFields?.[AGENT_ID_METADATA_KEY]?.stringValue;
   if (!agentId || !AGENT_ID.test(agentId)) return undefined;
   const firstRx = millisecondsOf(common.time_to_first_upstream_rx_byte);
   const firstTx = millisecondsOf(common.time_to_first_upstream_tx_byte);
@@ -63,7 +73,8 @@ export function forwardedRequestOf(entry: HttpAccessLogEntry): ForwardedRequest 
   // what the caller waits on the agent for, a streamed answer included, without authz's
   // Check or the caller's upload before it. A response cut short has no last byte: up to its first.
   const lastRx = millisecondsOf(common.time_to_last_upstream_rx_byte) ?? firstRx;
-  return { agentId, status, upstreamMs: Math.max(0, lastRx - firstTx) };
+  const canary = isCanaryVersion(authzFields?.[VERSION_METADATA_KEY]?.stringValue);
+  return { agentId, status, upstreamMs: Math.max(0, lastRx - firstTx), canary };
 }
 
 function millisecondsOf(duration: Duration | null | undefined): number | undefined {

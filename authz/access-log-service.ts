@@ -45,7 +45,7 @@ export function createAccessLogService(sink: RequestFigureSink): AccessLogServic
         call.on('data', (message: StreamAccessLogsMessage) => {
           for (const entry of message.http_logs?.log_entry ?? []) {
             const request = forwardedRequestOf(entry);
-            if (request) sink.record(request.agentId, request.status, request.upstreamMs);
+            if (request) sink.record(request.agentId, request.status, request.upstreamMs, request.canary);
           }
         });
         call.on('end', () => finish(call));

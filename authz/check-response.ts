@@ -1,6 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { Decision } from './decision.js';
-import { AGENT_ID_METADATA_KEY } from './access-log-entry.js';
+import { AGENT_ID_METADATA_KEY, VERSION_METADATA_KEY } from './access-log-entry.js';
 
 /**
  * Envoy's CheckResponse for a decision, as a plain object for proto-loader to encode.
@@ -108,7 +108,7 @@ export function buildCheckResponse(decision: Decision): CheckResponseMessage {
           upstream: { stringValue: decision.upstream },
           [AGENT_ID_METADATA_KEY]: { stringValue: decision.agentId },
           // Which version answered, for the request figures that judge a canary (access-log-entry.ts).
-          version: { stringValue: decision.version },
+          [VERSION_METADATA_KEY]: { stringValue: decision.version },
         },
       },
     };

@@ -1,14 +1,17 @@
 import type { Redis } from 'ioredis';
 import { edgeKeyNames } from './edge-keys.js';
-import { addRequest, emptyTally, REQUEST_FIGURES_TTL_SECONDS, tallyIncrements, type RequestTally } from './request-figures.js';
+import { addRequest, canaryIncrements, emptyTally, REQUEST_FIGURES_TTL_SECONDS, tallyIncrements, type RequestTally } from './request-figures.js';
 
 /**
  * Where an edge reports each request it forwarded to an agent: authz's access-log service
  * (from Envoy's entries) and the local edge (directly) feed the same recorder.
  */
 export interface RequestFigureSink {
-  /** The agent that answered, its HTTP status and the upstream time. A counter update: no I/O. */
-  record(agentId: string, status: number, upstreamMs: number): void;
+  /**
+   * The agent that answered, its HTTP status and the upstream time, and whether the replica
+   * was the agent's canary (default: stable). A counter update: no I/O.
+   */
+  record(agentId: string, status: number, upstreamMs: number, canary?: boolean): void;
 }
 
 export interface RequestFigureRecorder extends RequestFigureSink {
@@ -32,7 +35,10 @@ export interface RequestFigureRecorderOptions {
 interface AgentSecond {
   agentId: string;
   epochSecond: number;
+  /** Every version's requests. */
   tally: RequestTally;
+  /** The canary's share of them; made on the second's first canary request, so an agent without a canary allocates nothing more. */
+  canary: RequestTally | null;
 }
 
 /**
@@ -52,9 +58,11 @@ export function createRequestFigureRecorder(options: RequestFigureRecorderOption
     finished = [];
     if (due.length === 0) return;
     const pipeline = options.redis.pipeline();
-    for (const { agentId, epochSecond, tally } of due) {
+    for (const { agentId, epochSecond, tally, canary } of due) {
       const key = edgeKeyNames.requestFigures(agentId, epochSecond);
+      // Totals first: a reader between the two never sees a canary share larger than the total.
       for (const [field, increment] of tallyIncrements(tally)) pipeline.hincrby(key, field, increment);
+      if (canary) for (const [field, increment] of canaryIncrements(canary)) pipeline.hincrby(key, field, increment);
       pipeline.expire(key, REQUEST_FIGURES_TTL_SECONDS);
     }
     try {
@@ -70,15 +78,16 @@ export function createRequestFigureRecorder(options: RequestFigureRecorderOption
   timer.unref();
 
   return {
-    record(agentId, status, upstreamMs) {
+    record(agentId, status, upstreamMs, canary = false) {
       const epochSecond = Math.floor(nowMs() / 1000);
       let second = current.get(agentId);
       if (second === undefined || second.epochSecond !== epochSecond) {
         if (second !== undefined) finished.push(second);
-        second = { agentId, epochSecond, tally: emptyTally() };
+        second = { agentId, epochSecond, tally: emptyTally(), canary: null };
         current.set(agentId, second);
       }
       addRequest(second.tally, status, upstreamMs);
+      if (canary) addRequest((second.canary ??= emptyTally()), status, upstreamMs);
     },
     flush,
     async close() {

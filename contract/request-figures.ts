@@ -6,6 +6,11 @@
  * (`edgeKeyNames.requestFigures`) with HINCRBY, so any number of edge processes add up;
  * the control API sums the last FIGURES_WINDOW_SECONDS of them. Both sides take the
  * field names, the latency buckets and the sums from here.
+ *
+ * A canary's requests (authz's `version` metadata `canary`) count twice in the same hash:
+ * in the plain fields, which stay every version's totals so readers that know nothing of
+ * canaries stay right, and again under CANARY_FIELD_PREFIX. The stable version's figures
+ * are the difference (stableTallyOf).
  */
 
 /** The window GET /agents/{id}/metrics sums over. */
@@ -31,6 +36,22 @@ export const REQUEST_FIGURE_FIELDS = {
   /** Requests in latency bucket `index` (not cumulative); index LATENCY_BOUNDS_MS.length is the overflow. */
   bucket: (index: number) => `le_${index}`,
 } as const;
+
+/**
+ * Before each field of a canary's share of the second. Same hash, not a key of its own: it
+ * keeps the agent's hash tag (slot), TTL and single pipelined write per flush.
+ */
+export const CANARY_FIELD_PREFIX = 'canary_';
+
+/** The `version` authz gives a request routed to an agent's canary; any other value, or none, is the stable version. */
+export const CANARY_VERSION = 'canary';
+
+/**
+ * Whether a request's version (the ext_authz metadata `version`) is the canary. Exactly
+ * `canary` only: a request without one (from an authz before canaries) or with a value
+ * this code does not know counts as stable, where it counted before.
+ */
+export const isCanaryVersion = (version: string | null | undefined): boolean => version === CANARY_VERSION;
 
 /** A tally of forwarded requests: one second's, or a window's once summed. */
 export interface RequestTally {
@@ -71,16 +92,66 @@ export function tallyIncrements(tally: RequestTally): [field: string, increment:
   return increments.filter(([, increment]) => increment !== 0);
 }
 
-/** Adds a second's hash (as HGETALL returns it) into `into`; unknown fields and non-numbers count as nothing. */
+/** The HINCRBY increments of a canary's share of the second: tallyIncrements' fields, prefixed. */
+export function canaryIncrements(tally: RequestTally): [field: string, increment: number][] {
+  return tallyIncrements(tally).map(([field, increment]) => [CANARY_FIELD_PREFIX + field, increment]);
+}
+
+/**
+ * Adds a second's hash (as HGETALL returns it) into `into`: every version's totals (the
+ * canary_ fields are not read). Unknown fields and non-numbers count as nothing.
+ */
 export function addHash(into: RequestTally, hash: Record<string, string>): void {
+  addFields(into, hash, '');
+}
+
+/** Adds the fields named `prefix` + a REQUEST_FIGURE_FIELDS name. */
+function addFields(into: RequestTally, hash: Record<string, string>, prefix: string): void {
   const read = (field: string) => {
-    const value = Number(hash[field]);
+    const value = Number(hash[prefix + field]);
     return Number.isSafeInteger(value) && value > 0 ? value : 0;
   };
   into.count += read(REQUEST_FIGURE_FIELDS.count);
   into.errors += read(REQUEST_FIGURE_FIELDS.errors);
   into.latencySumUs += read(REQUEST_FIGURE_FIELDS.latencySumUs);
   for (let index = 0; index < BUCKETS; index += 1) into.buckets[index]! += read(REQUEST_FIGURE_FIELDS.bucket(index));
+}
+
+/** A window's (or a second's) tallies as stored: every version's totals, and the canary's share of them. */
+export interface VersionTallies {
+  all: RequestTally;
+  canary: RequestTally;
+}
+
+export const emptyVersionTallies = (): VersionTallies => ({ all: emptyTally(), canary: emptyTally() });
+
+/** Adds a second's hash into both tallies: the plain fields into `all`, the canary_ ones into `canary`. */
+export function addVersionedHash(into: VersionTallies, hash: Record<string, string>): void {
+  addFields(into.all, hash, '');
+  addFields(into.canary, hash, CANARY_FIELD_PREFIX);
+}
+
+/** One stored hash split into every version's totals and the canary's share. */
+export function versionTalliesOf(hash: Record<string, string>): VersionTallies {
+  const tallies = emptyVersionTallies();
+  addVersionedHash(tallies, hash);
+  return tallies;
+}
+
+/**
+ * The stable version's tally: all − canary, field by field. Never below 0: the recorder
+ * writes the totals before the canary's share, so a read between the two sees a canary
+ * short, not ahead; the floor keeps a hand-edited or half-written hash from giving
+ * negative counts all the same.
+ */
+export function stableTallyOf({ all, canary }: VersionTallies): RequestTally {
+  const minus = (total: number, share: number) => Math.max(0, total - share);
+  return {
+    count: minus(all.count, canary.count),
+    errors: minus(all.errors, canary.errors),
+    latencySumUs: minus(all.latencySumUs, canary.latencySumUs),
+    buckets: all.buckets.map((n, index) => minus(n, canary.buckets[index] ?? 0)),
+  };
 }
 
 /** What the API reports of a window's tally. */
@@ -98,6 +169,16 @@ export function figuresOf(tally: RequestTally): RequestFigures {
     avgLatencyMs: tally.count === 0 ? 0 : tally.latencySumUs / tally.count / 1000,
     p95LatencyMs: latencyQuantileMs(0.95, tally.buckets),
   };
+}
+
+/** A window's figures per version, for comparing a canary with the version it would replace. */
+export interface VersionFigures {
+  stable: RequestFigures;
+  canary: RequestFigures;
+}
+
+export function versionFiguresOf(tallies: VersionTallies): VersionFigures {
+  return { stable: figuresOf(stableTallyOf(tallies)), canary: figuresOf(tallies.canary) };
 }
 
 /**

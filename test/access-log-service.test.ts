@@ -8,6 +8,8 @@ import { connectTestRedis, startTestAuthz, type TestAuthz } from './support/edge
 import { runReplica } from './support/in-memory-driver.js';
 import { describeOnEachAuthzServer } from './support/authz-servers.js';
 import { scanKeys } from '../control/db/redis.js';
+import { RequestFiguresReader } from '../control/edge/request-figures.js';
+import { forwardedRequestOf, VERSION_METADATA_KEY } from '../authz/access-log-entry.js';
 import { waitFor } from './support/wait.js';
 
 /** google.protobuf.Duration of `ms` milliseconds since the stream started, as Envoy fills the time_to_* fields. */
@@ -147,6 +149,54 @@ describeOnEachAuthzServer('request figures from Envoy access logs', function (se
     assert.equal(others.body.error_count, 1);
   });
 
+  it("counts a canary's requests in the totals and again as the canary's; no version or an unknown one is stable", async () => {
+    const { token } = await control.signUp();
+    const agent = await allowedAgent(token);
+    // Whatever version the real Check named, the three versions entries can carry.
+    const { [VERSION_METADATA_KEY]: _checked, ...unversioned } = agent.metadata;
+    const as = (version: string) => ({ ...unversioned, [VERSION_METADATA_KEY]: { stringValue: version } });
+
+    const stream = openStream();
+    stream.call.write({
+      identifier: { node: { id: 'envoy-edge-1' }, log_name: 'agent_requests' },
+      http_logs: {
+        log_entry: [
+          envoyEntry({ metadata: as('canary'), status: 200, firstTx: 1, firstRx: 2, lastRx: 3 }), // canary, 2 ms
+          envoyEntry({ metadata: as('canary'), status: 503, firstTx: 1, firstRx: 20, lastRx: 21 }), // canary, its 503, 20 ms
+          envoyEntry({ metadata: as('stable'), status: 200, firstTx: 1, firstRx: 4, lastRx: 5 }), // stable, 4 ms
+          envoyEntry({ metadata: unversioned, status: 500, firstTx: 1, firstRx: 8, lastRx: 9 }), // from an authz before canaries: stable, 8 ms
+          envoyEntry({ metadata: as('Canary'), status: 200, firstTx: 1, firstRx: 10, lastRx: 11 }), // not exactly `canary`: stable, 10 ms
+        ],
+      },
+    });
+    stream.call.end();
+    await stream.answered;
+    stream.close();
+
+    const reader = new RequestFiguresReader(authzRedis, systemClock);
+    const figures = await waitFor('the figures flushed to Redis', async () => {
+      const read = await reader.byVersion(agent.id);
+      return read.stable.requestCount + read.canary.requestCount === 5 ? read : undefined;
+    });
+    assert.deepEqual(
+      [figures.canary.requestCount, figures.canary.errorCount, figures.canary.avgLatencyMs],
+      [2, 1, (2 + 20) / 2],
+      "the canary's two",
+    );
+    assert.deepEqual(
+      [figures.stable.requestCount, figures.stable.errorCount, figures.stable.avgLatencyMs],
+      [3, 1, (4 + 8 + 10) / 3],
+      'stable, unversioned and unknown: the other three',
+    );
+    const totals = await control.request('GET', `/agents/${agent.id}/metrics`, { token });
+    assert.equal(totals.body.request_count, 5, 'the metrics every user sees count every version');
+    assert.equal(totals.body.error_count, 2);
+    // The agent's seconds (one, unless the batch straddled a second): totals and canary_ fields in the same hashes.
+    const stored = await Promise.all((await scanKeys(authzRedis, `edge:requests:{${agent.id}}:*`)).map((key) => authzRedis.hgetall(key)));
+    const sum = (field: string) => stored.reduce((total, hash) => total + Number(hash[field] ?? 0), 0);
+    assert.deepEqual([sum('count'), sum('errors'), sum('canary_count'), sum('canary_errors')], [5, 2, 2, 1]);
+  });
+
   it('answers an open stream when authz stops, so its shutdown does not wait on Envoy', async () => {
     const redis = connectTestRedis(control.config.redisKeyPrefix);
     const own = await startTestAuthz({ redis, clock: systemClock, agentDomain: control.config.agentUrl.domain, server });
@@ -165,5 +215,23 @@ describeOnEachAuthzServer('request figures from Envoy access logs', function (se
       stream.close();
       redis.disconnect();
     }
+  });
+});
+
+/** Which version an entry's request went to: pure, so once, not per authz server. */
+describe('access-log entries: the version', () => {
+  it('reads `canary` from the version metadata of an entry, and anything else as stable', () => {
+    const entry = (fields: Record<string, { stringValue: string }>) =>
+      forwardedRequestOf({
+        common_properties: {
+          metadata: { filter_metadata: { 'envoy.filters.http.ext_authz': { fields: { agent_id: { stringValue: 'agt_v1' }, ...fields } } } },
+          time_to_first_upstream_tx_byte: sinceStart(1),
+          time_to_first_upstream_rx_byte: sinceStart(2),
+        },
+        response: { response_code: { value: 200 } },
+      });
+    assert.equal(entry({ version: { stringValue: 'canary' } })?.canary, true);
+    for (const version of ['stable', '', 'CANARY', 'beta']) assert.equal(entry({ version: { stringValue: version } })?.canary, false, version);
+    assert.equal(entry({})?.canary, false, 'no version: an entry from before canaries, stable');
   });
 });

@@ -1,6 +1,10 @@
 import assert from 'node:assert/strict';
 import type { Redis } from 'ioredis';
 import { ManualClock } from './support/manual-clock.js';
+import { systemClock } from '../contract/clock.js';
+import { createRequestFigureRecorder, type RequestFigureRecorder } from '../contract/request-figure-recorder.js';
+import { RequestFiguresReader } from '../control/edge/request-figures.js';
+import { waitFor } from './support/wait.js';
 import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
 import { EdgeProjection } from '../control/edge/projection.js';
 import { edgeKeyNames, previewLabel, type EdgeAgent, type EdgeCanary } from '../contract/edge-keys.js';
@@ -24,6 +28,7 @@ describe('canary traffic split at the edge', function () {
   let edge: RunningLocalEdge;
   let stable: TestUpstream;
   let canaryReplica: TestUpstream;
+  let recorder: RequestFigureRecorder;
   let nextId = 0;
   const slugs: string[] = [];
 
@@ -50,13 +55,15 @@ describe('canary traffic split at the edge', function () {
     redis = connectTestRedis();
     projection = new EdgeProjection(redis, redis.options.keyPrefix);
     authz = await startTestAuthz({ redis, clock, agentDomain: domain });
-    edge = await startLocalEdge({ upstreamSubnets: LOOPBACK_UPSTREAMS, port: 0, authzAddress: authz.authz.grpcAddress });
+    recorder = createRequestFigureRecorder({ redis, flushIntervalMs: 100, onError: (error) => assert.fail(error) });
+    edge = await startLocalEdge({ upstreamSubnets: LOOPBACK_UPSTREAMS, port: 0, authzAddress: authz.authz.grpcAddress, requestFigures: recorder });
     stable = await startUpstream('stable');
     canaryReplica = await startUpstream('canary');
   });
 
   after(async function () {
     await edge?.close();
+    await recorder?.close();
     await authz?.close();
     await stable?.close();
     await canaryReplica?.close();
@@ -69,6 +76,14 @@ describe('canary traffic split at the edge', function () {
     let toCanary = 0;
     for (let i = 0; i < 2_000; i++) if ((await versionOf(`${slug}.${domain}`)) === 'canary') toCanary++;
     assert.ok(toCanary >= 150 && toCanary <= 250, `${toCanary} of 2,000 reached the canary`);
+    // The edge's figures tell the versions apart, as the canary's judge reads them.
+    const reader = new RequestFiguresReader(redis, systemClock);
+    const figures = await waitFor('the figures of 2,000 requests', async () => {
+      const byVersion = await reader.byVersion(`agt_${slug}`);
+      return byVersion.canary.requestCount + byVersion.stable.requestCount === 2_000 ? byVersion : undefined;
+    });
+    assert.equal(figures.canary.requestCount, toCanary);
+    assert.equal(figures.stable.requestCount, 2_000 - toCanary);
   });
 
   it('with caller affinity, each of 50 callers (their keys) sees exactly one version, and about the share see the canary', async function () {

@@ -104,6 +104,14 @@ describe('local edge parity with envoy.yaml', () => {
     });
   });
 
+  it('reads which version authz allowed from its metadata as the access log does: the canary only when exactly `canary`', () => {
+    const allowed = (fields: Record<string, { stringValue: string }>) =>
+      verdictOf({ status: { code: 0 }, ok_response: {}, dynamic_metadata: { fields: { upstream: { stringValue: '10.0.0.1:8080' }, agent_id: { stringValue: 'agt_v' }, ...fields } } });
+    assert.deepEqual(allowed({ version: { stringValue: 'canary' } }), { kind: 'allow', headerMutations: [], headersToRemove: [], upstream: '10.0.0.1:8080', agentId: 'agt_v', canary: true });
+    for (const version of ['stable', '', 'Canary', 'beta']) assert.equal((allowed({ version: { stringValue: version } }) as { canary: boolean }).canary, false, version);
+    assert.equal((allowed({}) as { canary: boolean }).canary, false, 'no version (an authz before canaries): stable');
+  });
+
   it('reads a denial status from its enum name and falls back to 403 as Envoy does', () => {
     assert.deepEqual(verdictOf({ status: { code: 7 }, denied_response: { status: { code: 'TooManyRequests' }, headers: [], body: 'x' } }), { kind: 'deny', status: 429, headers: [], body: 'x' });
     assert.equal((verdictOf({ status: { code: 7 } }) as { status: number }).status, 403);

@@ -2,10 +2,17 @@ import assert from 'node:assert/strict';
 import { Agent, request as httpRequest } from 'node:http';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { runReplica } from './support/in-memory-driver.js';
-import { startUpstream, type TestUpstream } from './support/edge-upstream.js';
+import { edgeRequest, LOOPBACK_UPSTREAMS, startUpstream, type TestUpstream } from './support/edge-upstream.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
 import { describeOnEachAuthzServer } from './support/authz-servers.js';
 import { waitFor } from './support/wait.js';
+import type { Redis } from 'ioredis';
+import { startLocalEdge, type RunningLocalEdge } from '../envoy/local-edge/server.js';
+import { createRequestFigureRecorder, type RequestFigureRecorder } from '../contract/request-figure-recorder.js';
+import { RequestFiguresReader } from '../control/edge/request-figures.js';
+import { systemClock } from '../contract/clock.js';
+import { allowedResponse, answerWith, startRawAuthzServer, type RawAuthzServer } from './support/raw-authz-server.js';
+import { connectTestRedis } from './support/edge-authz.js';
 
 /**
  * Issue 18's done-when on the local edge: requests through the edge (authz over gRPC, a
@@ -75,5 +82,70 @@ describeOnEachAuthzServer('request figures through the local edge', function (au
     assert.ok(sample.avg_latency_ms > 0, `avg_latency_ms ${sample.avg_latency_ms}`);
     assert.ok(sample.p95_latency_ms > 0, `p95_latency_ms ${sample.p95_latency_ms}`);
     assert.equal(replica.received.length, 50, 'exactly the counted requests reached the replica');
+    const versions = await new RequestFiguresReader(control.redis, systemClock).byVersion(created.body.id);
+    assert.equal(versions.canary.requestCount, 0, "an agent without a canary: authz's answers name no canary");
+    assert.equal(versions.stable.requestCount, 50);
+  });
+});
+
+/**
+ * Issue 36: the local edge counts a request as the canary's when authz's answer says so
+ * (`version: canary` in the Check's dynamic metadata), as Envoy's access log does. A raw
+ * authz answers by hand, so each version can be named whatever the real authz's routing
+ * does; the recorder writes to the run's real Redis and the control API's reader reads it.
+ */
+describe('request figures through the local edge: the version authz answered', function () {
+  this.timeout(30_000);
+  let authz: RawAuthzServer;
+  let replica: TestUpstream;
+  let redis: Redis;
+  let recorder: RequestFigureRecorder;
+  let edge: RunningLocalEdge;
+
+  before(async () => {
+    authz = await startRawAuthzServer();
+    replica = await startUpstream('versioned', (request, response) => {
+      request.resume();
+      request.on('end', () => response.writeHead(request.url === '/fail' ? 500 : 200, { 'content-type': 'text/plain' }).end('answered\n'));
+    });
+    redis = connectTestRedis();
+    recorder = createRequestFigureRecorder({ redis, flushIntervalMs: 100, onError: (error) => assert.fail(error) });
+    edge = await startLocalEdge({ upstreamSubnets: LOOPBACK_UPSTREAMS, port: 0, authzAddress: authz.address, requestFigures: recorder });
+  });
+  after(async () => {
+    await edge?.close();
+    await recorder?.close();
+    await replica?.close();
+    await authz?.close();
+    redis?.disconnect();
+  });
+
+  /** One request through the edge, authz answering that `version` (none: an authz before canaries) allowed it. */
+  async function callAs(agentId: string, version: string | undefined, path = '/invoke'): Promise<number> {
+    authz.answer = (stream) => answerWith(stream, allowedResponse(replica.address, agentId, version));
+    return (await edgeRequest({ port: edge.port, host: 'agent.example.test:7080', path })).status;
+  }
+
+  it("counts the canary's requests in the totals and as the canary's; stable, no or an unknown version as stable", async () => {
+    const agentId = `agt_versioned${Date.now()}`;
+    const statuses = [
+      await callAs(agentId, 'canary'),
+      await callAs(agentId, 'canary', '/fail'),
+      await callAs(agentId, 'stable'),
+      await callAs(agentId, undefined),
+      await callAs(agentId, 'Canary', '/fail'),
+    ];
+    assert.deepEqual(statuses, [200, 500, 200, 200, 500]);
+
+    const reader = new RequestFiguresReader(redis, systemClock);
+    const figures = await waitFor('all five flushed', async () => {
+      const read = await reader.byVersion(agentId);
+      return read.stable.requestCount + read.canary.requestCount === 5 ? read : undefined;
+    }, 5_000);
+    assert.deepEqual([figures.canary.requestCount, figures.canary.errorCount], [2, 1], "the canary's two, one a 500");
+    assert.deepEqual([figures.stable.requestCount, figures.stable.errorCount], [3, 1], 'stable, unversioned and unknown');
+    assert.ok(figures.canary.avgLatencyMs > 0, `canary avg_latency_ms ${figures.canary.avgLatencyMs}`);
+    const totals = await reader.lastMinute(agentId);
+    assert.deepEqual([totals.requestCount, totals.errorCount], [5, 2], 'the totals count every version');
   });
 });

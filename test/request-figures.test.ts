@@ -6,13 +6,20 @@ import { createRequestFigureRecorder } from '../contract/request-figure-recorder
 import {
   addHash,
   addRequest,
+  addVersionedHash,
+  canaryIncrements,
+  CANARY_FIELD_PREFIX,
   emptyTally,
+  emptyVersionTallies,
   figuresOf,
+  isCanaryVersion,
   latencyBucketOf,
   latencyQuantileMs,
   LATENCY_BOUNDS_MS,
   REQUEST_FIGURES_TTL_SECONDS,
+  stableTallyOf,
   tallyIncrements,
+  versionTalliesOf,
 } from '../contract/request-figures.js';
 import { RequestFiguresReader } from '../control/edge/request-figures.js';
 import { scanKeys } from '../control/db/redis.js';
@@ -68,6 +75,54 @@ describe('request figures: bucket maths', () => {
     const read = emptyTally();
     addHash(read, { ...Object.fromEntries(increments.map(([field, n]) => [field, String(n)])), stray: '9', le_0: 'NaN', le_1: '-4' });
     assert.deepEqual(read, tally);
+  });
+});
+
+/** The tally of these requests, as the recorder adds them. */
+function tallyOf(...requests: [status: number, ms: number][]) {
+  const tally = emptyTally();
+  for (const [status, ms] of requests) addRequest(tally, status, ms);
+  return tally;
+}
+
+describe('request figures: per version (canary deploys, issue 36)', () => {
+  /** A hash as the recorder leaves it: every version's fields, then the canary's share prefixed. */
+  const storedHash = (all: ReturnType<typeof emptyTally>, canary: ReturnType<typeof emptyTally>) =>
+    Object.fromEntries([...tallyIncrements(all), ...canaryIncrements(canary)].map(([field, n]) => [field, String(n)]));
+
+  it('is the canary only when the version is exactly `canary`', () => {
+    assert.equal(isCanaryVersion('canary'), true);
+    for (const version of ['stable', undefined, null, '', 'Canary', 'canary ', 'beta']) assert.equal(isCanaryVersion(version), false, String(version));
+  });
+
+  it("writes a canary's share under canary_ fields, the same names otherwise", () => {
+    const canary = tallyOf([500, 40]);
+    assert.equal(CANARY_FIELD_PREFIX, 'canary_');
+    assert.deepEqual(canaryIncrements(canary), [['canary_count', 1], ['canary_errors', 1], ['canary_latency_us', 40_000], ['canary_le_5', 1]]);
+  });
+
+  it('splits a stored hash into every version and the canary, and addHash still reads every version only', () => {
+    const all = tallyOf([200, 4], [502, 40], [200, 0.5]);
+    const canary = tallyOf([502, 40]);
+    const hash = storedHash(all, canary);
+    assert.deepEqual(versionTalliesOf(hash), { all, canary });
+    const totals = emptyTally();
+    addHash(totals, hash);
+    assert.deepEqual(totals, all, 'readers that know nothing of canaries see the totals, as before');
+    assert.deepEqual(versionTalliesOf(storedHash(all, emptyTally())).canary, emptyTally(), 'no canary_ fields: no canary requests');
+  });
+
+  it('gives stable = all − canary, field by field, summed over seconds', () => {
+    const tallies = emptyVersionTallies();
+    addVersionedHash(tallies, storedHash(tallyOf([200, 4], [502, 40]), tallyOf([502, 40])));
+    addVersionedHash(tallies, storedHash(tallyOf([200, 4], [200, 20]), tallyOf([200, 20])));
+    assert.deepEqual(stableTallyOf(tallies), tallyOf([200, 4], [200, 4]));
+    assert.deepEqual(tallies.canary, tallyOf([502, 40], [200, 20]));
+  });
+
+  it('never gives a stable figure below 0, whatever a hash holds', () => {
+    const stable = stableTallyOf(versionTalliesOf({ count: '1', canary_count: '3', canary_errors: '2', canary_le_0: '1' }));
+    assert.deepEqual(stable, emptyTally());
   });
 });
 
@@ -133,5 +188,50 @@ describe('request figures: recorder and reader on Redis', function () {
     // 10 ms in (5, 10], 20 in (10, 25], 30 in (25, 50]: rank 2.85 is 0.85 into (25, 50].
     assert.ok(Math.abs(figures.p95LatencyMs - (25 + 25 * 0.85)) < 1e-9, `p95 ${figures.p95LatencyMs}`);
     assert.deepEqual(await reader.lastMinute('agt_nothing'), { requestCount: 0, errorCount: 0, avgLatencyMs: 0, p95LatencyMs: 0 });
+  });
+
+  it("adds a canary's requests to the totals and again under canary_ fields of the same hash and TTL", async () => {
+    const recorder = newRecorder();
+    recorder.record(agentId, 200, 2);
+    recorder.record(agentId, 200, 2, false);
+    recorder.record(agentId, 503, 30, true);
+    recorder.record('agt_stable_only', 200, 2);
+    await recorder.close();
+
+    assert.deepEqual(await scanKeys(redis, 'edge:requests:*').then((keys) => keys.sort()), [
+      edgeKeyNames.requestFigures(agentId, second(now)),
+      edgeKeyNames.requestFigures('agt_stable_only', second(now)),
+    ].sort(), 'no key of its own for the canary');
+    assert.deepEqual(await redis.hgetall(edgeKeyNames.requestFigures(agentId, second(now))), {
+      count: '3', errors: '1', latency_us: '34000', le_1: '2', le_5: '1',
+      canary_count: '1', canary_errors: '1', canary_latency_us: '30000', canary_le_5: '1',
+    });
+    assert.deepEqual(await redis.hgetall(edgeKeyNames.requestFigures('agt_stable_only', second(now))), { count: '1', latency_us: '2000', le_1: '1' }, 'no canary_ fields without canary requests');
+    const ttl = await redis.ttl(edgeKeyNames.requestFigures(agentId, second(now)));
+    assert.ok(ttl > 60 && ttl <= REQUEST_FIGURES_TTL_SECONDS, `ttl ${ttl}`);
+  });
+
+  it('reads per version: stable = total − canary, over the window asked for; lastMinute keeps every version', async () => {
+    const [first, other] = [newRecorder(), newRecorder()];
+    first.record(agentId, 200, 10);
+    other.record(agentId, 500, 30, true);
+    first.record(agentId, 200, 20, true);
+    now -= 20_000;
+    first.record(agentId, 503, 4); // inside 60 s, outside a 10 s window
+    other.record(agentId, 200, 4, true);
+    await Promise.all([first.close(), other.close()]);
+
+    const reader = new RequestFiguresReader(redis, new ManualClock(new Date(now + 20_000)));
+    const minute = await reader.byVersion(agentId);
+    assert.deepEqual(minute.stable, figuresOf(tallyOf([200, 10], [503, 4])));
+    assert.deepEqual(minute.canary, figuresOf(tallyOf([500, 30], [200, 20], [200, 4])));
+    assert.deepEqual(await reader.lastMinute(agentId), figuresOf(tallyOf([200, 10], [500, 30], [200, 20], [503, 4], [200, 4])), 'the totals count the canary too');
+
+    const tenSeconds = await reader.byVersion(agentId, 10);
+    assert.deepEqual(tenSeconds.stable, figuresOf(tallyOf([200, 10])));
+    assert.deepEqual(tenSeconds.canary, figuresOf(tallyOf([500, 30], [200, 20])));
+    const none = { requestCount: 0, errorCount: 0, avgLatencyMs: 0, p95LatencyMs: 0 };
+    assert.deepEqual(await reader.byVersion('agt_nothing'), { stable: none, canary: none });
+    for (const window of [0, 61, 1.5]) await assert.rejects(reader.byVersion(agentId, window), RangeError);
   });
 });

@@ -1,4 +1,5 @@
 import { loadAuthorizationService } from '../../proto/load.js';
+import { isCanaryVersion } from '../../contract/request-figures.js';
 
 /** A CheckResponse as proto-loader decodes it (enums as names, defaults filled in). */
 export interface CheckResponse {
@@ -32,6 +33,8 @@ export type AuthzVerdict =
       upstream: string | null;
       /** The agent authz allowed, from the same metadata Envoy's access log carries (authz/check-response.ts); null when absent. */
       agentId: string | null;
+      /** Whether authz routed to the agent's canary: its `version` metadata, read as authz/access-log-entry.ts reads Envoy's. */
+      canary: boolean;
     };
 
 /** Envoy's answer when a denial names no usable status. */
@@ -47,12 +50,14 @@ export function verdictOf(response: CheckResponse): AuthzVerdict {
   }
   const upstream = response.dynamic_metadata?.fields?.upstream?.stringValue;
   const agentId = response.dynamic_metadata?.fields?.agent_id?.stringValue;
+  const version = response.dynamic_metadata?.fields?.version?.stringValue;
   return {
     kind: 'allow',
     headerMutations: response.ok_response?.headers ?? [],
     headersToRemove: (response.ok_response?.headers_to_remove ?? []).map((name) => name.toLowerCase()),
     upstream: upstream ? upstream : null,
     agentId: agentId ? agentId : null,
+    canary: isCanaryVersion(version),
   };
 }
 

@@ -34,6 +34,8 @@ export interface ForwardOptions {
    */
   requestFigures?: RequestFigureSink;
   agentId?: string | null;
+  /** Whether `agentId`'s replica is its canary (authz's `version` metadata): counted as the canary's too. */
+  canary?: boolean;
 }
 
 /**
@@ -70,9 +72,9 @@ export function forwardRequest(
   let relayed: IncomingMessage | undefined;
   upstream.on('response', (upstreamResponse) => {
     relayed = upstreamResponse;
-    const { requestFigures, agentId } = options;
+    const { requestFigures, agentId, canary = false } = options;
     if (requestFigures && agentId) {
-      upstreamResponse.once('close', () => requestFigures.record(agentId, upstreamResponse.statusCode ?? 502, performance.now() - sent));
+      upstreamResponse.once('close', () => requestFigures.record(agentId, upstreamResponse.statusCode ?? 502, performance.now() - sent, canary));
     }
     response.writeHead(upstreamResponse.statusCode ?? 502, { ...upstreamResponseHeaders(upstreamResponse.headers), ...options.overrideHeaders });
     upstreamResponse.pipe(response);

@@ -189,6 +189,7 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
       overrideHeaders: { ...corsAnswer?.headers, 'x-request-id': requestId },
       requestFigures: options.requestFigures,
       agentId: verdict.agentId,
+      canary: verdict.canary,
     });
   }
 

@@ -25,11 +25,13 @@ const CheckRequest = root.lookupType('envoy.service.auth.v3.CheckRequest');
 const CheckResponse = root.lookupType('envoy.service.auth.v3.CheckResponse');
 
 /** The bytes of an allowing CheckResponse naming `upstream` (and `agentId`) in dynamic metadata, as authz writes it. */
-export function allowedResponse(upstream: string, agentId = 'agt_raw'): Uint8Array {
+export function allowedResponse(upstream: string, agentId = 'agt_raw', version?: string): Uint8Array {
+  // `version` (stable or canary, issue 36) only when asked for: an answer from an authz before canaries has none.
+  const versionField = version === undefined ? {} : { version: { stringValue: version } };
   return CheckResponse.encode({
     status: { code: 0 },
     ok_response: {},
-    dynamic_metadata: { fields: { upstream: { stringValue: upstream }, agent_id: { stringValue: agentId } } },
+    dynamic_metadata: { fields: { upstream: { stringValue: upstream }, agent_id: { stringValue: agentId }, ...versionField } },
   }).finish();
 }
 
