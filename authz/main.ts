@@ -7,12 +7,13 @@ import { systemClock } from '../contract/clock.js';
 import { formatGrpcTarget } from '../contract/grpc-target.js';
 import { loadEnvFile } from '../contract/env-file.js';
 import { loadAuthzConfig } from './config.js';
+import { settingsOrExit } from '../contract/settings-reader.js';
 import { startAuthz } from './server.js';
 import { shareMetricsWithPrimary, startAuthzPrimary, workerIndex } from './cluster.js';
-import { startEdgeXds } from './xds/edge-xds.js';
+import { readXdsTemplate, startEdgeXds } from './xds/edge-xds.js';
 
 // .env or --env-file first; a cluster worker loads it again, finding what the primary loaded already set.
-loadEnvFile(process.env, process.argv.slice(2));
+settingsOrExit(() => loadEnvFile(process.env, process.argv.slice(2)));
 
 /**
  * authz as a process: Envoy's ext_authz service (gRPC, plaintext HTTP/2) on the Unix socket
@@ -23,7 +24,9 @@ loadEnvFile(process.env, process.argv.slice(2));
  * socket, it serves the metrics port (authz/cluster.ts).
  * Each process has one Redis connection (the primary's answers /readyz only).
  */
-const config = loadAuthzConfig(process.env);
+const config = settingsOrExit(() => loadAuthzConfig(process.env));
+// Envoy's HTTPS listener is built from two files: read at start, a bad one stops authz as a bad setting does.
+const xdsTemplate = config.xds && cluster.isPrimary ? settingsOrExit(() => readXdsTemplate(config.xds!)) : null;
 const logger = pino({ name: 'authz', redact: { paths: ['*.authorization', 'headers.authorization'], censor: '[redacted]' } });
 
 const redis = new Redis(config.redisUrl, {
@@ -56,7 +59,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
 
 async function start(): Promise<() => Promise<void>> {
   // Envoy's HTTPS listener and certificates: once per node, so in the primary (or the one process).
-  const xds = config.xds && cluster.isPrimary ? await startEdgeXds(config.xds, { redis, keyPrefix: config.redisKeyPrefix, logger }) : null;
+  const xds = config.xds && xdsTemplate ? await startEdgeXds(config.xds, xdsTemplate, { redis, keyPrefix: config.redisKeyPrefix, logger }) : null;
   const stopXds = () => xds?.close() ?? Promise.resolve();
   if (config.workers > 1 && cluster.isPrimary) {
     const primary = await startAuthzPrimary(config, { redis, logger });

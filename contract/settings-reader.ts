@@ -275,3 +275,20 @@ export class SettingReader {
     }
   }
 }
+
+/** sysexits.h's EX_CONFIG: what every entry point exits with on a bad setting, so a supervisor can tell a misconfiguration from a crash. */
+export const EXIT_CONFIG = 78;
+
+/**
+ * A process's settings, or, on a ConfigError, its message on stderr (every bad setting,
+ * without a stack) and exit EXIT_CONFIG: restarting will not help, fixing the settings will.
+ */
+export function settingsOrExit<T>(load: () => T): T {
+  try {
+    return load();
+  } catch (error) {
+    if (!(error instanceof ConfigError)) throw error;
+    console.error(error.message);
+    process.exit(EXIT_CONFIG);
+  }
+}

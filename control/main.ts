@@ -2,7 +2,7 @@
 import '../contract/require-supported-node.js';
 import { systemClock } from '../contract/clock.js';
 import { loadConfig } from './config/config.js';
-import { ConfigError } from '../contract/settings-reader.js';
+import { ConfigError, EXIT_CONFIG } from '../contract/settings-reader.js';
 import { loadEnvFile } from '../contract/env-file.js';
 import { buildControl } from './compose.js';
 import { connectDatabase, DEFAULT_POOL, migrate } from './db/database.js';
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
 main().catch((error: unknown) => {
   if (error instanceof ConfigError) {
     console.error(error.message);
-    process.exit(78);
+    process.exit(EXIT_CONFIG);
   }
   console.error(error);
   process.exit(1);

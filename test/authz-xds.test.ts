@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { X509Certificate } from 'node:crypto';
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -12,7 +14,7 @@ import { EdgeProjection } from '../control/edge/projection.js';
 import { edgeKeyNames } from '../contract/edge-keys.js';
 import { GRPC_LOADER_OPTIONS, loadEnvoyRoot } from '../proto/load.js';
 import { LISTENER_TYPE_URL, SECRET_TYPE_URL, XDS_PROTO_FILES } from '../authz/xds/ads-server.js';
-import { startEdgeXds, type EdgeXds } from '../authz/xds/edge-xds.js';
+import { readXdsTemplate, startEdgeXds, type EdgeXds } from '../authz/xds/edge-xds.js';
 import { customDomainSecretName, tlsListenerFor, tlsListenerTemplate } from '../authz/xds/tls-listener.js';
 import { ensureLocalTls } from '../scripts/lib/local-tls.js';
 import { connectTestRedis } from './support/edge-authz.js';
@@ -125,10 +127,8 @@ describe("authz's xDS server (Envoy's HTTPS listener and custom domains' certifi
     projection = new EdgeProjection(redis, redis.options.keyPrefix);
     const logger = pino({ level: 'info' }, { write: (line: string) => void logs.push(JSON.parse(line)) });
     const socketPath = join(dir, 'xds.sock');
-    xds = await startEdgeXds(
-      { socketPath, tlsListenerFile: new URL('../envoy/tls-listener.yaml', import.meta.url).pathname, envoyConfigFile: new URL('../envoy/envoy.yaml', import.meta.url).pathname },
-      { redis, keyPrefix: redis.options.keyPrefix!, logger },
-    );
+    const xdsConfig = { socketPath, tlsListenerFile: new URL('../envoy/tls-listener.yaml', import.meta.url).pathname, envoyConfigFile: new URL('../envoy/envoy.yaml', import.meta.url).pathname };
+    xds = await startEdgeXds(xdsConfig, readXdsTemplate(xdsConfig), { redis, keyPrefix: redis.options.keyPrefix!, logger });
     const definition = loadSync('envoy/service/discovery/v3/ads.proto', { ...GRPC_LOADER_OPTIONS });
     const Ads = (loadPackageDefinition(definition) as any).envoy.service.discovery.v3.AggregatedDiscoveryService;
     client = new Ads(`unix:${socketPath}`, credentials.createInsecure());
@@ -264,6 +264,26 @@ describe("authz's xDS server (Envoy's HTTPS listener and custom domains' certifi
     const update = await stream.next('the listener without the domain');
     assert.deepEqual(serverNames(listenerOf(update)), [['shop.example.test'], []]);
     stream.request(LISTENER_TYPE_URL, [], update);
+  });
+
+  it('stops authz at start with exit 78 and the file named when the listener template cannot be read', async function () {
+    const require = createRequire(import.meta.url);
+    const entry = new URL('../authz/main.ts', import.meta.url).pathname;
+    const env = {
+      PATH: process.env.PATH ?? '',
+      REDIS_URL: process.env.TEST_REDIS_URL ?? '',
+      AUTHZ_GRPC_SOCKET: join(dir, 'grpc.sock'),
+      AUTHZ_WORKERS: '1',
+      AUTHZ_METRICS_PORT: '0',
+      AUTHZ_XDS_SOCKET: join(dir, 'other-xds.sock'),
+      AUTHZ_XDS_TLS_LISTENER_FILE: join(dir, 'missing-listener.yaml'),
+    };
+    const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((done) => {
+      const child = execFile(process.execPath, ['--import', require.resolve('tsx'), entry], { env, timeout: 20_000 }, (_error, _stdout, output) => done({ code: child.exitCode, stderr: output }));
+    });
+    assert.equal(code, 78, stderr);
+    assert.match(stderr, /AUTHZ_XDS_TLS_LISTENER_FILE, AUTHZ_XDS_ENVOY_CONFIG_FILE: ENOENT/);
+    assert.doesNotMatch(stderr, /\n\s+at /, 'a message, not a stack trace');
   });
 
   it('a stream that reconnects gets the current state at once (Envoy after an authz restart)', async function () {

@@ -4,13 +4,14 @@ import { Redis } from 'ioredis';
 import { createRequestFigureRecorder } from '../../contract/request-figure-recorder.js';
 import { loadEnvFile } from '../../contract/env-file.js';
 import { loadLocalEdgeConfig } from './config.js';
+import { settingsOrExit } from '../../contract/settings-reader.js';
 import { startLocalEdge } from './server.js';
 import { openDomainCertificates } from './domain-certificates.js';
 import { TLS_SERVER_POLICY } from './tls-policy.js';
 
-loadEnvFile(process.env, process.argv.slice(2));
+settingsOrExit(() => loadEnvFile(process.env, process.argv.slice(2)));
 /** The local edge as a process (`npm run up` starts it when there is no envoy binary). */
-const config = loadLocalEdgeConfig(process.env);
+const config = settingsOrExit(() => loadLocalEdgeConfig(process.env));
 const log = (msg: string, fields: object = {}) => console.log(JSON.stringify({ name: 'local-edge', msg, ...fields }));
 
 // Written once a second, never on a request's path: a Redis outage costs figures, not requests.
