@@ -35,4 +35,32 @@ describe('podman job table: reconcile with kept agents', () => {
     jobs.forget('agt_Kept');
     assert.equal(jobs.claims('agt_Kept'), false);
   });
+
+  describe('a canary (JobSpec.stable, issue 36)', () => {
+    const agentId = 'agt_Canary';
+    const canary = (version: number, stableVersion: number) => sampleSpec({ agentId, version, count: 1, stable: sampleSpec({ agentId, version: stableVersion, count: 2 }) });
+
+    it('is aborted by its stable spec: that older spec is held, and the canary version may be reported again', () => {
+      const jobs = table();
+      jobs.want(spec(agentId, 3));
+      jobs.want(canary(4, 3));
+      jobs.get(agentId)!.imageReportedFor = 4;
+      jobs.want(spec(agentId, 3));
+      assert.equal(jobs.get(agentId)!.spec.version, 3);
+      assert.equal(jobs.get(agentId)!.spec.stable, undefined);
+      assert.equal(jobs.get(agentId)!.imageReportedFor, null);
+    });
+
+    it('still ignores any other older spec: a late retry of an earlier deploy, or of an earlier canary', () => {
+      const jobs = table();
+      jobs.want(canary(4, 3));
+      jobs.want(spec(agentId, 2));
+      jobs.want(canary(3, 2));
+      assert.equal(jobs.get(agentId)!.spec.version, 4);
+      assert.equal(jobs.get(agentId)!.spec.stable?.version, 3);
+      jobs.want(spec(agentId, 4));
+      jobs.want(spec(agentId, 3));
+      assert.equal(jobs.get(agentId)!.spec.version, 4, 'once promoted, the old stable version is just older');
+    });
+  });
 });

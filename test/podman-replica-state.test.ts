@@ -10,7 +10,9 @@ import {
   observe,
   plan,
   restartDelayMs,
+  specOfVersion,
   stopping,
+  type JobPlan,
   type ReplicaJob,
   type ReplicaRecord,
   type RestartPolicy,
@@ -40,6 +42,9 @@ function replica(id: string, state: ReplicaState, version = 3): ReplicaRecord {
 }
 
 const job = (wanted: Partial<JobSpec>, ...replicas: ReplicaRecord[]): ReplicaJob => ({ spec: spec(wanted), replicas: new Map(replicas.map((r) => [r.id, r])) });
+
+/** A plan with nothing to do but `changes`. */
+const planned = (changes: Partial<JobPlan> = {}): JobPlan => ({ launch: 0, surplus: [], replaced: [], launchStable: 0, crashedStable: [], aborted: [], ...changes });
 
 const running = { container: 'running', portOpen: false } as const;
 const listening = { container: 'running', portOpen: true } as const;
@@ -199,7 +204,7 @@ describe('podman replica state machine (control/orchestrator/podman/replica-stat
     it('starts the missing replicas', () => {
       assert.equal(plan(job({ count: 3 })).launch, 3);
       assert.equal(plan(job({ count: 3 }, replica('a', 'running'), replica('b', 'restarting'))).launch, 1, 'a restarting replica still counts');
-      assert.deepEqual(plan(job({ count: 2 }, replica('a', 'running'), replica('b', 'starting'))), { launch: 0, surplus: [], replaced: [] });
+      assert.deepEqual(plan(job({ count: 2 }, replica('a', 'running'), replica('b', 'starting'))), planned());
     });
 
     it('does not relaunch a version whose replicas failed or crashed: that would repeat the failure forever', () => {
@@ -219,7 +224,7 @@ describe('podman replica state machine (control/orchestrator/podman/replica-stat
     it('rolls out health-gated: the old version stops only once the new one is fully running', () => {
       const old = [replica('o1', 'running', 2), replica('o2', 'running', 2)];
       const rolling = job({ count: 2 }, ...old, replica('n1', 'running'), replica('n2', 'starting'));
-      assert.deepEqual(plan(rolling), { launch: 0, surplus: [], replaced: [] }, 'n2 is not ready yet');
+      assert.deepEqual(plan(rolling), planned(), 'n2 is not ready yet');
       rolling.replicas.get('n2')!.state = 'running';
       assert.deepEqual(plan(rolling).replaced, old);
       assert.equal(plan(job({ count: 2 }, ...old)).launch, 2, 'a new version starts beside the old one');
@@ -233,7 +238,72 @@ describe('podman replica state machine (control/orchestrator/podman/replica-stat
     it('ignores replicas already stopping', () => {
       const leaving = replica('s', 'running');
       stopping([leaving], 'scaled down');
-      assert.deepEqual(plan(job({ count: 1 }, leaving)), { launch: 1, surplus: [], replaced: [] });
+      assert.deepEqual(plan(job({ count: 1 }, leaving)), planned({ launch: 1 }));
+    });
+  });
+
+  describe('a canary beside the stable version (JobSpec.stable, issue 36)', () => {
+    /** Version 4 as a canary of `count` replicas beside stable version 3 at `stableCount`. */
+    const canary = (count: number, stableCount: number, ...replicas: ReplicaRecord[]) =>
+      job({ version: 4, count, stable: spec({ version: 3, count: stableCount }) }, ...replicas);
+    const stable = () => [replica('s1', 'running', 3), replica('s2', 'running', 3)];
+
+    it('starts the canary beside the stable replicas, which stay as they are', () => {
+      assert.deepEqual(plan(canary(1, 2, ...stable())), planned({ launch: 1 }));
+      assert.deepEqual(plan(canary(1, 2, ...stable(), replica('c1', 'running', 4))), planned(), 'both versions at their counts');
+    });
+
+    it('starts stable replicas while the stable version is short of its count, and replaces those crashed past their budget', () => {
+      assert.deepEqual(plan(canary(1, 3, ...stable(), replica('c1', 'running', 4))), planned({ launchStable: 1 }));
+      const crashed = replica('s3', 'crashed', 3);
+      assert.deepEqual(plan(canary(1, 2, replica('s1', 'running', 3), crashed, replica('c1', 'starting', 4))), planned({ launchStable: 1, crashedStable: [crashed] }));
+      assert.deepEqual(plan(canary(1, 2, replica('s1', 'running', 3), replica('s2', 'restarting', 3))), planned({ launch: 1 }), 'a restarting stable replica still counts: it restarts like any');
+      assert.equal(plan(canary(1, 2, replica('s1', 'running', 3), replica('s2', 'failed', 3))).launchStable, 0, 'one that could not start would fail again at every tick');
+    });
+
+    it('stops stable replicas past the stable count, not the canary\'s', () => {
+      const [s1, s2] = stable();
+      assert.deepEqual(plan(canary(1, 1, s1!, s2!, replica('c1', 'running', 4))).surplus, [s1]);
+    });
+
+    it('replaces other versions once the canary\'s replicas are running, never the stable ones', () => {
+      const other = replica('o1', 'running', 2);
+      const starting = canary(1, 2, ...stable(), other, replica('c1', 'starting', 4));
+      assert.deepEqual(plan(starting), planned(), 'the canary is not running yet');
+      starting.replicas.get('c1')!.state = 'running';
+      assert.deepEqual(plan(starting), planned({ replaced: [other] }));
+    });
+
+    it('an abort (the stable spec again, without `stable`) stops the canary\'s replicas at once and leaves the stable ones be', () => {
+      const canaryReplica = replica('c1', 'running', 4);
+      const aborted = job({ version: 3, count: 2 }, ...stable(), canaryReplica);
+      assert.deepEqual(plan(aborted), planned({ aborted: [canaryReplica] }));
+      const stillStarting = replica('c2', 'starting', 4);
+      assert.deepEqual(plan(job({ version: 3, count: 2 }, ...stable(), stillStarting)).aborted, [stillStarting], 'not waiting for anything');
+    });
+
+    it('a promotion (the canary\'s version without `stable`, at the full count) is a rollout: the stable replicas stop once the count is running', () => {
+      const old = stable();
+      const promoted = job({ version: 4, count: 2 }, ...old, replica('c1', 'running', 4));
+      assert.deepEqual(plan(promoted), planned({ launch: 1 }), 'the canary replica stays, one more starts');
+      promoted.replicas.set('c2', replica('c2', 'starting', 4));
+      assert.deepEqual(plan(promoted), planned(), 'health-gated: c2 is not ready');
+      promoted.replicas.get('c2')!.state = 'running';
+      assert.deepEqual(plan(promoted), planned({ replaced: old }));
+    });
+
+    it('a stable spec that is not older than the job is no canary', () => {
+      const same = job({ version: 4, count: 1, stable: spec({ version: 4, count: 2 }) });
+      assert.deepEqual(plan(same), planned({ launch: 1 }));
+    });
+
+    it('a replica runs its own version\'s spec: the stable\'s beside a canary (so a restart keeps its image), else the job\'s', () => {
+      const stableSpec = spec({ version: 3, image: 'registry.example/agent:stable' });
+      const canarySpec = spec({ version: 4, image: 'registry.example/agent:canary', stable: stableSpec });
+      assert.equal(specOfVersion(canarySpec, 3), stableSpec);
+      assert.equal(specOfVersion(canarySpec, 4), canarySpec);
+      assert.deepEqual(specOfVersion(canarySpec, 2), { ...canarySpec, version: 2 }, 'another version only waits to be replaced');
+      assert.equal(specOfVersion(stableSpec, 3), stableSpec);
     });
   });
 

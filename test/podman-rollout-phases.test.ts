@@ -53,4 +53,36 @@ describe('podman driver: job events → rollout steps (control/orchestrator/podm
     const { job, old } = rollout();
     assert.equal(progressOf(job, { replicaId: old.id, type: 'ready', message: 'port accepts connections' }, AT)?.version, 3);
   });
+
+  describe('a canary (JobSpec.stable, issue 36)', () => {
+    function canaryJob() {
+      const stable = newReplica('ag-stable', sampleSpec({ version: 3 }));
+      const canary = newReplica('ag-canary', sampleSpec({ version: 4 }));
+      const job: ReplicaJob = { spec: sampleSpec({ version: 4, count: 1, stable: sampleSpec({ version: 3, count: 2 }) }), replicas: new Map([[stable.id, stable], [canary.id, canary]]) };
+      return { job, stable, canary };
+    }
+
+    it('its steps are the canary version\'s, and say so', () => {
+      const { job, canary } = canaryJob();
+      const steps = [imageStep(job.spec, true), creating(canary), launched(canary, AT)].map((event) => progressOf(job, event, AT));
+      assert.deepEqual(steps.map((s) => s && [s.phase, s.version, s.message]), [
+        ['pulling', 4, `canary: image ${job.spec.image} is present`],
+        ['starting', 4, `canary: creating container from ${job.spec.image}`],
+        ['health_check', 4, `canary: container started from ${job.spec.image}`],
+      ]);
+    });
+
+    it('a stable replica stopping beside it is no step of it', () => {
+      const { job, stable } = canaryJob();
+      const [scaledDown] = stopping([stable], 'scaled down').events;
+      assert.equal(progressOf(job, scaledDown!, AT), null);
+    });
+
+    it('aborted: its replicas stopping are the last step of the canary version', () => {
+      const { job, canary } = canaryJob();
+      job.spec = sampleSpec({ version: 3, count: 2 });
+      const [drain] = stopping([canary], 'canary aborted: version 3 serves alone').events;
+      assert.deepEqual(progressOf(job, drain!, AT), { agentId: job.spec.agentId, version: 4, phase: 'draining', replicaId: 'ag-canary', message: 'canary aborted: version 3 serves alone', at: AT });
+    });
+  });
 });

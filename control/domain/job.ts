@@ -42,6 +42,14 @@ export interface JobSpec {
   /** How health is checked: the platform runtime serves /health, a custom image maybe nothing but a port. */
   check: 'http' | 'tcp';
   scaling: { enabled: boolean; min: number; max: number };
+  /**
+   * While a canary runs (issue 36), the version that keeps serving beside this one: this
+   * spec is the canary (its `count` is the canary's replicas), `stable` the previous version
+   * at its own count. Its own `stable` is not read. Promoting submits the canary's version
+   * again without it (and with the agent's full count); aborting submits `stable` itself.
+   * The podman driver runs both; the Nomad driver refuses it for now.
+   */
+  stable?: JobSpec;
 }
 
 export type ReplicaState =
@@ -90,9 +98,12 @@ export interface RolloutProgress {
 
 export interface JobStatus {
   agentId: string;
-  /** The version being run or rolled out. */
+  /** The version being run or rolled out; the canary's while a canary runs. */
   version: number;
+  /** The replicas asked of `version` (while a canary runs, the canary's). */
   count: number;
+  /** While a canary runs: the stable version serving beside it (JobSpec.stable), so its replicas can be told from the canary's. */
+  stableVersion?: number;
   replicas: Replica[];
   events: JobEvent[];
 }

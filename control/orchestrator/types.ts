@@ -8,7 +8,11 @@ import type { LogEntry, LogLevel } from '../domain/log-entry.js';
  */
 export interface Orchestrator {
   readonly name: string;
-  /** Registers the agent's job, or replaces it: a new version rolls out health-gated. */
+  /**
+   * Registers the agent's job, or replaces it: a new version rolls out health-gated. A spec
+   * with `stable` is a canary beside that version (JobSpec.stable); the Nomad driver refuses
+   * it for now.
+   */
   submit(spec: JobSpec): Promise<void>;
   /** Changes the replica count of the job's current version. */
   scale(agentId: string, count: number): Promise<void>;

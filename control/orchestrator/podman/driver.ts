@@ -12,7 +12,7 @@ import { AgentContainers } from './containers.js';
 import { JobTable } from './job-table.js';
 import { parseLogOutput } from './log-lines.js';
 import type { ProtectedEndpoint } from './protected-endpoints.js';
-import { toReplica } from './replica-state.js';
+import { stableBeside, toReplica } from './replica-state.js';
 import type { PodmanSettings } from './settings.js';
 import { Supervisor } from './supervisor.js';
 
@@ -67,10 +67,18 @@ export class PodmanDriver implements Orchestrator {
     this.jobs.onProgress(listener);
   }
 
+  /**
+   * Holds the spec (JobTable.want) and converges at once. A spec with `stable` is a canary:
+   * both versions run side by side (replica-state.ts, plan); a later spec of the canary's
+   * version without it promotes the canary, the stable spec itself aborts it.
+   */
   submit(spec: JobSpec): Promise<void> {
+    if (spec.stable && spec.stable.version >= spec.version) {
+      return Promise.reject(new Error(`a canary's stable version must be older than the canary: version ${spec.version} beside stable version ${spec.stable.version}`));
+    }
     return this.queue.run(async () => {
       this.jobs.want(spec);
-      this.jobs.record(spec.agentId, { replicaId: null, type: 'submitted', message: `version ${spec.version}, ${spec.count} replica(s) of ${spec.image}` });
+      this.jobs.record(spec.agentId, { replicaId: null, type: 'submitted', message: submittedMessage(spec) });
       await this.supervisor.tick([spec.agentId]);
     });
   }
@@ -100,10 +108,12 @@ export class PodmanDriver implements Orchestrator {
   async status(agentId: string): Promise<JobStatus | null> {
     const job = this.jobs.get(agentId);
     if (!job) return null;
+    const stable = stableBeside(job.spec);
     return {
       agentId,
       version: job.spec.version,
       count: job.spec.count,
+      ...(stable ? { stableVersion: stable.version } : {}),
       replicas: [...job.replicas.values()].map(toReplica),
       events: job.events.list(),
     };
@@ -146,4 +156,11 @@ export class PodmanDriver implements Orchestrator {
     await this.queue.close();
     await this.networks.close();
   }
+}
+
+/** The `submitted` event: what was asked, a canary with the stable version it runs beside. */
+function submittedMessage(spec: JobSpec): string {
+  const asked = `version ${spec.version}, ${spec.count} replica(s) of ${spec.image}`;
+  const stable = stableBeside(spec);
+  return stable ? `canary ${asked}, beside stable version ${stable.version} at ${stable.count} replica(s)` : asked;
 }

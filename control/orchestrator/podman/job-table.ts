@@ -2,7 +2,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../../contract/clock.js';
 import { EventRing } from '../event-ring.js';
 import type { JobSpec, RolloutProgress } from '../../domain/job.js';
-import type { ReplicaEvent, ReplicaJob } from './replica-state.js';
+import { stableBeside, type ReplicaEvent, type ReplicaJob } from './replica-state.js';
 import { progressOf } from './rollout-phases.js';
 
 export interface PodmanJob extends ReplicaJob {
@@ -31,11 +31,20 @@ export class JobTable {
     return [...this.jobs.values()];
   }
 
-  /** Holds `spec` for its agent; a spec older than the one held is ignored (a late retry of an earlier deploy). */
+  /**
+   * Holds `spec` for its agent. A spec older than the one held is ignored (a late retry of
+   * an earlier deploy), unless it aborts the held canary: it is the stable version that
+   * canary runs beside. The canary's version may be deployed again after an abort, so its
+   * image step is reported again then.
+   */
   want(spec: JobSpec): void {
     const job = this.jobs.get(spec.agentId);
     if (!job) this.jobs.set(spec.agentId, { spec, replicas: new Map(), events: new EventRing(), imageReportedFor: null });
     else if (spec.version >= job.spec.version) job.spec = spec;
+    else if (abortsCanary(job.spec, spec)) {
+      job.spec = spec;
+      job.imageReportedFor = null;
+    }
   }
 
   /**
@@ -85,3 +94,7 @@ export class JobTable {
     if (progress) for (const listener of this.progressListeners) listener(progress);
   }
 }
+
+/** `spec` goes back to the version the held canary runs beside: the canary is aborted. */
+export const abortsCanary = (held: JobSpec, spec: JobSpec): boolean =>
+  spec.stable === undefined && stableBeside(held)?.version === spec.version;

@@ -180,33 +180,88 @@ export function failed(record: ReplicaRecord, reason: string): ReplicaEvent {
   return { replicaId: record.id, type: 'failed', message: reason };
 }
 
+/**
+ * The version serving beside the job's while a canary runs (JobSpec.stable); none
+ * otherwise. A `stable` that is not older than the canary names no previous version, so
+ * it is no canary (the driver refuses such a spec at submit).
+ */
+export const stableBeside = (spec: JobSpec): JobSpec | undefined =>
+  spec.stable && spec.stable.version < spec.version ? spec.stable : undefined;
+
+/**
+ * The spec a replica of `version` runs: the stable's while a canary runs beside it,
+ * otherwise the job's under that version (an older one only waits to be replaced). A
+ * restart whose container vanished creates it again from this spec, so a stable replica
+ * must keep the stable's image and environment.
+ */
+export function specOfVersion(spec: JobSpec, version: number): JobSpec {
+  const stable = stableBeside(spec);
+  if (stable && stable.version === version) return stable;
+  return version === spec.version ? spec : { ...spec, version };
+}
+
 /** What a job needs after its replicas were observed. */
 export interface JobPlan {
-  /** Replicas to start. */
+  /** Replicas of the job's version (the canary's, while one runs) to start. */
   launch: number;
-  /** Replicas of the current version past the count, to stop: those doing the least good. */
+  /** Replicas of the job's version, or of the stable one, past their count, to stop: those doing the least good. */
   surplus: ReplicaRecord[];
-  /** Replicas of older versions, to stop: the current version is fully up (or asked to be 0). */
+  /** Replicas of other older versions, to stop: the job's version is fully up (or asked to be 0). */
   replaced: ReplicaRecord[];
+  /** While a canary runs: replicas of the stable version to start (from JobSpec.stable), to keep it at its count. */
+  launchStable: number;
+  /** While a canary runs: stable replicas crashed past their restart budget, to stop; `launchStable` counts their replacements. */
+  crashedStable: ReplicaRecord[];
+  /** Replicas of versions newer than the job's: an aborted canary's, to stop at once (the edge no longer sends them requests). */
+  aborted: ReplicaRecord[];
 }
 
 /** Which replicas go first when scaling down: those doing the least good (a stable sort keeps the oldest first among equals). */
 const STOP_ORDER: ReplicaState[] = ['failed', 'crashed', 'pending', 'restarting', 'starting', 'stopping', 'running'];
 
-export function plan(job: ReplicaJob): JobPlan {
-  const { version, count } = job.spec;
-  const replicas = [...job.replicas.values()].filter((r) => r.state !== 'stopping');
-  const current = replicas.filter((r) => r.spec.version === version);
-  const live = current.filter((r) => r.state !== 'failed' && r.state !== 'crashed');
-  // A version whose replicas cannot start (bad image) or keep crashing is not relaunched
-  // until the next deploy: replacing them would only repeat the failure forever.
-  const dead = current.length - live.length;
+/**
+ * What one version's replicas need to be `count`: how many to start, and which are past
+ * the count. A version whose replicas cannot start (bad image) or keep crashing is not
+ * relaunched until the next deploy: replacing them would only repeat the failure forever.
+ * `replaceCrashed` (the stable version beside a canary) makes an exception of crashed
+ * replicas: that version has served, so they are stopped and started afresh, to keep it at
+ * its count while the canary is judged against it. A failed one still holds launches back,
+ * as its start failed (image, network) and a new one would fail at every tick.
+ */
+function versionNeeds(replicas: ReplicaRecord[], count: number, replaceCrashed: boolean) {
+  const crashed = replaceCrashed ? replicas.filter((r) => r.state === 'crashed') : [];
+  const live = replicas.filter((r) => r.state !== 'failed' && r.state !== 'crashed');
+  const dead = replicas.length - live.length - crashed.length;
   const launch = live.length < count && dead === 0 ? count - live.length : 0;
   const surplus = live.length > count ? [...live].sort((a, b) => STOP_ORDER.indexOf(a.state) - STOP_ORDER.indexOf(b.state)).slice(0, live.length - count) : [];
-  // Health-gated rollout: older versions stop once the current one is fully up (or asked to be 0).
-  const older = replicas.filter((r) => r.spec.version < version);
+  return { launch, surplus, crashed };
+}
+
+/**
+ * What a job needs next. Its version's replicas are kept at its count; while a canary runs
+ * (JobSpec.stable) the stable version's replicas too, at the stable's count. Other older
+ * versions are replaced health-gated: once the job's version is fully up (or asked to be
+ * 0). Newer versions stop at once: the job went back to the version a canary ran beside
+ * (an abort), so no one waits for them.
+ */
+export function plan(job: ReplicaJob): JobPlan {
+  const { version, count } = job.spec;
+  const stable = stableBeside(job.spec);
+  const replicas = [...job.replicas.values()].filter((r) => r.state !== 'stopping');
+  const current = replicas.filter((r) => r.spec.version === version);
+  const currentNeeds = versionNeeds(current, count, false);
+  const stableNeeds = stable ? versionNeeds(replicas.filter((r) => r.spec.version === stable.version), stable.count, true) : null;
+  const others = replicas.filter((r) => r.spec.version !== version && r.spec.version !== stable?.version);
+  const older = others.filter((r) => r.spec.version < version);
   const ready = current.filter((r) => r.state === 'running').length;
-  return { launch, surplus, replaced: older.length > 0 && (ready >= count || count === 0) ? older : [] };
+  return {
+    launch: currentNeeds.launch,
+    surplus: [...currentNeeds.surplus, ...(stableNeeds?.surplus ?? [])],
+    replaced: older.length > 0 && (ready >= count || count === 0) ? older : [],
+    launchStable: stableNeeds?.launch ?? 0,
+    crashedStable: stableNeeds?.crashed ?? [],
+    aborted: others.filter((r) => r.spec.version > version),
+  };
 }
 
 /**

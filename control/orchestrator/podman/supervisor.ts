@@ -1,5 +1,6 @@
 import type { Clock } from '../../../contract/clock.js';
 import { randomBase62 } from '../../crypto/tokens.js';
+import type { JobSpec } from '../../domain/job.js';
 import type { SerialQueue } from '../serial-queue.js';
 import type { AgentNetworks } from './agent-networks.js';
 import type { PodmanCli } from './cli.js';
@@ -21,6 +22,8 @@ import {
   observe,
   plan,
   restarted,
+  specOfVersion,
+  stableBeside,
   stopping,
   type ReplicaRecord,
   type Sighting,
@@ -69,7 +72,7 @@ export class Supervisor {
   constructor(private readonly parts: SupervisorParts) {
     // Pulls run outside the queue; the tick after one ends starts (or fails) the replicas waiting for it.
     this.pulls = new ImagePulls(parts.cli, parts.settings, () => void parts.queue.run(() => this.tick()), (image) =>
-      parts.jobs.all().some((job) => job.spec.image === image && job.spec.registryAuth !== undefined));
+      parts.jobs.all().some((job) => specsOf(job).some((spec) => spec.image === image && spec.registryAuth !== undefined)));
   }
 
   start(): void {
@@ -164,7 +167,8 @@ export class Supervisor {
     if (!job) return false;
     if (job.replicas.has(replicaId)) return true;
     const found = { id: replicaId, state: container.State, version: Number(labels[LABEL.version] ?? 0) };
-    const { record, event } = adoptedReplica(job.spec, found, this.parts.clock.now());
+    // A stable replica beside a canary keeps the stable's spec: a restart may create its container again.
+    const { record, event } = adoptedReplica(specOfVersion(job.spec, found.version), found, this.parts.clock.now());
     job.replicas.set(replicaId, record);
     this.parts.jobs.record(job.spec.agentId, event);
     changed.add(job.spec.agentId);
@@ -175,23 +179,32 @@ export class Supervisor {
     const before = fingerprint(job);
     await Promise.all([...job.replicas.values()].filter((r) => !r.busy).map((record) => this.observe(job, record, containers.get(record.id))));
     const next = plan(job);
-    if (next.launch > 0) {
-      // Image and network once per job, before the replicas start side by side. While the
-      // image is being pulled the job waits with no replicas, and the queue moves on.
-      const image = await this.pulls.state(job.spec);
-      if (job.imageReportedFor !== job.spec.version) {
-        job.imageReportedFor = job.spec.version;
-        this.parts.jobs.record(job.spec.agentId, imageStep(job.spec, image.ready));
-      }
-      if (image.ready || image.error) {
-        const prepared = image.error ?? (await this.parts.networks.ensure(job.spec.agentId).then(() => null, (error: unknown) => describe(error)));
-        await Promise.all(Array.from({ length: next.launch }, () => this.launch(job, prepared)));
-      }
-    } else if (next.surplus.length > 0) {
-      await this.retire(job, next.surplus, 'scaled down');
-    }
+    const stable = stableBeside(job.spec);
+    if (next.crashedStable.length > 0) await this.retire(job, next.crashedStable, `crashed past its restart budget beside the canary: replaced by a new replica of version ${stable?.version}`);
+    await this.launchAll(job, job.spec, next.launch, true);
+    if (stable) await this.launchAll(job, stable, next.launchStable, false);
+    if (next.surplus.length > 0) await this.retire(job, next.surplus, 'scaled down');
+    if (next.aborted.length > 0) await this.retire(job, next.aborted, `canary aborted: version ${job.spec.version} serves alone`);
     if (next.replaced.length > 0) await this.retire(job, next.replaced, `replaced by version ${job.spec.version}`);
     if (fingerprint(job) !== before) changed.add(job.spec.agentId);
+  }
+
+  /**
+   * Starts `count` replicas of `spec` (the job's, or the stable one beside a canary): image
+   * and network once, then the replicas side by side. While the image is being pulled the
+   * job waits with no new replicas, and the queue moves on. `reportImage`: the image step
+   * is a step of the job's rollout; the stable version's image is no step of the canary.
+   */
+  private async launchAll(job: PodmanJob, spec: JobSpec, count: number, reportImage: boolean): Promise<void> {
+    if (count === 0) return;
+    const image = await this.pulls.state(spec);
+    if (reportImage && job.imageReportedFor !== spec.version) {
+      job.imageReportedFor = spec.version;
+      this.parts.jobs.record(spec.agentId, imageStep(spec, image.ready));
+    }
+    if (!image.ready && !image.error) return;
+    const prepared = image.error ?? (await this.parts.networks.ensure(spec.agentId).then(() => null, (error: unknown) => describe(error)));
+    await Promise.all(Array.from({ length: count }, () => this.launch(job, spec, prepared)));
   }
 
   /** Looks at the replica's container (its address, whether its port opens) and applies what was seen. */
@@ -230,9 +243,8 @@ export class Supervisor {
     }
   }
 
-  /** Starts one replica; `preparationError` (image or network) fails it without trying. */
-  private async launch(job: PodmanJob, preparationError: string | null): Promise<void> {
-    const spec = job.spec;
+  /** Starts one replica of `spec`; `preparationError` (image or network) fails it without trying. */
+  private async launch(job: PodmanJob, spec: JobSpec, preparationError: string | null): Promise<void> {
     const record = newReplica(`${spec.agentId}-${randomBase62(6).toLowerCase()}`, spec);
     job.replicas.set(record.id, record);
     try {
@@ -265,6 +277,9 @@ export class Supervisor {
     for (const agentId of agentIds) for (const listener of this.listeners) listener(agentId);
   }
 }
+
+/** What a job runs: its spec, and the stable one beside a canary. */
+const specsOf = (job: PodmanJob): JobSpec[] => [job.spec, ...(job.spec.stable ? [job.spec.stable] : [])];
 
 const describe = (error: unknown) => (error instanceof Error ? error.message : String(error));
 
