@@ -72,6 +72,12 @@ import { pingDatabase } from './db/database.js';
 import { createControlMetrics, type ControlMetrics } from './metrics/control-metrics.js';
 import { instrumentOrchestrator } from './orchestrator/instrumented.js';
 import { repositoriesOn } from './repositories/index.js';
+import { CanaryService } from './services/canary-service.js';
+import { PlatformError } from './domain/errors.js';
+import { CanaryJudge } from './services/canary-judge.js';
+import type { AgentRow } from './domain/agent.js';
+import type { DeploymentRow } from './domain/deployment.js';
+import { SYSTEM_CONTEXT } from './domain/audit.js';
 
 export interface ControlDependencies {
   config: Config;
@@ -110,6 +116,8 @@ export interface BackgroundLoops {
   parker: IdleParker;
   /** Wakes parked agents when the edge asks. */
   wakes: WakeListener;
+  /** Aborts or promotes running canaries by their figures (issue 36); in one copy at a time. */
+  canaryJudge: CanaryJudge;
   housekeeping: Housekeeping;
   /** Delivers the webhook outbox; in every copy (claims keep each delivery to one). */
   webhooks: WebhookDispatcher;
@@ -134,7 +142,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const edge = new EdgeSync(db, new EdgeProjection(redis, config.redisKeyPrefix), orchestrator, logger.child({ component: 'edge-sync' }), listActiveDomains);
   const accessKeys = new AccessKeyService(db, clock, edge);
   const presenter = { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage };
-  const deployRules = { identityTokens: config.orchestrator !== 'nomad' };
+  const deployRules = { identityTokens: config.orchestrator !== 'nomad', canaries: config.orchestrator !== 'nomad' };
   const jobSettings = { runtimeImage: config.runtimeImage, urlOf: (slug: string) => agentUrl(slug, config.agentUrl) };
   // Webhook events are written to the outbox by the transactions that cause them.
   const webhookEvents = new WebhookEvents(clock, presenter);
@@ -145,13 +153,21 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const replicaChanges = new ReplicaChanges({ clock, recorder, edge, runner });
   // Rollouts' progress: the driver's steps and every refresh of an agent reach the tracker; event streams wait on the notifier.
   const deploymentNotifier = new EventNotifier();
-  const tracker = new DeploymentTracker(db, driver.clock, deploymentNotifier, logger.child({ component: 'deployment-tracker' }), webhookEvents);
+  const canaries = new CanaryService({ db, clock, edge, runner, notifier: deploymentNotifier, events: webhookEvents });
+  // A canary whose replicas cannot start is aborted as failed, as the judge aborts one by its figures.
+  const onCanaryFailed = async (agent: AgentRow, deployment: DeploymentRow, reason: string) => {
+    await canaries.abort(agent.account_id, SYSTEM_CONTEXT, agent.id, deployment.id, { status: 'failed', reason }).catch((error: unknown) => {
+      if (!(error instanceof PlatformError && error.code === 'NOT_A_RUNNING_CANARY')) throw error;
+    });
+  };
+  const tracker = new DeploymentTracker(db, driver.clock, deploymentNotifier, logger.child({ component: 'deployment-tracker' }), webhookEvents, onCanaryFailed);
   // The hops that run by subscription, one event type each (services/agent-events.ts).
   subscribeReplicasChanged(orchestrator, runner);
   subscribeRolloutStepReported(orchestrator, tracker);
   subscribeAgentObserved(runner, tracker);
   // The edge stamps each second of figures by the wall clock, so they are read by it too.
-  const observability = new ObservabilityService(db, orchestrator, clock, new RequestFiguresReader(redis, systemClock));
+  const figuresReader = new RequestFiguresReader(redis, systemClock);
+  const observability = new ObservabilityService(db, orchestrator, clock, figuresReader);
   // Open streams re-check their tokens as requests are authenticated; `auth` is called only once a stream is open, after it is built.
   const streams: OpenStreams = new OpenStreams(redis, {
     authenticates: (principal) => auth.stillAuthenticates(principal),
@@ -183,7 +199,9 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     }),
     /** What the autoscaler, the idle parker and the wake listener change. */
     platformScaling: new PlatformScaling(db, replicaChanges, runner),
-    deploymentHistory: new DeploymentHistoryService(db, presenter),
+    deploymentHistory: new DeploymentHistoryService(db, presenter, (agentId) => figuresReader.byVersion(agentId)),
+    canaries,
+    canaryFigures: (agentId: string) => figuresReader.byVersion(agentId),
     deploymentEvents: new DeploymentEventFeed(db, deploymentNotifier),
     observability,
     streams,
@@ -232,6 +250,10 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
     timeoutMs: hooks.timeoutMs,
   }, loggerOf('webhooks'));
   const wakes = new WakeListener(redis, services.platformScaling, services.edge, loggerOf('wake-listener'));
+  // The edge stamps request figures by the wall clock, so a canary's age is measured by it too.
+  const canaryJudge = new CanaryJudge(db, services.canaries, services.canaryFigures, systemClock, config.canaryJudgeIntervalMs, loggerOf('canary-judge'), {
+    exclusive: exclusivePass(db, LOOP_LOCKS.canaryJudge), onPass,
+  });
   let started = false;
   return {
     reconciler,
@@ -242,12 +264,14 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
     parker,
     wakes,
     webhooks,
+    canaryJudge,
     domains: services.domainWorker,
     async start() {
       started = true;
       await reconciler.start();
       autoscaler?.start();
       parker.start();
+      canaryJudge.start();
       wakes.start();
       await meter.start();
       flusher.start();
@@ -260,6 +284,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       started = false;
       await wakes.stop();
       await parker.stop();
+      await canaryJudge.stop();
       await autoscaler?.stop();
       await reconciler.stop();
       // The last counts of the edge reach Postgres, and replica time is measured once more.
@@ -294,7 +319,7 @@ export function buildControl(given: ControlDependencies): Control {
     ...apiKeyRoutes(services.apiKeys),
     ...agentRoutes(services.agents),
     ...lifecycleRoutes(services.deployments),
-    ...deploymentRoutes(services.deploymentHistory, services.deployments),
+    ...deploymentRoutes(services.deploymentHistory, services.deployments, services.canaries),
     ...deploymentEventRoutes(services.deploymentHistory, services.deploymentEvents, services.streams),
     ...observabilityRoutes(services.observability, services.streams),
     ...accessKeyRoutes(services.accessKeys),

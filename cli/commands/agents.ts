@@ -1,12 +1,13 @@
 import { readFileSync } from 'node:fs';
 import type { Agent, CreateAgentBody, DeployInput, ScaleResult } from '../../control/schemas/agents.js';
 import { command, group } from '../command.js';
+import { canaryStrategy, withCanaryFlags, type CanaryStrategyInput } from '../canary-flags.js';
 import { envEntries, withEnvFlags } from '../deploy-flags.js';
 import { UsageError } from '../errors.js';
 import { confirm } from '../prompt.js';
 import { resolveAgent, slugOf } from '../resolve-agent.js';
 import { printJson, table } from '../terminal.js';
-import { reportChange, showAgent } from '../agent-view.js';
+import { reportCanaryStart, reportChange, showAgent } from '../agent-view.js';
 import { invoke } from './invoke.js';
 import { logs, metrics } from './observability.js';
 
@@ -88,22 +89,30 @@ const create = command({
 
 const deploy = command({
   command: 'deploy <agent>',
-  describe: 'Redeploy and follow the rollout until the new version alone serves (exit 0) or fails (exit 1); omitted settings keep their values',
+  describe:
+    'Redeploy and follow the rollout until the new version alone serves (exit 0) or fails (exit 1); omitted settings keep their values. ' +
+    'With --canary the new version serves a share of requests beside the current one until promoted or aborted, and deploy returns once it serves',
   builder: (yargs) =>
-    withEnvFlags(yargs.positional('agent', { type: 'string', demandOption: true, describe: 'id, slug or unique name' }))
-      .option('image', { type: 'string', describe: 'the image to run; default: the one deployed now' })
-      .option('detach', { type: 'boolean', describe: 'return once the API accepted the deploy, without following the rollout' })
-      // The default since deploy follows its rollout; kept so that scripts written for it still run.
-      .option('wait', { type: 'boolean', hidden: true })
-      .conflicts('detach', 'wait')
-      .example([
-        ['$0 agents deploy support-bot --image ghcr.io/acme/bot:1.4', 'roll out a new image and wait until it alone serves'],
-        ['$0 agents deploy support-bot --detach', 'redeploy and return at once; follow with `agentctl deployments list support-bot`'],
-      ]),
+    withCanaryFlags(
+      withEnvFlags(yargs.positional('agent', { type: 'string', demandOption: true, describe: 'id, slug or unique name' }))
+        .option('image', { type: 'string', describe: 'the image to run; default: the one deployed now' })
+        .option('detach', { type: 'boolean', describe: 'return once the API accepted the deploy, without following the rollout' })
+        // The default since deploy follows its rollout; kept so that scripts written for it still run.
+        .option('wait', { type: 'boolean', hidden: true })
+        .conflicts('detach', 'wait'),
+    ).example([
+      ['$0 agents deploy support-bot --image ghcr.io/acme/bot:1.4', 'roll out a new image and wait until it alone serves'],
+      ['$0 agents deploy support-bot --detach', 'redeploy and return at once; follow with `agentctl deployments list support-bot`'],
+      ['$0 agents deploy support-bot --image ghcr.io/acme/bot:1.5 --canary 10', 'a canary taking 10% of requests; prints its preview URL and how to promote or abort it'],
+      ['$0 agents deploy support-bot --image ghcr.io/acme/bot:1.5 --canary 5 --auto-promote 30m --max-error-ratio 0.02', 'promoted after 30 minutes unless its 5xx ratio passes 2% first'],
+    ]),
   run: async (args, context) => {
+    const strategy = canaryStrategy(args);
+    const body: DeployInput & { strategy?: CanaryStrategyInput } = { image: args.image, env: envEntries(args.env, args.secret), strategy };
     const agent = await resolveAgent(context.api, args.agent);
-    const body: DeployInput = { image: args.image, env: envEntries(args.env, args.secret) };
-    await reportChange(context, await context.api.request<Agent>('POST', `/agents/${agent.id}/deploy`, { body }), !args.detach);
+    const updated = await context.api.request<Agent>('POST', `/agents/${agent.id}/deploy`, { body });
+    if (strategy) await reportCanaryStart(context, updated, args.detach);
+    else await reportChange(context, updated, !args.detach);
   },
 });
 

@@ -68,6 +68,8 @@ export interface Config {
   readonly autoscale: AutoscaleSettings;
   /** Deployments kept per agent; older ones are pruned when a new one is recorded (docs/deployments.md). */
   readonly deploymentHistoryLimit: number;
+  /** How often the canary judge looks at every running canary's figures (docs/deployments.md, "Canary deploys"). */
+  readonly canaryJudgeIntervalMs: number;
   /** Days an audit event is kept; the hourly housekeeping pass deletes older ones (docs/audit.md). */
   readonly auditRetentionDays: number;
   /** Delivery of webhook events (docs/webhooks.md). */
@@ -190,6 +192,9 @@ export function loadConfig(env: Env): Config {
       cpuWarmupMs: read.integer('AUTOSCALE_CPU_WARMUP_MS', 30_000, 0, 3_600_000),
     }),
     deploymentHistoryLimit: read.integer('DEPLOYMENT_HISTORY_LIMIT', 50, 1, 1000),
+    // Each pass reads the last minute's figures of every running canary: a judgement within
+    // two seconds keeps what a failing canary answers near min_requests.
+    canaryJudgeIntervalMs: read.integer('CANARY_JUDGE_INTERVAL_MS', 2_000, 250, 60_000),
     auditRetentionDays: read.integer('AUDIT_RETENTION_DAYS', 400, 1, 36_500),
     webhooks: Object.freeze({
       timeoutMs: read.integer('WEBHOOK_TIMEOUT_MS', 10_000, 100, 60_000),

@@ -45,6 +45,7 @@ export const CONTROL_SETTING_DOCS: SettingDocs = {
   RECONCILE_INTERVAL_SECONDS: 'How often the reconciler compares Postgres with what runs.',
   USAGE_METER_INTERVAL_MS: 'How often replica time is measured against what runs (the crash loss bound of replica time).',
   USAGE_FLUSH_INTERVAL_MS: "How often the edge's request counters move from Redis to Postgres (the Redis loss bound).",
+  CANARY_JUDGE_INTERVAL_MS: "How often the canary judge reads each running canary's last minute of figures to abort or promote it.",
   AUTOSCALE_INTERVAL_MS: 'How often the podman driver\'s scaler looks at every agent with deploy.auto_scale.',
   AUTOSCALE_TARGET_RPM_PER_REPLICA: 'Requests per minute one replica is meant to take.',
   AUTOSCALE_TARGET_CPU_PERCENT: 'Mean CPU per replica the scaler aims at (percent of a core).',

@@ -8,6 +8,7 @@ import * as parkedAgents from './migrations/005-parked-agents.js';
 import * as auditEvents from './migrations/006-audit-events.js';
 import * as webhooks from './migrations/007-webhooks.js';
 import * as customDomains from './migrations/008-custom-domains.js';
+import * as canaryDeployments from './migrations/009-canary-deployments.js';
 import { markOutages } from './outage.js';
 
 export type Database = Knex;
@@ -25,6 +26,7 @@ const migrations: Record<string, Knex.Migration> = {
   '006-audit-events': auditEvents,
   '007-webhooks': webhooks,
   '008-custom-domains': customDomains,
+  '009-canary-deployments': canaryDeployments,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

@@ -1,3 +1,4 @@
+import type { RunningCanary } from './canary.js';
 import type { StoredDeploy } from './deploy.js';
 
 /** The states of an agent's lifecycle; the API's enums are built from this list. */
@@ -27,6 +28,8 @@ export interface AgentRow {
   parked_at: Date | null;
   deployed_version: number | null;
   deploy: StoredDeploy;
+  /** The canary running now beside the stable version (issue 36), null otherwise. */
+  canary: RunningCanary | null;
   api_key_sealed: string | null;
   system_prompt: string | null;
   tags: string[];

@@ -10,6 +10,8 @@ export const AUDIT_ACTIONS = [
   'agent.scale',
   'agent.delete',
   'agent.rollback',
+  'deployment.promote',
+  'deployment.abort',
   'access_key.create',
   'access_key.revoke',
   'api_key.create',

@@ -21,6 +21,58 @@ export interface CanaryStrategy {
   minRequests: number;
 }
 
+/** The settings as stored and shown (deployments.strategy, the API's `strategy`), defaults filled in. */
+export interface StoredCanaryStrategy {
+  type: 'canary';
+  percent: number;
+  replicas: number;
+  affinity: 'none' | 'caller';
+  auto_promote_after_seconds: number | null;
+  max_error_ratio: number;
+  min_requests: number;
+}
+
+/** The canary running now (agents.canary): cleared by the promote or abort that ends it. */
+export interface RunningCanary {
+  deployment_id: string;
+  /** Its deployment's number: the preview hostname's `--d<number>`. */
+  number: number;
+  /** The deployment that keeps serving beside it, and that an abort returns to. */
+  stable_deployment_id: string;
+  strategy: StoredCanaryStrategy;
+  started_at: string;
+}
+
+export const strategyOf = (stored: StoredCanaryStrategy): CanaryStrategy => ({
+  percent: stored.percent,
+  replicas: stored.replicas,
+  affinity: stored.affinity,
+  autoPromoteAfterSeconds: stored.auto_promote_after_seconds,
+  maxErrorRatio: stored.max_error_ratio,
+  minRequests: stored.min_requests,
+});
+
+/** A canary strategy as asked for: `percent` required, the rest defaulted. */
+export interface CanaryStrategyInput {
+  type: 'canary';
+  percent: number;
+  replicas?: number;
+  affinity?: 'none' | 'caller';
+  auto_promote_after_seconds?: number | null;
+  max_error_ratio?: number;
+  min_requests?: number;
+}
+
+export const resolveCanaryStrategy = (input: CanaryStrategyInput): StoredCanaryStrategy => ({
+  type: 'canary',
+  percent: input.percent,
+  replicas: input.replicas ?? CANARY_DEFAULTS.replicas,
+  affinity: input.affinity ?? CANARY_DEFAULTS.affinity,
+  auto_promote_after_seconds: input.auto_promote_after_seconds ?? CANARY_DEFAULTS.autoPromoteAfterSeconds,
+  max_error_ratio: input.max_error_ratio ?? CANARY_DEFAULTS.maxErrorRatio,
+  min_requests: input.min_requests ?? CANARY_DEFAULTS.minRequests,
+});
+
 export const CANARY_DEFAULTS = Object.freeze({ replicas: 1, affinity: 'none', autoPromoteAfterSeconds: null, maxErrorRatio: 0.05, minRequests: 50 } as const);
 export const CANARY_BOUNDS = Object.freeze({
   percent: { min: 1, max: 99 },

@@ -1,3 +1,4 @@
+import type { StoredCanaryStrategy } from './canary.js';
 import type { StoredDeploy } from './deploy.js';
 
 /** A deployment's lifecycle: one `in_progress`, then exactly one of the terminal four. */
@@ -5,11 +6,11 @@ export const DEPLOYMENT_STATUSES = ['in_progress', 'succeeded', 'failed', 'super
 export type DeploymentStatus = (typeof DEPLOYMENT_STATUSES)[number];
 
 /** The phases of a rollout as its progress stream reports them, in the order they happen. */
-export const ROLLOUT_PHASES = ['queued', 'pulling', 'starting', 'health_check', 'routing', 'draining', 'succeeded', 'failed'] as const;
+export const ROLLOUT_PHASES = ['queued', 'pulling', 'starting', 'health_check', 'routing', 'canary', 'promoted', 'draining', 'succeeded', 'failed', 'aborted'] as const;
 export type RolloutPhase = (typeof ROLLOUT_PHASES)[number];
 
 /** Phases after which a rollout reports nothing more. */
-export const TERMINAL_PHASES: ReadonlySet<RolloutPhase> = new Set(['succeeded', 'failed']);
+export const TERMINAL_PHASES: ReadonlySet<RolloutPhase> = new Set(['succeeded', 'failed', 'aborted']);
 
 /** One rollout as stored: the configuration it rolled out (secrets sealed) and how it went. */
 export interface DeploymentRow {
@@ -20,6 +21,8 @@ export interface DeploymentRow {
   agent_version: number;
   status: DeploymentStatus;
   deploy: StoredDeploy;
+  /** The canary settings it was deployed with (issue 36); null: a rolling deployment. */
+  strategy: StoredCanaryStrategy | null;
   model: string;
   provider: string;
   api_key_sealed: string | null;

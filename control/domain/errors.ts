@@ -19,6 +19,8 @@ export const errorCatalogue = {
   ALREADY_SUBSCRIBED: { status: 409, message: 'The account is already on this plan' },
   NO_BILLING_ACCOUNT: { status: 409, message: 'The billing provider has no customer for this account' },
   DOMAIN_TAKEN: { status: 409, message: 'This hostname is already claimed by an agent on this platform' },
+  CANARY_NOT_POSSIBLE: { status: 409, message: 'A canary needs a version that is running and no rollout or canary in progress' },
+  NOT_A_RUNNING_CANARY: { status: 409, message: 'This deployment is not a canary that is running now' },
   LAST_OWNER: { status: 409, message: 'The account would be left without an owner; make another user owner first, or delete the account' },
   PRECONDITION_FAILED: { status: 412, message: 'The resource changed since the version in If-Match' },
   PAYLOAD_TOO_LARGE: { status: 413, message: 'The request body is larger than allowed' },

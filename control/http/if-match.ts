@@ -11,3 +11,6 @@ export function parseIfMatch(header: string | undefined): number | undefined {
 }
 
 export const etagOf = (version: number) => `"${version}"`;
+
+/** A write's 202 with the changed resource and its ETag, so the next write can send If-Match. */
+export const acceptedWithEtag = <T extends { version: number }>(resource: T) => ({ status: 202 as const, body: resource, headers: { ETag: etagOf(resource.version) } });

@@ -19,7 +19,7 @@ export class AgentRepository {
   constructor(private readonly db: Knex) {}
 
   async insert(row: AgentRow): Promise<void> {
-    await this.db('agents').insert({ ...row, deploy: JSON.stringify(row.deploy), metadata: JSON.stringify(row.metadata) });
+    await this.db('agents').insert({ ...row, deploy: JSON.stringify(row.deploy), metadata: JSON.stringify(row.metadata), canary: row.canary === null ? null : JSON.stringify(row.canary) });
   }
 
   async find(accountId: string, id: string): Promise<AgentRow | undefined> {
@@ -43,6 +43,7 @@ export class AgentRepository {
     const patch: Record<string, unknown> = { ...changes, updated_at: now, version: this.db.raw('version + 1') };
     if (changes.deploy) patch.deploy = JSON.stringify(changes.deploy);
     if (changes.metadata) patch.metadata = JSON.stringify(changes.metadata);
+    if (changes.canary) patch.canary = JSON.stringify(changes.canary);
     const [row] = await this.db<AgentRow>('agents').where({ account_id: accountId, id }).update(patch, '*');
     return row as AgentRow | undefined;
   }
@@ -85,6 +86,11 @@ export class AgentRepository {
       .where('desired_replicas', '>', 0)
       .whereRaw("(deploy->>'auto_scale')::boolean")
       .whereRaw("(deploy->>'min_replicas')::int = 0");
+  }
+
+  /** Agents with a canary running (issue 36), for the canary judge. */
+  async withCanary(): Promise<AgentRow[]> {
+    return this.db<AgentRow>('agents').whereNotNull('canary');
   }
 
   /** Every agent of one account, oldest first (for re-projecting them when the plan changes). */

@@ -13,6 +13,7 @@ export class DeploymentRepository {
       .insert({
         ...deployment,
         deploy: JSON.stringify(deployment.deploy),
+        strategy: deployment.strategy === null ? null : JSON.stringify(deployment.strategy),
         status: 'in_progress',
         number: this.db.raw('(SELECT coalesce(max(number), 0) + 1 FROM deployments WHERE agent_id = ?)', [deployment.agent_id]),
       })
@@ -51,11 +52,15 @@ export class DeploymentRepository {
     await this.db('deployments').where({ id }).update({ orchestrator_version: version });
   }
 
-  /** Keeps the agent's newest `keep` deployments and deletes the rest (their events go with them). */
+  /**
+   * Keeps the agent's newest `keep` deployments and deletes the rest (their events go with
+   * them), never the one a running canary runs beside: an abort returns to its configuration.
+   */
   async prune(agentId: string, keep: number): Promise<number> {
     return this.db('deployments')
       .where({ agent_id: agentId })
       .whereNotIn('id', this.db('deployments').select('id').where({ agent_id: agentId }).orderBy('number', 'desc').limit(keep))
+      .whereNotIn('id', this.db('agents').select(this.db.raw("canary->>'stable_deployment_id'")).where({ id: agentId }).whereNotNull('canary'))
       .delete();
   }
 

@@ -1,6 +1,7 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ACCESS_MODES, AGENT_STATUSES } from '../domain/agent.js';
 import { SCALE_TO_ZERO_AFTER_SECONDS, type DeployRequest } from '../domain/deploy.js';
+import { CANARY_BOUNDS, CANARY_DEFAULTS } from '../domain/canary.js';
 import type { RegistryAuthInput } from '../domain/registry-auth.js';
 import { LOG_LEVELS, LOG_SOURCES, type PublicLogEntry } from '../domain/log-entry.js';
 import { NullableInteger, PAGE_FIELDS, PAGE_QUERY, StringEnum, Timestamp, type Holds, type SameType } from './common.js';
@@ -57,6 +58,31 @@ export const RegistryAuthInputSchema = Type.Unsafe<RegistryAuthInput | null>({
     'Write-only: sealed when received, sent only to that registry, never shown. Omitted, the stored ones are kept (a deploy that moves `image` to another registry must give them again); null drops them.',
 });
 
+/**
+ * How the new version reaches callers (issue 36): `rolling` (the default) replaces the
+ * replicas once the new ones are healthy; `canary` runs it beside the current version on
+ * `replicas` of its own with `percent` of the requests, until it is promoted or aborted.
+ */
+export const DeployStrategyInput = Type.Union([
+  Type.Object({ type: Type.Literal('rolling') }, { additionalProperties: false }),
+  Type.Object(
+    {
+      type: Type.Literal('canary'),
+      percent: Type.Integer({ minimum: CANARY_BOUNDS.percent.min, maximum: CANARY_BOUNDS.percent.max, description: "the share of the agent's allowed requests the new version gets" }),
+      replicas: Type.Optional(Type.Integer({ minimum: 1, maximum: 100, description: `the new version's replicas while the canary runs (default ${CANARY_DEFAULTS.replicas})` })),
+      affinity: Type.Optional(StringEnum(['none', 'caller'] as const, { description: "caller: a caller (its access key, or its address on a public agent) stays on one version for the canary's life; default none" })),
+      auto_promote_after_seconds: Type.Optional(NullableInteger({
+        minimum: CANARY_BOUNDS.autoPromoteAfterSeconds.min,
+        maximum: CANARY_BOUNDS.autoPromoteAfterSeconds.max,
+        description: 'promoted this long after it started unless aborted first; null (the default): promote by hand',
+      })),
+      max_error_ratio: Type.Optional(Type.Number({ minimum: 0, maximum: 1, description: `aborted past this 5xx ratio over the last 60 s (default ${CANARY_DEFAULTS.maxErrorRatio}), or past twice the stable version's plus 0.01` })),
+      min_requests: Type.Optional(Type.Integer({ minimum: CANARY_BOUNDS.minRequests.min, maximum: CANARY_BOUNDS.minRequests.max, description: `requests in the window before its ratio is judged (default ${CANARY_DEFAULTS.minRequests})` })),
+    },
+    { additionalProperties: false },
+  ),
+]);
+
 export const DeployInput = Type.Object(
   {
     image: Type.Optional(Type.String({ maxLength: 512, pattern: IMAGE_REFERENCE, description: 'an image, public or with registry_auth; default: the platform runtime' })),
@@ -74,12 +100,19 @@ export const DeployInput = Type.Object(
     })),
     registry_auth: Type.Optional(RegistryAuthInputSchema),
     build_path: Type.Optional(BuildPath),
+    strategy: Type.Optional(DeployStrategyInput),
   },
-  { additionalProperties: false, examples: [{ image: ex.deploy.image, replicas: 2, env: [{ key: 'LOG_LEVEL', value: 'info' }, { key: 'CRM_TOKEN', value: 'crm_live_5f2a9c', secret: true }] }] },
+  {
+    additionalProperties: false,
+    examples: [
+      { image: ex.deploy.image, replicas: 2, env: [{ key: 'LOG_LEVEL', value: 'info' }, { key: 'CRM_TOKEN', value: 'crm_live_5f2a9c', secret: true }] },
+      { image: ex.deploy.image, strategy: { type: 'canary', percent: 10, affinity: 'caller', auto_promote_after_seconds: 600 } },
+    ],
+  },
 );
 export type DeployInput = Static<typeof DeployInput>;
-/** Compiles only while the body's deploy is the domain's request (build_path is refused before it reaches the domain). */
-export type DeployInputIsDeployRequest = Holds<SameType<Omit<DeployInput, 'build_path'>, DeployRequest>>;
+/** Compiles only while the body's deploy is the domain's request (build_path is refused before it reaches the domain, strategy is how it rolls out). */
+export type DeployInputIsDeployRequest = Holds<SameType<Omit<DeployInput, 'build_path' | 'strategy'>, DeployRequest>>;
 
 export const CreateAgentBody = Type.Object(
   {

@@ -6,6 +6,38 @@ import * as ex from './examples.js';
 
 const Nullable = <T extends TSchema>(schema: T) => Type.Union([schema, Type.Null()]);
 
+/** A canary deployment's settings, defaults filled in (null on a rolling deployment). */
+export const CanaryStrategy = Type.Object(
+  {
+    type: Type.Literal('canary'),
+    percent: Type.Integer(),
+    replicas: Type.Integer(),
+    affinity: StringEnum(['none', 'caller'] as const),
+    auto_promote_after_seconds: Type.Union([Type.Integer(), Type.Null()]),
+    max_error_ratio: Type.Number(),
+    min_requests: Type.Integer(),
+  },
+  { description: "a canary deployment's settings" },
+);
+
+const VersionFigures = Type.Object({
+  request_count: Type.Integer({ description: 'requests the edge forwarded to this version in the last 60 s' }),
+  error_count: Type.Integer({ description: 'of which answered 5xx' }),
+  avg_latency_ms: Type.Number(),
+  p95_latency_ms: Type.Number(),
+});
+
+/** A running canary: when it started, its preview URL and both versions' figures. */
+export const CanaryState = Type.Object(
+  {
+    started_at: Timestamp,
+    preview_url: Type.String({ description: 'reaches only the new version, with the agent\'s access rules' }),
+    percent: Type.Integer(),
+    figures: Type.Object({ stable: VersionFigures, canary: VersionFigures }),
+  },
+  { description: 'the running canary' },
+);
+
 /** One rollout of an agent as the API shows it: the configuration it rolled out (secrets masked) and how it went. */
 export const Deployment = Type.Object(
   {
@@ -24,6 +56,9 @@ export const Deployment = Type.Object(
     finished_at: Type.Union([Timestamp, Type.Null()], { description: 'null while in_progress' }),
     error: Nullable(Type.String()),
     nomad_job_version: Nullable(Type.Integer({ description: "Nomad's job version of this rollout, for the Nomad UI; null on podman and until Nomad has it" })),
+    strategy: Nullable(CanaryStrategy),
+    phase: Nullable(StringEnum(['canary'] as const, { description: 'canary: the new version runs beside the old with its share of requests, until promoted or aborted' })),
+    canary: Nullable(CanaryState),
   },
   { $id: 'Deployment', examples: [ex.deployment] },
 );

@@ -80,6 +80,9 @@ export const deployment = {
   finished_at: '2025-12-02T14:05:31Z',
   error: null,
   nomad_job_version: null,
+  strategy: null,
+  phase: null,
+  canary: null,
 };
 
 export const logEntry = {

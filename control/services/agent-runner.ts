@@ -94,8 +94,33 @@ export class AgentRunner {
     }
     const agent = await repositoriesOn(db).agents.findAny(agentId);
     if (!agent || agent.deployed_version === null) return;
-    if (operation === 'run') await orchestrator.submit(jobSpecFor(agent, box, jobSettings));
+    // A driver's scale sizes the job's current version, which is the canary's while one runs: a whole job then.
+    if (operation === 'run' || agent.canary) await orchestrator.submit(await this.jobOf(agent));
     else await orchestrator.scale(agentId, agent.desired_replicas);
+  }
+
+  /**
+   * The agent's job. While a canary runs (issue 36) it is the canary's version at its own
+   * replicas, with `stable`: the version it runs beside, built from that deployment's copy
+   * of the configuration, at the agent's replica count.
+   */
+  private async jobOf(agent: AgentRow): Promise<JobSpec> {
+    const { box, jobSettings } = this.parts;
+    const spec = jobSpecFor(agent, box, jobSettings);
+    if (!agent.canary) return spec;
+    const stable = await repositoriesOn(this.parts.db).deployments.find(agent.id, agent.canary.stable_deployment_id);
+    if (!stable) throw new Error(`the canary's stable deployment ${agent.canary.stable_deployment_id} is gone`);
+    const stableAgent: AgentRow = {
+      ...agent,
+      deploy: stable.deploy,
+      model: stable.model,
+      provider: stable.provider,
+      api_key_sealed: stable.api_key_sealed,
+      system_prompt: stable.system_prompt,
+      deployed_version: stable.agent_version,
+      canary: null,
+    };
+    return { ...spec, count: agent.canary.strategy.replicas, stable: jobSpecFor(stableAgent, box, jobSettings) };
   }
 
   /**
@@ -106,7 +131,7 @@ export class AgentRunner {
    */
   async reconcileAll(): Promise<void> {
     const agents = await repositoriesOn(this.parts.db).agents.deployed();
-    const { specs, keep } = this.buildJobs(agents);
+    const { specs, keep } = await this.buildJobs(agents);
     await this.parts.orchestrator.reconcile(specs, { keep });
     for (const subscriber of this.reconcilePassedSubscribers) subscriber({ agents: agents.length, unbuildable: keep.length });
     await Promise.all(agents.map((agent) => this.refresh(agent.id)));
@@ -119,12 +144,12 @@ export class AgentRunner {
    * throwing would stop the pass for every agent, on every pass. The log names the agent
    * and the error's message, never a value.
    */
-  private buildJobs(agents: AgentRow[]): { specs: JobSpec[]; keep: string[] } {
+  private async buildJobs(agents: AgentRow[]): Promise<{ specs: JobSpec[]; keep: string[] }> {
     const specs: JobSpec[] = [];
     const keep: string[] = [];
     for (const agent of agents) {
       try {
-        specs.push(jobSpecFor(agent, this.parts.box, this.parts.jobSettings));
+        specs.push(await this.jobOf(agent));
       } catch (error) {
         keep.push(agent.id);
         const message = error instanceof Error ? error.message : String(error);

@@ -72,6 +72,7 @@ export class AgentService {
       account_id: principal.accountId,
       name: input.name,
       slug: slugFor(input.name),
+      canary: null,
       ...runtimeLabels(deploy),
       model,
       provider,

@@ -1,6 +1,7 @@
 import type { Clock } from '../../contract/clock.js';
 import { ID_PREFIX, newId } from '../crypto/tokens.js';
 import type { AgentRow } from '../domain/agent.js';
+import type { StoredCanaryStrategy } from '../domain/canary.js';
 import type { DeploymentRow } from '../domain/deployment.js';
 import type { Repositories } from '../repositories/index.js';
 import type { WebhookEvents } from './webhook-events.js';
@@ -10,6 +11,8 @@ export interface DeploymentOrigin {
   createdBy: string | null;
   /** The deployment whose configuration a rollback restores. */
   rollbackOf: string | null;
+  /** A canary deployment's settings (issue 36); absent: rolling. */
+  strategy?: StoredCanaryStrategy;
 }
 
 /**
@@ -45,6 +48,7 @@ export class DeploymentRecorder {
       api_key_sealed: agent.api_key_sealed,
       system_prompt: agent.system_prompt,
       rollback_of: origin.rollbackOf,
+      strategy: origin.strategy ?? null,
       created_by: origin.createdBy,
       created_at: now,
     });

@@ -1,7 +1,9 @@
 import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
-import { ANY_ORCHESTRATOR, resolveDeploy, runtimeLabels, type DeployRules } from '../domain/deploy.js';
+import { ANY_ORCHESTRATOR, resolveDeploy, runtimeLabels, type DeployRules, type StoredDeploy } from '../domain/deploy.js';
+import { resolveCanaryStrategy, type RunningCanary, type StoredCanaryStrategy } from '../domain/canary.js';
+import type { DeploymentRow } from '../domain/deployment.js';
 import { isQuotaExceeded, PlatformError, validationError } from '../domain/errors.js';
 import type { AgentRow } from '../domain/agent.js';
 import type { AuditContext } from '../domain/audit.js';
@@ -58,9 +60,24 @@ export class DeploymentService {
   async deploy(principal: Principal, audit: AuditContext, agentId: string, input: DeployInput, expectedVersion?: number): Promise<Agent> {
     if (input.build_path !== undefined) throw new PlatformError('BUILD_NOT_SUPPORTED');
     const { db, box, changes, runner, presenter } = this.parts;
+    const strategy = input.strategy?.type === 'canary' ? resolveCanaryStrategy(input.strategy) : null;
+    if (strategy && !this.deployRules.canaries) {
+      throw validationError([{ loc: ['body', 'strategy'], msg: 'canary deploys are not available on Nomad yet: deploy without strategy (a rolling deploy)', type: 'value_error' }]);
+    }
     const updated = await this.announcingQuota(principal.accountId, agentId, () => inTransaction(db, async (repos) => {
       const agent = await lockForChange(repos, principal.accountId, agentId, expectedVersion);
+      if (agent.canary) {
+        throw new PlatformError('CANARY_NOT_POSSIBLE', `Deployment ${agent.canary.number} is a canary still running: promote or abort it first`);
+      }
       const deploy = resolveDeploy(input, agent.deploy, box, this.deployRules);
+      if (strategy) {
+        const stable = await this.stableFor(repos, agent, strategy, deploy);
+        // Both versions run while the canary does: the plan must hold them together.
+        await checkQuota(repos, agent, { ...footprintOf(deploy), replicas: agent.desired_replicas + strategy.replicas });
+        const rolled = await this.startCanary(repos, principal, agent, deploy, strategy, stable);
+        await changes.record(repos, audit, rolled, 'agent.deploy', { version: rolled.deployed_version, changed: deployChanges(input), strategy: 'canary', percent: strategy.percent });
+        return rolled;
+      }
       await checkQuota(repos, agent, footprintOf(deploy));
       const rolled = await this.rollOut(repos, principal, agent, { deploy }, null);
       await changes.record(repos, audit, rolled, 'agent.deploy', { version: rolled.deployed_version, changed: deployChanges(input) });
@@ -68,6 +85,42 @@ export class DeploymentService {
     }));
     runner.request('run', updated);
     return agentView(updated, presenter);
+  }
+
+  /**
+   * The deployment a canary runs beside: the agent's deployed version, fully rolled out and
+   * serving. Not while a rollout is under way, nor for an agent stopped or parked (there is
+   * no traffic to share), nor for one whose replicas the autoscaler moves (it would resize
+   * the canary: docs/deployments.md, "Canary deploys").
+   */
+  private async stableFor(repos: Repositories, agent: AgentRow, strategy: StoredCanaryStrategy, deploy: StoredDeploy): Promise<DeploymentRow> {
+    const refuse = (why: string) => new PlatformError('CANARY_NOT_POSSIBLE', `A canary runs beside a version that serves: ${why}`);
+    if (agent.deployed_version === null) throw refuse('this agent was never deployed');
+    if (agent.desired_replicas === 0 || agent.parked_at !== null) throw refuse('this agent has no replica running (stopped or parked)');
+    if (agent.deploy.auto_scale || deploy.auto_scale) throw refuse('auto-scaled agents are deployed rolling (the autoscaler would resize the canary)');
+    if (strategy.replicas > deploy.max_replicas) {
+      throw validationError([{ loc: ['body', 'strategy', 'replicas'], msg: `at most deploy.max_replicas (${deploy.max_replicas})`, type: 'value_error.range' }]);
+    }
+    const stable = await repos.deployments.findByVersion(agent.id, agent.deployed_version);
+    if (!stable || stable.status !== 'succeeded') throw refuse(`deployment ${stable?.number ?? '?'} has not finished rolling out`);
+    return stable;
+  }
+
+  /**
+   * The new version as the agent's configuration, recorded as a canary deployment, beside
+   * `stable`: the replica count stays the stable version's (desired_replicas), the canary
+   * runs its own (strategy.replicas), and the edge learns the split in this transaction.
+   */
+  private async startCanary(repos: Repositories, principal: Principal, agent: AgentRow, deploy: StoredDeploy, strategy: StoredCanaryStrategy, stable: DeploymentRow): Promise<AgentRow> {
+    const { clock, edge, recorder } = this.parts;
+    const now = clock.now();
+    const configuration = { deploy, ...runtimeLabels(deploy), deployed_version: agent.version + 1, error: null };
+    // Recorded from the row as it is about to be, so the agent changes once (one version, as any deploy).
+    const deployment = await recorder.record(repos, { ...agent, ...configuration }, { createdBy: principal.userId, rollbackOf: null, strategy });
+    const canary: RunningCanary = { deployment_id: deployment.id, number: deployment.number, stable_deployment_id: stable.id, strategy, started_at: now.toISOString() };
+    const updated = (await repos.agents.update(agent.account_id, agent.id, { ...configuration, canary }, now))!;
+    await edge.putAgent(repos, updated);
+    return updated;
   }
 
   /**

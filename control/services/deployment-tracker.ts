@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import type { AgentRow } from '../domain/agent.js';
-import type { DeploymentEventRow } from '../domain/deployment.js';
+import type { DeploymentEventRow, DeploymentRow } from '../domain/deployment.js';
 import type { JobStatus, RolloutProgress } from '../domain/job.js';
 import { rolloutOutcome } from '../domain/rollout-outcome.js';
 import { inTransaction, repositoriesOn } from '../repositories/index.js';
@@ -32,6 +32,8 @@ export class DeploymentTracker {
     private readonly logger: Logger,
     /** Told of each deployment's end (agent.deployed, agent.deploy_failed), in the transaction that records it. */
     private readonly events?: WebhookEvents,
+    /** A canary whose replicas cannot start (issue 36): the canary service aborts it as failed. */
+    private readonly onCanaryFailed?: (agent: AgentRow, deployment: DeploymentRow, reason: string) => Promise<void>,
   ) {
     this.serial = new KeyedSerial((agentId, error) => logger.warn({ err: error, agent_id: agentId }, 'could not record deployment progress'));
   }
@@ -73,6 +75,7 @@ export class DeploymentTracker {
     if (agent.deployed_version === null) return;
     const deployment = await repositoriesOn(this.db).deployments.findByVersion(agent.id, agent.deployed_version);
     if (deployment?.status !== 'in_progress') return;
+    if (agent.canary?.deployment_id === deployment.id) return this.watchCanary(agent, deployment, job);
     const target = agent.deploy.auto_scale ? { min: agent.deploy.min_replicas, max: agent.deploy.max_replicas } : agent.desired_replicas;
     const outcome = rolloutOutcome(job, target, deployment.agent_version);
     if (!outcome) return;
@@ -90,6 +93,30 @@ export class DeploymentTracker {
     });
     if (!ended) return;
     this.logger.info({ agent_id: agent.id, deployment_id: deployment.id, status: outcome.status }, message);
+    this.notifier.notify(deployment.id);
+  }
+
+  /**
+   * A running canary's deployment does not end by its replicas: its promote or abort ends it
+   * (CanaryService). Its own replicas say when it serves (the `canary` event, once) or that
+   * it cannot start, which aborts it as failed.
+   */
+  private async watchCanary(agent: AgentRow, deployment: DeploymentRow, job: JobStatus | null): Promise<void> {
+    const canary = agent.canary!;
+    const own = job && { ...job, replicas: job.replicas.filter((replica) => replica.version === deployment.agent_version) };
+    const outcome = rolloutOutcome(own, canary.strategy.replicas, deployment.agent_version);
+    if (outcome?.status === 'failed') {
+      await this.onCanaryFailed?.(agent, deployment, `the canary could not start: ${outcome.error}`);
+      return;
+    }
+    if (outcome?.status !== 'succeeded') return;
+    const deployments = repositoriesOn(this.db).deployments;
+    if ((await deployments.eventsAfter(deployment.id, 0)).some((event) => event.phase === 'canary')) return;
+    const replicas = canary.strategy.replicas;
+    await deployments.addEvent({
+      deployment_id: deployment.id, phase: 'canary', replica_id: null, at: this.clock.now(),
+      message: `canary serving ${canary.strategy.percent}% of requests on ${replicas} replica${replicas === 1 ? '' : 's'}`,
+    });
     this.notifier.notify(deployment.id);
   }
 }

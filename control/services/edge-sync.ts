@@ -82,6 +82,8 @@ export class EdgeSync {
       callerRpm: agent.rate_limit_rpm ?? DEFAULT_CALLER_RPM,
       agentRpm: limitsOf(account?.plan ?? 'free').max_agent_rpm,
       wakeable: wakeable(agent),
+      // The running canary's split (issue 36): its share and affinity, and its number for the preview hostname.
+      canary: agent.canary ? { deployment: agent.canary.number, percent: agent.canary.strategy.percent, affinity: agent.canary.strategy.affinity } : null,
     };
   }
 
@@ -103,7 +105,7 @@ export class EdgeSync {
         await this.projection.replace({
           agent: await this.edgeAgent(repos, agent),
           keyHashes: await repos.accessKeys.hashesForAgent(agent.id),
-          upstreams: upstreamsOf(await this.jobs.status(agent.id)),
+          ...versionUpstreamsOf(await this.jobs.status(agent.id)),
           domains: hostnamesOf(agent.slug),
         });
       });
@@ -119,12 +121,25 @@ export class EdgeSync {
     if (agent) await this.projection.refuseWake(agent.slug, body);
   }
 
-  /** The agent's routable replicas as `job` reports them (a refresh's one status read); outside any transaction, as it only follows the orchestrator. */
+  /**
+   * The agent's routable replicas as `job` reports them (a refresh's one status read);
+   * outside any transaction, as it only follows the orchestrator. While a canary runs, the
+   * stable version's go to the upstreams and the canary's to their own set; the canary's set
+   * is written first, so a canary replica is never in both.
+   */
   async setUpstreams(agent: Pick<AgentRow, 'slug'>, job: JobStatus | null): Promise<void> {
-    await this.projection.setUpstreams(agent.slug, upstreamsOf(job));
+    const { upstreams, canaryUpstreams } = versionUpstreamsOf(job);
+    await this.projection.setCanaryUpstreams(agent.slug, canaryUpstreams);
+    await this.projection.setUpstreams(agent.slug, upstreams);
   }
 }
 
-/** Running replicas' addresses. */
-const upstreamsOf = (job: JobStatus | null): string[] =>
-  (job?.replicas ?? []).filter((r) => r.state === 'running' && r.address).map((r) => r.address!);
+/** Running replicas' addresses: all of them, or with a canary running, the stable version's and the canary's apart. */
+function versionUpstreamsOf(job: JobStatus | null): { upstreams: string[]; canaryUpstreams: string[] } {
+  const running = (job?.replicas ?? []).filter((r) => r.state === 'running' && r.address);
+  if (job?.stableVersion === undefined) return { upstreams: running.map((r) => r.address!), canaryUpstreams: [] };
+  return {
+    upstreams: running.filter((r) => r.version === job.stableVersion).map((r) => r.address!),
+    canaryUpstreams: running.filter((r) => r.version === job.version).map((r) => r.address!),
+  };
+}

@@ -15,6 +15,7 @@ export const LOOP_LOCKS = {
   autoscaler: 2,
   idleParker: 3,
   domains: 4,
+  canaryJudge: 5,
 } as const;
 
 /** Runs `pass` holding the loop's lock, or skips it (false) while another copy holds it. */

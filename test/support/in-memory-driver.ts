@@ -51,10 +51,11 @@ export class InMemoryDriver implements Orchestrator {
     const job = this.jobs.get(agentId);
     if (!job) return null;
     const address = this.running.get(agentId);
-    const replica: Replica | undefined = address === undefined ? undefined : {
-      id: `${agentId}-1`, version: job.version, state: 'running', address, restarts: 0, startedAt: systemClock.now(), error: null,
-    };
-    return { agentId, version: job.version, count: job.count, replicas: replica ? [replica] : [], events: [] };
+    const replicaOf = (id: string, version: number, at: string): Replica => ({ id, version, state: 'running', address: at, restarts: 0, startedAt: systemClock.now(), error: null });
+    const replicas = address === undefined ? [] : [replicaOf(`${agentId}-1`, job.version, address)];
+    // A canary's job (JobSpec.stable) runs its stable version too: one replica of it, on the next port.
+    if (address !== undefined && job.stable) replicas.push(replicaOf(`${agentId}-stable`, job.stable.version, nextPort(address)));
+    return { agentId, version: job.version, count: job.count, replicas, events: [], ...(job.stable ? { stableVersion: job.stable.version } : {}) };
   }
 
   /** From now on the agent's job (once submitted) reports one replica running at `address`; the listeners are told. */
@@ -97,6 +98,11 @@ export class InMemoryDriver implements Orchestrator {
     for (const listener of this.listeners) listener(agentId);
   }
 }
+
+const nextPort = (address: string) => {
+  const colon = address.lastIndexOf(':');
+  return `${address.slice(0, colon)}:${Number(address.slice(colon + 1)) + 1}`;
+};
 
 /**
  * The in-memory driver as composition takes a driver. It scales nothing by itself, and

@@ -37,6 +37,12 @@ export interface LocalEdgeStackOptions {
   /** authz's AUTHZ_SERVER (default: its own). */
   authzServer?: AuthzServerKind;
   /**
+   * authz's AUTHZ_REDIS_TIMEOUT_MS (default 100): a suite that starts and stops containers
+   * while it counts answers raises it, so that a Check slowed by the loaded machine is not
+   * the edge's fail-closed 503 in a count that is about something else.
+   */
+  authzRedisTimeoutMs?: number;
+  /**
    * HTTPS beside the plain port, as envoy/local-edge/main.ts serves it: the agent domain's
    * pair from these files, custom domains' certificates from the projection in Redis.
    */
@@ -50,6 +56,7 @@ export async function startLocalEdgeStack(control: TestControl, options: LocalEd
     AUTHZ_GRPC_SOCKET: socket.path, AUTHZ_METRICS_PORT: '0', AGENT_DOMAIN: control.config.agentUrl.domain,
     WAKE_TIMEOUT_SECONDS: options.wakeTimeoutSeconds === undefined ? undefined : String(options.wakeTimeoutSeconds),
     AUTHZ_SERVER: options.authzServer,
+    AUTHZ_REDIS_TIMEOUT_MS: options.authzRedisTimeoutMs === undefined ? undefined : String(options.authzRedisTimeoutMs),
   });
   const redis = connectRedis(config.redisUrl, config.redisKeyPrefix);
   const authz = await startAuthz(config, { redis, clock: systemClock, logger: pino({ level: 'silent' }) });

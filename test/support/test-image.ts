@@ -3,7 +3,7 @@ import { chmodSync, existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, wri
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-export const TEST_IMAGE = 'localhost/platform-test-busybox:2';
+export const TEST_IMAGE = 'localhost/platform-test-busybox:3';
 
 /**
  * A tiny image for orchestration tests, made from the host's static busybox (no registry
@@ -32,6 +32,10 @@ env
  * "echo: <input>"; with Accept: text/event-stream the runtime's stream instead
  * (runtime-image/README.md, "Streaming"): a delta per word, then done. Each call is logged
  * on stderr (nc leaves stderr to the container) as an info line, so a test sees a new line.
+ * For canary tests (issue 36): with $AGENT_VERSION_LABEL set, every answer carries it as
+ * `X-Agent-Version`, so a caller sees which version answered; $FAIL_PERCENT (0-100, default
+ * 0) is the chance that a POST /invoke answers 500 instead (each connection is a new shell,
+ * so ash's $RANDOM is drawn afresh).
  */
 const AGENT = `#!/bin/sh
 cr=$(printf '\\r')
@@ -51,13 +55,21 @@ body=
 input=$(printf '%s' "$body" | sed -n 's/.*"input":"\\([^"]*\\)".*/\\1/p')
 session=$(printf '%s' "$body" | sed -n 's/.*"session_id":"\\([^"]*\\)".*/\\1/p')
 [ -n "$session" ] || session=ses-echo
-reply() { printf 'HTTP/1.1 %s\\r\\nContent-Type: application/json\\r\\nContent-Length: %s\\r\\nConnection: close\\r\\n\\r\\n%s' "$1" "\${#2}" "$2"; }
+# The status line and Content-Type, then X-Agent-Version when a label is set.
+start_answer() {
+  printf 'HTTP/1.1 %s\\r\\nContent-Type: %s\\r\\n' "$1" "$2"
+  [ -z "$AGENT_VERSION_LABEL" ] || printf 'X-Agent-Version: %s\\r\\n' "$AGENT_VERSION_LABEL"
+}
+reply() { start_answer "$1" application/json; printf 'Content-Length: %s\\r\\nConnection: close\\r\\n\\r\\n%s' "\${#2}" "$2"; }
 case "$method $path" in
   "GET /health") reply '200 OK' '{"status":"ok","contract":"v1"}' ;;
   "POST /invoke")
     printf '{"level":"info","msg":"invoked: %s"}\\n' "$input" >&2
-    if [ -n "$stream" ]; then
-      printf 'HTTP/1.1 200 OK\\r\\nContent-Type: text/event-stream\\r\\nConnection: close\\r\\n\\r\\n'
+    if [ "$((RANDOM % 100))" -lt "\${FAIL_PERCENT:-0}" ]; then
+      reply '500 Internal Server Error' '{"error":{"code":"INJECTED_FAILURE","message":"FAIL_PERCENT"}}'
+    elif [ -n "$stream" ]; then
+      start_answer '200 OK' text/event-stream
+      printf 'Connection: close\\r\\n\\r\\n'
       for word in echo: $input; do printf 'event: delta\\ndata: {"text":"%s "}\\n\\n' "$word"; done
       printf 'event: done\\ndata: {"output":"echo: %s","session_id":"%s","agent_id":"%s"}\\n\\n' "$input" "$session" "$AGENT_ID"
     else

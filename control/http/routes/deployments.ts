@@ -1,14 +1,17 @@
 import type { DeploymentService } from '../../services/deployment-service.js';
 import type { DeploymentHistoryService } from '../../services/deployment-history.js';
+import type { CanaryService } from '../../services/canary-service.js';
 import { Agent } from '../../schemas/agents.js';
 import { ErrorBody } from '../../schemas/common.js';
 import { Deployment, DeploymentList, ListDeploymentsQuery, RollbackBody } from '../../schemas/deployments.js';
-import { etagOf } from '../if-match.js';
+import { acceptedWithEtag } from '../if-match.js';
 import { defineRoute } from '../route.js';
 
 const notFound = { description: 'NOT_FOUND: no such agent in your account; DEPLOYMENT_NOT_FOUND: the agent has no such deployment', schema: ErrorBody };
 
-export const deploymentRoutes = (history: DeploymentHistoryService, deployments: DeploymentService) => [
+const notCanary = { description: 'NOT_A_RUNNING_CANARY: this deployment is not a canary running now (promoted, aborted, or rolling)', schema: ErrorBody };
+
+export const deploymentRoutes = (history: DeploymentHistoryService, deployments: DeploymentService, canaries: CanaryService) => [
   defineRoute({
     method: 'get',
     path: '/agents/:id/deployments',
@@ -49,9 +52,47 @@ export const deploymentRoutes = (history: DeploymentHistoryService, deployments:
       404: notFound,
       412: { description: 'PRECONDITION_FAILED: If-Match names an older version', schema: ErrorBody },
     },
-    handler: async ({ principal, audit, params, body, expectedVersion }) => {
-      const agent = await deployments.rollback(principal, audit, params.id!, body, expectedVersion);
-      return { status: 202, body: agent, headers: { ETag: etagOf(agent.version) } };
+    handler: async ({ principal, audit, params, body, expectedVersion }) => acceptedWithEtag(await deployments.rollback(principal, audit, params.id!, body, expectedVersion)),
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/agents/:id/deployments/:deploymentId/promote',
+    operationId: 'promoteDeployment',
+    tag: 'Deployments',
+    summary: 'Promote a canary',
+    description: "The running canary becomes the whole agent: it takes all traffic and scales to the agent's deploy.replicas, then the old version drains. The deployment ends succeeded once rolled out",
+    auth: 'any',
+    writes: true,
+    responses: {
+      202: { description: 'Accepted: the deployment, its phase no longer canary', schema: Deployment },
+      403: { description: 'QUOTA_EXCEEDED (the new version at full count passes the plan) or AUTHORISATION_DENIED', schema: ErrorBody },
+      404: notFound,
+      409: notCanary,
+    },
+    handler: async ({ principal, audit, params }) => {
+      await history.find(principal, params.id!, params.deploymentId!);
+      await canaries.promote(principal.accountId, audit, params.id!, params.deploymentId!);
+      return { status: 202, body: await history.get(principal, params.id!, params.deploymentId!) };
+    },
+  }),
+  defineRoute({
+    method: 'post',
+    path: '/agents/:id/deployments/:deploymentId/abort',
+    operationId: 'abortDeployment',
+    tag: 'Deployments',
+    summary: 'Abort a canary',
+    description: 'All traffic goes back to the version the canary ran beside, whose configuration the agent takes again; the canary replicas are removed. The deployment ends cancelled',
+    auth: 'any',
+    writes: true,
+    responses: {
+      202: { description: 'Accepted: the deployment, cancelled', schema: Deployment },
+      404: notFound,
+      409: notCanary,
+    },
+    handler: async ({ principal, audit, params }) => {
+      await history.find(principal, params.id!, params.deploymentId!);
+      await canaries.abort(principal.accountId, audit, params.id!, params.deploymentId!, { status: 'cancelled', reason: 'aborted by hand' });
+      return { status: 202, body: await history.get(principal, params.id!, params.deploymentId!) };
     },
   }),
 ];

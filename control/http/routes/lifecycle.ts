@@ -1,7 +1,7 @@
 import type { DeploymentService } from '../../services/deployment-service.js';
 import { Agent, DeployInput, ScaleBody, ScaleResult } from '../../schemas/agents.js';
 import { ErrorBody } from '../../schemas/common.js';
-import { etagOf } from '../if-match.js';
+import { acceptedWithEtag } from '../if-match.js';
 import { defineRoute } from '../route.js';
 
 const notFound = { description: 'NOT_FOUND: no such agent in your account', schema: ErrorBody };
@@ -15,16 +15,16 @@ export const lifecycleRoutes = (deployments: DeploymentService) => [
     operationId: 'deployAgent',
     tag: 'Deployments',
     summary: 'Deploy an agent',
-    description: 'Redeploy: new replicas start, and old ones stop once the new ones are up. Omitted fields keep their values',
+    description: 'Redeploy: new replicas start, and old ones stop once the new ones are up. Omitted fields keep their values. With strategy canary, the new version runs beside the current one with its share of requests until promoted or aborted (POST …/deployments/{deployment_id}/promote or /abort), by hand, after auto_promote_after_seconds, or by its 5xx ratio',
     auth: 'any',
     writes: true,
     body: DeployInput,
     reads: ['If-Match'],
-    responses: { 202: { description: 'Accepted; version + 1', schema: Agent, headers: ['ETag'] }, 403: quota, 404: notFound, 412: stale },
-    handler: async ({ principal, audit, params, body, expectedVersion }) => {
-      const agent = await deployments.deploy(principal, audit, params.id!, body, expectedVersion);
-      return { status: 202, body: agent, headers: { ETag: etagOf(agent.version) } };
+    responses: {
+      202: { description: 'Accepted; version + 1', schema: Agent, headers: ['ETag'] }, 403: quota, 404: notFound, 412: stale,
+      409: { description: 'CANARY_NOT_POSSIBLE: a canary is running (promote or abort it first), or a canary was asked with no version serving, a rollout under way, or auto-scaling', schema: ErrorBody },
     },
+    handler: async ({ principal, audit, params, body, expectedVersion }) => acceptedWithEtag(await deployments.deploy(principal, audit, params.id!, body, expectedVersion)),
   }),
   defineRoute({
     method: 'post',
