@@ -5,6 +5,7 @@ import type { KeyView } from '../../control/schemas/keys.js';
 export type { Agent, MetricsSample } from '../../control/schemas/agents.js';
 export type { AccountUsage } from '../../control/schemas/account.js';
 export type { Domain, DomainList } from '../../control/schemas/domains.js';
+export type { Deployment, DeploymentList } from '../../control/schemas/deployments.js';
 export type AccessKey = KeyView;
 export type AccessKeyCreated = KeyView & { key: string };
 
