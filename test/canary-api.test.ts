@@ -154,3 +154,17 @@ describe('canary deploys through the API', function () {
     assert.equal(await control.redis.hget(edgeKeyNames.agent(agent.slug), 'canary_percent'), null);
   });
 });
+
+describe('canary deploys where the orchestrator cannot run them (Nomad, for now)', () => {
+  it('refuses strategy canary with 422 at body.strategy before touching anything, and a rolling deploy is not affected', async () => {
+    const { DeploymentService } = await import('../control/services/deployment-service.js');
+    // No database, edge or runner: a refusal that reached any of them would throw something else.
+    const service = new DeploymentService({ deployRules: { identityTokens: false, canaries: false } } as never);
+    const principal = { accountId: 'acc_x', userId: 'usr_x' } as never;
+    await assert.rejects(
+      service.deploy(principal, {} as never, 'agt_x', { strategy: { type: 'canary', percent: 10 } }),
+      (error: any) => error.code === 'VALIDATION_ERROR' && JSON.stringify(error.details.errors).includes('"strategy"') && /not available on Nomad yet/.test(error.message),
+    );
+    await assert.rejects(service.deploy(principal, {} as never, 'agt_x', { strategy: { type: 'rolling' } }), (error: any) => error.code !== 'VALIDATION_ERROR');
+  });
+});
