@@ -3,43 +3,16 @@ import type { Deployment } from '../control/schemas/deployments.js';
 import { slugOf } from './resolve-agent.js';
 import { details, table, type Paint, type Terminal } from './terminal.js';
 
-/** A deployment's canary settings as the API shows them (`strategy`), defaults filled in. */
-export interface CanarySettings {
-  type: 'canary';
-  percent: number;
-  replicas: number;
-  affinity: 'none' | 'caller';
-  auto_promote_after_seconds: number | null;
-  max_error_ratio: number;
-  min_requests: number;
-}
-
-/** One version's requests while the canary runs, as the edge counted them. */
-export interface VersionFigures {
-  request_count: number;
-  error_count: number;
-  avg_latency_ms: number | null;
-  p95_latency_ms: number | null;
-}
-
-/** A canary serving now beside the stable version (a deployment's `canary`). */
-export interface ServingCanary {
-  started_at: string;
-  preview_url: string;
-  percent: number;
-  figures: { stable: VersionFigures; canary: VersionFigures } | null;
-}
+/** The API's own types (control/schemas/deployments.ts): a deployment's canary settings, its running canary, one version's figures. */
+export type CanarySettings = NonNullable<Deployment['strategy']>;
+export type ServingCanary = NonNullable<Deployment['canary']>;
+export type VersionFigures = ServingCanary['figures']['stable'];
 
 /**
- * A deployment as the API shows it since canary deploys (issue 36). The canary fields are
- * optional: an API from before them has none, and its deployments are rolling ones.
+ * A deployment as the API shows it. The canary fields may be absent: an API from before
+ * canary deploys (issue 36) has none, and its deployments are rolling ones.
  */
-export type DeploymentView = Deployment & {
-  strategy?: CanarySettings | null;
-  /** 'canary' while the canary serves beside the stable version, else null. */
-  phase?: string | null;
-  canary?: ServingCanary | null;
-};
+export type DeploymentView = Omit<Deployment, 'strategy' | 'phase' | 'canary'> & Partial<Pick<Deployment, 'strategy' | 'phase' | 'canary'>>;
 
 export const DEPLOYMENT_COLUMNS = ['#', 'id', 'status', 'phase', 'image', 'rollback', 'created', 'error'];
 

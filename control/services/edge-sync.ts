@@ -127,9 +127,11 @@ export class EdgeSync {
    * stable version's go to the upstreams and the canary's to their own set; the canary's set
    * is written first, so a canary replica is never in both.
    */
-  async setUpstreams(agent: Pick<AgentRow, 'slug'>, job: JobStatus | null): Promise<void> {
+  async setUpstreams(agent: Pick<AgentRow, 'slug' | 'canary'>, job: JobStatus | null): Promise<void> {
     const { upstreams, canaryUpstreams } = versionUpstreamsOf(job);
-    await this.projection.setCanaryUpstreams(agent.slug, canaryUpstreams);
+    // Only while the row names a canary: its end (putAgent) deletes the set, and a refresh
+    // that still sees both versions after it must not bring it back; other agents write nothing more.
+    if (agent.canary) await this.projection.setCanaryUpstreams(agent.slug, canaryUpstreams);
     await this.projection.setUpstreams(agent.slug, upstreams);
   }
 }
