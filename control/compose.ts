@@ -142,7 +142,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const edge = new EdgeSync(db, new EdgeProjection(redis, config.redisKeyPrefix), orchestrator, logger.child({ component: 'edge-sync' }), listActiveDomains);
   const accessKeys = new AccessKeyService(db, clock, edge);
   const presenter = { agentUrl: config.agentUrl, runtimeImage: config.runtimeImage };
-  const deployRules = { identityTokens: config.orchestrator !== 'nomad', canaries: config.orchestrator !== 'nomad' };
+  const deployRules = { identityTokens: config.orchestrator !== 'nomad' };
   const jobSettings = { runtimeImage: config.runtimeImage, urlOf: (slug: string) => agentUrl(slug, config.agentUrl) };
   // Webhook events are written to the outbox by the transactions that cause them.
   const webhookEvents = new WebhookEvents(clock, presenter);

@@ -176,17 +176,6 @@ describe('nomad driver: what it asks of Nomad and Consul', function () {
     assert.equal(registered.PreserveCounts, true, 'auto-scaling on: a redeploy keeps the autoscaler’s count');
   });
 
-  it('refuses a canary (a spec with a stable version beside it) without asking Nomad anything: not available on Nomad yet', async () => {
-    const canary = sampleSpec({ version: 4, count: 1, stable: sampleSpec({ version: 3, count: 2 }) });
-    await assert.rejects(driver.submit(canary), { message: /^canary deploys are not available on Nomad yet/ });
-    assert.deepEqual(cluster.calls.filter((c) => !c.startsWith('GET')), [], 'no Variable written, no job registered');
-    assert.equal(await driver.status(canary.agentId), null);
-
-    cluster.calls.length = 0;
-    await driver.reconcile([canary, sampleSpec({ agentId: 'agt_Other0000000000000000', slug: 'other-x1y2z3w4' })]);
-    assert.deepEqual([...cluster.jobs.keys()], ['agent-agt_Other0000000000000000'], 'a reconcile refuses the canary alone');
-  });
-
   it('without secrets: no template, and a Variable left from an earlier version is deleted after registering', async () => {
     await driver.submit(sampleSpec());
     cluster.calls.length = 0;

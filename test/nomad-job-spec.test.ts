@@ -89,6 +89,8 @@ describe('nomad driver: the job of an agent', () => {
     assert.deepEqual(service, {
       Name: 'agent-support-bot-x7k2p9qa',
       Tags: ['platform-agent', 'agent-id=agt_7Qm2XbR9kLp4TzW1nVc8', 'slug=support-bot-x7k2p9qa', 'version=3'],
+      // What a canary allocation registers instead: every tag (the health watch filters on the first), and `canary`.
+      CanaryTags: ['platform-agent', 'agent-id=agt_7Qm2XbR9kLp4TzW1nVc8', 'slug=support-bot-x7k2p9qa', 'version=3', 'canary'],
       PortLabel: 'http',
       Provider: 'consul',
       Checks: [{ Name: 'health', Type: 'http', Path: '/health', Interval: 5 * SECOND_NS, Timeout: 2 * SECOND_NS }],
@@ -110,12 +112,24 @@ describe('nomad driver: the job of an agent', () => {
       ProgressDeadline: 600 * SECOND_NS,
       AutoRevert: true,
       Canary: 0,
+      AutoPromote: false,
     });
     assert.equal(group.ShutdownDelay, 4 * SECOND_NS);
     assert.equal(group.Tasks[0]!.KillTimeout, 7 * SECOND_NS);
     for (const value of [group.RestartPolicy.Interval, group.RestartPolicy.Delay, group.ShutdownDelay, group.Update.MinHealthyTime]) {
       assert.ok(Number.isInteger(value), 'durations are integer nanoseconds');
     }
+  });
+
+  it("a canary's job: the canary's version with Nomad canaries of its replicas, the stable version's count, never promoted by Nomad", () => {
+    const stable = sampleSpec({ version: 3, count: 2, image: 'ghcr.io/acme/bot:3' });
+    const job = nomadJobFor({ ...sampleSpec({ version: 4, count: 1, image: 'ghcr.io/acme/bot:4' }), stable }, settings);
+    const group = job.TaskGroups[0]!;
+    assert.equal(group.Count, 2);
+    assert.deepEqual([group.Update.Canary, group.Update.AutoPromote, group.Update.AutoRevert], [1, false, true]);
+    assert.equal(group.Tasks[0]!.Config.image, 'ghcr.io/acme/bot:4');
+    assert.equal(job.Meta.agent_version, '4');
+    assert.deepEqual([group.Scaling.Min, group.Scaling.Max], [1, 5], 'the range holds the stable count');
   });
 
   it('gives the autoscaler a scaling block with Enabled sent explicitly and HCL-style lists, widened to include the count', () => {

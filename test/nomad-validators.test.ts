@@ -82,8 +82,10 @@ describe("the fake Nomad applies Nomad's own job validation", function () {
     assert.equal(refusal(request), null);
   });
 
-  it("accepts the driver's job for an agent (nomadJobFor), http and tcp checks, any count", () => {
-    for (const spec of [sampleSpec(), sampleSpec({ check: 'tcp', count: 0 }), sampleSpec({ count: 5 })]) {
+  it("accepts the driver's job for an agent (nomadJobFor), http and tcp checks, any count, and a canary's", () => {
+    // The last: a canary of 1 beside 2 stable replicas (update block `canary`, service CanaryTags).
+    const canary = { ...sampleSpec({ version: 4, count: 1 }), stable: sampleSpec({ version: 3, count: 2 }) };
+    for (const spec of [sampleSpec(), sampleSpec({ check: 'tcp', count: 0 }), sampleSpec({ count: 5 }), canary]) {
       assert.equal(refusal({ Job: nomadJobFor(spec, defaultNomadSettings()), PreserveCounts: true }), null);
     }
   });

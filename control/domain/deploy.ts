@@ -67,11 +67,9 @@ export const DEFAULT_DEPLOY: Readonly<StoredDeploy> = Object.freeze({
 export interface DeployRules {
   /** Nomad's docker driver takes registry credentials as a user name and password only (docs/decisions.md). */
   identityTokens: boolean;
-  /** Canary deploys (issue 36): the podman driver runs two versions side by side; the Nomad driver does not yet. */
-  canaries: boolean;
 }
 
-export const ANY_ORCHESTRATOR: DeployRules = Object.freeze({ identityTokens: true, canaries: true });
+export const ANY_ORCHESTRATOR: DeployRules = Object.freeze({ identityTokens: true });
 
 /**
  * The deploy object to store: `input` over `base` (the defaults on create, the current

@@ -47,7 +47,8 @@ export interface JobSpec {
    * spec is the canary (its `count` is the canary's replicas), `stable` the previous version
    * at its own count. Its own `stable` is not read. Promoting submits the canary's version
    * again without it (and with the agent's full count); aborting submits `stable` itself.
-   * The podman driver runs both; the Nomad driver refuses it for now.
+   * The podman driver runs both; the Nomad driver registers the canary's version with
+   * Nomad's own canaries beside the stable allocations (nomad/job-spec.ts).
    */
   stable?: JobSpec;
 }

@@ -10,8 +10,7 @@ export interface Orchestrator {
   readonly name: string;
   /**
    * Registers the agent's job, or replaces it: a new version rolls out health-gated. A spec
-   * with `stable` is a canary beside that version (JobSpec.stable); the Nomad driver refuses
-   * it for now.
+   * with `stable` is a canary beside that version (JobSpec.stable).
    */
   submit(spec: JobSpec): Promise<void>;
   /** Changes the replica count of the job's current version. */

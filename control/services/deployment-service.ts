@@ -61,9 +61,6 @@ export class DeploymentService {
     if (input.build_path !== undefined) throw new PlatformError('BUILD_NOT_SUPPORTED');
     const { db, box, changes, runner, presenter } = this.parts;
     const strategy = input.strategy?.type === 'canary' ? resolveCanaryStrategy(input.strategy) : null;
-    if (strategy && !this.deployRules.canaries) {
-      throw validationError([{ loc: ['body', 'strategy'], msg: 'canary deploys are not available on Nomad yet: deploy without strategy (a rolling deploy)', type: 'value_error' }]);
-    }
     const updated = await this.announcingQuota(principal.accountId, agentId, () => inTransaction(db, async (repos) => {
       const agent = await lockForChange(repos, principal.accountId, agentId, expectedVersion);
       if (agent.canary) {

@@ -52,6 +52,8 @@ export interface NomadPort {
 export interface NomadService {
   Name: string;
   Tags: string[];
+  /** What a canary allocation registers instead of Tags, until it is promoted. */
+  CanaryTags: string[];
   PortLabel: string;
   Provider: 'consul';
   Checks: NomadServiceCheck[];
@@ -89,7 +91,9 @@ export interface NomadUpdateStrategy {
   HealthyDeadline: Nanoseconds;
   ProgressDeadline: Nanoseconds;
   AutoRevert: boolean;
+  /** Allocations of a changed job placed beside the old ones, which keep running until the deployment is promoted or failed. */
   Canary: number;
+  AutoPromote: boolean;
 }
 
 /**
@@ -218,6 +222,32 @@ export interface NomadJobRead {
  */
 export interface NomadJobVersions {
   Versions: NomadJobRead[];
+}
+
+/**
+ * GET /v1/job/:id/deployment: the job's latest deployment (nomad/structs/deployment.go,
+ * `Deployment`; only what the driver reads), or null when it never had one.
+ */
+export interface NomadDeployment {
+  ID: string;
+  JobVersion: number;
+  Status: 'running' | 'paused' | 'failed' | 'successful' | 'cancelled' | 'pending' | 'blocked' | 'unblocking' | 'initializing';
+  StatusDescription: string;
+  TaskGroups: Record<string, { DesiredCanaries: number; DesiredTotal: number; PlacedCanaries: string[] | null; Promoted: boolean; AutoRevert: boolean }> | null;
+}
+
+/** POST /v1/deployment/promote/:id (api/deployments.go, `DeploymentPromoteRequest`). */
+export interface DeploymentPromoteRequest {
+  DeploymentID: string;
+  All: boolean;
+}
+
+/** What promote and fail answer (structs.DeploymentUpdateResponse). */
+export interface DeploymentUpdateResponse {
+  EvalID: string;
+  DeploymentModifyIndex: number;
+  /** Set when failing it rolled the job back to its latest stable version (auto_revert). */
+  RevertedJobVersion?: number;
 }
 
 /** PUT /v1/var/:path */

@@ -7,11 +7,12 @@ import type { LogQuery, Orchestrator, ReconcileOptions, ReplicaMetrics } from '.
 import type { JobSpec, JobStatus, RolloutProgress } from '../../domain/job.js';
 import type { LogEntry } from '../../domain/log-entry.js';
 import { allocationsWatch, type AllocationsByJob } from './allocations-watch.js';
+import { canaryStep, type CanaryStep } from './canary-step.js';
 import type { AllocationListStub } from './api-types.js';
 import type { BlockingWatch } from './blocking-watch.js';
 import { consulChecksWatch, type PassingAllocations } from './consul-watch.js';
-import type { ApiClient } from './http-client.js';
-import { agentIdOf, jobId, nomadJobFor, readsRegistrySecret } from './job-spec.js';
+import { ApiError, type ApiClient } from './http-client.js';
+import { agentIdOf, canariesOf, jobId, nomadJobFor, readsRegistrySecret } from './job-spec.js';
 import { JobsApi } from './jobs-api.js';
 import { recentLines, toEntries, type LogStream } from './logs.js';
 import { mapBounded } from './map-bounded.js';
@@ -24,6 +25,7 @@ import { metricsFrom } from './stats.js';
 import { eventsFrom, ourVersions, replicasFrom } from './status.js';
 import { deleteRegistryAuth, deleteSecrets, writeRegistryAuth, writeSecrets } from './variables.js';
 import type { NomadJobRead } from './api-types.js';
+import { submittedMessage } from '../submitted-message.js';
 
 interface HeldJob {
   spec: JobSpec;
@@ -115,15 +117,59 @@ export class NomadDriver implements Orchestrator {
     this.progressListeners.push(listener);
   }
 
+  /**
+   * Registers the spec's job. A spec with `stable` registers the canary's version with
+   * Nomad's canaries beside the stable allocations (job-spec.ts, `nomadJobFor`); the
+   * canary's version again without it promotes them, the stable spec aborts them
+   * (canary-step.ts).
+   */
   submit(spec: JobSpec): Promise<void> {
-    if (spec.stable) return Promise.reject(canaryRefused(spec));
+    if (spec.stable && spec.stable.version >= spec.version) {
+      return Promise.reject(new Error(`a canary's stable version must be older than the canary: version ${spec.version} beside stable version ${spec.stable.version}`));
+    }
     return this.serial(async () => {
       const held = this.hold(spec);
-      if (spec.version >= held.spec.version) held.spec = spec;
+      const step = await this.settleCanary(held, spec, false);
+      // An abort goes back to the stable version (also when Nomad failed the canary's
+      // deployment itself); otherwise an older spec arriving late changes nothing.
+      const abort = step.kind === 'abort' || held.spec.stable?.version === spec.version;
+      if (abort || spec.version >= held.spec.version) held.spec = spec;
       this.registered(held.spec, await this.register(held.spec));
-      this.event(spec.agentId, 'submitted', `version ${spec.version}, ${spec.count} replica(s) of ${spec.image}`);
+      this.event(spec.agentId, 'submitted', submittedMessage(spec));
       this.notify(spec.agentId);
     });
+  }
+
+  /**
+   * Promotes or fails the deployment whose canaries wait, when the spec says so
+   * (canary-step.ts), before the spec is registered. A refusal is logged and the
+   * registration goes on: Nomad refuses to promote canaries not yet healthy for their
+   * deployment (they were routable, but MinHealthyTime has not passed), and the
+   * registration then replaces them; it refuses to fail a deployment that already ended.
+   * Nomad's deployment is read only where canaries may wait: the held spec is a canary, or
+   * the job as Nomad holds it asks for canaries (`canariesInNomad`, at a reconcile).
+   */
+  private async settleCanary(held: HeldJob, spec: JobSpec, canariesInNomad: boolean): Promise<CanaryStep> {
+    if (spec.stable || !(held.spec.stable || canariesInNomad)) return { kind: 'register' };
+    const id = jobId(spec.agentId);
+    const deployment = await this.api.latestDeployment(id);
+    const step = canaryStep(spec, deployment, deployment ? this.versionOf(held, deployment.JobVersion) : null);
+    if (step.kind === 'register') return step;
+    try {
+      if (step.kind === 'promote') await this.api.promote(step.deploymentId);
+      else await this.api.fail(step.deploymentId);
+      this.event(spec.agentId, step.kind === 'promote' ? 'promoted' : 'aborted', `deployment ${step.deploymentId} of job ${id}`);
+    } catch (error) {
+      if (!(error instanceof ApiError)) throw error;
+      this.logger.warn({ err: error, agent_id: spec.agentId, deployment_id: step.deploymentId }, `Nomad refused to ${step.kind === 'promote' ? 'promote' : 'fail'} the canary deployment; registering the job instead`);
+    }
+    return step;
+  }
+
+  /** Our version of a Nomad job version: the Meta of the last registration read at or before it (status.ts, `ourVersions`). */
+  private versionOf(held: HeldJob, nomadVersion: number): number | null {
+    const before = [...held.versions.entries()].filter(([version]) => version <= nomadVersion).sort((a, b) => a[0] - b[0]).pop();
+    return before ? before[1] : null;
   }
 
   scale(agentId: string, count: number): Promise<void> {
@@ -173,8 +219,6 @@ export class NomadDriver implements Orchestrator {
             await this.removeJob(action.agentId);
             continue;
           }
-          // Its job stays as Nomad runs it, and the refusal is logged like any other.
-          if (action.spec.stable) throw canaryRefused(action.spec);
           const firstSeen = !this.jobs.has(action.spec.agentId);
           const held = this.hold(action.spec);
           held.spec = action.spec;
@@ -190,8 +234,10 @@ export class NomadDriver implements Orchestrator {
             await scaleJob(this.api, held.spec, () => this.register(held.spec, { setCount: true }));
             await this.learnVersion(action.spec.agentId);
           } else {
+            // A promotion or an abort the control API decided before it stopped is carried out here.
+            await this.settleCanary(held, action.spec, (found ? canariesOf(found) : 0) > 0);
             this.registered(action.spec, await this.register(action.spec));
-            this.event(action.spec.agentId, 'submitted', `version ${action.spec.version}, ${action.spec.count} replica(s) of ${action.spec.image}`);
+            this.event(action.spec.agentId, 'submitted', submittedMessage(action.spec));
           }
         } catch (error) {
           // One agent Nomad refuses must not keep the others from being reconciled.
@@ -367,7 +413,8 @@ export class NomadDriver implements Orchestrator {
       restartBudget: this.settings.restartBudget,
     });
     const events = [...held.events.list(), ...eventsFrom(allocations)].sort((a, b) => a.at.getTime() - b.at.getTime()).slice(-KEPT_EVENTS);
-    return { agentId: held.spec.agentId, version: held.spec.version, count: held.spec.count, replicas, events };
+    const stable = held.spec.stable;
+    return { agentId: held.spec.agentId, version: held.spec.version, count: held.spec.count, ...(stable ? { stableVersion: stable.version } : {}), replicas, events };
   }
 
   /** The rollout steps the job's allocations reached since the last look. */
@@ -417,11 +464,3 @@ export class NomadDriver implements Orchestrator {
     for (const listener of this.listeners) listener(agentId);
   }
 }
-
-/**
- * A canary (JobSpec.stable) is refused on Nomad for now: its job would need a second task
- * group for the stable version, and the edge the canary's allocations told apart. Issue 36
- * runs canaries on podman first.
- */
-const canaryRefused = (spec: JobSpec) =>
-  new Error(`canary deploys are not available on Nomad yet: version ${spec.version} of agent ${spec.agentId} (beside stable version ${spec.stable?.version}) was not submitted`);

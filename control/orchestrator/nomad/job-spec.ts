@@ -21,6 +21,13 @@ export const serviceName = (slug: string) => `agent-${slug}`;
  * Consul query filtered on it (consul-watch.ts) instead of one watch per agent.
  */
 export const AGENT_SERVICE_TAG = 'platform-agent';
+/**
+ * The tag a canary allocation's service carries beside the others: Nomad registers a
+ * canary with the service's CanaryTags instead of its Tags, whole
+ * (command/agent/consul/service_client.go, `serviceRegs`), so those repeat every tag,
+ * AGENT_SERVICE_TAG first, or the health watch would not see canaries at all.
+ */
+export const CANARY_TAG = 'canary';
 export const variablePath = (agentId: string) => `nomad/jobs/agent-${agentId}`;
 /**
  * The Variable with the agent's registry credentials: beside the secret env's, not in it,
@@ -152,14 +159,33 @@ export function operatorMeta(spec: JobSpec): Record<string, string> {
 }
 
 /**
+ * The group's count: the agent's replicas, which the stable version keeps while a canary
+ * runs (JobSpec.stable). Nomad's canaries come on top of the count, as the update block's
+ * `canary`; promotion then replaces the old allocations up to the count.
+ */
+export const groupCount = (spec: Pick<JobSpec, 'count' | 'stable'>) => spec.stable?.count ?? spec.count;
+
+/** The canaries a job asks for: the canary's replicas while one runs, none otherwise. */
+export const canaryCount = (spec: Pick<JobSpec, 'count' | 'stable'>) => (spec.stable ? spec.count : 0);
+
+/** The canaries a job as Nomad holds it asks for (its group's update block). */
+export const canariesOf = (job: NomadJobRead): number =>
+  (job.TaskGroups.find((group) => group.Name === GROUP)?.Update as { Canary?: number } | null | undefined)?.Canary ?? 0;
+
+/**
  * The Nomad job of one agent (docs/nomad.md, "The job"): a service job with one group and one
  * docker task, the container policy both drivers apply (../container-policy.ts), a Consul service whose
- * check gates rolling deploys, and secrets only through the Variable's template.
+ * check gates rolling deploys, and secrets only through the Variable's template. A canary
+ * spec (JobSpec.stable) is the canary's version with Nomad's own canaries: `canary` of them
+ * beside the stable allocations, which Nomad keeps until the deployment is promoted or
+ * failed (docs/nomad.md, "Canary deploys").
  */
 export function nomadJobFor(spec: JobSpec, settings: NomadSettings): NomadJob {
   const hasSecrets = Object.keys(spec.secretEnv).length > 0;
   const registry = registryAuthParts(spec);
   const meta = operatorMeta(spec);
+  const count = groupCount(spec);
+  const tags = [AGENT_SERVICE_TAG, `agent-id=${spec.agentId}`, `slug=${spec.slug}`, `version=${spec.version}`];
   return {
     ID: jobId(spec.agentId),
     Name: jobName(spec),
@@ -174,12 +200,13 @@ export function nomadJobFor(spec: JobSpec, settings: NomadSettings): NomadJob {
     TaskGroups: [
       {
         Name: GROUP,
-        Count: spec.count,
+        Count: count,
         Networks: [{ Mode: 'host', DynamicPorts: [{ Label: PORT_LABEL, Value: 0, To: spec.port }] }],
         Services: [
           {
             Name: serviceName(spec.slug),
-            Tags: [AGENT_SERVICE_TAG, `agent-id=${spec.agentId}`, `slug=${spec.slug}`, `version=${spec.version}`],
+            Tags: tags,
+            CanaryTags: [...tags, CANARY_TAG],
             PortLabel: PORT_LABEL,
             Provider: 'consul',
             Checks: [
@@ -199,11 +226,15 @@ export function nomadJobFor(spec: JobSpec, settings: NomadSettings): NomadJob {
           MinHealthyTime: ms(settings.minHealthyTimeMs),
           HealthyDeadline: ms(settings.healthyDeadlineMs),
           ProgressDeadline: ms(settings.progressDeadlineMs),
+          // Also what an abort relies on: failing the canary's deployment re-registers the
+          // latest stable version (deployment_watcher.go, `FailDeployment`).
           AutoRevert: true,
-          Canary: 0,
+          Canary: canaryCount(spec),
+          // The platform promotes, by hand or from the canary's figures (issue 36), never Nomad on health alone.
+          AutoPromote: false,
         },
         ShutdownDelay: ms(settings.shutdownDelayMs),
-        Scaling: scalingBlock(spec, settings),
+        Scaling: scalingBlock({ count, scaling: spec.scaling }, settings),
         Meta: meta,
         Tasks: [
           {

@@ -1,4 +1,4 @@
-import type { AllocResourceUsage, JobListStub, JobRegisterRequest, JobRegisterResponse, NomadJob, NomadJobRead, NomadJobVersions, ScalingRequest } from './api-types.js';
+import type { AllocResourceUsage, DeploymentPromoteRequest, DeploymentUpdateResponse, JobListStub, NomadDeployment, JobRegisterRequest, JobRegisterResponse, NomadJob, NomadJobRead, NomadJobVersions, ScalingRequest } from './api-types.js';
 import type { ApiClient } from './http-client.js';
 import { GROUP } from './job-spec.js';
 import { withoutServerConstraints } from './server-constraints.js';
@@ -35,6 +35,30 @@ export class JobsApi {
   async versions(jobId: string): Promise<NomadJobRead[]> {
     const answer = await this.nomad.json<NomadJobVersions | null>('GET', `/v1/job/${encodeURIComponent(jobId)}/versions`, { query: this.scope, allowNotFound: true });
     return answer?.Versions ?? [];
+  }
+
+  /** The job's latest deployment, or null (command/agent/job_endpoint.go, `jobLatestDeployment`). */
+  latestDeployment(jobId: string): Promise<NomadDeployment | null> {
+    return this.nomad.json<NomadDeployment | null>('GET', `/v1/job/${encodeURIComponent(jobId)}/deployment`, { query: this.scope, allowNotFound: true });
+  }
+
+  /**
+   * Promotes every group's canaries (nomad/state/state_store.go, `UpdateDeploymentPromotion`):
+   * Nomad refuses while a group has fewer healthy canaries than it asked for, or once the
+   * deployment is terminal.
+   */
+  promote(deploymentId: string): Promise<DeploymentUpdateResponse> {
+    const request: DeploymentPromoteRequest = { DeploymentID: deploymentId, All: true };
+    return this.nomad.json('POST', `/v1/deployment/promote/${encodeURIComponent(deploymentId)}`, { query: this.scope, body: request });
+  }
+
+  /**
+   * Marks a deployment failed: its unpromoted canaries stop, and with auto_revert the job
+   * goes back to its latest stable version in the same update
+   * (nomad/deploymentwatcher/deployment_watcher.go, `FailDeployment`).
+   */
+  fail(deploymentId: string): Promise<DeploymentUpdateResponse> {
+    return this.nomad.json('POST', `/v1/deployment/fail/${encodeURIComponent(deploymentId)}`, { query: this.scope });
   }
 
   async list(prefix: string): Promise<JobListStub[]> {

@@ -15,6 +15,7 @@ import type { ProtectedEndpoint } from './protected-endpoints.js';
 import { stableBeside, toReplica } from './replica-state.js';
 import type { PodmanSettings } from './settings.js';
 import { Supervisor } from './supervisor.js';
+import { submittedMessage } from '../submitted-message.js';
 
 /**
  * Runs agents as podman containers on this host and keeps them as asked: a supervisor
@@ -156,11 +157,4 @@ export class PodmanDriver implements Orchestrator {
     await this.queue.close();
     await this.networks.close();
   }
-}
-
-/** The `submitted` event: what was asked, a canary with the stable version it runs beside. */
-function submittedMessage(spec: JobSpec): string {
-  const asked = `version ${spec.version}, ${spec.count} replica(s) of ${spec.image}`;
-  const stable = stableBeside(spec);
-  return stable ? `canary ${asked}, beside stable version ${stable.version} at ${stable.count} replica(s)` : asked;
 }

@@ -7,6 +7,7 @@ import { LogFiles } from './log-files.js';
 import { renderTaskTemplates } from './templates.js';
 import { authFromTaskConfig, interpolateDriverConfig, resolveTaskSecrets, type DockerRegistryAuth } from './secrets.js';
 import { tasksUpdated } from './tasks-updated.js';
+import { MultiError } from './validate/multierror.js';
 
 /**
  * The state of a fake Nomad region with one client node and its Consul catalog. Jobs are
@@ -15,14 +16,19 @@ import { tasksUpdated } from './tasks-updated.js';
  * the job (a registration or a scale) a new version whose allocations are updated in place
  * or replaced as the scheduler decides, deployments that succeed when their allocations are
  * healthy, scale refused while one runs, and images got as the docker driver gets them
- * (docker-image.ts: one tagged "latest" is always pulled, and only `registry` serves pulls).
+ * (docker-image.ts: one tagged "latest" is always pulled, and only `registry` serves pulls),
+ * and canaries: an update block's `canary` places that many allocations of a changed job
+ * beside the old ones, which keep running until the deployment is promoted or failed
+ * (`promote`, `fail`, with auto_revert's rollback to the latest stable version).
  *
  * Simplified, on purpose (tests wait for conditions, never for these timings): checks run
  * every 300 ms whatever their Interval; MinHealthyTime is waited at most
  * `minHealthyTimeCapMs` (500 ms unless a test needs a deployment seen running);
  * MaxParallel is not applied (a new version's allocations start together, old ones stop
  * once all new ones are healthy); HealthyDeadline is not applied;
- * a failed allocation is not rescheduled (the driver's ReschedulePolicy has Attempts 0).
+ * a failed allocation is not rescheduled (the driver's ReschedulePolicy has Attempts 0);
+ * a deployment the fake fails on its own (an allocation failed) is not auto-reverted: only
+ * a failure asked through `fail` is.
  */
 type Json = Record<string, any>;
 
@@ -38,9 +44,25 @@ export interface Deployment {
   /** `running` is the only one of Deployment.Active's statuses the fake reaches. */
   Status: 'running' | 'successful' | 'failed' | 'cancelled';
   StatusDescription: string;
-  /** Per group in the deployment, how many allocations it needs healthy (`DeploymentState.DesiredTotal`). */
-  TaskGroups: Record<string, { DesiredTotal: number }>;
+  TaskGroups: Record<string, DeploymentState>;
 }
+
+/** Per group in a deployment (nomad/structs/deployment.go, `DeploymentState`), the fields the fake plays. */
+export interface DeploymentState {
+  /** How many allocations it needs healthy. */
+  DesiredTotal: number;
+  /** The update block's Canary when the group had destructive changes (reconcile_cluster.go, `computeCanaries`), else 0. */
+  DesiredCanaries: number;
+  /** Canary allocations placed for it, by id. */
+  PlacedCanaries: string[];
+  Promoted: boolean;
+  AutoRevert: boolean;
+  AutoPromote: boolean;
+}
+
+/** nomad/structs/deployment.go, `Deployment.RequiresPromotion`. */
+export const requiresPromotion = (deployment: Deployment | null): boolean =>
+  deployment?.Status === 'running' && Object.values(deployment.TaskGroups).some((group) => group.DesiredCanaries > 0 && !group.Promoted);
 
 export interface StoredJob {
   job: Json;
@@ -187,6 +209,10 @@ export class FakeNomadState {
    * (scheduler/generic_sched.go, `computeJobAllocs`), so it waits for them to be healthy again.
    */
   private evaluate(stored: StoredJob): void {
+    // cancelUnneededCanaries: the canaries of the deployment this version replaces stop,
+    // unless they were promoted (the previous deployment is still in `stored.deployment`).
+    this.stopUnpromotedCanaries(stored.deployment);
+    const promotedCanaries = new Set(Object.values(stored.deployment?.TaskGroups ?? {}).filter((state) => state.Promoted).flatMap((state) => state.PlacedCanaries));
     const inPlace: Allocation[] = [];
     const surplus: Allocation[] = [];
     const groups: Deployment['TaskGroups'] = {};
@@ -194,23 +220,127 @@ export class FakeNomadState {
       const live = [...this.allocs.values()]
         .filter((a) => a.public.JobID === stored.job.ID && a.public.TaskGroup === group.Name && a.public.DesiredStatus === 'run' && LIVE.has(a.public.ClientStatus))
         .sort((a, b) => nameIndex(b) - nameIndex(a));
-      const stopping = live.splice(0, Math.max(0, live.length - group.Count));
+      const stopping = surplusOf(live, group.Count, promotedCanaries);
       surplus.push(...stopping);
+      live.splice(0, live.length, ...live.filter((alloc) => !stopping.includes(alloc)));
       if (group.Count === 0) continue;
+      let destructive = 0;
       for (const alloc of live) {
         const runs = stored.history.find((job) => job.Version === alloc.public.JobVersion);
         if (runs && tasksUpdated(stored.job, runs, group.Name) === null) inPlace.push(alloc);
+        else destructive += 1;
       }
+      const update = group.Update ?? stored.job.Update;
       // structs.UpdateStrategy.IsEmpty: no block, or MaxParallel 0 (the job's block is merged into each group's).
-      if (((group.Update ?? stored.job.Update)?.MaxParallel ?? 0) > 0) groups[group.Name] = { DesiredTotal: group.Count };
+      if ((update?.MaxParallel ?? 0) > 0) {
+        groups[group.Name] = {
+          DesiredTotal: group.Count,
+          // requiresCanaries: destructive updates and an update block asking for canaries.
+          DesiredCanaries: destructive > 0 ? (update.Canary ?? 0) : 0,
+          PlacedCanaries: [],
+          Promoted: false,
+          AutoRevert: update.AutoRevert === true,
+          AutoPromote: update.AutoPromote === true,
+        };
+      }
     }
     if (Object.keys(groups).length > 0) {
-      stored.deployment = { ID: randomUUID(), JobVersion: stored.version, Status: 'running', StatusDescription: 'Deployment is running', TaskGroups: groups };
+      const deployment: Deployment = { ID: randomUUID(), JobVersion: stored.version, Status: 'running', StatusDescription: 'Deployment is running', TaskGroups: groups };
+      // nomad/structs/deployment.go, NewDeployment and the reconciler's description for a deployment that waits to be promoted.
+      if (requiresPromotion(deployment)) {
+        const auto = Object.values(groups).every((g) => g.DesiredCanaries === 0 || g.AutoPromote);
+        deployment.StatusDescription = auto ? 'Deployment is running pending automatic promotion' : 'Deployment is running but requires manual promotion';
+      }
+      stored.deployment = deployment;
     }
     const deploymentId = stored.deployment?.JobVersion === stored.version ? stored.deployment.ID : '';
     // In place first: stopping an allocation reconciles, which must see them at the new version.
     for (const alloc of inPlace) this.updateInPlace(alloc, stored.version, deploymentId);
     for (const alloc of surplus) this.stop(alloc);
+  }
+
+  /**
+   * scheduler/reconciler/reconcile_cluster.go, `cancelUnneededCanaries`: the canaries of an
+   * older deployment, or of a failed one, stop unless their group was promoted.
+   */
+  private stopUnpromotedCanaries(deployment: Deployment | null): void {
+    if (!deployment) return;
+    for (const state of Object.values(deployment.TaskGroups)) {
+      if (state.Promoted) continue;
+      for (const id of state.PlacedCanaries) {
+        const alloc = this.allocs.get(id);
+        if (alloc) this.stop(alloc);
+      }
+    }
+  }
+
+  /**
+   * POST /v1/deployment/promote/:id. nomad/deployment_endpoint.go, `Deployment.Promote`
+   * (the deployment exists and is active), then nomad/state/state_store.go,
+   * `UpdateDeploymentPromotion`: every group promoted needs its DesiredCanaries of healthy,
+   * live canaries; then the groups are Promoted, the canaries lose their Canary flag, and
+   * the scheduler goes on with the rolling update. An error is Nomad's message (HTTP 500).
+   */
+  promote(deploymentId: string, all: boolean, groups: string[]): { error: string } | { index: number } {
+    const stored = [...this.jobs.values()].find((job) => job.deployment?.ID === deploymentId);
+    const deployment = stored?.deployment;
+    if (!stored || !deployment) return { error: 'deployment not found' };
+    if (deployment.Status !== 'running') return { error: "can't promote terminal deployment" };
+    const promoted = (group: string) => all || groups.includes(group);
+    const healthy = new Map<string, Allocation[]>();
+    for (const [group, state] of Object.entries(deployment.TaskGroups)) {
+      if (!promoted(group)) continue;
+      healthy.set(group, state.PlacedCanaries.map((id) => this.allocs.get(id)).filter((a): a is Allocation => !!a && a.public.DesiredStatus === 'run' && LIVE.has(a.public.ClientStatus) && deploymentHealthy(a)));
+    }
+    const unhealthy = Object.entries(deployment.TaskGroups)
+      .filter(([group, state]) => promoted(group) && state.DesiredCanaries > 0 && healthy.get(group)!.length < state.DesiredCanaries)
+      .map(([group, state]) => `Task group "${group}" has ${healthy.get(group)!.length}/${state.DesiredCanaries} healthy allocations`);
+    if (unhealthy.length > 0) return { error: String(unhealthy.reduce((errors, error) => errors.append(error), new MultiError())) };
+    for (const [group, state] of Object.entries(deployment.TaskGroups)) if (promoted(group)) state.Promoted = true;
+    if (!requiresPromotion(deployment)) deployment.StatusDescription = 'Deployment is running';
+    for (const alloc of [...healthy.values()].flat()) {
+      alloc.public.DeploymentStatus = { ...alloc.public.DeploymentStatus, Canary: false, ModifyIndex: this.bump() };
+      this.touch(alloc);
+    }
+    this.consulChanged();
+    const index = this.bump();
+    this.reconcile(stored.job.ID);
+    return { index };
+  }
+
+  /**
+   * POST /v1/deployment/fail/:id. nomad/deployment_endpoint.go, `Deployment.Fail` (exists,
+   * active), then nomad/deploymentwatcher/deployment_watcher.go, `FailDeployment`: failed
+   * "Deployment marked as failed"; when a group has auto_revert, the latest stable version
+   * (`latestStableJob`) is registered again in the same update, unless its spec is the
+   * current one's (`handleRollbackValidity`). The failed deployment's unpromoted canaries
+   * stop (`stopUnpromotedCanaries`).
+   */
+  fail(deploymentId: string): { error: string } | { index: number; revertedJobVersion: number | null } {
+    const stored = [...this.jobs.values()].find((job) => job.deployment?.ID === deploymentId);
+    const deployment = stored?.deployment;
+    if (!stored || !deployment) return { error: 'deployment not found' };
+    if (deployment.Status !== 'running') return { error: "can't fail terminal deployment" };
+    let description = 'Deployment marked as failed';
+    let rollback: Json | null = null;
+    if (Object.values(deployment.TaskGroups).some((group) => group.AutoRevert)) {
+      // JobVersionsByID: the highest version first.
+      const stable = [...stored.history].reverse().find((job) => job.Stable === true) ?? null;
+      if (!stable) description += ' - no stable job version to auto revert to';
+      else if (specChanged(stored.job, stable)) {
+        description += ` - rolling back to job version ${stable.Version}`;
+        rollback = stable;
+      } else description += ` - not rolling back to stable job version ${stable.Version} as current job has same specification`;
+    }
+    this.endDeployment(deployment, 'failed', description);
+    if (rollback) {
+      const { Version: _v, JobModifyIndex: _j, ModifyIndex: _m, ...job } = structuredClone(rollback);
+      this.commit(stored, { ...job, Stable: false, Stop: false, Status: 'running' });
+    } else {
+      this.stopUnpromotedCanaries(deployment);
+      this.reconcile(stored.job.ID);
+    }
+    return { index: this.index, revertedJobVersion: rollback ? this.jobs.get(stored.job.ID)!.version : null };
   }
 
   /**
@@ -252,6 +382,18 @@ export class FakeNomadState {
     const stored = this.jobs.get(jobId);
     if (!stored || stored.job.Stop) return;
     for (const group of stored.job.TaskGroups as Json[]) {
+      const canarying = this.canariesWanted(stored, group);
+      if (canarying) {
+        this.placeCanaries(stored, group, canarying);
+        continue;
+      }
+      // A failed deployment with canaries: they stop (cancelUnneededCanaries), nothing is
+      // placed (`deploymentPlaceReady` is false), and the old allocations keep running.
+      const failed = stored.deployment?.JobVersion === stored.version && stored.deployment.Status === 'failed' ? stored.deployment.TaskGroups[group.Name] : undefined;
+      if (failed && failed.DesiredCanaries > 0 && !failed.Promoted) {
+        this.stopUnpromotedCanaries(stored.deployment);
+        continue;
+      }
       const mine = [...this.allocs.values()].filter((a) => a.public.JobID === jobId && a.public.TaskGroup === group.Name && a.public.DesiredStatus === 'run');
       const current = mine.filter((a) => a.public.JobVersion === stored.version);
       const old = mine.filter((a) => a.public.JobVersion !== stored.version);
@@ -271,6 +413,35 @@ export class FakeNomadState {
   }
 
   /**
+   * The deployment state of a group of the current version that waits for promotion
+   * (reconcile_cluster.go, `isCanarying`): nothing but its canaries is placed or stopped
+   * then (`computeUnderProvisionedBy` is 0, and the old allocations keep running).
+   */
+  private canariesWanted(stored: StoredJob, group: Json): DeploymentState | null {
+    const deployment = stored.deployment;
+    if (!deployment || deployment.JobVersion !== stored.version || deployment.Status !== 'running') return null;
+    const state = deployment.TaskGroups[group.Name];
+    return state && state.DesiredCanaries > 0 && !state.Promoted ? state : null;
+  }
+
+  /**
+   * `computeCanaries`: up to DesiredCanaries, a failed canary keeping its place (it is not
+   * rescheduled, see the class comment). Named as allocation_name_index.go,
+   * `NextCanaries`, names them: first the name indexes of the allocations being replaced
+   * that no canary has yet, lowest first, so that promotion stops the old allocation of
+   * each canary's name (`computeStop`, `surplusOf`); then any free index.
+   */
+  private placeCanaries(stored: StoredJob, group: Json, state: DeploymentState): void {
+    const canaries = state.PlacedCanaries.map((id) => this.allocs.get(id)).filter((a): a is Allocation => !!a && a.public.DesiredStatus === 'run');
+    const placing = this.placing.get(placingKey(stored, group)) ?? new Set<number>();
+    const mine = [...this.allocs.values()].filter((a) => a.public.JobID === stored.job.ID && a.public.TaskGroup === group.Name && a.public.DesiredStatus === 'run');
+    const canaryNames = new Set([...canaries.map(nameIndex), ...placing]);
+    const replaced = [...new Set(mine.filter((a) => a.public.JobVersion !== stored.version).map(nameIndex))].filter((i) => i < group.Count && !canaryNames.has(i)).sort((a, b) => a - b);
+    const taken = new Set([...mine.map(nameIndex), ...placing]);
+    for (let i = canaries.length + placing.size; i < state.DesiredCanaries; i += 1) void this.place(stored, group, replaced.shift() ?? freeIndex(taken), state);
+  }
+
+  /**
    * nomad/deploymentwatcher/deployment_watcher.go, `shouldFail`, and reconcile_cluster.go,
    * `isDeploymentComplete`: successful once each group has its DesiredTotal of allocations
    * healthy for this deployment; failed here as soon as one of them fails (the driver's
@@ -282,7 +453,12 @@ export class FakeNomadState {
     const members = [...this.allocs.values()].filter((a) => a.public.DeploymentID === deployment.ID && a.public.DesiredStatus === 'run');
     const wanted = Object.values(deployment.TaskGroups).reduce((sum, g) => sum + g.DesiredTotal, 0);
     if (members.some((a) => a.public.ClientStatus === 'failed')) this.endDeployment(deployment, 'failed', 'Failed due to unhealthy allocations');
-    else if (members.filter(deploymentHealthy).length >= wanted) this.endDeployment(deployment, 'successful', 'Deployment completed successfully');
+    else if (!requiresPromotion(deployment) && members.filter(deploymentHealthy).length >= wanted) {
+      this.endDeployment(deployment, 'successful', 'Deployment completed successfully');
+      // nomad/state/state_store.go, `updateDeploymentStatusImpl`: a successful deployment makes its job version stable.
+      for (const version of stored.history) if (version.Version === deployment.JobVersion) version.Stable = true;
+      if (stored.version === deployment.JobVersion) stored.job.Stable = true;
+    }
   }
 
   /**
@@ -297,14 +473,15 @@ export class FakeNomadState {
     const wait = Math.min((this.groupOf(alloc)?.Update?.MinHealthyTime ?? 0) / 1e6, this.minHealthyTimeCapMs);
     alloc.healthTimer = setTimeout(() => {
       if (this.closed || !alloc.healthy || alloc.public.DesiredStatus !== 'run') return;
-      alloc.public.DeploymentStatus = { Healthy: true, Timestamp: new Date().toISOString(), Canary: false, ModifyIndex: this.bump() };
+      alloc.public.DeploymentStatus = { Healthy: true, Timestamp: new Date().toISOString(), Canary: alloc.public.DeploymentStatus?.Canary === true, ModifyIndex: this.bump() };
       this.touch(alloc);
       this.reconcile(alloc.public.JobID);
     }, wait);
     alloc.healthTimer.unref();
   }
 
-  private async place(stored: StoredJob, group: Json, slot: number): Promise<void> {
+  /** Places one allocation of the current version; with `canaryOf`, a canary of that deployment group (its DeploymentStatus says Canary from the start). */
+  private async place(stored: StoredJob, group: Json, slot: number, canaryOf?: DeploymentState): Promise<void> {
     const task = group.Tasks[0] as Json;
     const port = (group.Networks?.[0]?.DynamicPorts ?? [])[0] as Json;
     const key = placingKey(stored, group);
@@ -328,12 +505,13 @@ export class FakeNomadState {
         NodeID: 'fake-node-0', NodeName: 'fake-client', JobID: stored.job.ID, JobType: stored.job.Type, JobVersion: stored.version,
         DeploymentID: stored.deployment?.Status === 'running' && stored.deployment.JobVersion === stored.version ? stored.deployment.ID : '',
         TaskGroup: group.Name, DesiredStatus: 'run', DesiredDescription: '', ClientStatus: 'pending', ClientDescription: 'No tasks have started',
-        DeploymentStatus: null, CreateIndex: this.bump(), ModifyIndex: this.index, CreateTime: nanos(), ModifyTime: nanos(),
+        DeploymentStatus: canaryOf ? { Canary: true, ModifyIndex: this.index } : null, CreateIndex: this.bump(), ModifyIndex: this.index, CreateTime: nanos(), ModifyTime: nanos(),
         AllocatedResources: { Shared: { Ports: port ? [{ Label: port.Label, Value: hostPort, To: port.To, HostIP: '127.0.0.1' }] : [] } },
         TaskStates: { [task.Name]: { State: 'pending', Failed: false, Restarts: 0, LastRestart: null, StartedAt: null, FinishedAt: null, Events: [] } },
       },
     };
     this.allocs.set(id, alloc);
+    canaryOf?.PlacedCanaries.push(id);
     this.event(alloc, task, { Type: 'Received', DisplayMessage: 'Task received by client' });
     if (alloc.simulated) {
       // Simulated allocations have no image store: every image counts as on the node, so
@@ -511,7 +689,7 @@ export class FakeNomadState {
         const id = `_nomad-task-${alloc.public.ID}-group-${group!.Name}-${svc.Name}-${svc.PortLabel}`;
         entries.push({
           Node: { ID: 'fake-node-0', Node: 'fake-client', Address: '127.0.0.1', Datacenter: 'dc1' },
-          Service: { ID: id, Service: svc.Name, Tags: svc.Tags ?? [], Address: '127.0.0.1', Port: alloc.hostPort, Meta: svc.Meta ?? {} },
+          Service: { ID: id, Service: svc.Name, Tags: registeredTags(alloc, svc), Address: '127.0.0.1', Port: alloc.hostPort, Meta: svc.Meta ?? {} },
           Checks: [
             this.serfHealth(),
             { Node: 'fake-client', CheckID: `_nomad-check-${id}`, Name: (svc.Checks?.[0]?.Name as string) ?? 'service', Status: 'passing', ServiceID: id, Output: 'HTTP GET: 200 OK' },
@@ -543,7 +721,7 @@ export class FakeNomadState {
         for (const check of (svc.Checks ?? []) as Json[]) {
           checks.push({
             Node: 'fake-client', CheckID: `_nomad-check-${alloc.public.ID.slice(0, 8)}-${check.Name}`, Name: check.Name, Status: alloc.healthy ? 'passing' : 'critical',
-            Notes: '', Output: alloc.healthy ? 'HTTP GET: 200 OK' : '', ServiceID: serviceId, ServiceName: svc.Name, ServiceTags: svc.Tags ?? [], Type: check.Type,
+            Notes: '', Output: alloc.healthy ? 'HTTP GET: 200 OK' : '', ServiceID: serviceId, ServiceName: svc.Name, ServiceTags: registeredTags(alloc, svc), Type: check.Type,
             Definition: {}, CreateIndex: alloc.public.CreateIndex, ModifyIndex: this.checksIndex,
           });
         }
@@ -659,6 +837,41 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const placingKey = (stored: StoredJob, group: Json) => `${stored.job.ID}\0${group.Name}\0${stored.version}`;
 
 const deploymentHealthy = (alloc: Allocation) => alloc.public.DeploymentStatus?.Healthy === true;
+
+/**
+ * The allocations past the count to stop (reconcile_cluster.go, `computeStop`): first
+ * those sharing a name with a promoted canary ("Prefer stopping any alloc that has the
+ * same name as the canaries if we are promoted"), then the highest name indexes. `live`
+ * is sorted by name index, the highest first.
+ */
+function surplusOf(live: Allocation[], count: number, canaries: ReadonlySet<string>): Allocation[] {
+  let remove = Math.max(0, live.length - count);
+  const stop: Allocation[] = [];
+  const canaryNames = new Set(live.filter((a) => canaries.has(a.public.ID)).map(nameIndex));
+  for (const alloc of live) {
+    if (remove === 0) break;
+    if (!canaries.has(alloc.public.ID) && canaryNames.has(nameIndex(alloc))) {
+      stop.push(alloc);
+      remove -= 1;
+    }
+  }
+  for (const alloc of live) {
+    if (remove === 0) break;
+    if (!stop.includes(alloc)) {
+      stop.push(alloc);
+      remove -= 1;
+    }
+  }
+  return stop;
+}
+
+/**
+ * The tags an allocation's service is registered with: a canary's are the service's
+ * CanaryTags when it has any (command/agent/consul/service_client.go, `serviceRegs`:
+ * `workload.Canary && len(service.CanaryTags) > 0`), until its promotion clears the flag.
+ */
+const registeredTags = (alloc: Allocation, svc: Json): string[] =>
+  alloc.public.DeploymentStatus?.Canary === true && (svc.CanaryTags?.length ?? 0) > 0 ? svc.CanaryTags : svc.Tags ?? [];
 
 /** The N of an allocation's name `<job>.<group>[N]` (structs.Allocation.Index). */
 const nameIndex = (alloc: Allocation) => Number(/\[(\d+)\]$/.exec(alloc.public.Name)?.[1] ?? 0);

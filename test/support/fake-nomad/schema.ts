@@ -102,3 +102,6 @@ export function check(value: unknown, shape: FieldType, path: string, problems: 
   if (!ok) problems.push(`${path}: expected ${shape === 'duration' ? 'integer nanoseconds' : shape}, got ${JSON.stringify(value)}`);
   return problems;
 }
+
+/** POST /v1/deployment/promote/:id: api/deployments.go `DeploymentPromoteRequest` (with the write request's fields). */
+export const DeploymentPromoteRequest: Struct = { DeploymentID: 'string', All: 'bool', Groups: 'strings', Region: 'string', Namespace: 'string', SecretID: 'string' };

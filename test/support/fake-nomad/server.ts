@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { check, DockerConfig, JobRegisterRequest, ScalingRequest, VariableRequest } from './schema.js';
+import { check, DeploymentPromoteRequest, DockerConfig, JobRegisterRequest, ScalingRequest, VariableRequest } from './schema.js';
 import type { FakeNomadState } from './cluster.js';
 import { serveLogs } from './fs-logs.js';
 import { addServerConstraints } from './server-constraints.js';
@@ -195,6 +195,28 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
     if ((match = /^\/v1\/job\/([^/]+)\/deployment$/.exec(path))) {
       const stored = state.jobs.get(decodeURIComponent(match[1]!));
       return send(response, 200, stored?.deployment ? { ...stored.deployment, JobID: stored.job.ID } : null, index);
+    }
+    if ((match = /^\/v1\/deployment\/(promote|fail)\/([^/]+)$/.exec(path))) {
+      // command/agent/deployment_endpoint.go, `deploymentPromote` and `deploymentFail`:
+      // PUT or POST; a promotion's body names the deployment again. The RPC's errors
+      // (nomad/deployment_endpoint.go) come back as 500 with their text (`errCodeFromHandler`).
+      if (method !== 'PUT' && method !== 'POST') return send(response, 405, 'Invalid method');
+      const deploymentId = decodeURIComponent(match[2]!);
+      if (match[1] === 'promote') {
+        const problems = check(body, DeploymentPromoteRequest, 'DeploymentPromoteRequest');
+        if (problems.length > 0) return send(response, 400, problems.join('\n'));
+        if (!body.DeploymentID) return send(response, 400, 'DeploymentID must be specified');
+        if (body.DeploymentID !== deploymentId) return send(response, 400, 'Deployment ID does not match');
+        const promoted = state.promote(deploymentId, body.All === true, body.Groups ?? []);
+        if ('error' in promoted) return send(response, 500, promoted.error);
+        return send(response, 200, { EvalID: crypto.randomUUID(), EvalCreateIndex: promoted.index, DeploymentModifyIndex: promoted.index, Index: promoted.index }, index);
+      }
+      const failed = state.fail(deploymentId);
+      if ('error' in failed) return send(response, 500, failed.error);
+      return send(response, 200, {
+        EvalID: crypto.randomUUID(), EvalCreateIndex: failed.index, DeploymentModifyIndex: failed.index, Index: failed.index,
+        ...(failed.revertedJobVersion !== null ? { RevertedJobVersion: failed.revertedJobVersion } : {}),
+      }, index);
     }
     if ((match = /^\/v1\/job\/([^/]+)\/scale$/.exec(path)) && method === 'POST') {
       const problems = check(body, ScalingRequest, 'ScalingRequest');
