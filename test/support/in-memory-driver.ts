@@ -10,7 +10,7 @@ import { waitFor } from './wait.js';
 /**
  * A driver for tests that run no container: it keeps the jobs it is handed and reports
  * them, with no replica placed (an agent asked to run stays `pending`) unless a test says
- * one runs (`runReplica`), and tells its listeners after each submit, scale and remove, as
+ * one runs (`runReplica`) or that a version crashes (`failNextSubmitted`), and tells its listeners after each submit, scale and remove, as
  * the real drivers do. It counts what it is asked, so a test can hold the platform to how
  * often it reads a status.
  */
@@ -22,8 +22,17 @@ export class InMemoryDriver implements Orchestrator {
   private readonly submits = new Map<string, number>();
   /** Per agent, the address of the one replica a test said runs. */
   private readonly running = new Map<string, string>();
+  /** Per agent, the error `failNextSubmitted` armed: the next submit takes it. */
+  private readonly failureArmed = new Map<string, string>();
+  /** Per agent, the versions whose replicas report `crashed`, with their error. */
+  private readonly failedVersions = new Map<string, Map<number, string>>();
 
   async submit(spec: JobSpec): Promise<void> {
+    const failure = this.failureArmed.get(spec.agentId);
+    if (failure !== undefined) {
+      this.failureArmed.delete(spec.agentId);
+      this.failedVersions.set(spec.agentId, (this.failedVersions.get(spec.agentId) ?? new Map()).set(spec.version, failure));
+    }
     this.jobs.set(spec.agentId, spec);
     this.submits.set(spec.agentId, this.submitsOf(spec.agentId) + 1);
     this.notify(spec.agentId);
@@ -51,7 +60,13 @@ export class InMemoryDriver implements Orchestrator {
     const job = this.jobs.get(agentId);
     if (!job) return null;
     const address = this.running.get(agentId);
-    const replicaOf = (id: string, version: number, at: string): Replica => ({ id, version, state: 'running', address: at, restarts: 0, startedAt: systemClock.now(), error: null });
+    const failed = this.failedVersions.get(agentId);
+    const replicaOf = (id: string, version: number, at: string): Replica => {
+      const error = failed?.get(version);
+      // A replica past its restart budget, as the podman driver reports it: no address, so nothing routes to it.
+      if (error !== undefined) return { id, version, state: 'crashed', address: null, restarts: CRASH_RESTARTS + 1, startedAt: systemClock.now(), error };
+      return { id, version, state: 'running', address: at, restarts: 0, startedAt: systemClock.now(), error: null };
+    };
     const replicas = address === undefined ? [] : [replicaOf(`${agentId}-1`, job.version, address)];
     // A canary's job (JobSpec.stable) runs its stable version too: one replica of it, on the next port.
     if (address !== undefined && job.stable) replicas.push(replicaOf(`${agentId}-stable`, job.stable.version, nextPort(address)));
@@ -62,6 +77,16 @@ export class InMemoryDriver implements Orchestrator {
   runReplica(agentId: string, address: string): void {
     this.running.set(agentId, address);
     this.notify(agentId);
+  }
+
+  /**
+   * For a test of a rollout that fails: the version of the next job submitted for the agent
+   * (a canary's, or a promoted canary's, which is the same version again) never runs, its
+   * replica `crashed` with `error` from then on. A canary's stable version beside it, and
+   * whatever is submitted after, run as before. Takes effect with `runReplica`, as running does.
+   */
+  failNextSubmitted(agentId: string, error = `exited with code 1; restarted ${CRASH_RESTARTS} times`): void {
+    this.failureArmed.set(agentId, error);
   }
 
   async logs(_agentId: string, _query: LogQuery): Promise<LogEntry[]> {
@@ -98,6 +123,9 @@ export class InMemoryDriver implements Orchestrator {
     for (const listener of this.listeners) listener(agentId);
   }
 }
+
+/** The restart budget a crashed replica used up (test/support/control-harness.ts gives podman 2). */
+const CRASH_RESTARTS = 2;
 
 const nextPort = (address: string) => {
   const colon = address.lastIndexOf(':');
