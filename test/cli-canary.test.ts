@@ -265,7 +265,7 @@ describe('agentctl canary deploys', function () {
       const canary = await deploymentNumbered(agent.id, 2);
       const result = await runWithin(user, ['deployments', 'promote', agent.slug, '2'], 30_000);
       assert.equal(result.code, 0, result.stderr);
-      assert.match(result.stderr, /^promoted: promoted: the new version takes all traffic at 1 replica\(s\), then the old drains$/m);
+      assert.match(result.stderr, /^promoted: the new version takes all traffic at 1 replica\(s\), then the old drains$/m);
       assert.match(result.stderr, /^deployment succeeded$/m);
       assert.match(result.stdout, new RegExp(`^id\\s+${canary.id}$`, 'm'));
       assert.deepEqual([(await deploymentNumbered(agent.id, 2)).status], ['succeeded']);

@@ -55,7 +55,7 @@ export class CanaryService {
       await edge.putAgent(repos, promoted);
       await repos.deployments.addEvent({
         deployment_id: canary.deployment_id, phase: 'promoted', replica_id: null, at: now,
-        message: `promoted: the new version takes all traffic at ${agent.deploy.replicas} replica(s), then the old drains`,
+        message: `the new version takes all traffic at ${agent.deploy.replicas} replica(s), then the old drains`,
       });
       await this.audit(repos, audit, agent, 'deployment.promote', { deployment_id: canary.deployment_id, number: canary.number });
       return { agent: promoted, deployment: (await repos.deployments.find(agentId, canary.deployment_id))! };
@@ -87,7 +87,7 @@ export class CanaryService {
       const finished = (await repos.deployments.finish(canary.deployment_id, outcome.status, outcome.status === 'failed' ? outcome.reason : null, now))!;
       await repos.deployments.addEvent({
         deployment_id: canary.deployment_id, phase: 'aborted', replica_id: null, at: now,
-        message: `aborted (${outcome.reason}): deployment ${stable.number} serves alone`,
+        message: `${outcome.reason}: deployment ${stable.number} serves alone`,
       });
       await this.audit(repos, audit, agent, 'deployment.abort', { deployment_id: canary.deployment_id, number: canary.number, reason: outcome.reason });
       if (outcome.status === 'failed') await events?.record(repos, 'agent.deploy_failed', reverted, { deployment: finished, reason: outcome.reason });
