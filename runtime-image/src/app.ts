@@ -2,6 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Server, ServerResponse } from 'node:http';
 import type { ModelMessage, ToolSet } from 'ai';
 import { createAgentRunner, type AgentRunner } from './agent-runner.js';
+import { AgentServicesTransport } from './agent-services-transport.js';
+import { BearerTokenFile } from './bearer-token-file.js';
 import type { Clock } from './clock.js';
 import type { AgentConfig, RuntimeConfig } from './config.js';
 import { createInvokeRoute } from './http/invoke-route.js';
@@ -11,8 +13,11 @@ import { KeyedLock } from './keyed-lock.js';
 import { createInvokeService } from './invoke-service.js';
 import { createLanguageModel, type Fetch } from './language-model.js';
 import type { Logger } from './logger.js';
+import { MemorySessionStore } from './memory-session-store.js';
 import { classifyProviderFailure } from './provider-failure.js';
-import { SessionStore } from './session-store.js';
+import { DEFAULT_WRITE_ATTEMPTS, RemoteSessionStore } from './remote-session-store.js';
+import { SessionsApiClient } from './sessions-api-client.js';
+import type { SessionStore } from './session-store.js';
 
 export const CONTRACT_VERSION = 'v1';
 
@@ -33,15 +38,7 @@ export interface Runtime {
 /** The composition root: builds every collaborator once from the configuration and wires the routes. */
 export function createRuntime(config: RuntimeConfig, deps: RuntimeDeps): Runtime {
   const { agent, settings } = config;
-  const sessions = new SessionStore<ModelMessage>(
-    {
-      idleTtlMs: settings.sessionTtlMs,
-      maxSessions: settings.maxSessions,
-      maxTurnsPerSession: settings.maxTurnsPerSession,
-      historyBudgetChars: settings.sessionHistoryBudgetChars,
-    },
-    deps.clock,
-  );
+  const sessions = createSessionStore(config, deps);
   const invokeService = createInvokeService({
     runner: createRunnerIfConfigured(config, deps),
     notConfiguredReason: agent.notConfiguredReason,
@@ -65,6 +62,38 @@ export function createRuntime(config: RuntimeConfig, deps: RuntimeDeps): Runtime
 /** The same, for callers that only need the HTTP server. */
 export function createServer(config: RuntimeConfig, deps: RuntimeDeps): Server {
   return createRuntime(config, deps).server;
+}
+
+/** Agent services when the platform gives them, this replica's memory otherwise: chosen once, here. */
+function createSessionStore(config: RuntimeConfig, deps: RuntimeDeps): SessionStore<ModelMessage> {
+  const { settings } = config;
+  const services = settings.agentServices;
+  if (services === undefined) {
+    // Once, at start: with a second replica, or after a restart, callers' conversations are forgotten.
+    deps.logger.warn("conversations are kept in this replica's memory only: AGENT_SERVICES_URL is not set", {
+      max_sessions: settings.maxSessions,
+    });
+    return new MemorySessionStore<ModelMessage>(
+      {
+        idleTtlMs: settings.sessionTtlMs,
+        maxSessions: settings.maxSessions,
+        maxTurnsPerSession: settings.maxTurnsPerSession,
+        historyBudgetChars: settings.sessionHistoryBudgetChars,
+      },
+      deps.clock,
+    );
+  }
+  const transport = new AgentServicesTransport({ baseUrl: services.url, token: new BearerTokenFile(services.tokenFile), fetch: deps.fetch });
+  return new RemoteSessionStore<ModelMessage>(
+    new SessionsApiClient(transport),
+    {
+      maxBytes: settings.sessionMaxBytes,
+      maxTurns: settings.maxTurnsPerSession,
+      writeAttempts: DEFAULT_WRITE_ATTEMPTS,
+      startsTurn: (message) => message.role === 'user',
+    },
+    deps.logger,
+  );
 }
 
 function createRunnerIfConfigured(config: RuntimeConfig, deps: RuntimeDeps): AgentRunner | undefined {

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { basename, resolve } from 'node:path';
 import { readAgentFile, type ToolDeclaration } from './agent-file.js';
 import { ConfigError } from './config-error.js';
@@ -43,12 +44,13 @@ export interface RuntimeConfig {
 type Environment = Readonly<Record<string, string | undefined>>;
 
 /**
- * Reads the whole configuration once, at start. A bad agent.yaml or setting
- * throws ConfigError; a missing or mismatched model key does not, because the
+ * Reads the whole configuration once, at start. A bad agent.yaml or setting, or
+ * an agent services token file that cannot be read, throws ConfigError; a missing or mismatched model key does not, because the
  * contract reports it on /health instead.
  */
 export function loadConfig(env: Environment, options: { defaultTemplateDir: string }): RuntimeConfig {
   const settings = loadSettings(env);
+  if (settings.agentServices !== undefined) checkTokenFile(settings.agentServices.tokenFile);
   const templateDir = resolve(nonEmpty(env['PLATFORM_TEMPLATE_DIR']) ?? options.defaultTemplateDir);
   const file = readAgentFile(templateDir);
 
@@ -100,6 +102,21 @@ function resolveProviderSetting(
     provider: undefined,
     problem: `the provider of model "${model}" cannot be told from its name: set LLM_PROVIDER to one of ${PROVIDERS.join(', ')}`,
   };
+}
+
+/**
+ * A runtime told to keep conversations in agent services but unable to authenticate
+ * would fail every invoke; better not to start, naming the file, than to look ready.
+ */
+function checkTokenFile(path: string): void {
+  let token: string;
+  try {
+    token = readFileSync(path, 'utf8').trim();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unreadable';
+    throw new ConfigError(`AGENT_SERVICES_TOKEN_FILE="${path}" cannot be read (${code}): it holds the runtime's token for agent services`);
+  }
+  if (token === '') throw new ConfigError(`AGENT_SERVICES_TOKEN_FILE="${path}" is empty: it must hold the runtime's token for agent services`);
 }
 
 function readBaseUrl(env: Environment, variable: string): string | undefined {

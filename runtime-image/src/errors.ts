@@ -8,6 +8,8 @@ export const ERROR_CODES = [
   'METHOD_NOT_ALLOWED',
   'PROVIDER_ERROR',
   'NOT_CONFIGURED',
+  'SESSIONS_UNAVAILABLE',
+  'SESSION_TOO_LARGE',
   'INTERNAL_ERROR',
 ] as const;
 export type ErrorCode = (typeof ERROR_CODES)[number];
@@ -27,4 +29,6 @@ export class RuntimeError extends Error {
 export const invalidRequest = (message: string) => new RuntimeError('INVALID_REQUEST', message);
 export const notConfigured = (reason: string) => new RuntimeError('NOT_CONFIGURED', `the agent is not configured: ${reason}`);
 export const providerError = (message: string, cause: unknown) => new RuntimeError('PROVIDER_ERROR', message, { cause });
+export const sessionsUnavailable = (message: string, cause: unknown) => new RuntimeError('SESSIONS_UNAVAILABLE', message, { cause });
+export const sessionTooLarge = (message: string) => new RuntimeError('SESSION_TOO_LARGE', message);
 export const internalError = (message: string, cause?: unknown) => new RuntimeError('INTERNAL_ERROR', message, { cause });

@@ -20,7 +20,9 @@ export interface InvokeServiceDeps {
   /** Undefined when the agent is not configured; `notConfiguredReason` then says why. */
   runner: AgentRunner | undefined;
   notConfiguredReason: string | undefined;
+  /** Agent services or memory; which one is no concern of an invoke. */
   sessions: SessionStore<ModelMessage>;
+  /** Serialises a session's invokes within this replica; across replicas the store's versions do. */
   sessionLock: KeyedLock;
   newSessionId: () => string;
   /** Maps a failure of the model call to a caller-safe error, or undefined when it is not the provider's. */
@@ -33,7 +35,8 @@ export interface InvokeService {
 
 /**
  * One invoke: the session's history, a turn of the agent, the history saved.
- * A failed turn leaves the history as it was, so the caller can retry it.
+ * A failed turn leaves the history as it was, so the caller can retry it; so does
+ * a session that cannot be read, since no turn runs without its history.
  */
 export function createInvokeService(deps: InvokeServiceDeps): InvokeService {
   return {
@@ -42,13 +45,13 @@ export function createInvokeService(deps: InvokeServiceDeps): InvokeService {
       if (runner === undefined) throw notConfigured(deps.notConfiguredReason ?? 'no model');
       const sessionId = request.sessionId ?? deps.newSessionId();
       return deps.sessionLock.run(sessionId, async () => {
-        const history = deps.sessions.history(sessionId);
+        const session = await deps.sessions.open(sessionId);
         const turn = await runner
-          .runTurn({ history, input: request.input, onTextDelta: request.onTextDelta })
+          .runTurn({ history: session.history, input: request.input, onTextDelta: request.onTextDelta })
           .catch((error: unknown) => {
             throw deps.classifyFailure(error) ?? error;
           });
-        deps.sessions.appendTurn(sessionId, turn.messages);
+        await session.appendTurn(turn.messages);
         return { output: turn.output, sessionId };
       });
     },

@@ -7,13 +7,24 @@ export interface RuntimeSettings {
   sessionTtlMs: number;
   maxSessions: number;
   maxTurnsPerSession: number;
-  /** Characters of history kept across all sessions; the memory bound of the session store. */
+  /** Characters of history kept across all sessions; the memory bound of the in-memory session store. */
   sessionHistoryBudgetChars: number;
+  /** Bytes of one session's messages (as JSON) kept through agent services; the oldest turns go first. */
+  sessionMaxBytes: number;
+  /** Where sessions are kept; undefined keeps them in this replica's memory. */
+  agentServices: AgentServicesSettings | undefined;
   maxToolSteps: number;
   providerTimeoutMs: number;
   providerMaxRetries: number;
   logLevel: LogLevel;
   shutdownGraceMs: number;
+}
+
+export interface AgentServicesSettings {
+  /** Base URL, without a trailing slash. */
+  url: string;
+  /** The file holding the bearer token, rewritten by the platform before the token expires. */
+  tokenFile: string;
 }
 
 type Environment = Readonly<Record<string, string | undefined>>;
@@ -29,10 +40,11 @@ interface IntegerSetting {
 /** The runtime's own integer settings; their `why` is their description in docs/configuration.md. */
 export const INTEGER_SETTINGS = {
   port: { variable: 'PORT', fallback: 8080, min: 0, max: 65535, why: 'the TCP port to listen on' },
-  sessionTtlSeconds: { variable: 'RUNTIME_SESSION_TTL_SECONDS', fallback: 3600, min: 1, max: 7 * 24 * 3600, why: 'idle seconds before a conversation is forgotten' },
-  maxSessions: { variable: 'RUNTIME_MAX_SESSIONS', fallback: 10_000, min: 1, max: 10_000_000, why: 'conversations kept before the least recently used is dropped' },
+  sessionTtlSeconds: { variable: 'RUNTIME_SESSION_TTL_SECONDS', fallback: 3600, min: 1, max: 7 * 24 * 3600, why: "idle seconds before a conversation kept in memory is forgotten (without AGENT_SERVICES_URL; agent services keep one for the deploy's session_ttl_seconds)" },
+  maxSessions: { variable: 'RUNTIME_MAX_SESSIONS', fallback: 10_000, min: 1, max: 10_000_000, why: 'conversations kept in memory before the least recently used is dropped (without AGENT_SERVICES_URL)' },
   maxTurnsPerSession: { variable: 'RUNTIME_MAX_TURNS_PER_SESSION', fallback: 50, min: 1, max: 10_000, why: 'exchanges kept per conversation before the oldest is trimmed' },
-  sessionHistoryBudgetChars: { variable: 'RUNTIME_SESSION_HISTORY_BUDGET_CHARS', fallback: 50_000_000, min: 100_000, max: 2_000_000_000, why: 'characters of history kept across all conversations' },
+  sessionHistoryBudgetChars: { variable: 'RUNTIME_SESSION_HISTORY_BUDGET_CHARS', fallback: 50_000_000, min: 100_000, max: 2_000_000_000, why: 'characters of history kept in memory across all conversations (without AGENT_SERVICES_URL)' },
+  sessionMaxBytes: { variable: 'SESSION_MAX_BYTES', fallback: 1_048_576, min: 1024, max: 16_777_216, why: "bytes of one conversation's messages (as JSON) kept through agent services, its oldest turns dropped first to stay within; the same as agent services' own limit (both default to 1 MiB), so the runtime trims before they refuse" },
   maxToolSteps: { variable: 'RUNTIME_MAX_TOOL_STEPS', fallback: 8, min: 1, max: 100, why: 'model calls per invoke, tool rounds included' },
   providerTimeoutMs: { variable: 'RUNTIME_PROVIDER_TIMEOUT_MS', fallback: 60_000, min: 100, max: 600_000, why: 'deadline of one request to the model provider' },
   providerMaxRetries: { variable: 'RUNTIME_PROVIDER_MAX_RETRIES', fallback: 2, min: 0, max: 10, why: 'retries of a provider request answered 408, 409, 429 or 5xx' },
@@ -47,6 +59,8 @@ export function loadSettings(env: Environment): RuntimeSettings {
     maxSessions: integer('maxSessions'),
     maxTurnsPerSession: integer('maxTurnsPerSession'),
     sessionHistoryBudgetChars: integer('sessionHistoryBudgetChars'),
+    sessionMaxBytes: integer('sessionMaxBytes'),
+    agentServices: readAgentServices(env),
     maxToolSteps: integer('maxToolSteps'),
     providerTimeoutMs: integer('providerTimeoutMs'),
     providerMaxRetries: integer('providerMaxRetries'),
@@ -67,6 +81,26 @@ function readInteger(env: Environment, setting: IntegerSetting): number {
   return value;
 }
 
+/** Both variables are always read, so the configuration reference finds them whatever the environment. */
+function readAgentServices(env: Environment): AgentServicesSettings | undefined {
+  const rawUrl = env['AGENT_SERVICES_URL']?.trim() || undefined;
+  const tokenFile = env['AGENT_SERVICES_TOKEN_FILE']?.trim() || undefined;
+  if (rawUrl === undefined) return undefined;
+  let url: URL | undefined;
+  try {
+    url = new URL(rawUrl);
+  } catch {
+    url = undefined;
+  }
+  if (url === undefined || (url.protocol !== 'http:' && url.protocol !== 'https:')) {
+    throw new ConfigError(`AGENT_SERVICES_URL="${rawUrl}" must be an http or https URL: where the platform's agent services keep conversations`);
+  }
+  if (tokenFile === undefined) {
+    throw new ConfigError('AGENT_SERVICES_TOKEN_FILE is not set: with AGENT_SERVICES_URL the runtime needs the file holding its token for agent services');
+  }
+  return { url: rawUrl.replace(/\/+$/, ''), tokenFile };
+}
+
 function readLogLevel(env: Environment): LogLevel {
   const raw = env['RUNTIME_LOG_LEVEL'];
   if (raw === undefined || raw.trim() === '') return 'info';
@@ -84,6 +118,14 @@ function readLogLevel(env: Environment): LogLevel {
  * what applies when one is unset.
  */
 export const RUNTIME_SETTING_DOCS: Readonly<Record<string, { text: string; default: string }>> = {
+  AGENT_SERVICES_URL: {
+    text: "Base URL (http or https) of the platform's agent services: conversations are kept there, so every replica continues them and they outlive restarts. An invoke whose conversation cannot be read or kept fails with 503 SESSIONS_UNAVAILABLE.",
+    default: "none: conversations stay in this replica's memory, with a warning at start",
+  },
+  AGENT_SERVICES_TOKEN_FILE: {
+    text: 'File holding the bearer token for agent services, read again whenever the platform rewrites it. Required with AGENT_SERVICES_URL; the runtime does not start when it cannot be read.',
+    default: 'none',
+  },
   RUNTIME_LOG_LEVEL: { text: `Least severe log line written: ${LOG_LEVELS.join(', ')}.`, default: '`info`' },
   AGENT_ID: { text: "The agent's id, in logs and answers.", default: '`agt_local`' },
   AGENT_NAME: { text: "The agent's name.", default: "agent.yaml's name, else assistant" },

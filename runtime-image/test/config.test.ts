@@ -170,6 +170,8 @@ describe('runtime settings', () => {
     assert.equal(settings.maxSessions, 10_000);
     assert.equal(settings.providerMaxRetries, 2);
     assert.equal(settings.shutdownGraceMs, 10_000);
+    assert.equal(settings.sessionMaxBytes, 1_048_576);
+    assert.equal(settings.agentServices, undefined);
   });
 
   it('refuses a bad value, naming the variable and why', () => {
@@ -177,5 +179,36 @@ describe('runtime settings', () => {
     assert.throws(() => load({ PORT: '70000' }), /PORT="70000"/);
     assert.throws(() => load({ RUNTIME_LOG_LEVEL: 'loud' }), /RUNTIME_LOG_LEVEL/);
     assert.throws(() => load({ OPENAI_BASE_URL: 'not a url' }), /OPENAI_BASE_URL="not a url" is not a URL/);
+  });
+});
+
+describe('agent services settings', () => {
+  const tokenFile = (text: string) => {
+    const path = join(mkdtempSync(join(tmpdir(), 'agent-services-')), 'token');
+    writeFileSync(path, text);
+    return path;
+  };
+
+  it('reads the URL, without a trailing slash, and the token file', () => {
+    const path = tokenFile('t0ken\n');
+    const { settings } = load({ AGENT_SERVICES_URL: 'http://host.containers.internal:7090/', AGENT_SERVICES_TOKEN_FILE: path, SESSION_MAX_BYTES: '65536' });
+    assert.deepEqual(settings.agentServices, { url: 'http://host.containers.internal:7090', tokenFile: path });
+    assert.equal(settings.sessionMaxBytes, 65_536);
+  });
+
+  it('refuses to start without a readable, non-empty token file, naming the variable', () => {
+    const url = 'http://127.0.0.1:7090';
+    assert.throws(() => load({ AGENT_SERVICES_URL: url }), (error: Error) => error instanceof ConfigError && /AGENT_SERVICES_TOKEN_FILE is not set/.test(error.message));
+    assert.throws(() => load({ AGENT_SERVICES_URL: url, AGENT_SERVICES_TOKEN_FILE: '/nonexistent/token' }), /AGENT_SERVICES_TOKEN_FILE="\/nonexistent\/token" cannot be read \(ENOENT\)/);
+    assert.throws(() => load({ AGENT_SERVICES_URL: url, AGENT_SERVICES_TOKEN_FILE: tokenFile(' \n') }), /AGENT_SERVICES_TOKEN_FILE=.* is empty/);
+  });
+
+  it('refuses a URL that is not http or https, and a SESSION_MAX_BYTES out of range', () => {
+    assert.throws(() => load({ AGENT_SERVICES_URL: 'unix:/run/agent.sock', AGENT_SERVICES_TOKEN_FILE: tokenFile('t') }), /AGENT_SERVICES_URL="unix:\/run\/agent.sock" must be an http or https URL/);
+    assert.throws(() => load({ SESSION_MAX_BYTES: '100' }), /SESSION_MAX_BYTES="100" is invalid/);
+  });
+
+  it('ignores a token file when there is no URL: conversations stay in memory', () => {
+    assert.equal(load({ AGENT_SERVICES_TOKEN_FILE: '/nonexistent/token' }).settings.agentServices, undefined);
   });
 });

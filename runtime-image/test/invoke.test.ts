@@ -105,6 +105,10 @@ describe('POST /invoke', () => {
       ['input over 100,000 characters', { input: 'x'.repeat(100_001) }, /at most 100000 characters/],
       ['session_id of the wrong type', { input: 'hi', session_id: 7 }, /"session_id" must be a string/],
       ['session_id with unsafe characters', { input: 'hi', session_id: 'a b\n' }, /"session_id" must be/],
+      ['a session_id of 129 characters', { input: 'hi', session_id: 'x'.repeat(129) }, /"session_id" must be 1-128/],
+      // A URL path would read these as steps, so agent services could not store them.
+      ['the session_id "."', { input: 'hi', session_id: '.' }, /not "\." or "\.\."/],
+      ['the session_id ".."', { input: 'hi', session_id: '..' }, /not "\." or "\.\."/],
     ];
     for (const [what, body, message] of invalid) {
       it(`answers 400 INVALID_REQUEST to ${what}`, async () => {

@@ -89,4 +89,14 @@ describe('the runtime process', function () {
     assert.notEqual((await exited).code, 0);
     assert.match(stderr(), /RUNTIME_SESSION_TTL_SECONDS="-5" is invalid/);
   });
+
+  it('exits non-zero at start when AGENT_SERVICES_URL is set and its token file cannot be read', async () => {
+    const { exited, stderr } = spawnMain({
+      ...platformEnv(fake, 'openai'),
+      AGENT_SERVICES_URL: 'http://127.0.0.1:7090',
+      AGENT_SERVICES_TOKEN_FILE: join(tmpdir(), 'no-such-agent-services-token'),
+    });
+    assert.equal((await exited).code, 1);
+    assert.match(stderr(), /AGENT_SERVICES_TOKEN_FILE=".*no-such-agent-services-token" cannot be read \(ENOENT\)/);
+  });
 });

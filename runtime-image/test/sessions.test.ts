@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { KeyedLock } from '../src/keyed-lock.js';
-import { SessionStore, type SessionLimits } from '../src/session-store.js';
+import { MemorySessionStore, type SessionLimits } from '../src/memory-session-store.js';
 import { FakeProvider } from './helpers/fake-provider.js';
 import { ManualClock, platformEnv, postInvoke, startRuntime } from './helpers/runtime.js';
 
@@ -12,7 +12,7 @@ const turn = (text: string) => [`user: ${text}`, `assistant: re ${text}`];
 describe('session store', () => {
   it('forgets a session idle for longer than the TTL', () => {
     const clock = new ManualClock();
-    const store = new SessionStore<string>(LIMITS, clock);
+    const store = new MemorySessionStore<string>(LIMITS, clock);
     store.appendTurn('a', turn('one'));
     clock.advance(HOUR - 1);
     assert.deepEqual(store.history('a'), turn('one'), 'still there just before the TTL');
@@ -25,7 +25,7 @@ describe('session store', () => {
 
   it('drops expired sessions even when they are never asked for again', () => {
     const clock = new ManualClock();
-    const store = new SessionStore<string>(LIMITS, clock);
+    const store = new MemorySessionStore<string>(LIMITS, clock);
     store.appendTurn('a', turn('one'));
     store.appendTurn('b', turn('two'));
     clock.advance(HOUR + 1);
@@ -34,7 +34,7 @@ describe('session store', () => {
   });
 
   it('evicts the least recently used session past the cap', () => {
-    const store = new SessionStore<string>(LIMITS, new ManualClock());
+    const store = new MemorySessionStore<string>(LIMITS, new ManualClock());
     store.appendTurn('a', turn('a'));
     store.appendTurn('b', turn('b'));
     store.appendTurn('c', turn('c'));
@@ -46,7 +46,7 @@ describe('session store', () => {
   });
 
   it('trims the oldest turns past the per-session limit', () => {
-    const store = new SessionStore<string>(LIMITS, new ManualClock());
+    const store = new MemorySessionStore<string>(LIMITS, new ManualClock());
     store.appendTurn('a', turn('one'));
     store.appendTurn('a', turn('two'));
     store.appendTurn('a', turn('three'));
@@ -54,7 +54,7 @@ describe('session store', () => {
   });
 
   it('stays within the character budget, evicting others first and then trimming the session itself', () => {
-    const store = new SessionStore<string>({ ...LIMITS, maxTurnsPerSession: 100, historyBudgetChars: 200 }, new ManualClock());
+    const store = new MemorySessionStore<string>({ ...LIMITS, maxTurnsPerSession: 100, historyBudgetChars: 200 }, new ManualClock());
     store.appendTurn('a', ['x'.repeat(90)]);
     store.appendTurn('b', ['y'.repeat(90)]);
     store.appendTurn('b', ['z'.repeat(90)]);
@@ -66,7 +66,7 @@ describe('session store', () => {
   });
 
   it('keeps memory flat under many sessions', () => {
-    const store = new SessionStore<string>({ ...LIMITS, maxSessions: 100 }, new ManualClock());
+    const store = new MemorySessionStore<string>({ ...LIMITS, maxSessions: 100 }, new ManualClock());
     for (let i = 0; i < 10_000; i++) store.appendTurn(`s${i}`, turn(String(i)));
     assert.equal(store.size, 100);
   });
@@ -132,6 +132,7 @@ describe('session bounds through /invoke', () => {
       await postInvoke(runtime.url, { input: 'b1', session_id: 'b' });
       await postInvoke(runtime.url, { input: 'c1', session_id: 'c' });
       await postInvoke(runtime.url, { input: 'a2', session_id: 'a' });
+      assert.ok(runtime.sessions instanceof MemorySessionStore);
       assert.equal(runtime.sessions.size, 2);
       assert.deepEqual(fake.requests[3]!.body.messages.slice(1), [{ role: 'user', content: 'a2' }]);
     } finally {

@@ -9,8 +9,10 @@ import { sendJson, type RequestContext } from './respond.js';
 export const MAX_BODY_BYTES = 1024 * 1024;
 export const MAX_INPUT_CHARS = 100_000;
 // Caller-chosen ids are allowed (an unknown id starts a conversation under it),
-// so they are kept to characters that are safe in logs and headers.
-const SESSION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+// so they are kept to characters that are safe in logs and headers, and to the ids of
+// agent services' Sessions API v1, which carries them in its URL path: there "." and
+// ".." would be path steps, so they are no ids.
+const SESSION_ID = /^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$/;
 
 export function createInvokeRoute(service: InvokeService, agentId: string) {
   return async (request: IncomingMessage, response: ServerResponse, context: RequestContext): Promise<void> => {
@@ -67,7 +69,7 @@ export function parseInvokeBody(body: unknown): InvokeRequest {
   if (sessionId !== undefined && sessionId !== null) {
     if (typeof sessionId !== 'string') throw invalidRequest('"session_id" must be a string');
     if (!SESSION_ID.test(sessionId)) {
-      throw invalidRequest('"session_id" must be 1-128 letters, digits, ".", "_", ":" or "-"');
+      throw invalidRequest('"session_id" must be 1-128 letters, digits, ".", "_", ":" or "-", and not "." or ".."');
     }
   }
   return { input, sessionId: sessionId ?? undefined };

@@ -17,6 +17,8 @@ export type ScriptedReply = (
 ) & {
   /** Hold the answer back this long, e.g. to keep a request in flight. */
   delayMs?: number;
+  /** Hold the answer back until this settles, to order it against other requests without timing. */
+  until?: Promise<unknown>;
 };
 
 export interface RecordedRequest {
@@ -26,6 +28,8 @@ export interface RecordedRequest {
   // Parsed JSON bodies of three different APIs; tests read the fields they know.
   body: any;
   stream: boolean;
+  /** Who called: each container has an address of its own, so a test tells replicas apart by it. */
+  remoteAddress: string | undefined;
 }
 
 const FORMATS: Record<FakeProviderName, WireFormat> = {
@@ -106,12 +110,13 @@ export class FakeProvider {
     const body = JSON.parse(await readText(request)) as any;
     const stream = route.provider === 'google' ? route.action === 'streamGenerateContent' : body.stream === true;
     if (this.recording) {
-      this.requests.push({ provider: route.provider, path: url.pathname, headers: request.headers, body, stream });
+      this.requests.push({ provider: route.provider, path: url.pathname, headers: request.headers, body, stream, remoteAddress: request.socket.remoteAddress });
       this.waiters.splice(0).forEach((wake) => wake());
     }
 
     const reply = request.headers[KEY_HEADER[route.provider]] ? this.script.shift() ?? this.defaultReply : { status: 401 };
     if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    if (reply.until) await reply.until;
     const format = FORMATS[route.provider];
     const model = route.model ?? body.model ?? 'model';
 

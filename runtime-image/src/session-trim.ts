@@ -1,0 +1,59 @@
+export interface SessionBounds {
+  /** Bytes of the session's messages as one JSON array, as agent services measure them. */
+  maxBytes: number;
+  /** Turns kept; past it the oldest go. */
+  maxTurns: number;
+}
+
+export interface SessionWithTurn<M> {
+  messages: M[];
+  /** How many of the earlier messages were left out to stay within the bounds. */
+  dropped: number;
+  bytes: number;
+}
+
+/**
+ * The session once `turn` is added: its history, less whole oldest turns until the
+ * result fits `bounds`, then the turn. A turn starts at a message `startsTurn` accepts
+ * (the user's) and runs until the next, so a tool result is never kept without the call
+ * it answers. Undefined when the turn alone is larger than `bounds.maxBytes`.
+ */
+export function sessionWithTurn<M>(
+  history: readonly M[],
+  turn: readonly M[],
+  bounds: SessionBounds,
+  startsTurn: (message: M) => boolean,
+): SessionWithTurn<M> | undefined {
+  const sizes = history.map(jsonBytes);
+  // `[a,b]`: the brackets, each message, and a comma between two.
+  const arrayBytes = (messages: number, contentBytes: number) => 2 + contentBytes + Math.max(messages - 1, 0);
+  const turnBytes = turn.reduce((sum, message) => sum + jsonBytes(message), 0);
+  const starts = turnStarts(history, startsTurn);
+
+  let dropped = 0; // messages left out, always whole turns
+  let droppedTurns = 0;
+  let keptBytes = sizes.reduce((sum, size) => sum + size, 0);
+  const size = () => arrayBytes(history.length - dropped + turn.length, keptBytes + turnBytes);
+  const turns = () => starts.length - droppedTurns + 1;
+  while ((size() > bounds.maxBytes || turns() > bounds.maxTurns) && droppedTurns < starts.length) {
+    const nextStart = starts[droppedTurns + 1] ?? history.length;
+    for (let i = dropped; i < nextStart; i++) keptBytes -= sizes[i]!;
+    dropped = nextStart;
+    droppedTurns += 1;
+  }
+  if (size() > bounds.maxBytes) return undefined;
+  return { messages: [...history.slice(dropped), ...turn], dropped, bytes: size() };
+}
+
+/** Where each turn of `history` begins; messages before the first user message count as a turn of their own. */
+function turnStarts<M>(history: readonly M[], startsTurn: (message: M) => boolean): number[] {
+  const starts: number[] = [];
+  history.forEach((message, index) => {
+    if (index === 0 || startsTurn(message)) starts.push(index);
+  });
+  return starts;
+}
+
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value) ?? 'null');
+}

@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { sessionWithTurn } from '../src/session-trim.js';
+
+interface Message {
+  role: 'user' | 'assistant' | 'tool';
+  text: string;
+}
+
+const user = (text: string): Message => ({ role: 'user', text });
+const assistant = (text: string): Message => ({ role: 'assistant', text });
+const tool = (text: string): Message => ({ role: 'tool', text });
+const startsTurn = (message: Message) => message.role === 'user';
+const bytes = (messages: unknown[]) => Buffer.byteLength(JSON.stringify(messages));
+const UNBOUNDED = { maxBytes: 1_000_000, maxTurns: 1000 };
+
+describe('sessionWithTurn', () => {
+  const history = [user('one'), assistant('call'), tool('result'), assistant('1'), user('two'), assistant('2'), user('three'), assistant('3')];
+  const turn = [user('four'), assistant('4')];
+
+  it('adds the turn to a history within the bounds, dropping nothing', () => {
+    const next = sessionWithTurn(history, turn, UNBOUNDED, startsTurn)!;
+    assert.deepEqual(next.messages, [...history, ...turn]);
+    assert.equal(next.dropped, 0);
+    assert.equal(next.bytes, bytes(next.messages), 'measured as the JSON array agent services store');
+  });
+
+  it('drops whole oldest turns, a tool result with the call it answers, until the bytes fit', () => {
+    const maxBytes = bytes([...history.slice(4), ...turn]);
+    const next = sessionWithTurn(history, turn, { ...UNBOUNDED, maxBytes }, startsTurn)!;
+    assert.deepEqual(next.messages, [user('two'), assistant('2'), user('three'), assistant('3'), ...turn]);
+    assert.equal(next.dropped, 4);
+    assert.equal(next.bytes, maxBytes);
+  });
+
+  it('drops one turn more when a byte is missing', () => {
+    const maxBytes = bytes([...history.slice(4), ...turn]) - 1;
+    const next = sessionWithTurn(history, turn, { ...UNBOUNDED, maxBytes }, startsTurn)!;
+    assert.deepEqual(next.messages, [user('three'), assistant('3'), ...turn]);
+  });
+
+  it('keeps at most maxTurns turns, the new one included', () => {
+    const next = sessionWithTurn(history, turn, { ...UNBOUNDED, maxTurns: 2 }, startsTurn)!;
+    assert.deepEqual(next.messages, [user('three'), assistant('3'), ...turn]);
+  });
+
+  it('keeps the turn alone when nothing else fits', () => {
+    const next = sessionWithTurn(history, turn, { ...UNBOUNDED, maxBytes: bytes(turn) }, startsTurn)!;
+    assert.deepEqual(next.messages, turn);
+    assert.equal(next.dropped, history.length);
+  });
+
+  it('gives up when the turn alone is larger than maxBytes', () => {
+    assert.equal(sessionWithTurn(history, turn, { ...UNBOUNDED, maxBytes: bytes(turn) - 1 }, startsTurn), undefined);
+    assert.equal(sessionWithTurn([], turn, { ...UNBOUNDED, maxBytes: bytes(turn) - 1 }, startsTurn), undefined);
+  });
+
+  it('counts messages before the first user message as a turn of their own', () => {
+    const odd = [assistant('greeting'), user('one'), assistant('1')];
+    const next = sessionWithTurn(odd, turn, { ...UNBOUNDED, maxTurns: 2 }, startsTurn)!;
+    assert.deepEqual(next.messages, [user('one'), assistant('1'), ...turn]);
+  });
+
+  it('starts an empty session with the turn', () => {
+    const next = sessionWithTurn([], turn, UNBOUNDED, startsTurn)!;
+    assert.deepEqual(next.messages, turn);
+    assert.equal(next.bytes, bytes(turn));
+  });
+});
