@@ -37,6 +37,8 @@ async function main(): Promise<void> {
       CONTROL_PORT: String(port),
       // Any free port: the default 7072 may be taken by another control API on this host.
       CONTROL_METRICS_PORT: '0',
+      // Off: the default 7090 may be taken too.
+      AGENT_SERVICES_PORT: '0',
       PODMAN_INSTANCE: instance,
       RUNTIME_IMAGE: TEST_IMAGE,
       LOG_LEVEL: 'warn',

@@ -5,6 +5,12 @@ import type { Logger } from 'pino';
 import { systemClock, type Clock } from '../contract/clock.js';
 import type { Config } from './config/config.js';
 import { SecretBox } from './crypto/secret-box.js';
+import { AgentTokens } from './crypto/agent-token.js';
+import { createAgentServicesApp } from './http/agent-services/app.js';
+import { agentSessionRoutes } from './http/routes/agent-sessions.js';
+import { AgentSessionService } from './services/agent-session-service.js';
+import { SessionOwnerService } from './services/session-owner-service.js';
+import { SessionSweeper } from './services/session-sweeper.js';
 import { createApp } from './http/app.js';
 import { CONSOLE_BUILD_DIR } from './http/console-static.js';
 import { READINESS_TIMEOUT_MS, readinessCheck } from './http/readiness.js';
@@ -97,6 +103,8 @@ export type Services = ReturnType<typeof buildServices>;
 
 export interface Control {
   app: Koa;
+  /** The agent services endpoint (sessions), served on a listener of its own: control/main.ts on AGENT_SERVICES_PORT. */
+  agentServices: Koa;
   services: Services;
   /** Built, not started: control/main.ts starts them before it serves. */
   loops: BackgroundLoops;
@@ -118,6 +126,8 @@ export interface BackgroundLoops {
   wakes: WakeListener;
   /** Aborts or promotes running canaries by their figures (issue 36); in one copy at a time. */
   canaryJudge: CanaryJudge;
+  /** Deletes agents' sessions past their time to live (issue 37); in one copy at a time. */
+  sessionSweeper: SessionSweeper;
   housekeeping: Housekeeping;
   /** Delivers the webhook outbox; in every copy (claims keep each delivery to one). */
   webhooks: WebhookDispatcher;
@@ -219,6 +229,10 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     auditEvents: new AuditEventService(db),
     domains,
     domainWorker,
+    /** Mints and verifies replicas' agent services tokens; a driver hands each replica one (control/crypto/agent-token.ts). */
+    agentTokens: new AgentTokens(config.masterKeys, config.agentServices.tokenTtlSeconds),
+    agentSessions: new AgentSessionService({ db, box, clock, limiter, limits: config.agentServices.sessions }),
+    sessionOwners: new SessionOwnerService(db, clock),
   };
 }
 
@@ -254,6 +268,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
   const canaryJudge = new CanaryJudge(db, services.canaries, services.canaryFigures, systemClock, config.canaryJudgeIntervalMs, loggerOf('canary-judge'), {
     exclusive: exclusivePass(db, LOOP_LOCKS.canaryJudge), onPass,
   });
+  const sessionSweeper = new SessionSweeper(db, clock, loggerOf('session-sweeper'), { exclusive: exclusivePass(db, LOOP_LOCKS.sessionSweeper), onPass });
   let started = false;
   return {
     reconciler,
@@ -265,6 +280,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
     wakes,
     webhooks,
     canaryJudge,
+    sessionSweeper,
     domains: services.domainWorker,
     async start() {
       started = true;
@@ -276,6 +292,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       await meter.start();
       flusher.start();
       housekeeping.start();
+      sessionSweeper.start();
       webhooks.start();
       services.domainWorker.start();
     },
@@ -291,6 +308,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       await flusher.stop();
       await meter.stop();
       await housekeeping.stop();
+      await sessionSweeper.stop();
       await webhooks.stop();
       await services.domainWorker.stop();
     },
@@ -328,6 +346,7 @@ export function buildControl(given: ControlDependencies): Control {
     ...auditEventRoutes(services.auditEvents),
     ...webhookRoutes(services.webhooks),
     ...domainRoutes(services.domains),
+    ...agentSessionRoutes(services.sessionOwners),
     versionRoute(),
   ];
   const api = apiDocument(routes, documentServerUrl(deps.config.publicApiUrl));
@@ -341,7 +360,14 @@ export function buildControl(given: ControlDependencies): Control {
     onRequest: metrics.onRequest,
     console: { root: CONSOLE_BUILD_DIR, edgeOrigin: agentUrl('*', deps.config.agentUrl) },
   });
-  return { app, services, loops: buildLoops(deps, services), metrics };
+  const agentServices = createAgentServicesApp({
+    sessions: services.agentSessions,
+    verifyToken: (token) => services.agentTokens.verify(token, deps.clock.now()),
+    maxSessionBytes: deps.config.agentServices.sessions.maxBytes,
+    logger: deps.logger,
+    onRequest: metrics.onRequest,
+  });
+  return { app, agentServices, services, loops: buildLoops(deps, services), metrics };
 }
 
 /** The same dependencies with every loop pass and every driver call reported to `metrics` as well. */

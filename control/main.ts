@@ -20,7 +20,7 @@ async function main(): Promise<void> {
   await migrate(db);
   const redis = connectRedis(config.redisUrl, config.redisKeyPrefix, config.redisCommandTimeoutMs);
   const driver = createOrchestrator(config, systemClock, logger);
-  const { app, services, loops, metrics } = buildControl({ config, db, redis, clock: systemClock, logger, driver });
+  const { app, agentServices, services, loops, metrics } = buildControl({ config, db, redis, clock: systemClock, logger, driver });
   // Up before the first reconcile, so a slow start shows in its metrics.
   const metricsServer = await startMetricsServer(metrics.registry, config.metricsPort, config.host);
   logger.info({ url: `http://${config.host}:${metricsServer.port}/metrics` }, 'control metrics listening');
@@ -31,14 +31,21 @@ async function main(): Promise<void> {
   server.listen(config.port, config.host, () => {
     logger.info({ url: `http://${config.host}:${config.port}/v1` }, 'control API listening');
   });
+  // The one listener agents' replicas may reach; AGENT_SERVICES_PORT=0 leaves it off.
+  const { host: servicesHost, port: servicesPort } = config.agentServices;
+  const servicesServer = servicesPort === 0 ? undefined : createLimitedServer(config.clientLimits, agentServices.callback());
+  servicesServer?.listen(servicesPort, servicesHost, () => {
+    logger.info({ url: `http://${servicesHost}:${servicesPort}/v1` }, 'agent services listening');
+  });
 
   let stopping = false;
   const stop = async (signal: string) => {
     if (stopping) return;
     stopping = true;
     logger.info({ signal }, 'stopping: finishing in-flight requests');
-    const closed = new Promise((resolve) => server.close(resolve));
-    server.closeIdleConnections();
+    const servers = [server, ...(servicesServer ? [servicesServer] : [])];
+    const closed = Promise.all(servers.map((open) => new Promise((resolve) => open.close(resolve))));
+    for (const open of servers) open.closeIdleConnections();
     // In-flight requests get up to 10 s to finish; then the process goes anyway.
     await Promise.race([closed, new Promise((resolve) => setTimeout(resolve, 10_000).unref())]);
     // Containers keep running: agents outlive a restart of the control API, which adopts them again.

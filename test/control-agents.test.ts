@@ -15,6 +15,7 @@ const DEFAULT_DEPLOY = {
   min_replicas: 1,
   max_replicas: 10,
   scale_to_zero_after_seconds: 300,
+  session_ttl_seconds: 86_400,
 };
 
 const AGENT_FIELDS = [
@@ -143,6 +144,7 @@ describe('control API: creating agents', () => {
         min_replicas: 2,
         max_replicas: 3,
         scale_to_zero_after_seconds: 600,
+        session_ttl_seconds: 3600,
       };
       const agent = await createAgent(control, token, { deploy });
       assert.deepEqual(agent.deploy, {

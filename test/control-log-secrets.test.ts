@@ -34,6 +34,8 @@ describe('control API logs', function () {
         CONTROL_PORT: String(port),
         // Any free port: the default 7072 may be taken by another control API on this host.
         CONTROL_METRICS_PORT: '0',
+        // Off: the default 7090 may be taken too, and nothing here calls agent services.
+        AGENT_SERVICES_PORT: '0',
         PODMAN_INSTANCE: `test-${database}`,
         LOG_LEVEL: 'debug',
       },

@@ -203,6 +203,8 @@ describe('the platform image (Containerfile, scripts/build-platform-image.sh)', 
         CONTROL_PORT: String(port),
         // Any free port: the default 7072 may be taken by another control API on this host.
         CONTROL_METRICS_PORT: '0',
+        // Off: the default 7090 may be taken too, and nothing here calls agent services.
+        AGENT_SERVICES_PORT: '0',
         LOG_LEVEL: 'warn',
       }, [], `${root}/livez`);
     });

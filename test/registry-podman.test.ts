@@ -163,6 +163,8 @@ describe('agents from a private registry (docker-registry on loopback, podman)',
           REGISTRATION_RATE_LIMIT_PER_HOUR: '1000000',
           CONTROL_PORT: String(port),
           CONTROL_METRICS_PORT: '0',
+          // Off: the default 7090 may be taken by another control API on this host.
+          AGENT_SERVICES_PORT: '0',
           PODMAN_INSTANCE: `test-${database}`,
           PODMAN_BINARY: wrapper,
           PODMAN_REGISTRY_CERTS_DIR: registry.certDir,

@@ -61,7 +61,7 @@ describe('npm run up: supervises, then stops fully', function () {
     workDir = mkdtempSync(join(tmpdir(), 'platform-up-'));
     chmodSync(workDir, 0o755); // Postgres runs as the postgres user when we are root
     ports = {};
-    for (const name of ['postgres', 'redis', 'control', 'controlMetrics', 'metrics', 'edge', 'edgeHttps']) ports[name] = await freePort();
+    for (const name of ['postgres', 'redis', 'control', 'controlMetrics', 'agentServices', 'metrics', 'edge', 'edgeHttps']) ports[name] = await freePort();
     up = spawn(process.execPath, ['--import', 'tsx', 'scripts/up.ts'], {
       env: {
         ...process.env,
@@ -70,6 +70,7 @@ describe('npm run up: supervises, then stops fully', function () {
         UP_REDIS_PORT: String(ports.redis),
         CONTROL_PORT: String(ports.control),
         CONTROL_METRICS_PORT: String(ports.controlMetrics),
+        AGENT_SERVICES_PORT: String(ports.agentServices),
         AUTHZ_METRICS_PORT: String(ports.metrics),
         EDGE_PORT: String(ports.edge),
         EDGE_HTTPS_PORT: String(ports.edgeHttps),

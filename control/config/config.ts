@@ -7,6 +7,7 @@ import type { ClientLimits } from '../http/client-limits.js';
 import { keyPrefixProblem } from '../../contract/key-prefix.js';
 import { LOCAL_RUNTIME_IMAGE, mutableImageProblem } from './runtime-image.js';
 import type { DatabaseClientTimeouts } from '../db/database.js';
+import type { SessionLimits } from '../domain/agent-session.js';
 
 /**
  * Every setting of the control API, read from the environment once at start.
@@ -76,6 +77,18 @@ export interface Config {
   readonly webhooks: WebhookSettings;
   /** Custom domains: their TXT checks and their certificates (docs/domains.md). */
   readonly domains: DomainSettings;
+  /** The listener agents' replicas call (issue 37), and the limits of the sessions it keeps. */
+  readonly agentServices: AgentServicesSettings;
+}
+
+/** The agent services endpoint (docs/contract.md, "Sessions API v1"). */
+export interface AgentServicesSettings {
+  readonly host: string;
+  /** 0: not served (nothing listens; replicas keep their conversations in memory). */
+  readonly port: number;
+  /** How long a replica's token is valid; drivers write a fresh one well before it runs out. */
+  readonly tokenTtlSeconds: number;
+  readonly sessions: SessionLimits;
 }
 
 /** Let's Encrypt's production directory (RFC 8555 §7.1.1): the default CA of custom domains' certificates. */
@@ -211,6 +224,17 @@ export function loadConfig(env: Env): Config {
       dnsResolver: read.optionalString('DNS_RESOLVER'),
       checkIntervalMs: read.integer('DOMAIN_CHECK_INTERVAL_SECONDS', 30, 1, 3600) * 1000,
     }),
+    agentServices: Object.freeze({
+      // Every interface, as replicas reach the host through their network's gateway: nothing is served without a valid token.
+      host: read.string('AGENT_SERVICES_HOST', '0.0.0.0'),
+      port: read.port('AGENT_SERVICES_PORT', 7090),
+      tokenTtlSeconds: read.integer('AGENT_SERVICES_TOKEN_TTL_SECONDS', 3600, 60, 86_400),
+      sessions: Object.freeze({
+        maxBytes: read.integer('SESSION_MAX_BYTES', 1_048_576, 1024, 16 * 1_048_576),
+        maxPerAgent: read.integer('SESSIONS_MAX_PER_AGENT', 100_000, 1, 10_000_000),
+        writesPerSecond: read.integer('SESSION_WRITES_PER_SECOND', 50, 1, 100_000),
+      }),
+    }),
   };
 
   const imageProblem = config.orchestrator === 'nomad' ? mutableImageProblem(config.runtimeImage) : null;
@@ -219,6 +243,9 @@ export function loadConfig(env: Env): Config {
   if (prefixProblem) read.report(prefixProblem);
   if (config.metricsPort !== 0 && config.metricsPort === config.port) {
     read.report('CONTROL_METRICS_PORT: must differ from CONTROL_PORT (both listen on CONTROL_HOST)');
+  }
+  if (config.agentServices.port !== 0 && [config.port, config.metricsPort].includes(config.agentServices.port)) {
+    read.report('AGENT_SERVICES_PORT: must differ from CONTROL_PORT and CONTROL_METRICS_PORT (one process listens on all three)');
   }
   // Node refuses a headersTimeout longer than requestTimeout.
   if (config.clientLimits.headersTimeoutMs > config.clientLimits.requestTimeoutMs) {

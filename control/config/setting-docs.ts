@@ -64,6 +64,13 @@ export const CONTROL_SETTING_DOCS: SettingDocs = {
   ACME_CA_FILE: "An extra CA (PEM file) trusted for the ACME server's HTTPS, besides the system's.",
   DNS_RESOLVER: "`host:port` of the DNS server custom domains' TXT records are read from; the system's resolvers when unset.",
   DOMAIN_CHECK_INTERVAL_SECONDS: 'How often the domain worker looks for due TXT checks and renewals.',
+  AGENT_SERVICES_HOST:
+    "Address of the agent services endpoint, the one platform listener agents' replicas may call (sessions: docs/contract.md, \"Sessions API v1\"). Every interface by default: replicas reach it through their network's gateway, which differs per agent network. That is safe because it serves nothing without a valid replica token (HMAC-signed, scoped to one agent, short-lived), and it reaches no other part of the control API.",
+  AGENT_SERVICES_PORT: 'Port of the agent services endpoint; 0 turns it off (replicas then keep conversations in memory). Must differ from CONTROL_PORT and CONTROL_METRICS_PORT.',
+  AGENT_SERVICES_TOKEN_TTL_SECONDS: "Lifetime of a replica's agent services token; drivers write a fresh one to the replica's token file before it runs out.",
+  SESSION_MAX_BYTES: "Most bytes of one session's messages (their JSON, before sealing); a write past it is 413 SESSION_TOO_LARGE and changes nothing.",
+  SESSIONS_MAX_PER_AGENT: 'Sessions kept per agent; a write that creates one more evicts the least recently used.',
+  SESSION_WRITES_PER_SECOND: 'Session writes (append, replace, delete) per agent per second, counted in Redis across every copy of the control API; past it, 429 SESSION_RATE_LIMITED with Retry-After.',
 
   // The podman driver (control/orchestrator/podman/settings.ts).
   PODMAN_BINARY: 'The podman program.',

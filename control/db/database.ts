@@ -9,6 +9,7 @@ import * as auditEvents from './migrations/006-audit-events.js';
 import * as webhooks from './migrations/007-webhooks.js';
 import * as customDomains from './migrations/008-custom-domains.js';
 import * as canaryDeployments from './migrations/009-canary-deployments.js';
+import * as agentSessions from './migrations/010-agent-sessions.js';
 import { markOutages } from './outage.js';
 
 export type Database = Knex;
@@ -27,6 +28,7 @@ const migrations: Record<string, Knex.Migration> = {
   '007-webhooks': webhooks,
   '008-custom-domains': customDomains,
   '009-canary-deployments': canaryDeployments,
+  '010-agent-sessions': agentSessions,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

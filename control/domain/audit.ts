@@ -24,6 +24,7 @@ export const AUDIT_ACTIONS = [
   'webhook.delete',
   'domain.create',
   'domain.delete',
+  'session.delete',
   'invite.create',
   'user.role_change',
   'user.delete',

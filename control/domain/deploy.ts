@@ -18,6 +18,8 @@ export interface StoredDeploy {
   max_replicas: number;
   /** Absent from deploys stored before scale to zero existed: DEFAULT_SCALE_TO_ZERO_AFTER_SECONDS. */
   scale_to_zero_after_seconds?: number;
+  /** Absent from deploys stored before sessions existed: SESSION_TTL_SECONDS.default. */
+  session_ttl_seconds?: number;
   /** Credentials for the image's registry, sealed; absent (or null) without. Never shown. */
   registry_auth?: StoredRegistryAuth | null;
 }
@@ -34,6 +36,7 @@ export interface DeployRequest {
   min_replicas?: number;
   max_replicas?: number;
   scale_to_zero_after_seconds?: number;
+  session_ttl_seconds?: number;
   /** Credentials for the image's registry; null removes the stored ones, omitted keeps them. */
   registry_auth?: RegistryAuthInput | null;
 }
@@ -45,11 +48,23 @@ export const SCALE_TO_ZERO_AFTER_SECONDS = { default: 300, min: 30, max: 86_400 
 export const scaleToZeroAfterSeconds = (deploy: StoredDeploy): number =>
   deploy.scale_to_zero_after_seconds ?? SCALE_TO_ZERO_AFTER_SECONDS.default;
 
+/** How long an agent's session lives after its last read or write (docs/contract.md, "Sessions API v1"): a minute to 30 days. */
+export const SESSION_TTL_SECONDS = { default: 86_400, min: 60, max: 2_592_000 } as const;
+
+/** The session time to live of a stored deploy, whenever it was stored. */
+export const sessionTtlSeconds = (deploy: StoredDeploy): number => deploy.session_ttl_seconds ?? SESSION_TTL_SECONDS.default;
+
 /** Whether the platform parks the agent at 0 replicas when idle and wakes it on a request. */
 export const scalesToZero = (deploy: StoredDeploy): boolean => deploy.auto_scale && deploy.min_replicas === 0;
 
-/** Variables the platform sets itself; deploy.env may not override them. */
-export const RESERVED_ENV_KEYS = ['AGENT_ID', 'AGENT_NAME', 'SYSTEM_PROMPT', 'LLM_MODEL', 'LLM_PROVIDER'] as const;
+/**
+ * Variables the platform sets itself; deploy.env may not override them. The agent services'
+ * (issue 37) are the drivers': a replica reaches its sessions with them.
+ */
+export const RESERVED_ENV_KEYS = [
+  'AGENT_ID', 'AGENT_NAME', 'SYSTEM_PROMPT', 'LLM_MODEL', 'LLM_PROVIDER',
+  'AGENT_SERVICES_URL', 'AGENT_SERVICES_TOKEN_FILE', 'SESSION_MAX_BYTES',
+] as const;
 
 export const DEFAULT_DEPLOY: Readonly<StoredDeploy> = Object.freeze({
   image: null,
@@ -61,6 +76,7 @@ export const DEFAULT_DEPLOY: Readonly<StoredDeploy> = Object.freeze({
   min_replicas: 1,
   max_replicas: 10,
   scale_to_zero_after_seconds: SCALE_TO_ZERO_AFTER_SECONDS.default,
+  session_ttl_seconds: SESSION_TTL_SECONDS.default,
 });
 
 /** What the orchestrator in use can deliver, so a deploy it could not run is refused with a 422 rather than failing later. */
@@ -88,6 +104,7 @@ export function resolveDeploy(input: DeployRequest | undefined, base: StoredDepl
     min_replicas: given.min_replicas ?? base.min_replicas,
     max_replicas: given.max_replicas ?? base.max_replicas,
     scale_to_zero_after_seconds: given.scale_to_zero_after_seconds ?? scaleToZeroAfterSeconds(base),
+    session_ttl_seconds: given.session_ttl_seconds ?? sessionTtlSeconds(base),
   };
   assertConsistent(resolved, given);
   const registry_auth = resolveRegistryAuth(given, resolved.image, base.registry_auth ?? null, box, rules);

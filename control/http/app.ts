@@ -6,7 +6,7 @@ import { PlatformError } from '../domain/errors.js';
 import { auditContextOf } from '../services/principal.js';
 import type { Authenticator } from './authenticate.js';
 import { serveConsole } from './console-static.js';
-import { errorMiddleware } from './error-middleware.js';
+import { errorMiddleware, unansweredAsErrors } from './error-middleware.js';
 import { mountProbes, PROBE_PATHS } from './health.js';
 import { parseIfMatch } from './if-match.js';
 import { readJsonBody } from './json-body.js';
@@ -53,15 +53,7 @@ export function createApp(deps: AppDependencies): Koa {
   mountProbes(router, deps.checkReadiness);
   for (const route of deps.routes) mount(router, route, deps.authenticate);
 
-  // Runs after the router has had its turn: a known path with another method is 405
-  // (allowedMethods marks it), anything still unanswered is an unknown endpoint.
-  app.use(async (ctx, next) => {
-    await next();
-    if (ctx.body !== undefined) return;
-    if (ctx.status === 404) throw new PlatformError('NOT_FOUND', 'No such endpoint');
-    // allowedMethods has set the Allow header; only the body is ours to give.
-    if (ctx.status === 405 || ctx.status === 501) throw new PlatformError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed here; see the Allow header`);
-  });
+  app.use(unansweredAsErrors());
   app.use(router.routes());
   app.use(router.allowedMethods());
   return app;

@@ -34,6 +34,21 @@ export function errorMiddleware(logger: Logger): Middleware {
   };
 }
 
+/**
+ * Put before a router: runs after it has had its turn, so a known path with another method
+ * is 405 (allowedMethods marks it) and anything still unanswered is an unknown endpoint,
+ * both rendered as errors by the middleware above.
+ */
+export function unansweredAsErrors(): Middleware {
+  return async (ctx, next) => {
+    await next();
+    if (ctx.body !== undefined) return;
+    if (ctx.status === 404) throw new PlatformError('NOT_FOUND', 'No such endpoint');
+    // allowedMethods has set the Allow header; only the body is ours to give.
+    if (ctx.status === 405 || ctx.status === 501) throw new PlatformError('METHOD_NOT_ALLOWED', `${ctx.method} is not allowed here; see the Allow header`);
+  };
+}
+
 const retryAfterOf = (error: PlatformError): string | undefined =>
   typeof error.details.retry_after === 'number' ? String(error.details.retry_after) : undefined;
 

@@ -3,19 +3,32 @@ import { PlatformError, validationError } from '../domain/errors.js';
 
 export const MAX_BODY_BYTES = 1024 * 1024;
 
+/** How large a body may be, and the error that refuses a larger one. */
+export interface BodyLimit {
+  maxBytes: number;
+  tooLarge: () => PlatformError;
+}
+
+/** The control API's: 1 MiB. */
+const API_BODY_LIMIT: BodyLimit = {
+  maxBytes: MAX_BODY_BYTES,
+  tooLarge: () => new PlatformError('PAYLOAD_TOO_LARGE', `The request body is larger than ${MAX_BODY_BYTES} bytes`),
+};
+
 /**
- * Reads a JSON body of at most 1 MiB. Returns undefined for an empty body; malformed
- * JSON is a 422 at `["body"]`, an oversized body a 413 before it is all read, a body
- * declared as something other than JSON a 415 (no Content-Type is read as JSON, as curl -d sends).
+ * Reads a JSON body of at most `limit.maxBytes` (1 MiB unless told). Returns undefined for
+ * an empty body; malformed JSON is a 422 at `["body"]`, an oversized body `limit.tooLarge`
+ * (413) before it is all read, a body declared as something other than JSON a 415 (no
+ * Content-Type is read as JSON, as curl -d sends).
  */
-export async function readJsonBody(request: IncomingMessage): Promise<unknown> {
+export async function readJsonBody(request: IncomingMessage, limit: BodyLimit = API_BODY_LIMIT): Promise<unknown> {
   const declared = Number(request.headers['content-length'] ?? 0);
-  if (declared > MAX_BODY_BYTES) throw tooLarge();
+  if (declared > limit.maxBytes) throw limit.tooLarge();
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of request) {
     size += (chunk as Buffer).length;
-    if (size > MAX_BODY_BYTES) throw tooLarge();
+    if (size > limit.maxBytes) throw limit.tooLarge();
     chunks.push(chunk as Buffer);
   }
   const text = Buffer.concat(chunks).toString('utf8');
@@ -30,5 +43,3 @@ export async function readJsonBody(request: IncomingMessage): Promise<unknown> {
     throw validationError([{ loc: ['body'], msg: `malformed JSON: ${(error as Error).message}`, type: 'json_invalid' }]);
   }
 }
-
-const tooLarge = () => new PlatformError('PAYLOAD_TOO_LARGE', `The request body is larger than ${MAX_BODY_BYTES} bytes`);

@@ -26,6 +26,8 @@ export function requestLog(logger: Logger, quietPaths: ReadonlySet<string> = new
           status: ctx.status,
           duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
           account_id: ctx.state.principal?.accountId,
+          // On the agent services endpoint: the agent whose replica called (never its token).
+          agent_id: ctx.state.credential?.agentId,
         },
         'request',
       );

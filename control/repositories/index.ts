@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { AccountRepository } from './accounts.js';
+import { AgentSessionRepository } from './agent-sessions.js';
 import { AgentRepository } from './agents.js';
 import { AuditEventRepository } from './audit-events.js';
 import { DeploymentRepository } from './deployments.js';
@@ -33,6 +34,7 @@ export interface Repositories {
   webhookOutbox: WebhookOutboxRepository;
   domains: DomainRepository;
   acmeAccounts: AcmeAccountRepository;
+  agentSessions: AgentSessionRepository;
 }
 
 export function repositoriesOn(db: Knex): Repositories {
@@ -53,6 +55,7 @@ export function repositoriesOn(db: Knex): Repositories {
     webhookOutbox: new WebhookOutboxRepository(db),
     domains: new DomainRepository(db),
     acmeAccounts: new AcmeAccountRepository(db),
+    agentSessions: new AgentSessionRepository(db),
   };
 }
 

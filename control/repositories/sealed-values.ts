@@ -6,12 +6,13 @@ import type { StoredRegistryAuth } from '../domain/registry-auth.js';
  * Tables that keep one sealed value per row in one column, read and written here in the
  * row shape of `agents` (the value as `api_key_sealed`, with no env): a webhook's signing
  * secret, a custom domain's certificate key (null until issued), the ACME account's key
- * (keyed by its directory URL).
+ * (keyed by its directory URL), an agent's session messages (keyed by agent and session).
  */
 const ONE_VALUE_TABLES = {
-  webhooks: { id: 'id', column: 'secret_sealed' },
-  agent_domains: { id: 'id', column: 'private_key_sealed' },
-  acme_accounts: { id: 'directory_url', column: 'key_sealed' },
+  webhooks: { key: ['id'], column: 'secret_sealed' },
+  agent_domains: { key: ['id'], column: 'private_key_sealed' },
+  acme_accounts: { key: ['directory_url'], column: 'key_sealed' },
+  agent_sessions: { key: ['agent_id', 'session_id'], column: 'messages_sealed' },
 } as const;
 type OneValueTable = keyof typeof ONE_VALUE_TABLES;
 
@@ -22,10 +23,23 @@ type OneValueTable = keyof typeof ONE_VALUE_TABLES;
  * `deployments` holds each rollout's own copy, which a rollback
  * restores. The others keep one value a row (ONE_VALUE_TABLES).
  */
-export const SEALED_TABLES = ['agents', 'deployments', 'webhooks', 'agent_domains', 'acme_accounts'] as const;
+export const SEALED_TABLES = ['agents', 'deployments', 'webhooks', 'agent_domains', 'acme_accounts', 'agent_sessions'] as const;
 export type SealedTable = (typeof SEALED_TABLES)[number];
 
 const isOneValueTable = (table: SealedTable): table is OneValueTable => table in ONE_VALUE_TABLES;
+
+/**
+ * A one-value table's row id as SQL, and the conditions that page by it and find a row by
+ * it, each on the key's own index (the primary key). A two-column key reads as
+ * `first/second`: its first column, an agent id, never holds a '/'. Column names are
+ * this module's constants, never input.
+ */
+function rowKey(table: OneValueTable) {
+  const [first, second] = ONE_VALUE_TABLES[table].key.map((column) => `"${column}"`);
+  if (second === undefined) return { id: `${first}::text`, order: first!, after: `${first} > ?`, is: `${first} = ?`, bind: (id: string) => [id] };
+  const parts = `split_part(?, '/', 1), substr(?, strpos(?, '/') + 1)`;
+  return { id: `${first} || '/' || ${second}`, order: `${first}, ${second}`, after: `(${first}, ${second}) > (${parts})`, is: `(${first}, ${second}) = (${parts})`, bind: (id: string) => [id, id, id] };
+}
 
 /** A row's sealed values, locked for re-encryption. */
 export interface SealedRow {
@@ -51,14 +65,14 @@ const SEALED_VALUES = `
   UNION ALL
   SELECT id, deploy->'registry_auth'->>'sealed' FROM ?? WHERE deploy->'registry_auth'->>'sealed' IS NOT NULL`;
 
-/** A one-value table's values; its id, column, table and column again bind as identifiers. */
-const ONE_VALUE = 'SELECT ??::text AS id, ?? AS value FROM ?? WHERE ?? IS NOT NULL';
-const oneValueBindings = Object.entries(ONE_VALUE_TABLES).flatMap(([table, { id, column }]) => [id, column, table, column]);
+/** A one-value table's values; its column, table and column again bind as identifiers. */
+const oneValue = (table: OneValueTable) => `SELECT ${rowKey(table).id} AS id, ?? AS value FROM ?? WHERE ?? IS NOT NULL`;
+const oneValueTables = Object.keys(ONE_VALUE_TABLES) as OneValueTable[];
 
 /** Every sealed value of every table, as `id, value` rows, with its bindings. */
 const ALL_SEALED_VALUES = {
-  sql: [...['agents', 'deployments'].map(() => SEALED_VALUES), ...Object.keys(ONE_VALUE_TABLES).map(() => ONE_VALUE)].join(' UNION ALL '),
-  bindings: ['agents', 'agents', 'agents', 'deployments', 'deployments', 'deployments', ...oneValueBindings],
+  sql: [...['agents', 'deployments'].map(() => SEALED_VALUES), ...oneValueTables.map(oneValue)].join(' UNION ALL '),
+  bindings: ['agents', 'agents', 'agents', 'deployments', 'deployments', 'deployments', ...oneValueTables.flatMap((table) => [ONE_VALUE_TABLES[table].column, table, ONE_VALUE_TABLES[table].column])],
 };
 
 /**
@@ -99,12 +113,13 @@ export class SealedValueRepository {
    */
   async lockNotUnder(table: SealedTable, prefix: string, after: string, limit: number): Promise<SealedRow[]> {
     if (isOneValueTable(table)) {
-      const { id, column } = ONE_VALUE_TABLES[table];
+      const { column } = ONE_VALUE_TABLES[table];
+      const key = rowKey(table);
       const { rows } = await this.db.raw(
-        `SELECT ?? AS id, ?? AS api_key_sealed, '[]'::jsonb AS env, NULL::jsonb AS registry_auth FROM ??
-          WHERE ?? > ? AND NOT starts_with(??, ?)
-          ORDER BY ?? LIMIT ? FOR NO KEY UPDATE SKIP LOCKED`,
-        [id, column, table, id, after, column, prefix, id, limit],
+        `SELECT ${key.id} AS id, ?? AS api_key_sealed, '[]'::jsonb AS env, NULL::jsonb AS registry_auth FROM ??
+          WHERE ${key.after} AND NOT starts_with(??, ?)
+          ORDER BY ${key.order} LIMIT ? FOR NO KEY UPDATE SKIP LOCKED`,
+        [column, table, ...key.bind(after), column, prefix, limit],
       );
       return rows;
     }
@@ -124,8 +139,8 @@ export class SealedValueRepository {
   /** Writes a locked row's re-encrypted values; the rest of its deploy is left as it is. */
   async write(table: SealedTable, row: SealedRow): Promise<void> {
     if (isOneValueTable(table)) {
-      const { id, column } = ONE_VALUE_TABLES[table];
-      await this.db(table).where(id, row.id).update({ [column]: row.api_key_sealed });
+      const key = rowKey(table);
+      await this.db.raw(`UPDATE ?? SET ?? = ? WHERE ${key.is}`, [table, ONE_VALUE_TABLES[table].column, row.api_key_sealed, ...key.bind(row.id)]);
       return;
     }
     // registry_auth is written back only where the row has one: jsonb_set would otherwise add a null.

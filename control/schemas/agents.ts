@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ACCESS_MODES, AGENT_STATUSES } from '../domain/agent.js';
-import { SCALE_TO_ZERO_AFTER_SECONDS, type DeployRequest } from '../domain/deploy.js';
+import { SCALE_TO_ZERO_AFTER_SECONDS, SESSION_TTL_SECONDS, type DeployRequest } from '../domain/deploy.js';
 import { CANARY_BOUNDS, CANARY_DEFAULTS } from '../domain/canary.js';
 import type { RegistryAuthInput } from '../domain/registry-auth.js';
 import { LOG_LEVELS, LOG_SOURCES, type PublicLogEntry } from '../domain/log-entry.js';
@@ -98,6 +98,11 @@ export const DeployInput = Type.Object(
       maximum: SCALE_TO_ZERO_AFTER_SECONDS.max,
       description: `seconds without edge requests after which an auto-scaled agent with min_replicas 0 goes to 0 replicas (default ${SCALE_TO_ZERO_AFTER_SECONDS.default})`,
     })),
+    session_ttl_seconds: Type.Optional(Type.Integer({
+      minimum: SESSION_TTL_SECONDS.min,
+      maximum: SESSION_TTL_SECONDS.max,
+      description: `seconds a conversation session of the agent is kept after its last read or write, 60 to 30 days (default ${SESSION_TTL_SECONDS.default}); a change applies from each session's next use`,
+    })),
     registry_auth: Type.Optional(RegistryAuthInputSchema),
     build_path: Type.Optional(BuildPath),
     strategy: Type.Optional(DeployStrategyInput),
@@ -173,6 +178,7 @@ export const Deploy = Type.Object(
     min_replicas: Type.Integer(),
     max_replicas: Type.Integer(),
     scale_to_zero_after_seconds: Type.Integer(),
+    session_ttl_seconds: Type.Integer(),
   },
   { $id: 'Deploy', examples: [ex.deploy] },
 );

@@ -41,6 +41,7 @@ export const deploy = {
   min_replicas: 1,
   max_replicas: 4,
   scale_to_zero_after_seconds: 900,
+  session_ttl_seconds: 86_400,
 };
 
 export const agent = {
@@ -176,6 +177,16 @@ export const auditEvent = {
   request_id: 'req_b1e4c7d2a9f3',
   ip: '203.0.113.24',
   details: { version: 3, fields: ['image'] },
+};
+
+export const agentSession = {
+  session_id: 'conv-3f9a2c71',
+  version: 12,
+  size_bytes: 18_432,
+  message_count: 24,
+  created_at: '2025-12-02T14:05:32Z',
+  last_used_at: '2025-12-02T14:31:07Z',
+  expires_at: '2025-12-03T14:31:07Z',
 };
 
 /** A page of one item, as every paged listing answers. */

@@ -11,6 +11,7 @@ import type { Domain } from '../schemas/domains.js';
 import { recordAudit } from './audit-log.js';
 import { domainView } from './domain-presenter.js';
 import type { Principal } from './principal.js';
+import { assertAgentOf } from './agent-of-account.js';
 
 /** What the service needs of the edge: to stop routing a hostname, before a delete is answered. */
 export interface DomainEdge {
@@ -132,10 +133,6 @@ export class DomainService {
     }
     return checked.hostname;
   }
-}
-
-async function assertAgentOf(repos: Repositories, principal: Principal, agentId: string): Promise<void> {
-  if (!(await repos.agents.find(principal.accountId, agentId))) throw notFound('Agent');
 }
 
 /** Domain changes lock the agent's row, so an edge rebuild never interleaves with them. */

@@ -16,6 +16,7 @@ export const LOOP_LOCKS = {
   idleParker: 3,
   domains: 4,
   canaryJudge: 5,
+  sessionSweeper: 6,
 } as const;
 
 /** Runs `pass` holding the loop's lock, or skips it (false) while another copy holds it. */

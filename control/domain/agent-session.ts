@@ -1,0 +1,71 @@
+import { PlatformError } from './errors.js';
+
+/**
+ * A conversation an agent keeps through the agent services endpoint (issue 37): messages
+ * the platform stores for the agent and never reads (docs/contract.md, "Sessions API v1").
+ */
+
+/**
+ * What an agent names a session by: unique within its agent only, so another agent's same
+ * id is another session. Not `.` or `..`, which a URL path (`/v1/sessions/{id}`) reads as a step.
+ */
+export const SESSION_ID_PATTERN = '^(?!\\.{1,2}$)[A-Za-z0-9._:-]{1,128}$';
+const SESSION_ID = new RegExp(SESSION_ID_PATTERN);
+
+export const isSessionId = (value: string): boolean => SESSION_ID.test(value);
+
+/** The platform's bounds on what one agent stores (settings SESSION_MAX_BYTES, SESSIONS_MAX_PER_AGENT, SESSION_WRITES_PER_SECOND). */
+export interface SessionLimits {
+  /** Bytes of one session's messages as JSON, before sealing. */
+  readonly maxBytes: number;
+  readonly maxPerAgent: number;
+  readonly writesPerSecond: number;
+}
+
+/** A session as stored: the messages' JSON array sealed with the master keys, and what can be known without opening it. */
+export interface AgentSessionRow {
+  agent_id: string;
+  session_id: string;
+  /** 1 after the write that created it, one more with every write. */
+  version: number;
+  messages_sealed: string;
+  /** UTF-8 bytes of the messages' JSON, before sealing: what SESSION_MAX_BYTES bounds. */
+  size_bytes: number;
+  message_count: number;
+  created_at: Date;
+  last_used_at: Date;
+  expires_at: Date;
+}
+
+/** Everything but the messages: what the owner's listing shows, and what a write answers with. */
+export type SessionSummary = Omit<AgentSessionRow, 'messages_sealed'>;
+
+/** A session past its expiry is gone to every reader, whether or not the sweep has deleted its row yet. */
+export const isLive = (session: Pick<AgentSessionRow, 'expires_at'>, now: Date): boolean => session.expires_at.getTime() > now.getTime();
+
+/** Last use plus the agent's TTL: every read and write moves it. */
+export const expiryAfter = (lastUse: Date, ttlSeconds: number): Date => new Date(lastUse.getTime() + ttlSeconds * 1000);
+
+/**
+ * The JSON of `existing` (a JSON array) with the items of `added` (another) after its own,
+ * spliced as text: the stored messages are never parsed, only opened, extended and sealed.
+ */
+export function appendedJson(existing: string, added: string): string {
+  if (added === '[]') return existing;
+  if (existing === '[]') return added;
+  return `${existing.slice(0, -1)},${added.slice(1)}`;
+}
+
+export const jsonBytes = (json: string): number => Buffer.byteLength(json, 'utf8');
+
+export const sessionNotFound = () => new PlatformError('SESSION_NOT_FOUND', 'The agent has no such session, or it expired');
+
+/** `current_version` is what the writer should read (or expect) instead. */
+export const versionConflict = (expected: number, current: number) =>
+  new PlatformError('SESSION_VERSION_CONFLICT', `The session is at version ${current}, not ${expected}`, { current_version: current });
+
+export const sessionTooLarge = (sizeBytes: number, maxBytes: number) =>
+  new PlatformError('SESSION_TOO_LARGE', `The session's messages would take ${sizeBytes} bytes, past the limit of ${maxBytes}; drop its oldest turns (replace it) and write again`, {
+    size_bytes: sizeBytes,
+    max_bytes: maxBytes,
+  });

@@ -1,0 +1,495 @@
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
+import { AgentTokens } from '../control/crypto/agent-token.js';
+import { masterKeyId, SecretBox } from '../control/crypto/secret-box.js';
+import { KeyRotation } from '../control/services/key-rotation.js';
+import { startControl, type ApiResponse, type TestControl } from './support/control-harness.js';
+import { createAgent, databaseText, expectError, expectStatus, signUpMember } from './support/control-api.js';
+import { auditEvents, expectOneEvent, userActor } from './support/audit.js';
+
+/**
+ * The agent services endpoint's Sessions API v1 (issue 37; docs/contract.md, "Sessions API
+ * v1") against real Postgres and Redis, on the listener the harness serves beside the
+ * control API, and the owner's view of sessions on the control API.
+ */
+describe('agent services: sessions', () => {
+  let control: TestControl;
+  const MAX_BYTES = 4096;
+  const MAX_PER_AGENT = 3;
+  const WRITES_PER_SECOND = 10;
+
+  before(async () => {
+    control = await startControl({
+      SESSION_MAX_BYTES: String(MAX_BYTES),
+      SESSIONS_MAX_PER_AGENT: String(MAX_PER_AGENT),
+      SESSION_WRITES_PER_SECOND: String(WRITES_PER_SECOND),
+    });
+  });
+  after(async () => control?.close());
+
+  interface CallOptions {
+    token?: string;
+    body?: unknown;
+    rawBody?: string;
+    authorization?: string;
+  }
+
+  /** A request a replica would send: `path` under /v1, with its token. */
+  async function call(method: string, path: string, options: CallOptions = {}): Promise<ApiResponse> {
+    const headers: Record<string, string> = {};
+    if (options.authorization !== undefined) headers.authorization = options.authorization;
+    else if (options.token) headers.authorization = `Bearer ${options.token}`;
+    const body = options.body !== undefined ? JSON.stringify(options.body) : options.rawBody;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    const response = await fetch(`${control.agentServicesUrl}/v1${path}`, { method, headers, body });
+    const text = await response.text();
+    return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+  }
+
+  /** A GET with its path exactly as given: no URL parser between the test and the server. */
+  const rawGet = (path: string, token: string) =>
+    new Promise<{ status: number; text: string }>((resolve, reject) => {
+      const { hostname, port } = new URL(control.agentServicesUrl);
+      const request = httpRequest({ hostname, port, path, headers: { authorization: `Bearer ${token}` } }, (response) => {
+        let text = '';
+        response.setEncoding('utf8').on('data', (chunk: string) => (text += chunk)).on('end', () => resolve({ status: response.statusCode!, text }));
+      });
+      request.on('error', reject).end();
+    });
+
+  const append = (token: string, sessionId: string, expected_version: number, messages: unknown[]) =>
+    call('POST', `/sessions/${sessionId}/messages`, { token, body: { expected_version, messages } });
+  const replace = (token: string, sessionId: string, expected_version: number, messages: unknown[]) =>
+    call('PUT', `/sessions/${sessionId}`, { token, body: { expected_version, messages } });
+  const read = (token: string, sessionId: string) => call('GET', `/sessions/${sessionId}`, { token });
+
+  /** A new account's agent and a replica token for it. */
+  async function agentWithToken(body: Record<string, unknown> = {}) {
+    const owner = await control.signUp();
+    const agent = await createAgent(control, owner.token, body);
+    return { owner, agent, token: control.mintAgentToken(agent.id) };
+  }
+
+  const turn = (n: number) => ({ role: n % 2 ? 'assistant' : 'user', content: `turn ${n}` });
+
+  describe('authentication', () => {
+    it('refuses a missing, malformed, forged, tampered or expired token with 401 UNAUTHENTICATED and WWW-Authenticate: Bearer', async () => {
+      const { agent, token } = await agentWithToken();
+      expectStatus(await append(token, 'conv-1', 0, [turn(0)]), 200);
+      const [version, payload, mac] = token.split('.') as [string, string, string];
+      const claims = JSON.parse(Buffer.from(payload, 'base64url').toString());
+      const otherPayload = Buffer.from(JSON.stringify({ ...claims, a: 'agt_someoneElse00000000' })).toString('base64url');
+      const flipped = mac.slice(0, 10) + (mac[10] === 'A' ? 'B' : 'A') + mac.slice(11);
+      const refused: [string, CallOptions][] = [
+        ['no Authorization', {}],
+        ['not Bearer', { authorization: `Basic ${Buffer.from(`x:${token}`).toString('base64')}` }],
+        ['not a token', { token: 'ast1.garbage' }],
+        ['a user session token is not a replica token', { token: (await control.signUp()).token }],
+        ['signed with a key the platform does not hold', { token: new AgentTokens([randomBytes(32)], 3600).mint(agent.id, 'replica-1', control.clock.now()).token }],
+        ['claims of another agent under the original MAC', { token: `${version}.${otherPayload}.${mac}` }],
+        ['a MAC changed by one character', { token: `${version}.${payload}.${flipped}` }],
+        ['a MAC cut short', { token: `${version}.${payload}.${mac.slice(0, -2)}` }],
+      ];
+      for (const [what, options] of refused) {
+        const response = await call('GET', '/sessions/conv-1', options);
+        expectError(response, 401, 'UNAUTHENTICATED');
+        assert.equal(response.headers.get('www-authenticate'), 'Bearer', what);
+      }
+      // Nothing is told without a token, not even which paths exist.
+      expectError(await call('GET', '/no-such-endpoint'), 401, 'UNAUTHENTICATED');
+      expectError(await call('GET', '/no-such-endpoint', { token }), 404, 'NOT_FOUND');
+      expectStatus(await read(token, 'conv-1'), 200);
+    });
+
+    it('accepts a token until AGENT_SERVICES_TOKEN_TTL_SECONDS have passed since it was minted, then refuses it', async () => {
+      const { agent, token } = await agentWithToken();
+      const ttlMs = control.config.agentServices.tokenTtlSeconds * 1000;
+      expectStatus(await append(token, 'conv-1', 0, [turn(0)]), 200);
+      control.clock.advance(ttlMs - 1000);
+      expectStatus(await read(token, 'conv-1'), 200);
+      control.clock.advance(1000);
+      expectError(await read(token, 'conv-1'), 401, 'UNAUTHENTICATED');
+      expectError(await append(token, 'conv-1', 1, [turn(1)]), 401, 'UNAUTHENTICATED');
+      // A fresh token, as a driver writes before the old one runs out, reads on: the session outlived the token.
+      const fresh = control.mintAgentToken(agent.id, 'replica-2');
+      assert.equal((await read(fresh, 'conv-1')).body.version, 1);
+    });
+
+    it('verifies tokens signed under an older master key still configured, so a rotation does not cut replicas off', () => {
+      const [older, current] = [randomBytes(32), randomBytes(32)];
+      const now = new Date('2025-12-01T10:00:00Z');
+      const minted = new AgentTokens([older], 3600).mint('agt_rotating', 'replica-1', now);
+      assert.deepEqual(new AgentTokens([current, older], 3600).verify(minted.token, now), { agentId: 'agt_rotating', replicaId: 'replica-1' });
+      assert.equal(new AgentTokens([current], 3600).verify(minted.token, now), null);
+      assert.equal(minted.expiresAt.toISOString(), '2025-12-01T11:00:00.000Z');
+      assert.match(minted.token, /^ast1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);
+    });
+
+    it("refuses the token of a deleted agent, whose sessions went with it", async () => {
+      const { owner, agent, token } = await agentWithToken();
+      expectStatus(await append(token, 'conv-1', 0, [turn(0)]), 200);
+      expectStatus(await append(token, 'conv-2', 0, [turn(0)]), 200);
+      assert.equal((await control.db('agent_sessions').where({ agent_id: agent.id })).length, 2);
+      expectStatus(await control.request('DELETE', `/agents/${agent.id}`, { token: owner.token }), 204);
+      assert.deepEqual(await control.db('agent_sessions').where({ agent_id: agent.id }), []);
+      expectError(await read(token, 'conv-1'), 401, 'UNAUTHENTICATED');
+      expectError(await append(token, 'conv-3', 0, [turn(0)]), 401, 'UNAUTHENTICATED');
+    });
+  });
+
+  describe('one agent, one set of sessions', () => {
+    it("keeps agents apart: A's token neither reads, writes nor deletes B's session of the same id", async () => {
+      const a = await agentWithToken();
+      const b = await agentWithToken();
+      const secret = { role: 'user', content: `B's conversation ${randomBytes(4).toString('hex')}` };
+      expectStatus(await append(b.token, 'shared-id', 0, [secret]), 200);
+
+      expectError(await read(a.token, 'shared-id'), 404, 'SESSION_NOT_FOUND');
+      expectError(await append(a.token, 'shared-id', 1, [turn(1)]), 409, 'SESSION_VERSION_CONFLICT');
+      expectError(await call('DELETE', '/sessions/shared-id', { token: a.token }), 404, 'SESSION_NOT_FOUND');
+      // A's own session of that id is another session.
+      const created = await append(a.token, 'shared-id', 0, [turn(0)]);
+      expectStatus(created, 200);
+      assert.equal(created.body.version, 1);
+      expectStatus(await call('DELETE', '/sessions/shared-id', { token: a.token }), 204);
+
+      const seen = await read(b.token, 'shared-id');
+      expectStatus(seen, 200);
+      assert.equal(seen.body.version, 1);
+      assert.deepEqual(seen.body.messages, [secret]);
+    });
+  });
+
+  describe('reading and writing', () => {
+    it('appends with versions: expected 0 creates at 1, then 1 → 2, 2 → 3; a read has every message in order', async () => {
+      const { token } = await agentWithToken();
+      const first = await append(token, 'conv:2025-12.a_b', 0, [turn(0), turn(1)]);
+      expectStatus(first, 200);
+      assert.deepEqual(Object.keys(first.body).sort(), ['expires_at', 'session_id', 'size_bytes', 'version']);
+      assert.equal(first.body.session_id, 'conv:2025-12.a_b');
+      assert.equal(first.body.version, 1);
+      assert.equal(first.body.size_bytes, Buffer.byteLength(JSON.stringify([turn(0), turn(1)])));
+      assert.equal((await append(token, 'conv:2025-12.a_b', 1, [turn(2)])).body.version, 2);
+      // Messages are any JSON: the platform never looks inside.
+      const odd = [null, 42, 'plain text', [1, [2]], { nested: { ünïcode: '✓ \u2028' } }];
+      const third = await append(token, 'conv:2025-12.a_b', 2, odd);
+      assert.equal(third.body.version, 3);
+
+      const got = await read(token, 'conv:2025-12.a_b');
+      expectStatus(got, 200);
+      assert.deepEqual(Object.keys(got.body).sort(), ['expires_at', 'messages', 'session_id', 'size_bytes', 'version']);
+      assert.match(got.headers.get('content-type') ?? '', /^application\/json/);
+      const all = [turn(0), turn(1), turn(2), ...odd];
+      assert.deepEqual(got.body.messages, all);
+      assert.equal(got.body.version, 3);
+      assert.equal(got.body.size_bytes, Buffer.byteLength(JSON.stringify(all)));
+      assert.equal(third.body.size_bytes, got.body.size_bytes);
+    });
+
+    it('answers a write at another version with 409 SESSION_VERSION_CONFLICT and details.current_version, and writes nothing', async () => {
+      const { token } = await agentWithToken();
+      const absent = await append(token, 'conv-1', 3, [turn(0)]);
+      expectError(absent, 409, 'SESSION_VERSION_CONFLICT');
+      assert.equal(absent.body.details.current_version, 0);
+      expectError(await read(token, 'conv-1'), 404, 'SESSION_NOT_FOUND');
+
+      expectStatus(await append(token, 'conv-1', 0, [turn(0)]), 200);
+      for (const stale of [0, 2]) {
+        const conflict = await append(token, 'conv-1', stale, [turn(9)]);
+        expectError(conflict, 409, 'SESSION_VERSION_CONFLICT');
+        assert.equal(conflict.body.details.current_version, 1);
+        expectError(await replace(token, 'conv-1', stale, [turn(9)]), 409, 'SESSION_VERSION_CONFLICT');
+      }
+      const after = await read(token, 'conv-1');
+      assert.equal(after.body.version, 1);
+      assert.deepEqual(after.body.messages, [turn(0)]);
+    });
+
+    it('lets exactly one of two concurrent writes expecting the same version through: the other gets 409', async () => {
+      const { token } = await agentWithToken();
+      // Creating: both expect 0.
+      const created = await Promise.all([append(token, 'race', 0, [{ by: 'first' }]), append(token, 'race', 0, [{ by: 'second' }])]);
+      assert.deepEqual(created.map((response) => response.status).sort(), [200, 409], JSON.stringify(created.map((response) => response.body)));
+      assert.equal(created.find((response) => response.status === 409)!.body.details.current_version, 1);
+      // Appending: both expect 1.
+      const appended = await Promise.all([append(token, 'race', 1, [{ by: 'third' }]), append(token, 'race', 1, [{ by: 'fourth' }])]);
+      assert.deepEqual(appended.map((response) => response.status).sort(), [200, 409]);
+      assert.equal(appended.find((response) => response.status === 409)!.body.details.current_version, 2);
+
+      // The session holds the winner of each round, and nothing of the losers.
+      const winnerOf = (round: ApiResponse[], names: string[]) => names[round.findIndex((response) => response.status === 200)];
+      const final = await read(token, 'race');
+      assert.equal(final.body.version, 2);
+      assert.deepEqual(final.body.messages, [{ by: winnerOf(created, ['first', 'second']) }, { by: winnerOf(appended, ['third', 'fourth']) }]);
+    });
+
+    it('replaces every message with PUT, to fewer or none, or creates with expected version 0', async () => {
+      const { owner, agent, token } = await agentWithToken();
+      const made = await replace(token, 'conv-1', 0, [turn(0), turn(1), turn(2), turn(3)]);
+      expectStatus(made, 200);
+      assert.equal(made.body.version, 1);
+      const trimmed = await replace(token, 'conv-1', 1, [turn(2), turn(3)]);
+      assert.equal(trimmed.body.version, 2);
+      assert.equal(trimmed.body.size_bytes, Buffer.byteLength(JSON.stringify([turn(2), turn(3)])));
+      assert.deepEqual((await read(token, 'conv-1')).body.messages, [turn(2), turn(3)]);
+      const listed = await control.request('GET', `/agents/${agent.id}/sessions`, { token: owner.token });
+      assert.equal(listed.body.sessions[0].message_count, 2);
+
+      const emptied = await replace(token, 'conv-1', 2, []);
+      assert.equal(emptied.body.size_bytes, 2);
+      assert.deepEqual((await read(token, 'conv-1')).body.messages, []);
+      expectStatus(await append(token, 'conv-1', 3, [turn(4)]), 200);
+      assert.deepEqual((await read(token, 'conv-1')).body.messages, [turn(4)]);
+    });
+
+    it('deletes a session: 204, then 404; the id then starts over at version 0', async () => {
+      const { token } = await agentWithToken();
+      expectStatus(await append(token, 'conv-1', 0, [turn(0)]), 200);
+      expectStatus(await append(token, 'conv-1', 1, [turn(1)]), 200);
+      const deleted = await call('DELETE', '/sessions/conv-1', { token });
+      assert.equal(deleted.status, 204);
+      assert.equal(deleted.body, undefined);
+      expectError(await read(token, 'conv-1'), 404, 'SESSION_NOT_FOUND');
+      expectError(await call('DELETE', '/sessions/conv-1', { token }), 404, 'SESSION_NOT_FOUND');
+      const again = await append(token, 'conv-1', 0, [turn(5)]);
+      assert.equal(again.body.version, 1);
+      assert.deepEqual((await read(token, 'conv-1')).body.messages, [turn(5)]);
+    });
+
+    it('validates the session id and the body: 422 VALIDATION_ERROR at the field', async () => {
+      const { token } = await agentWithToken();
+      expectError(await read(token, 'has space'), 422, 'VALIDATION_ERROR', ['path', 'session_id']);
+      expectError(await read(token, 'x'.repeat(129)), 422, 'VALIDATION_ERROR', ['path', 'session_id']);
+      expectError(await append(token, 'a%2Fb', 0, [turn(0)]), 422, 'VALIDATION_ERROR', ['path', 'session_id']);
+      // `.` and `..` are path steps to a URL parser (fetch sends neither as an id); sent raw, encoded, they are refused.
+      for (const step of ['%2E', '%2E%2E']) {
+        const raw = await rawGet(`/v1/sessions/${step}`, token);
+        assert.equal(raw.status, 422, raw.text);
+        assert.deepEqual(JSON.parse(raw.text).details.errors[0].loc, ['path', 'session_id']);
+      }
+      // Encoded as a client's encodeURIComponent encodes it, `:` arrives as itself.
+      expectStatus(await append(token, encodeURIComponent('conv:1'), 0, [turn(0)]), 200);
+      expectStatus(await read(token, 'conv:1'), 200);
+      expectError(await append(token, 'conv-1', 0, []), 422, 'VALIDATION_ERROR', ['body', 'messages']);
+      expectError(await append(token, 'conv-1', 0, Array.from({ length: 1001 }, () => 1)), 422, 'VALIDATION_ERROR', ['body', 'messages']);
+      expectError(await append(token, 'conv-1', -1, [turn(0)]), 422, 'VALIDATION_ERROR', ['body', 'expected_version']);
+      expectError(await call('POST', '/sessions/conv-1/messages', { token, body: { messages: [turn(0)] } }), 422, 'VALIDATION_ERROR', ['body', 'expected_version']);
+      expectError(await call('POST', '/sessions/conv-1/messages', { token, body: { expected_version: 0, messages: [1], extra: true } }), 422, 'VALIDATION_ERROR', ['body', 'extra']);
+      expectError(await call('POST', '/sessions/conv-1/messages', { token, rawBody: '{"expected_version": 0, "messages": [' }), 422, 'VALIDATION_ERROR', ['body']);
+      expectError(await read(token, 'conv-1'), 404, 'SESSION_NOT_FOUND');
+    });
+  });
+
+  describe('limits', () => {
+    /** Messages whose JSON array takes exactly `bytes` bytes: one string padded to fit. */
+    const messagesOf = (bytes: number) => ['x'.repeat(bytes - '[""]'.length)];
+
+    it(`refuses a write past SESSION_MAX_BYTES with 413 SESSION_TOO_LARGE and writes nothing; exactly the limit is fine`, async () => {
+      const { token } = await agentWithToken();
+      const full = await replace(token, 'conv-1', 0, messagesOf(MAX_BYTES));
+      expectStatus(full, 200);
+      assert.equal(full.body.size_bytes, MAX_BYTES);
+      const over = await append(token, 'conv-1', 1, [1]);
+      expectError(over, 413, 'SESSION_TOO_LARGE');
+      assert.equal(over.body.details.max_bytes, MAX_BYTES);
+      assert.equal(over.body.details.size_bytes, MAX_BYTES + 2);
+      expectError(await replace(token, 'conv-1', 1, messagesOf(MAX_BYTES + 1)), 413, 'SESSION_TOO_LARGE');
+      expectError(await replace(token, 'conv-2', 0, messagesOf(MAX_BYTES + 1)), 413, 'SESSION_TOO_LARGE');
+
+      const kept = await read(token, 'conv-1');
+      assert.equal(kept.body.version, 1);
+      assert.deepEqual(kept.body.messages, messagesOf(MAX_BYTES));
+      expectError(await read(token, 'conv-2'), 404, 'SESSION_NOT_FOUND');
+      // Trimmed to fit (the runtime drops the oldest turns), the session takes writes again.
+      expectStatus(await replace(token, 'conv-1', 1, messagesOf(MAX_BYTES / 2)), 200);
+      expectStatus(await append(token, 'conv-1', 2, [1]), 200);
+    });
+
+    it('refuses a body far past SESSION_MAX_BYTES with 413 before parsing it', async () => {
+      const { token } = await agentWithToken();
+      // Not even JSON: a 422 would mean it was read whole and parsed.
+      const huge = `{${'x'.repeat(MAX_BYTES + 128 * 1024)}`;
+      expectError(await call('POST', '/sessions/conv-1/messages', { token, rawBody: huge }), 413, 'SESSION_TOO_LARGE');
+      expectError(await call('PUT', '/sessions/conv-1', { token, rawBody: huge }), 413, 'SESSION_TOO_LARGE');
+    });
+
+    it('refuses writes past SESSION_WRITES_PER_SECOND with 429 SESSION_RATE_LIMITED and Retry-After, per agent, until the next second', async () => {
+      const { token } = await agentWithToken();
+      const other = await agentWithToken();
+      control.clock.set(new Date(Math.ceil(control.clock.now().getTime() / 1000) * 1000 + 100)); // early in a second
+      for (let version = 0; version < WRITES_PER_SECOND; version += 1) expectStatus(await append(token, 'conv-1', version, [turn(version)]), 200);
+      const limited = await append(token, 'conv-1', WRITES_PER_SECOND, [turn(99)]);
+      expectError(limited, 429, 'SESSION_RATE_LIMITED');
+      assert.equal(limited.headers.get('retry-after'), '1');
+      assert.equal(limited.body.details.retry_after, 1);
+      expectError(await call('DELETE', '/sessions/conv-1', { token }), 429, 'SESSION_RATE_LIMITED');
+      // Reads are not counted, and the refused writes wrote nothing; another agent writes as usual.
+      const seen = await read(token, 'conv-1');
+      assert.equal(seen.body.version, WRITES_PER_SECOND);
+      assert.equal(seen.body.messages.length, WRITES_PER_SECOND);
+      expectStatus(await append(other.token, 'conv-1', 0, [turn(0)]), 200);
+
+      control.clock.advance(1000);
+      expectStatus(await append(token, 'conv-1', WRITES_PER_SECOND, [turn(10)]), 200);
+    });
+
+    it('evicts the least recently used session when a write creates one past SESSIONS_MAX_PER_AGENT', async () => {
+      const { agent, token } = await agentWithToken();
+      const other = await agentWithToken();
+      expectStatus(await append(other.token, 'old', 0, [turn(0)]), 200);
+      for (const id of ['s1', 's2', 's3']) {
+        control.clock.advance(1000);
+        expectStatus(await append(token, id, 0, [turn(0)]), 200);
+      }
+      control.clock.advance(1000);
+      expectStatus(await read(token, 's1'), 200); // s1 is used again: s2 is now the least recently used
+      control.clock.advance(1000);
+      expectStatus(await append(token, 's3', 1, [turn(1)]), 200); // a write to an existing session evicts nothing
+      assert.equal((await control.db('agent_sessions').where({ agent_id: agent.id })).length, MAX_PER_AGENT);
+
+      control.clock.advance(1000);
+      expectStatus(await append(token, 's4', 0, [turn(0)]), 200);
+      expectError(await read(token, 's2'), 404, 'SESSION_NOT_FOUND');
+      for (const id of ['s1', 's3', 's4']) expectStatus(await read(token, id), 200);
+      assert.equal((await control.db('agent_sessions').where({ agent_id: agent.id })).length, MAX_PER_AGENT);
+      expectStatus(await read(other.token, 'old'), 200);
+    });
+  });
+
+  describe('time to live', () => {
+    it('keeps a session session_ttl_seconds after its last read or write, then it is gone and its id starts over', async () => {
+      const { token } = await agentWithToken({ deploy: { session_ttl_seconds: 60 } });
+      const written = await append(token, 'conv-1', 0, [turn(0)]);
+      const start = control.clock.now().getTime();
+      assert.equal(written.body.expires_at, new Date(start + 60_000).toISOString());
+
+      control.clock.advance(50_000);
+      const readLater = await read(token, 'conv-1');
+      expectStatus(readLater, 200);
+      assert.equal(readLater.body.expires_at, new Date(start + 110_000).toISOString(), 'a read moves the expiry');
+      control.clock.advance(59_000);
+      expectStatus(await read(token, 'conv-1'), 200);
+      control.clock.advance(60_000);
+      expectError(await read(token, 'conv-1'), 404, 'SESSION_NOT_FOUND');
+      const gone = await append(token, 'conv-1', 1, [turn(1)]);
+      expectError(gone, 409, 'SESSION_VERSION_CONFLICT');
+      assert.equal(gone.body.details.current_version, 0);
+      expectError(await call('DELETE', '/sessions/conv-1', { token }), 404, 'SESSION_NOT_FOUND');
+
+      const anew = await append(token, 'conv-1', 0, [turn(2)]);
+      assert.equal(anew.body.version, 1);
+      assert.deepEqual((await read(token, 'conv-1')).body.messages, [turn(2)], 'nothing of the expired session is left');
+    });
+
+    it('takes 24 hours by default, and session_ttl_seconds from 60 s to 30 days', async () => {
+      const { owner, agent, token } = await agentWithToken();
+      assert.equal(agent.deploy.session_ttl_seconds, 86_400);
+      const written = await append(token, 'conv-1', 0, [turn(0)]);
+      assert.equal(written.body.expires_at, new Date(control.clock.now().getTime() + 86_400_000).toISOString());
+      for (const bad of [59, 2_592_001, 1.5]) {
+        expectError(await control.request('POST', '/agents', { token: owner.token, body: { name: 'bad ttl', deploy: { session_ttl_seconds: bad } } }), 422, 'VALIDATION_ERROR', ['body', 'deploy', 'session_ttl_seconds']);
+      }
+      const longest = await createAgent(control, owner.token, { name: 'month', deploy: { session_ttl_seconds: 2_592_000 } });
+      assert.equal(longest.deploy.session_ttl_seconds, 2_592_000);
+    });
+
+    it('sweeps expired sessions out of the database, and only those', async () => {
+      const { agent, token } = await agentWithToken({ deploy: { session_ttl_seconds: 60 } });
+      expectStatus(await append(token, 'expiring-1', 0, [turn(0)]), 200);
+      expectStatus(await append(token, 'expiring-2', 0, [turn(0)]), 200);
+      control.clock.advance(30_000);
+      expectStatus(await append(token, 'kept', 0, [turn(0)]), 200);
+      control.clock.advance(30_000);
+      await control.control.loops.sessionSweeper.runOnce();
+      const left = await control.db('agent_sessions').where({ agent_id: agent.id }).orderBy('session_id').pluck('session_id');
+      assert.deepEqual(left, ['kept']);
+    });
+  });
+
+  describe('at rest', () => {
+    it('stores messages sealed with the master key: their text is nowhere in the database', async () => {
+      const { agent, token } = await agentWithToken();
+      const marker = `private-${randomBytes(8).toString('hex')}`;
+      expectStatus(await append(token, 'conv-1', 0, [{ role: 'user', content: marker }]), 200);
+      assert.ok(!(await databaseText(control.db)).includes(marker), 'a message is stored in the clear');
+      const row = await control.db('agent_sessions').where({ agent_id: agent.id, session_id: 'conv-1' }).first();
+      const box = new SecretBox(control.config.masterKeys);
+      assert.ok(box.isCurrent(row.messages_sealed));
+      assert.deepEqual(JSON.parse(box.open(row.messages_sealed)), [{ role: 'user', content: marker }]);
+    });
+
+    it('master-key rotation re-seals every session, batch by batch across agents, and the sessions read the same', async () => {
+      const tokens = [(await agentWithToken()).token, (await agentWithToken()).token];
+      for (const token of tokens) for (const id of ['a', 'b:1', 'c.2']) expectStatus(await append(token, id, 0, [{ id, token: token.slice(-6) }]), 200);
+      const oldKey = Buffer.from(createHash('sha256').update(control.database).digest()); // the harness's MASTER_KEY
+      const newKey = randomBytes(32);
+      const before = await control.db('agent_sessions').select('agent_id', 'session_id', 'messages_sealed');
+      const result = await new KeyRotation(control.db, new SecretBox([newKey, oldKey])).rotate({ batchSize: 2 });
+      assert.equal(result.left, 0);
+      const after = await control.db('agent_sessions').select('agent_id', 'session_id', 'messages_sealed');
+      assert.equal(after.length, before.length);
+      const onlyNew = new SecretBox([newKey]);
+      const old = new SecretBox([oldKey]);
+      for (const row of after) {
+        assert.ok(row.messages_sealed.startsWith(`v2.${masterKeyId(newKey)}.`), `${row.agent_id}/${row.session_id} re-sealed`);
+        const was = before.find((earlier) => earlier.agent_id === row.agent_id && earlier.session_id === row.session_id)!;
+        assert.equal(onlyNew.open(row.messages_sealed), old.open(was.messages_sealed));
+      }
+    });
+  });
+
+  describe("the owner's view (control API)", () => {
+    it("lists an agent's live sessions, most recently used first, without their messages, to members and viewers", async () => {
+      const { owner, agent, token } = await agentWithToken();
+      const viewer = await signUpMember(control, owner.user.account_id, 'viewer');
+      const marker = `listed-${randomBytes(6).toString('hex')}`;
+      for (const id of ['first', 'second', 'third']) {
+        control.clock.advance(1000);
+        expectStatus(await append(token, id, 0, [{ content: marker }, turn(1)]), 200);
+      }
+      control.clock.advance(1000);
+      const touched = await read(token, 'first');
+
+      const listed = await control.request('GET', `/agents/${agent.id}/sessions`, { token: viewer.token });
+      expectStatus(listed, 200);
+      assert.ok(!JSON.stringify(listed.body).includes(marker), 'a listing shows messages');
+      assert.deepEqual(listed.body.sessions.map((session: any) => session.session_id), ['first', 'third', 'second']);
+      assert.deepEqual(Object.keys(listed.body.sessions[0]).sort(), ['created_at', 'expires_at', 'last_used_at', 'message_count', 'session_id', 'size_bytes', 'version']);
+      assert.deepEqual(listed.body.sessions[0], {
+        session_id: 'first',
+        version: 1,
+        size_bytes: touched.body.size_bytes,
+        message_count: 2,
+        created_at: new Date(control.clock.now().getTime() - 3000).toISOString(),
+        last_used_at: control.clock.now().toISOString(),
+        expires_at: touched.body.expires_at,
+      });
+      assert.deepEqual([listed.body.total, listed.body.page, listed.body.has_next], [3, 1, false]);
+
+      const paged = await control.request('GET', `/agents/${agent.id}/sessions?page=2&page_size=2`, { token: owner.token });
+      assert.deepEqual(paged.body.sessions.map((session: any) => session.session_id), ['second']);
+      assert.deepEqual([paged.body.total, paged.body.page_size, paged.body.has_next], [3, 2, false]);
+    });
+
+    it('deletes a session for a writer, audited as session.delete; a viewer may not, another account gets 404', async () => {
+      const { owner, agent, token } = await agentWithToken();
+      const viewer = await signUpMember(control, owner.user.account_id, 'viewer');
+      const stranger = await control.signUp();
+      expectStatus(await append(token, 'conv-1', 0, [turn(0)]), 200);
+
+      expectError(await control.request('DELETE', `/agents/${agent.id}/sessions/conv-1`, { token: viewer.token }), 403, 'AUTHORISATION_DENIED');
+      expectError(await control.request('DELETE', `/agents/${agent.id}/sessions/conv-1`, { token: stranger.token }), 404, 'NOT_FOUND');
+      expectError(await control.request('GET', `/agents/${agent.id}/sessions`, { token: stranger.token }), 404, 'NOT_FOUND');
+      expectStatus(await read(token, 'conv-1'), 200);
+
+      const deleted = await control.request('DELETE', `/agents/${agent.id}/sessions/conv-1`, { token: owner.token });
+      expectStatus(deleted, 204);
+      await expectOneEvent(control, owner.token, deleted, { action: 'session.delete', actor: userActor(owner.user), target: { type: 'agent_session', id: 'conv-1' } });
+      assert.equal((await auditEvents(control, owner.token, `agent_id=${agent.id}&action=session.delete`)).length, 1, 'the event carries its agent');
+      expectError(await read(token, 'conv-1'), 404, 'SESSION_NOT_FOUND');
+      expectError(await control.request('DELETE', `/agents/${agent.id}/sessions/conv-1`, { token: owner.token }), 404, 'SESSION_NOT_FOUND');
+      assert.deepEqual((await control.request('GET', `/agents/${agent.id}/sessions`, { token: owner.token })).body.sessions, []);
+    });
+  });
+});
