@@ -1,6 +1,9 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import type { Config } from '../config/config.js';
+import { AgentTokens } from '../crypto/agent-token.js';
 import { NomadDriver } from './nomad/driver.js';
 import { consulClient, nomadClient } from './nomad/http-client.js';
 import type { NomadSettings } from './nomad/settings.js';
@@ -9,6 +12,7 @@ import { PodmanDriver } from './podman/driver.js';
 import { platformEndpoints } from './podman/protected-endpoints.js';
 import { detectHost } from './podman/host.js';
 import { podmanGlobalArgs } from './podman/settings.js';
+import type { AgentServicesAccess } from './podman/replica-tokens.js';
 import type { Orchestrator } from './types.js';
 
 /** A started driver, with what composition needs to know of it besides its interface. */
@@ -29,7 +33,14 @@ export function createOrchestrator(config: Config, clock: Clock, logger: Logger)
     return { orchestrator: createNomadDriver(config.nomad, clock, logger), clock, autoscaledBy: 'orchestrator' };
   }
   const settings = detectHost(config.podman);
-  const driver = new PodmanDriver(new PodmanCli(settings.binary, podmanGlobalArgs(settings), settings.environment), settings, clock, logger.child({ component: 'podman' }), protectedEndpointsOf(config));
+  const driver = new PodmanDriver(
+    new PodmanCli(settings.binary, podmanGlobalArgs(settings), settings.environment),
+    settings,
+    clock,
+    logger.child({ component: 'podman' }),
+    protectedEndpointsOf(config),
+    agentServicesAccess(config, settings.instance, clock),
+  );
   driver.start();
   return { orchestrator: driver, clock, autoscaledBy: 'platform' };
 }
@@ -42,6 +53,26 @@ export const protectedEndpointsOf = (config: Config) =>
     // chosen after the driver starts and is left unfenced: set a fixed port wherever agents run.
     config.metricsPort ? [{ name: 'control API metrics', host: config.host, port: config.metricsPort }] : [],
   );
+
+/**
+ * What replicas on this host get to reach the agent services (issue 37), or null when
+ * AGENT_SERVICES_PORT is 0. Containers reach the host's 0.0.0.0 listener through
+ * `host.containers.internal` (../shared/NOTES.md: a host port bound to 127.0.0.1 is out of
+ * their reach), and each replica gets a token of its own, minted with the key every copy
+ * of the control API derives from the master keys (control/crypto/agent-token.ts).
+ */
+export function agentServicesAccess(config: Config, instance: string, clock: Clock): AgentServicesAccess | null {
+  const { port, tokenTtlSeconds, sessions } = config.agentServices;
+  if (port === 0) return null;
+  const tokens = new AgentTokens(config.masterKeys, tokenTtlSeconds);
+  return {
+    url: `http://host.containers.internal:${port}`,
+    port,
+    mint: (agentId, replicaId) => tokens.mint(agentId, replicaId, clock.now()),
+    directory: join(tmpdir(), `agent-platform-${instance}`, 'agent-tokens'),
+    maxSessionBytes: sessions.maxBytes,
+  };
+}
 
 export function createNomadDriver(settings: NomadSettings, clock: Clock, logger: Logger): NomadDriver {
   const driver = new NomadDriver(

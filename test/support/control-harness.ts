@@ -6,6 +6,7 @@ import type { Redis } from 'ioredis';
 import { systemClock } from '../../contract/clock.js';
 import { ManualClock } from './manual-clock.js';
 import { createOrchestrator } from '../../control/orchestrator/create.js';
+import { freePort } from '../../scripts/lib/local-services.js';
 import { podmanRuntime } from '../../control/orchestrator/podman/host.js';
 import { podmanEnvironmentOf } from '../../control/orchestrator/podman/child-environment.js';
 import type { PassRecord } from '../../control/services/periodic-pass.js';
@@ -38,6 +39,10 @@ export interface RequestOptions {
 
 export interface TestControl {
   baseUrl: string;
+  /** The agent services endpoint (sessions), served as control/main.ts serves it on AGENT_SERVICES_PORT, here on a port of its own: `http://127.0.0.1:<port>`, without /v1. */
+  agentServicesUrl: string;
+  /** A replica token for `agentId`, as a driver would hand one to a replica, valid from the harness clock's now. */
+  mintAgentToken(agentId: string, replicaId?: string): string;
   database: string;
   /** Stops serving at once, leaving containers running, as a crash of the control API would. */
   crash(): Promise<void>;
@@ -122,6 +127,10 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     await admin.destroy();
   }
   const databaseUrl = templateUrl.replace(/\/[^/]+$/, `/${database}`);
+  // Containers reach the agent services on the host's 0.0.0.0 (control/orchestrator/create.ts,
+  // agentServicesAccess), at the port the driver gives them and lets through their firewall:
+  // a fixed one, chosen here. Without containers, 127.0.0.1 on any port.
+  const servicesListen = options.orchestrate ? { host: '0.0.0.0', port: env.AGENT_SERVICES_PORT ? Number(env.AGENT_SERVICES_PORT) : await freePort() } : { host: '127.0.0.1', port: 0 };
 
   const config = loadConfig({
     // What podman reads from the environment (PATH, XDG_*, CONTAINERS_*, ...), as control/main.ts's
@@ -141,7 +150,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     // reason) and so does a connection to the ACME directory. A test of the flow passes its own.
     DNS_RESOLVER: '127.0.0.1:9',
     ACME_DIRECTORY_URL: 'https://127.0.0.1:9/directory',
-    ...(options.orchestrate ? { ...FAST_ORCHESTRATION, PODMAN_INSTANCE: `test-${database}`, RUNTIME_IMAGE: TEST_IMAGE } : {}),
+    ...(options.orchestrate ? { ...FAST_ORCHESTRATION, PODMAN_INSTANCE: `test-${database}`, RUNTIME_IMAGE: TEST_IMAGE, AGENT_SERVICES_PORT: String(servicesListen.port) } : {}),
     ...(options.nomad ? nomadEnvironment(options.nomad) : {}),
     ...env,
   });
@@ -168,6 +177,9 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   const server: Server = createLimitedServer(config.clientLimits, control.app.callback());
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  const servicesServer: Server = createLimitedServer(config.clientLimits, control.agentServices.callback());
+  await new Promise<void>((resolve) => servicesServer.listen(servicesListen.port, servicesListen.host, resolve));
+  const agentServicesUrl = `http://127.0.0.1:${(servicesServer.address() as AddressInfo).port}`;
   // Every answer a test gets is held to the document this control serves: an undocumented status, header or body fails that test.
   const checker = new OpenApiChecker((await (await fetch(`${baseUrl}/openapi.json`)).json()) as Record<string, any>);
 
@@ -197,14 +209,18 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   };
 
   const stopServing = async () => {
-    server.closeAllConnections();
-    await new Promise((resolve) => server.close(resolve));
+    for (const open of [server, servicesServer]) {
+      open.closeAllConnections();
+      await new Promise((resolve) => open.close(resolve));
+    }
     await db.destroy();
     redis.disconnect();
   };
 
   return {
     baseUrl,
+    agentServicesUrl,
+    mintAgentToken: (agentId, replicaId = 'replica-1') => control.services.agentTokens.mint(agentId, replicaId, clock.now()).token,
     database,
     crash: async () => {
       // Queued and in-flight orchestrator steps die with the process; the next start's reconcile redoes them.

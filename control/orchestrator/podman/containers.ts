@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { JobSpec } from '../../domain/job.js';
 import type { PodmanCli, PodmanOutput } from './cli.js';
+import { TOKEN_FILE, type ReplicaTokenFiles } from './replica-tokens.js';
 import { LABEL, networkName, runArguments, splitEnvironment } from './run-args.js';
 import type { PodmanSettings } from './settings.js';
 import { parseStats, STATS_FORMAT, type ContainerStats } from './stats.js';
@@ -27,6 +28,8 @@ export class AgentContainers {
     private readonly cli: PodmanCli,
     private readonly settings: PodmanSettings,
     private readonly logger: Logger,
+    /** Agent services (issue 37): their URL for each replica's environment, and the token files; null when off. */
+    private readonly agentServices: { url: string; maxSessionBytes: number; tokens: ReplicaTokenFiles } | null = null,
   ) {}
 
   /** This installation's containers (of one agent with `agentId`), running or not. */
@@ -42,10 +45,14 @@ export class AgentContainers {
     const dir = mkdtempSync(join(tmpdir(), 'agent-env-'));
     const envFile = join(dir, 'env');
     try {
-      writeFileSync(envFile, fileContent, { mode: 0o600 });
+      const services = this.agentServices;
+      // The agent services (issue 37): where, the token's file, and the session size the API takes.
+      const servicesEnv = services ? `\nAGENT_SERVICES_URL=${services.url}\nAGENT_SERVICES_TOKEN_FILE=${TOKEN_FILE}\nSESSION_MAX_BYTES=${services.maxSessionBytes}` : '';
+      writeFileSync(envFile, fileContent + servicesEnv, { mode: 0o600 });
+      const tokenDirectory = services ? services.tokens.prepare(replicaId, spec.agentId) : null;
       if (!fresh) await this.discard(replicaId);
       // Creation has the pull's deadline: a container that cannot be created in it fails the replica.
-      await this.cli.run(runArguments({ replicaId, spec, envFile }, this.settings), this.settings.pullTimeoutMs, inherited);
+      await this.cli.run(runArguments({ replicaId, spec, envFile, tokenDirectory }, this.settings), this.settings.pullTimeoutMs, inherited);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
@@ -58,6 +65,20 @@ export class AgentContainers {
   /** Removes a container that never served (its start failed), if there is one. */
   async discard(replicaId: string): Promise<void> {
     await this.cli.run(['rm', '--force', replicaId]).catch(() => undefined);
+  }
+
+  /**
+   * The token of every replica listed by `list` kept fresh (replica-tokens.ts); with
+   * `removeOthers` (once the jobs are all known), the token directories of replicas gone go.
+   */
+  keepTokensFresh(containers: ContainerInfo[], { removeOthers }: { removeOthers: boolean }): void {
+    if (!this.agentServices) return;
+    const replicas = containers.flatMap((c) => {
+      const agentId = c.Labels?.[LABEL.agentId];
+      // Stopped ones too: a restart (`podman start`) mounts the same directory again.
+      return agentId ? [{ replicaId: c.Names[0]!, agentId }] : [];
+    });
+    this.agentServices.tokens.keepFresh(replicas, { removeOthers });
   }
 
   /** Stops (SIGTERM, then the stop timeout) and removes; a failure is logged, and the next poll sees what is left. */

@@ -12,6 +12,7 @@ import { AgentContainers } from './containers.js';
 import { JobTable } from './job-table.js';
 import { parseLogOutput } from './log-lines.js';
 import type { ProtectedEndpoint } from './protected-endpoints.js';
+import { ReplicaTokenFiles, type AgentServicesAccess } from './replica-tokens.js';
 import { stableBeside, toReplica } from './replica-state.js';
 import type { PodmanSettings } from './settings.js';
 import { Supervisor } from './supervisor.js';
@@ -43,11 +44,19 @@ export class PodmanDriver implements Orchestrator {
     logger: Logger,
     /** What agents must not reach besides the metadata service: the platform's own services. */
     protectedEndpoints: ProtectedEndpoint[],
+    /**
+     * The agent services (issue 37), the one platform endpoint replicas reach: each replica
+     * gets their URL and a token file, and the agent networks' firewall lets their port
+     * through; null when the platform runs none.
+     */
+    agentServices: AgentServicesAccess | null = null,
   ) {
     this.jobs = new JobTable(clock, logger);
     this.queue = new SerialQueue((error) => logger.error({ err: error }, 'podman driver step failed'));
-    this.containers = new AgentContainers(cli, settings, logger);
-    this.networks = new AgentNetworks(cli, settings, protectedEndpoints, logger);
+    const tokens = agentServices && { url: agentServices.url, maxSessionBytes: agentServices.maxSessionBytes, tokens: new ReplicaTokenFiles(agentServices, clock, logger) };
+    this.containers = new AgentContainers(cli, settings, logger, tokens);
+    const fenced = agentServices ? { ...settings, agentHostPorts: [...new Set([...settings.agentHostPorts, agentServices.port])] } : settings;
+    this.networks = new AgentNetworks(cli, fenced, protectedEndpoints, logger);
     this.supervisor = new Supervisor({ jobs: this.jobs, containers: this.containers, networks: this.networks, queue: this.queue, cli, settings, clock });
     this.deaths = new ContainerDeaths(cli, settings.instance, (death) => this.supervisor.containerDied(death), logger);
   }

@@ -1,5 +1,6 @@
 import { DROPPED_CAPABILITIES, NO_NEW_PRIVILEGES, PIDS_LIMIT } from '../container-policy.js';
 import type { JobSpec } from '../../domain/job.js';
+import { TOKEN_MOUNT } from './replica-tokens.js';
 import type { PodmanSettings } from './settings.js';
 
 export const LABEL = {
@@ -17,6 +18,8 @@ export interface ReplicaLaunch {
   spec: JobSpec;
   /** A 0600 file with the single-line variables, so no value shows in `ps` or in podman's arguments. */
   envFile: string;
+  /** The host directory holding the replica's agent services token (replica-tokens.ts), mounted read-only; null when agent services are off. */
+  tokenDirectory?: string | null;
 }
 
 /**
@@ -41,7 +44,7 @@ export function splitEnvironment(spec: JobSpec): { fileContent: string; inherite
  * process could reach a private agent without its key): the edge connects to the
  * replica's address on the agent's network.
  */
-export function runArguments({ replicaId, spec, envFile }: ReplicaLaunch, settings: PodmanSettings): string[] {
+export function runArguments({ replicaId, spec, envFile, tokenDirectory = null }: ReplicaLaunch, settings: PodmanSettings): string[] {
   return [
     'run', '--detach',
     '--name', replicaId,
@@ -62,6 +65,7 @@ export function runArguments({ replicaId, spec, envFile }: ReplicaLaunch, settin
     '--memory', `${spec.memoryMb}m`,
     '--memory-swap', `${spec.memoryMb}m`,
     '--env-file', envFile,
+    ...(tokenDirectory ? ['--mount', `type=bind,source=${tokenDirectory},destination=${TOKEN_MOUNT},ro=true`] : []),
     ...Object.keys(splitEnvironment(spec).inherited).flatMap((key) => ['--env', key]),
     '--stop-timeout', String(settings.stopTimeoutSeconds),
     '--log-driver', 'k8s-file',

@@ -97,6 +97,7 @@ export class Supervisor {
   async tick(asked: string[] = []): Promise<void> {
     if (this.closed) return;
     const containers = await this.parts.containers.list();
+    this.parts.containers.keepTokensFresh(containers, { removeOthers: !this.adopting });
     const byReplica = new Map(containers.map((c) => [c.Names[0]!, c]));
     const changed = new Set<string>(asked);
     const strays = containers

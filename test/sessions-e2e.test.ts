@@ -1,0 +1,186 @@
+import assert from 'node:assert/strict';
+import { execFile, execFileSync } from 'node:child_process';
+import { promisify } from 'node:util';
+import { FakeProvider } from '../runtime-image/test/helpers/fake-provider.js';
+import { TEST_KEYS } from '../runtime-image/test/helpers/runtime.js';
+import { startControl, type TestControl } from './support/control-harness.js';
+import { expectStatus } from './support/control-api.js';
+import { edgeRequest } from './support/edge-upstream.js';
+import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
+import { containersOf, podman, podmanStates } from './support/podman.js';
+import { waitFor } from './support/wait.js';
+
+/** The default runtime image, built as `npm run up` builds it (cached by its source hash). */
+function buildRuntimeImage(): string {
+  return execFileSync('bash', ['runtime-image/scripts/build-image.sh'], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024, stdio: ['ignore', 'pipe', 'inherit'] }).trim();
+}
+
+interface Agent {
+  token: string;
+  id: string;
+  host: string;
+}
+
+/**
+ * Issue 37 end to end, as a caller meets it: the default runtime image on podman, its
+ * model a fake provider speaking OpenAI's wire format, authz and the local edge in front.
+ * The agent runs 2 replicas; each turn of one conversation goes through the edge, the
+ * `session_id` sent back, and whichever replica answers must send the model the whole
+ * conversation: the replicas keep it through the agent services (control API, Postgres),
+ * each with a token of its own, not in their memory. Replicas are told apart by the
+ * address the provider sees each model call come from (one per container).
+ */
+describe('conversations that survive replicas, redeploys, restarts and parking (podman, the runtime image, the local edge)', function () {
+  this.timeout(600_000);
+  let control: TestControl;
+  let edge: LocalEdgeStack;
+  let provider: FakeProvider;
+  let clockFollower: NodeJS.Timeout | undefined;
+  const callers = new Map<number, string>();
+
+  before(async () => {
+    const image = buildRuntimeImage();
+    provider = await FakeProvider.start();
+    provider.defaultReply = { text: 'noted' };
+    control = await startControl({ RUNTIME_IMAGE: image, PODMAN_AGENT_HOST_PORTS: String(provider.port) }, { orchestrate: true });
+    // Replica tokens are minted by the wall clock (the driver's); the agent services verify them by this one.
+    clockFollower = setInterval(() => control.clock.set(new Date()), 100);
+    control.clock.set(new Date());
+    edge = await startLocalEdgeStack(control, { authzRedisTimeoutMs: 2_000 });
+    // A parked agent is woken by a request at the edge, through the control API's wake loop.
+    control.control.loops.wakes!.start();
+  });
+  after(async () => {
+    await control?.control.loops.wakes?.stop();
+    clearInterval(clockFollower);
+    await edge?.close();
+    await control?.close();
+    await provider?.close();
+  });
+
+  async function servingAgent(name: string, replicas: number, deploy: Record<string, unknown> = {}): Promise<Agent> {
+    const { token, user } = await control.signUp();
+    await control.db('accounts').where({ id: user.account_id }).update({ plan: 'pro' });
+    const created = await control.request('POST', '/agents', {
+      token,
+      body: {
+        name, model: 'gpt-4o', api_key: TEST_KEYS.openai, access: 'public', rate_limit_rpm: 100_000,
+        deploy: { replicas, env: [{ key: 'OPENAI_BASE_URL', value: provider.baseUrl('openai', 'host.containers.internal') }], ...deploy },
+      },
+    });
+    expectStatus(created, 201);
+    const agent = { token, id: created.body.id as string, host: new URL(created.body.url).hostname };
+    await running(agent, replicas);
+    return agent;
+  }
+
+  async function running(agent: Agent, replicas: number): Promise<void> {
+    await waitFor(`${replicas} replica(s) running; podman has ${podmanStates(agent.id)}`, async () => {
+      const shown = (await control.request('GET', `/agents/${agent.id}`, { token: agent.token })).body;
+      const deployments = (await control.request('GET', `/agents/${agent.id}/deployments`, { token: agent.token })).body.deployments;
+      if (deployments[0]?.status === 'failed') throw new Error(`deployment failed: ${deployments[0].error}`);
+      return shown.status === 'running' && shown.replicas === replicas && deployments[0]?.status === 'succeeded' ? true : undefined;
+    }, 180_000, 250);
+  }
+
+  /** One turn through the edge; retried while the edge has no routable replica yet (a wake, a restart). */
+  async function turn(agent: Agent, input: string, sessionId?: string): Promise<string> {
+    const body = JSON.stringify({ input, ...(sessionId ? { session_id: sessionId } : {}) });
+    const answer = await waitFor(`an answer to "${input}"`, async () => {
+      const reply = await edgeRequest({
+        port: edge.port, host: agent.host, path: '/invoke', method: 'POST',
+        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, body,
+      }).catch(() => undefined);
+      if (reply && reply.status !== 200 && reply.status !== 503 && reply.status !== 502) throw new Error(`${reply.status}: ${reply.body}`);
+      return reply?.status === 200 ? reply : undefined;
+    }, 120_000, 250);
+    return (JSON.parse(answer.body) as { session_id: string }).session_id;
+  }
+
+  /** The user messages the model was sent on its last call: the conversation as the answering replica had it. */
+  function lastConversation(): string[] {
+    const request = provider.requests.at(-1)!;
+    return (request.body.messages as { role: string; content: unknown }[]).filter((m) => m.role === 'user').map((m) => String(m.content));
+  }
+
+  it('20 turns over 2 replicas: the model gets the whole conversation every time, whichever replica answered', async () => {
+    const agent = await servingAgent('two replicas', 2);
+    provider.reset();
+    provider.defaultReply = { text: 'noted' };
+    const inputs: string[] = [];
+    let sessionId: string | undefined;
+    const addresses = new Set<string>();
+    for (let i = 1; i <= 20; i += 1) {
+      const input = `turn ${i}`;
+      inputs.push(input);
+      sessionId = await turn(agent, input, sessionId);
+      assert.deepEqual(lastConversation(), inputs, `turn ${i}`);
+      addresses.add(String(provider.requests.at(-1)!.remoteAddress));
+    }
+    assert.ok(addresses.size >= 2, `both replicas answered: ${[...addresses].join(', ')}`);
+    const sessions = (await control.request('GET', `/agents/${agent.id}/sessions`, { token: agent.token })).body.sessions;
+    assert.deepEqual(sessions.map((s: { session_id: string }) => s.session_id), [sessionId]);
+    assert.equal(sessions[0].message_count, 40, 'each turn: the user message and the answer');
+  });
+
+  it('the conversation goes on after a redeploy, after every container is killed, and after the agent is parked and woken', async () => {
+    // Parked after 30 s without a request (the idle parker's shortest wait), woken by the next one.
+    const agent = await servingAgent('survivor', 1, { auto_scale: true, min_replicas: 0, max_replicas: 1, scale_to_zero_after_seconds: 30 });
+    provider.reset();
+    provider.defaultReply = { text: 'noted' };
+    const inputs = ['before anything'];
+    const sessionId = await turn(agent, inputs[0]!);
+
+    const redeployed = await control.request('POST', `/agents/${agent.id}/deploy`, {
+      token: agent.token,
+      body: { env: [{ key: 'OPENAI_BASE_URL', value: provider.baseUrl('openai', 'host.containers.internal') }, { key: 'VERSION', value: 'two' }] },
+    });
+    expectStatus(redeployed, 202);
+    await waitFor('version 2 serving alone', async () => {
+      const deployments = (await control.request('GET', `/agents/${agent.id}/deployments`, { token: agent.token })).body.deployments;
+      return deployments[0]?.status === 'succeeded' && deployments[0]?.agent_version === 2 ? true : undefined;
+    }, 180_000, 250);
+    inputs.push('after the redeploy');
+    await turn(agent, inputs.at(-1)!, sessionId);
+    assert.deepEqual(lastConversation(), inputs);
+
+    const killed = containersOf(agent.id);
+    podman(['kill', ...killed]);
+    // The driver restarts it; until then the edge answers 502 or 503, which `turn` waits out.
+    inputs.push('after the kill');
+    await turn(agent, inputs.at(-1)!, sessionId);
+    assert.deepEqual(lastConversation(), inputs);
+
+    // Parked: no replica, no container; woken by the next turn: a new one, which holds nothing in memory.
+    await waitFor('parked after 30 s without requests', async () => {
+      await control.control.loops.parker!.runOnce();
+      return (await control.db('agents').where({ id: agent.id }).first()).parked_at ? true : undefined;
+    }, 120_000, 2_000);
+    await waitFor('no container left', async () => (containersOf(agent.id).length === 0 ? true : undefined), 120_000, 250);
+    inputs.push('after the wake');
+    await turn(agent, inputs.at(-1)!, sessionId);
+    assert.deepEqual(lastConversation(), inputs);
+  });
+
+  it("from inside agent A's container, A's token cannot read or delete agent B's session of the same id", async () => {
+    const a = await servingAgent('agent a', 1);
+    const b = await servingAgent('agent b', 1);
+    const sessionId = await turn(b, 'a secret of b');
+    const [container] = containersOf(a.id);
+    // The replica's own credential and URL, as its process has them.
+    const script = `
+      const token = require('fs').readFileSync(process.env.AGENT_SERVICES_TOKEN_FILE, 'utf8').trim();
+      const url = process.env.AGENT_SERVICES_URL + '/v1/sessions/' + ${JSON.stringify(sessionId)};
+      const call = (method) => fetch(url, { method, headers: { authorization: 'Bearer ' + token } }).then(async (r) => r.status + ' ' + (await r.text()));
+      (async () => { for (const method of ['GET', 'DELETE']) console.log(await call(method)); })();
+    `;
+    // Not execFileSync: the control API answering the container runs in this very process.
+    const output = (await promisify(execFile)('podman', ['exec', container!, 'node', '-e', script], { encoding: 'utf8' })).stdout.trim().split('\n');
+    assert.equal(output.length, 2, output.join('\n'));
+    for (const line of output) assert.match(line, /^404 .*SESSION_NOT_FOUND/);
+    assert.ok(!output.join('\n').includes('a secret of b'));
+    // B's conversation is whole.
+    await turn(b, 'still there?', sessionId);
+    assert.deepEqual(lastConversation(), ['a secret of b', 'still there?']);
+  });
+});
