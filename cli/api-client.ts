@@ -1,4 +1,4 @@
-import { ApiRefused, Unreachable } from './errors.js';
+import { ApiRefused, Unreachable, UsageError } from './errors.js';
 import { readEvents, type ServerEvent } from './event-stream.js';
 
 /** How long an ordinary request may take; streams have none (they are followed until they end). */
@@ -29,6 +29,13 @@ export class ApiClient {
   }
 
   private async send(method: string, path: string, options: RequestOptions, signal: AbortSignal | undefined): Promise<Response> {
+    // A `.` or `..` a user typed as a name (`keys revoke bot ..`) survives encodeURIComponent,
+    // and a URL reads it as a step up: DELETE …/access-keys/.. would delete the agent. Every
+    // command's path is held to it here, whichever forgot pathSegment().
+    const segments = path.split('?')[0]!.split('/');
+    if (segments.some((segment, i) => i > 0 && (segment === '.' || segment === '..' || (segment === '' && i < segments.length - 1)))) {
+      throw new UsageError(`refusing to send ${method} ${path}: a name of ".", ".." or nothing is no name`);
+    }
     const url = new URL(this.baseUrl + path);
     for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
@@ -55,4 +62,14 @@ export function refusal(status: number, text: string): ApiRefused {
     // not the API's error body: described below
   }
   return new ApiRefused(status, `HTTP_${status}`, text.trim().slice(0, 200) || 'no body');
+}
+
+/**
+ * `value`, a word the user typed (a session id), as one segment of a request path. Empty, `.`
+ * and `..` are none: a URL reads the dots as steps, so `…/sessions/..` would name the agent
+ * itself. They are bad usage (exit 2), refused before any request.
+ */
+export function pathSegment(value: string, what: string): string {
+  if (value === '' || value === '.' || value === '..') throw new UsageError(`${JSON.stringify(value)} is no ${what}`);
+  return encodeURIComponent(value);
 }

@@ -6,6 +6,7 @@ import { audit } from './commands/audit.js';
 import { auth } from './commands/auth.js';
 import { deployments } from './commands/deployments.js';
 import { domains } from './commands/domains.js';
+import { sessions } from './commands/sessions.js';
 import { apiKeys, keys } from './commands/keys.js';
 import { usage } from './commands/usage.js';
 import { contexts } from './commands/contexts.js';
@@ -35,6 +36,7 @@ function parser(argv: string[]) {
     .command(keys)
     .command(apiKeys)
     .command(domains)
+    .command(sessions)
     .command(usage)
     .command(audit)
     .command(contexts)

@@ -80,3 +80,12 @@ export function bar(used: number, limit: number, width = 20): string {
   const filled = Math.round(share * width);
   return `[${'#'.repeat(filled)}${'.'.repeat(width - filled)}]`;
 }
+
+/** 812 → `812 B`, 18432 → `18.0 KiB`, 1048576 → `1.0 MiB`: binary units, as the limits are set. */
+export function formatBytes(bytes: number): string {
+  if (bytes < 1024) return `${bytes} B`;
+  const units = ['KiB', 'MiB', 'GiB'];
+  let exponent = 1;
+  while (exponent < units.length && bytes >= 1024 ** (exponent + 1)) exponent++;
+  return `${(bytes / 1024 ** exponent).toFixed(1)} ${units[exponent - 1]}`;
+}

@@ -39,7 +39,7 @@ describe('agentctl', function () {
 
   it('`npx agentctl --help` runs from the repository and lists every group of commands', async () => {
     const { stdout } = await run('npx', ['agentctl', '--help'], { cwd: ROOT });
-    for (const name of ['auth', 'agents', 'deployments', 'env', 'secrets', 'keys', 'api-keys', 'domains', 'usage', 'audit', 'context', 'version', 'completion']) {
+    for (const name of ['auth', 'agents', 'deployments', 'env', 'secrets', 'keys', 'api-keys', 'domains', 'sessions', 'usage', 'audit', 'context', 'version', 'completion']) {
       assert.match(stdout, new RegExp(`agentctl ${name}\\b`), name);
     }
   });

@@ -1,11 +1,16 @@
 /** The API's shapes the console reads, named from control/schemas (type-only: nothing of the API runs here). */
+import type { Static } from '@sinclair/typebox';
 import type { Agent } from '../../control/schemas/agents.js';
+import type { SessionList as SessionListSchema } from '../../control/schemas/agent-sessions.js';
 import type { KeyView } from '../../control/schemas/keys.js';
 
 export type { Agent, MetricsSample } from '../../control/schemas/agents.js';
 export type { AccountUsage } from '../../control/schemas/account.js';
 export type { Domain, DomainList } from '../../control/schemas/domains.js';
 export type { Deployment, DeploymentList } from '../../control/schemas/deployments.js';
+export type { User } from '../../control/schemas/auth.js';
+export type { SessionSummary } from '../../control/schemas/agent-sessions.js';
+export type SessionList = Static<typeof SessionListSchema>;
 export type AccessKey = KeyView;
 export type AccessKeyCreated = KeyView & { key: string };
 

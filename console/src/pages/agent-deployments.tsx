@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, messageOf } from '../api.js';
+import { Outcome } from '../outcome.js';
 import type { Deployment, DeploymentList } from '../types.js';
 import { CanaryPanel, isServingCanary, StrategyBadge } from './canary-panel.js';
 
@@ -52,8 +53,7 @@ export function DeploymentsTab({ agentId }: { agentId: string }) {
 
   return (
     <div>
-      {error && <p role="alert" class="error">{error}</p>}
-      <p role="status" class="note">{done}</p>
+      <Outcome error={error} done={done} />
       {canary && <CanaryPanel deployment={canary} busy={busy} onPromote={() => end(canary, 'promote', 'promoted: the new version takes all requests')} onAbort={() => end(canary, 'abort', 'aborted: the stable version serves alone')} />}
       <div class="table-scroll">
         <table>

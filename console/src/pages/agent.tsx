@@ -11,9 +11,10 @@ import { DomainsTab } from './agent-domains.js';
 import { LogsTab } from './agent-logs.js';
 import { MetricsTab } from './agent-metrics.js';
 import { RolloutProgress } from './rollout-progress.js';
+import { SessionsTab } from './agent-sessions.js';
 import { TryItTab } from './agent-try.js';
 
-const TABS = ['Logs', 'Metrics', 'Access keys', 'Domains', 'Deployments', 'Try it'] as const;
+const TABS = ['Logs', 'Metrics', 'Access keys', 'Domains', 'Sessions', 'Deployments', 'Try it'] as const;
 type Tab = (typeof TABS)[number];
 const REFRESH_MS = 2000;
 
@@ -54,6 +55,7 @@ export function AgentPage({ id }: { id: string }) {
         {tab === 'Metrics' && <MetricsTab agentId={agent.id} />}
         {tab === 'Access keys' && <AccessKeysTab agentId={agent.id} />}
         {tab === 'Domains' && <DomainsTab agentId={agent.id} />}
+        {tab === 'Sessions' && <SessionsTab agentId={agent.id} />}
         {tab === 'Deployments' && <DeploymentsTab agentId={agent.id} />}
         {tab === 'Try it' && <TryItTab agent={agent} />}
       </div>

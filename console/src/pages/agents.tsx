@@ -1,5 +1,6 @@
 import { useEffect, useState } from 'preact/hooks';
 import { api, messageOf } from '../api.js';
+import { Pager } from '../pager.js';
 import { navigate, onLinkClick } from '../router.js';
 import { StatusBadge } from '../status.js';
 import { AGENT_STATUSES, type Agent } from '../types.js';
@@ -65,13 +66,7 @@ export function AgentsPage() {
           </table>
         </div>
       )}
-      {list && (
-        <nav class="pager" aria-label="Pages">
-          <button type="button" disabled={page <= 1} onClick={() => setPage(page - 1)}>Previous page</button>
-          <span>Page {list.page} of {Math.max(1, Math.ceil(list.total / PAGE_SIZE))}</span>
-          <button type="button" disabled={!list.has_next} onClick={() => setPage(page + 1)}>Next page</button>
-        </nav>
-      )}
+      {list && <Pager page={list.page} pageSize={PAGE_SIZE} total={list.total} hasNext={list.has_next} onPage={setPage} />}
     </section>
   );
 }
