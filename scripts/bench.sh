@@ -7,6 +7,7 @@ bash scripts/ensure-deps.sh --containers --test-tools --bench-tools
 node --import tsx bench/control.bench.ts
 node --import tsx bench/orchestration.bench.ts
 npm run bench --prefix runtime-image
+node --import tsx bench/sessions.bench.ts
 node --import tsx bench/authz.bench.ts
 node --import tsx bench/edge-overload.bench.ts
 # The default runtime's image, under the tag RUNTIME_IMAGE defaults to (control/config/runtime-image.ts).

@@ -127,3 +127,9 @@ if [ ! -f node_modules/.package-lock.json ] || [ package-lock.json -nt node_modu
   echo "Installing npm dependencies (npm ci)"
   npm ci --no-audit --no-fund --loglevel=error
 fi
+# The default runtime's own packages too: the platform's end-to-end tests and benches run it
+# in-process (its fake provider, its sessions), so type-checking them needs its imports.
+if [ ! -f runtime-image/node_modules/.package-lock.json ] || [ runtime-image/package-lock.json -nt runtime-image/node_modules/.package-lock.json ]; then
+  echo "Installing the default runtime's npm dependencies (npm ci in runtime-image/)"
+  (cd runtime-image && npm ci --no-audit --no-fund --loglevel=error)
+fi

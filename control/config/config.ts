@@ -232,7 +232,8 @@ export function loadConfig(env: Env): Config {
       sessions: Object.freeze({
         maxBytes: read.integer('SESSION_MAX_BYTES', 1_048_576, 1024, 16 * 1_048_576),
         maxPerAgent: read.integer('SESSIONS_MAX_PER_AGENT', 100_000, 1, 10_000_000),
-        writesPerSecond: read.integer('SESSION_WRITES_PER_SECOND', 50, 1, 100_000),
+        // Each invoke of a conversation is a write: 500 a second is an agent far busier than most, and still bounded.
+        writesPerSecond: read.integer('SESSION_WRITES_PER_SECOND', 500, 1, 100_000),
       }),
     }),
   };
