@@ -1,17 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
-import { chmodSync, mkdtempSync, rmSync } from 'node:fs';
-import { join } from 'node:path';
-import { systemClock } from '../contract/clock.js';
-import { loadConfig } from '../control/config/config.js';
-import { buildControl } from '../control/compose.js';
-import { inMemoryDriver } from '../test/support/in-memory-driver.js';
-import { connectDatabase, migrate } from '../control/db/database.js';
-import { createLogger } from '../control/config/logger.js';
-import { connectRedis } from '../control/db/redis.js';
-import { freePort, startPostgres, startRedis } from '../scripts/lib/local-services.js';
+import { cpus } from 'node:os';
+import { startBenchControl } from './control-fixture.js';
 import { controlApiClient } from './api-client.js';
 import { runConcurrently, summarise, timed, writeResult } from './stats.js';
 
@@ -25,25 +13,9 @@ const CONCURRENCY = 8;
 const LIST_REQUESTS = 500;
 
 async function main(): Promise<void> {
-  const workDir = mkdtempSync(join(tmpdir(), 'platform-bench-'));
-  chmodSync(workDir, 0o755);
-  const postgres = await startPostgres({ dataDir: join(workDir, 'pg'), port: await freePort(), database: 'bench' });
-  const redisService = await startRedis({ dataDir: join(workDir, 'redis'), port: await freePort(), persistent: false });
-  const config = loadConfig({
-    DATABASE_URL: postgres.url,
-    REDIS_URL: redisService.url,
-    MASTER_KEY: randomBytes(32).toString('base64'),
-    LOG_LEVEL: 'silent',
-    TOKEN_RATE_LIMIT_PER_MINUTE: '1000000',
-  });
-  const db = connectDatabase(config.databaseUrl);
-  await migrate(db);
-  const redis = connectRedis(config.redisUrl);
-  // The API's own cost is measured: a driver that runs nothing.
-  const { app } = buildControl({ config, db, redis, clock: systemClock, logger: createLogger('silent'), driver: inMemoryDriver() });
-  const server = createServer(app.callback()).listen(0, '127.0.0.1');
-  await new Promise((resolve) => server.once('listening', resolve));
-  const base = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
+  const control = await startBenchControl();
+  const { db } = control;
+  const base = control.apiUrl;
 
   try {
     const call = controlApiClient(base);
@@ -76,12 +48,7 @@ async function main(): Promise<void> {
     console.log(JSON.stringify(result, null, 2));
     console.log(`written to ${writeResult('control-api', result)}`);
   } finally {
-    server.close();
-    await db.destroy();
-    redis.disconnect();
-    await redisService.stop();
-    await postgres.stop();
-    rmSync(workDir, { recursive: true, force: true });
+    await control.close();
   }
 }
 

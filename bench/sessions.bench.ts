@@ -1,21 +1,11 @@
-import { randomBytes } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { cpus, tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
+import { cpus } from 'node:os';
 import { join } from 'node:path';
-import { systemClock } from '../contract/clock.js';
-import { buildControl } from '../control/compose.js';
-import { loadConfig } from '../control/config/config.js';
-import { createLogger } from '../control/config/logger.js';
 import { AgentTokens } from '../control/crypto/agent-token.js';
-import { connectDatabase, migrate } from '../control/db/database.js';
-import { connectRedis } from '../control/db/redis.js';
 import { FakeProvider } from '../runtime-image/test/helpers/fake-provider.js';
 import { platformEnv, startRuntime, type TestRuntime } from '../runtime-image/test/helpers/runtime.js';
-import { freePort, startPostgres, startRedis } from '../scripts/lib/local-services.js';
-import { inMemoryDriver } from '../test/support/in-memory-driver.js';
 import { controlApiClient } from './api-client.js';
+import { startBenchControl } from './control-fixture.js';
 import { runConcurrently, summarise, writeResult } from './stats.js';
 
 /**
@@ -33,31 +23,15 @@ const TURNS_PER_CALLER = Number(process.env.BENCH_SESSION_TURNS ?? 40);
 const WARMUP_TURNS = 4;
 
 async function main(): Promise<void> {
-  const workDir = mkdtempSync(join(tmpdir(), 'platform-bench-sessions-'));
-  chmodSync(workDir, 0o755);
-  const postgres = await startPostgres({ dataDir: join(workDir, 'pg'), port: await freePort(), database: 'bench' });
-  const redisService = await startRedis({ dataDir: join(workDir, 'redis'), port: await freePort(), persistent: false });
+  const control = await startBenchControl();
+  const { config, db, workDir } = control;
   const provider = await FakeProvider.start();
   provider.recording = false;
   provider.defaultReply = { text: 'noted' };
-  const config = loadConfig({
-    DATABASE_URL: postgres.url,
-    REDIS_URL: redisService.url,
-    MASTER_KEY: randomBytes(32).toString('base64'),
-    LOG_LEVEL: 'silent',
-    TOKEN_RATE_LIMIT_PER_MINUTE: '1000000',
-  });
-  const db = connectDatabase(config.databaseUrl);
-  await migrate(db);
-  const redis = connectRedis(config.redisUrl);
-  const { app, agentServices } = buildControl({ config, db, redis, clock: systemClock, logger: createLogger('silent'), driver: inMemoryDriver() });
-  const api = createServer(app.callback()).listen(0, '127.0.0.1');
-  const services = createServer(agentServices.callback()).listen(0, '127.0.0.1');
-  await Promise.all([api, services].map((server) => new Promise((resolve) => server.once('listening', resolve))));
   const runtimes: TestRuntime[] = [];
 
   try {
-    const call = controlApiClient(`http://127.0.0.1:${(api.address() as AddressInfo).port}/v1`);
+    const call = controlApiClient(control.apiUrl);
     const { token, user } = await call('POST', '/auth/register', undefined, { email: 'bench@example.com', password: 'bench password', name: 'Bench' });
     await db('accounts').where({ id: user.account_id }).update({ exempt: true });
     const agent = await call('POST', '/agents', token, { name: 'remembers' });
@@ -67,7 +41,7 @@ async function main(): Promise<void> {
     const memory = await startRuntime(platformEnv(provider, 'openai', { LOG_LEVEL: 'error' }));
     const remote = await startRuntime(platformEnv(provider, 'openai', {
       LOG_LEVEL: 'error',
-      AGENT_SERVICES_URL: `http://127.0.0.1:${(services.address() as AddressInfo).port}`,
+      AGENT_SERVICES_URL: control.agentServicesUrl,
       AGENT_SERVICES_TOKEN_FILE: tokenFile,
     }));
     runtimes.push(memory, remote);
@@ -117,14 +91,8 @@ async function main(): Promise<void> {
     console.log(`written to ${writeResult('sessions', result)}`);
   } finally {
     for (const runtime of runtimes) await runtime.close();
-    api.close();
-    services.close();
     await provider.close();
-    await db.destroy();
-    redis.disconnect();
-    await redisService.stop();
-    await postgres.stop();
-    rmSync(workDir, { recursive: true, force: true });
+    await control.close();
   }
 }
 

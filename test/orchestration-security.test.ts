@@ -184,8 +184,12 @@ describe('orchestration: container security (podman)', function () {
     for (const value of [process.env.TEST_TEMPLATE_DATABASE_URL!, process.env.TEST_REDIS_URL!]) {
       assert.ok(!text.includes(value), 'a platform service address leaked into the container');
     }
+    // The agent services' (issue 37): the one platform endpoint a replica reaches, with a token file of its own.
+    assert.match(env.get('AGENT_SERVICES_URL') ?? '', /^http:\/\/host\.containers\.internal:\d+$/);
+    assert.equal(env.get('AGENT_SERVICES_TOKEN_FILE'), '/run/agent-services/token');
+    assert.equal(env.get('SESSION_MAX_BYTES'), '1048576');
     // Besides docs/contract.md's variables and deploy.env, only what podman and the CGI server themselves set.
-    const platform = new Set([...Object.keys(expected), 'SYSTEM_PROMPT']);
+    const platform = new Set([...Object.keys(expected), 'SYSTEM_PROMPT', 'AGENT_SERVICES_URL', 'AGENT_SERVICES_TOKEN_FILE', 'SESSION_MAX_BYTES']);
     const fromRuntime = /^(PATH|HOME|HOSTNAME|TERM|container|PWD|SHLVL|GATEWAY_INTERFACE|SERVER_[A-Z_]+|REQUEST_[A-Z_]+|REMOTE_[A-Z_]+|HTTP_[A-Z_]+|SCRIPT_[A-Z_]+|PATH_INFO|QUERY_STRING|CONTENT_[A-Z_]+|_)$/;
     const unexpected = [...env.keys()].filter((key) => !platform.has(key) && !fromRuntime.test(key));
     assert.deepEqual(unexpected, [], `variables beyond docs/contract.md's table: ${unexpected.join(', ')}`);
