@@ -419,22 +419,67 @@ describe('agent services: sessions', () => {
       assert.deepEqual(JSON.parse(box.open(row.messages_sealed)), [{ role: 'user', content: marker }]);
     });
 
-    it('master-key rotation re-seals every session, batch by batch across agents, and the sessions read the same', async () => {
-      const tokens = [(await agentWithToken()).token, (await agentWithToken()).token];
-      for (const token of tokens) for (const id of ['a', 'b:1', 'c.2']) expectStatus(await append(token, id, 0, [{ id, token: token.slice(-6) }]), 200);
+    it('keeps each append as a sealed row of its own, leaving the base as it was, and folds 16 of them into the base on a read', async () => {
+      const { agent, token } = await agentWithToken();
+      const box = new SecretBox(control.config.masterKeys);
+      const base = () => control.db('agent_sessions').where({ agent_id: agent.id, session_id: 'conv-1' }).first();
+      const appends = () => control.db('agent_session_appends').where({ agent_id: agent.id, session_id: 'conv-1' }).orderBy('version');
+      expectStatus(await append(token, 'conv-1', 0, [turn(0)]), 200);
+      const created = (await base()).messages_sealed;
+      for (let n = 1; n <= 15; n += 1) {
+        control.clock.advance(200); // under SESSION_WRITES_PER_SECOND
+        expectStatus(await append(token, 'conv-1', n, [turn(n)]), 200);
+      }
+      // An append wrote only its own turn: the base is untouched, and each row opens to one turn.
+      assert.equal((await base()).messages_sealed, created);
+      const rows = await appends();
+      assert.deepEqual(rows.map((row) => row.version), Array.from({ length: 15 }, (_, i) => i + 2));
+      assert.deepEqual(rows.map((row) => JSON.parse(box.open(row.messages_sealed))), Array.from({ length: 15 }, (_, i) => [turn(i + 1)]));
+      const all = Array.from({ length: 16 }, (_, n) => turn(n));
+      assert.deepEqual((await read(token, 'conv-1')).body.messages, all, 'a read joins the base and the appends in order');
+      assert.equal((await appends()).length, 15, 'fewer than 16 appends are left as they are');
+
+      expectStatus(await append(token, 'conv-1', 16, [turn(16)]), 200);
+      const folding = await read(token, 'conv-1');
+      assert.deepEqual(folding.body.messages, [...all, turn(16)]);
+      assert.deepEqual(await appends(), [], 'the read folded 16 appends into the base');
+      assert.deepEqual(JSON.parse(box.open((await base()).messages_sealed)), [...all, turn(16)]);
+      expectStatus(await append(token, 'conv-1', 17, [turn(17)]), 200);
+      const after = await read(token, 'conv-1');
+      assert.deepEqual(after.body.messages, [...all, turn(16), turn(17)]);
+      assert.equal(after.body.version, 18);
+      assert.equal(after.body.size_bytes, Buffer.byteLength(JSON.stringify([...all, turn(16), turn(17)])));
+    });
+
+    it('master-key rotation re-seals every session and every append, batch by batch across agents, each to what it was', async () => {
+      const agents = [await agentWithToken(), await agentWithToken()];
+      const tokens = agents.map((agent) => agent.token);
+      const agentIds = agents.map(({ agent }) => agent.id);
+      for (const token of tokens) {
+        for (const id of ['a', 'b:1', 'c.2']) {
+          expectStatus(await append(token, id, 0, [{ id, token: token.slice(-6) }]), 200);
+          expectStatus(await append(token, id, 1, [{ id, appended: true }]), 200);
+        }
+      }
       const oldKey = Buffer.from(createHash('sha256').update(control.database).digest()); // the harness's MASTER_KEY
       const newKey = randomBytes(32);
-      const before = await control.db('agent_sessions').select('agent_id', 'session_id', 'messages_sealed');
+      const sealedRows = async () => [
+        ...(await control.db('agent_sessions').whereIn('agent_id', agentIds).select('agent_id', 'session_id', 'messages_sealed')).map((row) => ({ ...row, version: 0 })),
+        ...(await control.db('agent_session_appends').whereIn('agent_id', agentIds).select('agent_id', 'session_id', 'version', 'messages_sealed')),
+      ];
+      const before = await sealedRows();
+      assert.deepEqual(before.map((row) => row.version).sort(), [0, 0, 0, 0, 0, 0, 2, 2, 2, 2, 2, 2], 'six sessions, each with an append');
       const result = await new KeyRotation(control.db, new SecretBox([newKey, oldKey])).rotate({ batchSize: 2 });
       assert.equal(result.left, 0);
-      const after = await control.db('agent_sessions').select('agent_id', 'session_id', 'messages_sealed');
+      const after = await sealedRows();
       assert.equal(after.length, before.length);
       const onlyNew = new SecretBox([newKey]);
       const old = new SecretBox([oldKey]);
       for (const row of after) {
-        assert.ok(row.messages_sealed.startsWith(`v2.${masterKeyId(newKey)}.`), `${row.agent_id}/${row.session_id} re-sealed`);
-        const was = before.find((earlier) => earlier.agent_id === row.agent_id && earlier.session_id === row.session_id)!;
-        assert.equal(onlyNew.open(row.messages_sealed), old.open(was.messages_sealed));
+        const what = `${row.agent_id}/${row.session_id}@${row.version}`;
+        assert.ok(row.messages_sealed.startsWith(`v2.${masterKeyId(newKey)}.`), `${what} re-sealed`);
+        const was = before.find((earlier) => earlier.agent_id === row.agent_id && earlier.session_id === row.session_id && earlier.version === row.version)!;
+        assert.equal(onlyNew.open(row.messages_sealed), old.open(was.messages_sealed), what);
       }
     });
   });

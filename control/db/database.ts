@@ -10,6 +10,7 @@ import * as webhooks from './migrations/007-webhooks.js';
 import * as customDomains from './migrations/008-custom-domains.js';
 import * as canaryDeployments from './migrations/009-canary-deployments.js';
 import * as agentSessions from './migrations/010-agent-sessions.js';
+import * as sessionAppends from './migrations/011-session-appends.js';
 import { markOutages } from './outage.js';
 
 export type Database = Knex;
@@ -29,6 +30,7 @@ const migrations: Record<string, Knex.Migration> = {
   '008-custom-domains': customDomains,
   '009-canary-deployments': canaryDeployments,
   '010-agent-sessions': agentSessions,
+  '011-session-appends': sessionAppends,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

@@ -28,7 +28,9 @@ export interface AgentSessionRow {
   session_id: string;
   /** 1 after the write that created it, one more with every write. */
   version: number;
+  /** The messages as of `base_version`: those of agent_session_appends after it follow them. */
   messages_sealed: string;
+  base_version: number;
   /** UTF-8 bytes of the messages' JSON, before sealing: what SESSION_MAX_BYTES bounds. */
   size_bytes: number;
   message_count: number;
@@ -38,7 +40,12 @@ export interface AgentSessionRow {
 }
 
 /** Everything but the messages: what the owner's listing shows, and what a write answers with. */
-export type SessionSummary = Omit<AgentSessionRow, 'messages_sealed'>;
+export type SessionSummary = Omit<AgentSessionRow, 'messages_sealed' | 'base_version'>;
+
+/** A live session as read: its base and, in order, the sealed messages of each append after it. */
+export interface StoredSession extends AgentSessionRow {
+  appended_sealed: string[];
+}
 
 /** A session past its expiry is gone to every reader, whether or not the sweep has deleted its row yet. */
 export const isLive = (session: Pick<AgentSessionRow, 'expires_at'>, now: Date): boolean => session.expires_at.getTime() > now.getTime();

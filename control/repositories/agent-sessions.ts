@@ -1,14 +1,31 @@
 import type { Knex } from 'knex';
-import type { AgentSessionRow, SessionSummary } from '../domain/agent-session.js';
+import type { AgentSessionRow, SessionSummary, StoredSession } from '../domain/agent-session.js';
 import { pageOf, type Page } from './page.js';
 
 /** First key of the advisory lock that makes one agent's session creations take turns (loop-locks.ts has "agn"). */
 const CREATION_LOCK_NAMESPACE = 0x61_67_73; // "ags"
 
+/** The session `s` named by :agent and :session, live at :now, joined to its agent (`UPDATE agent_sessions s … FROM agents`). */
+const LIVE_AT_SQL = 'agents.id = s.agent_id AND s.agent_id = :agent AND s.session_id = :session AND s.expires_at > :now';
+
+/** :now plus the agent's TTL: sessionTtlSeconds (domain/deploy.ts) in SQL, the deploy field or :ttl, the default. */
+const EXPIRY_SQL = `CAST(:now AS timestamptz) + make_interval(secs => COALESCE((agents.deploy->>'session_ttl_seconds')::int, :ttl))`;
+
+/** A session's base: its messages as a whole, as a create or a replace writes them. */
+export type SessionBase = Pick<AgentSessionRow, 'messages_sealed' | 'size_bytes' | 'message_count'>;
+
+/** One append: its messages' JSON array sealed (null when it has none), that array's bytes and its messages. */
+export interface SessionAppend {
+  sealed: string | null;
+  bytes: number;
+  messageCount: number;
+}
+
 const SUMMARY_COLUMNS = ['agent_id', 'session_id', 'version', 'size_bytes', 'message_count', 'created_at', 'last_used_at', 'expires_at'] as const;
+const SUMMARY_SQL = SUMMARY_COLUMNS.map((column) => `s.${column}`).join(', ');
 
 /**
- * Agents' conversation sessions (migration 010). Every method names the agent: a session id
+ * Agents' conversation sessions (migrations 010 and 011): a base and the appends after it. Every method names the agent: a session id
  * means nothing without it. Expiry is the caller's to judge (isLive), by its clock.
  */
 export class AgentSessionRepository {
@@ -28,22 +45,121 @@ export class AgentSessionRepository {
     await this.db.raw('SELECT pg_advisory_xact_lock(?, hashtext(?))', [CREATION_LOCK_NAMESPACE, agentId]);
   }
 
-  /** A live session's row with its last use and expiry moved; undefined when there is none live at `now`. */
-  async touch(agentId: string, sessionId: string, now: Date, expiresAt: Date): Promise<AgentSessionRow | undefined> {
-    const [row] = await this.db<AgentSessionRow>('agent_sessions')
-      .where({ agent_id: agentId, session_id: sessionId })
-      .andWhere('expires_at', '>', now)
-      .update({ last_used_at: now, expires_at: expiresAt }, '*');
-    return row as AgentSessionRow | undefined;
+  /**
+   * Reads a session live at `now` and records the read as a use, in one statement: its last
+   * use moves to `now` and its expiry to its agent's TTL later. With the session come the
+   * sealed messages of its appends after the base, in order. Undefined when none is live.
+   *
+   * The statement commits without waiting for the write-ahead log to reach disk
+   * (synchronous_commit off, for this transaction only): a crash of Postgres can lose a
+   * read's last use, never a message, and the read does not wait on a disk flush.
+   */
+  async touchAndRead(agentId: string, sessionId: string, now: Date, defaultTtlSeconds: number): Promise<StoredSession | undefined> {
+    const { rows } = await this.db.raw<{ rows: StoredSession[] }>(
+      `UPDATE agent_sessions s SET last_used_at = :now, expires_at = ${EXPIRY_SQL}
+       FROM agents, (SELECT set_config('synchronous_commit', 'off', true)) AS lazy_commit
+       WHERE ${LIVE_AT_SQL}
+       RETURNING s.*, ARRAY(
+         SELECT a.messages_sealed FROM agent_session_appends a
+         WHERE a.agent_id = s.agent_id AND a.session_id = s.session_id AND a.version > s.base_version ORDER BY a.version
+       ) AS appended_sealed`,
+      { agent: agentId, session: sessionId, now, ttl: defaultTtlSeconds },
+    );
+    return rows[0];
+  }
+
+  /** The session's row, unlocked, expired or not: what a write that did not apply looks at to say why. */
+  async find(agentId: string, sessionId: string): Promise<AgentSessionRow | undefined> {
+    return this.db<AgentSessionRow>('agent_sessions').where({ agent_id: agentId, session_id: sessionId }).first();
+  }
+
+  /**
+   * Appends one write's messages if the session is still live at `version` and stays within
+   * `maxBytes`: a compare-and-set in one statement, with no read before it and no lock held
+   * after it, which seals and logs only the appended messages. The session's summary, or
+   * undefined when it did not apply (another write came first, the session is gone or
+   * expired, or it would grow too large): then find() tells which.
+   */
+  async appendAtVersion(agentId: string, sessionId: string, version: number, append: SessionAppend, now: Date, defaultTtlSeconds: number, maxBytes: number): Promise<SessionSummary | undefined> {
+    // The stored array and the appended one join as text: '[a]' and '[b]' make '[a,b]', one byte fewer than both; '[]' and '[b]' make '[b]'.
+    const grownBy = `(CASE WHEN s.size_bytes <= 2 THEN CAST(:intoEmpty AS integer) ELSE CAST(:intoOthers AS integer) END)`;
+    const { rows } = await this.db.raw<{ rows: SessionSummary[] }>(
+      `WITH head AS (
+         UPDATE agent_sessions s
+         SET version = s.version + 1, size_bytes = s.size_bytes + ${grownBy}, message_count = s.message_count + :count,
+             last_used_at = :now, expires_at = ${EXPIRY_SQL}
+         FROM agents
+         WHERE ${LIVE_AT_SQL} AND s.version = :version AND s.size_bytes + ${grownBy} <= :maxBytes
+         RETURNING ${SUMMARY_SQL}
+       ), appended AS (
+         INSERT INTO agent_session_appends (agent_id, session_id, version, messages_sealed)
+         SELECT agent_id, session_id, version, CAST(:sealed AS text) FROM head WHERE CAST(:sealed AS text) IS NOT NULL
+       )
+       SELECT * FROM head`,
+      {
+        agent: agentId,
+        session: sessionId,
+        version,
+        now,
+        ttl: defaultTtlSeconds,
+        maxBytes,
+        count: append.messageCount,
+        sealed: append.sealed,
+        intoEmpty: append.sealed === null ? 0 : append.bytes - 2,
+        intoOthers: append.sealed === null ? 0 : append.bytes - 1,
+      },
+    );
+    return rows[0];
+  }
+
+  /**
+   * Puts `base` in place of all the session's messages if it is still live at `version`,
+   * in one statement, its appends folded away. The summary, or undefined when it did not apply.
+   */
+  async replaceAtVersion(agentId: string, sessionId: string, version: number, base: SessionBase, now: Date, defaultTtlSeconds: number): Promise<SessionSummary | undefined> {
+    const { rows } = await this.db.raw<{ rows: SessionSummary[] }>(
+      `WITH head AS (
+         UPDATE agent_sessions s
+         SET version = s.version + 1, base_version = s.version + 1, messages_sealed = :sealed, size_bytes = :bytes, message_count = :count,
+             last_used_at = :now, expires_at = ${EXPIRY_SQL}
+         FROM agents
+         WHERE ${LIVE_AT_SQL} AND s.version = :version
+         RETURNING ${SUMMARY_SQL}
+       ), folded AS (
+         DELETE FROM agent_session_appends a USING head WHERE a.agent_id = head.agent_id AND a.session_id = head.session_id
+       )
+       SELECT * FROM head`,
+      { agent: agentId, session: sessionId, version, now, ttl: defaultTtlSeconds, sealed: base.messages_sealed, bytes: base.size_bytes, count: base.message_count },
+    );
+    return rows[0];
+  }
+
+  /**
+   * Makes `sealed`, the session's messages as of `version`, its base, and deletes the appends
+   * it holds, unless the session was replaced or started anew since it was read (a new
+   * `created_at`). Appends after `version` stay. Whether it applied.
+   */
+  async compact(session: Pick<AgentSessionRow, 'agent_id' | 'session_id' | 'created_at'>, version: number, sealed: string): Promise<boolean> {
+    const { rowCount } = await this.db.raw<{ rowCount: number }>(
+      `WITH head AS (
+         UPDATE agent_sessions SET messages_sealed = :sealed, base_version = :version
+         WHERE agent_id = :agent AND session_id = :session AND created_at = :createdAt AND base_version < :version AND version >= :version
+         RETURNING agent_id, session_id
+       )
+       DELETE FROM agent_session_appends a USING head WHERE a.agent_id = head.agent_id AND a.session_id = head.session_id AND a.version <= :version`,
+      { agent: session.agent_id, session: session.session_id, createdAt: session.created_at, version, sealed },
+    );
+    return rowCount > 0;
   }
 
   async insert(row: AgentSessionRow): Promise<void> {
     await this.db('agent_sessions').insert(row);
   }
 
-  /** Rewrites a locked session's messages and bookkeeping (created_at too: an expired row is reused as a new session). */
-  async update(row: AgentSessionRow): Promise<void> {
+  /** Rewrites a locked session whole, bookkeeping and created_at too (an expired row is reused as a new session), its appends gone. */
+  async rewrite(row: AgentSessionRow): Promise<void> {
     const { agent_id, session_id, ...changes } = row;
+    await this.db('agent_session_appends').where({ agent_id, session_id }).delete();
     await this.db('agent_sessions').where({ agent_id, session_id }).update(changes);
   }
 

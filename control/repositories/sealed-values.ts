@@ -6,13 +6,14 @@ import type { StoredRegistryAuth } from '../domain/registry-auth.js';
  * Tables that keep one sealed value per row in one column, read and written here in the
  * row shape of `agents` (the value as `api_key_sealed`, with no env): a webhook's signing
  * secret, a custom domain's certificate key (null until issued), the ACME account's key
- * (keyed by its directory URL), an agent's session messages (keyed by agent and session).
+ * (keyed by its directory URL), an agent's session messages (keyed by agent and session), and the turns appended to them since (keyed by agent, session and version in one column).
  */
 const ONE_VALUE_TABLES = {
   webhooks: { key: ['id'], column: 'secret_sealed' },
   agent_domains: { key: ['id'], column: 'private_key_sealed' },
   acme_accounts: { key: ['directory_url'], column: 'key_sealed' },
   agent_sessions: { key: ['agent_id', 'session_id'], column: 'messages_sealed' },
+  agent_session_appends: { key: ['id'], column: 'messages_sealed' },
 } as const;
 type OneValueTable = keyof typeof ONE_VALUE_TABLES;
 
@@ -23,7 +24,7 @@ type OneValueTable = keyof typeof ONE_VALUE_TABLES;
  * `deployments` holds each rollout's own copy, which a rollback
  * restores. The others keep one value a row (ONE_VALUE_TABLES).
  */
-export const SEALED_TABLES = ['agents', 'deployments', 'webhooks', 'agent_domains', 'acme_accounts', 'agent_sessions'] as const;
+export const SEALED_TABLES = ['agents', 'deployments', 'webhooks', 'agent_domains', 'acme_accounts', 'agent_sessions', 'agent_session_appends'] as const;
 export type SealedTable = (typeof SEALED_TABLES)[number];
 
 const isOneValueTable = (table: SealedTable): table is OneValueTable => table in ONE_VALUE_TABLES;

@@ -11,10 +11,13 @@ import {
   versionConflict,
   type AgentSessionRow,
   type SessionLimits,
+  type SessionSummary,
+  type StoredSession,
 } from '../domain/agent-session.js';
-import { sessionTtlSeconds } from '../domain/deploy.js';
+import { SESSION_TTL_SECONDS, sessionTtlSeconds } from '../domain/deploy.js';
 import { PlatformError } from '../domain/errors.js';
 import type { AgentRow } from '../domain/agent.js';
+import type { AgentSessionRepository } from '../repositories/agent-sessions.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { SessionWritten } from '../schemas/agent-sessions.js';
 import type { FixedWindowLimiter } from './rate-limiter.js';
@@ -32,92 +35,154 @@ export interface SessionContents extends SessionWritten {
   messagesJson: string;
 }
 
-/** What a write makes of a session's messages: from the JSON array it holds ('[]' when new) and its message count. */
-interface MessageChange {
-  json(current: string): string;
-  count(current: number): number;
+/** Messages as one JSON array, and how many. */
+interface Messages {
+  json: string;
+  count: number;
 }
 
 const SECOND_MS = 1000;
+
+/** Appends a read opens beyond the base before it folds them in: each is a decryption on every read. */
+const COMPACT_AFTER_APPENDS = 16;
+
+/** Compare-and-sets of one write: each one lost to a race with the expiry is tried again, from a fresh look. */
+const WRITE_ATTEMPTS = 3;
 
 /**
  * The sessions an agent keeps through the agent services endpoint (issue 37), called with
  * the agent its replica's token names: every method is scoped to that agent, so one agent
  * never reaches another's session, whatever id it sends.
  *
- * Every write runs in one transaction holding the session's row lock, so concurrent writes
- * of one session take turns and each sees the version the previous one left: versions
- * never skip or repeat, and of two writers expecting the same version exactly one wins.
- * Messages are opaque and sealed; nothing here logs them.
+ * A write to a live session is one compare-and-set statement at the version the writer
+ * expects (AgentSessionRepository.appendAtVersion, replaceAtVersion): of two writers
+ * expecting the same version exactly one wins, and versions never skip or repeat. Only a
+ * write that did not apply reads the session, to say why. An append stores only its own
+ * messages; reads join them to the base and fold them in now and then. A write that
+ * creates a session, or a new one where one expired, takes a transaction that counts and
+ * evicts. Messages are opaque and sealed; nothing here logs them.
  */
 export class AgentSessionService {
   constructor(private readonly deps: AgentSessionDependencies) {}
 
-  /** The live session, its last use and expiry moved to now. */
+  /** The live session; a read is a use, so its expiry moves too. */
   async get(agentId: string, sessionId: string): Promise<SessionContents> {
-    const repos = repositoriesOn(this.deps.db);
-    const now = this.deps.clock.now();
-    const agent = await this.agentOf(repos.agents.findAny(agentId));
-    const row = await repos.agentSessions.touch(agentId, sessionId, now, expiryAfter(now, sessionTtlSeconds(agent.deploy)));
-    if (!row) throw sessionNotFound();
-    return { ...writtenView(row), messagesJson: this.deps.box.open(row.messages_sealed) };
+    const repos = this.repositories();
+    const session = await repos.agentSessions.touchAndRead(agentId, sessionId, this.deps.clock.now(), SESSION_TTL_SECONDS.default);
+    if (!session) {
+      await this.agentOf(repos.agents.findAny(agentId));
+      throw sessionNotFound();
+    }
+    const messagesJson = this.openMessages(session);
+    if (session.appended_sealed.length >= COMPACT_AFTER_APPENDS) await repos.agentSessions.compact(session, session.version, this.deps.box.seal(messagesJson));
+    return { ...writtenView(session), messagesJson };
   }
 
   /** Adds `messages` after the session's own; expected version 0 creates it. */
-  append(agentId: string, sessionId: string, expectedVersion: number, messages: unknown[]): Promise<SessionWritten> {
-    const added = JSON.stringify(messages);
-    return this.write(agentId, sessionId, expectedVersion, { json: (current) => appendedJson(current, added), count: (current) => current + messages.length });
+  async append(agentId: string, sessionId: string, expectedVersion: number, messages: unknown[]): Promise<SessionWritten> {
+    await this.assertUnderWriteRate(agentId);
+    const added: Messages = { json: JSON.stringify(messages), count: messages.length };
+    const bytes = jsonBytes(added.json);
+    const append = { sealed: messages.length > 0 ? this.deps.box.seal(added.json) : null, bytes, messageCount: messages.length };
+    const { maxBytes } = this.deps.limits;
+    return this.writeAtVersion(agentId, sessionId, expectedVersion, added, {
+      apply: (sessions, now) => sessions.appendAtVersion(agentId, sessionId, expectedVersion, append, now, SESSION_TTL_SECONDS.default, maxBytes),
+      // Live at the expected version, yet not applied: the messages did not fit.
+      refusal: (live) => sessionTooLarge(live.size_bytes + (messages.length === 0 ? 0 : live.size_bytes <= 2 ? bytes - 2 : bytes - 1), maxBytes),
+    });
   }
 
   /** Puts `messages` in place of all the session's (the runtime drops its oldest turns this way); expected version 0 creates it. */
-  replace(agentId: string, sessionId: string, expectedVersion: number, messages: unknown[]): Promise<SessionWritten> {
-    const json = JSON.stringify(messages);
-    return this.write(agentId, sessionId, expectedVersion, { json: () => json, count: () => messages.length });
+  async replace(agentId: string, sessionId: string, expectedVersion: number, messages: unknown[]): Promise<SessionWritten> {
+    await this.assertUnderWriteRate(agentId);
+    const whole: Messages = { json: JSON.stringify(messages), count: messages.length };
+    const base = this.sealedBase(whole);
+    return this.writeAtVersion(agentId, sessionId, expectedVersion, whole, {
+      apply: (sessions, now) => sessions.replaceAtVersion(agentId, sessionId, expectedVersion, base, now, SESSION_TTL_SECONDS.default),
+    });
   }
 
   async delete(agentId: string, sessionId: string): Promise<void> {
     await this.assertUnderWriteRate(agentId);
-    const repos = repositoriesOn(this.deps.db);
+    const repos = this.repositories();
     await this.agentOf(repos.agents.findAny(agentId));
     const expiresAt = await repos.agentSessions.delete(agentId, sessionId);
     // An expired row was gone already for every reader: deleting it is the sweep's work done early, still a 404.
     if (!expiresAt || !isLive({ expires_at: expiresAt }, this.deps.clock.now())) throw sessionNotFound();
   }
 
-  private async write(agentId: string, sessionId: string, expectedVersion: number, change: MessageChange): Promise<SessionWritten> {
-    await this.assertUnderWriteRate(agentId);
-    const { box, clock, limits } = this.deps;
+  /**
+   * Expected version 0 creates the session (createOrReuse). Otherwise `write.apply` is the
+   * compare-and-set; when it does not apply, the session is looked at: at another version
+   * or gone, the writer gets a conflict; still at the expected version, `write.refusal`.
+   */
+  private async writeAtVersion(
+    agentId: string,
+    sessionId: string,
+    expectedVersion: number,
+    whenNew: Messages,
+    write: { apply: (sessions: AgentSessionRepository, now: Date) => Promise<SessionSummary | undefined>; refusal?: (live: AgentSessionRow) => PlatformError },
+  ): Promise<SessionWritten> {
+    if (expectedVersion === 0) return this.createOrReuse(agentId, sessionId, whenNew);
+    const { agentSessions } = this.repositories();
+    for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt += 1) {
+      const written = await write.apply(agentSessions, this.deps.clock.now());
+      if (written) return writtenView(written);
+      const stored = await agentSessions.find(agentId, sessionId);
+      const live = stored && isLive(stored, this.deps.clock.now()) ? stored : undefined;
+      // A session gone with its agent: the token speaks for nobody any more.
+      if (!live) await this.agentOf(this.repositories().agents.findAny(agentId));
+      if (live?.version !== expectedVersion) throw versionConflict(expectedVersion, live?.version ?? 0);
+      if (write.refusal) throw write.refusal(live);
+    }
+    // A session expiring between every compare-and-set and the look after it; the writer reads it again, as after any conflict.
+    throw versionConflict(expectedVersion, 0);
+  }
+
+  /**
+   * A write at expected version 0: a new session, or a new one in place of one that expired,
+   * in one transaction under the agent's creation turn, which keeps the count exact.
+   */
+  private createOrReuse(agentId: string, sessionId: string, messages: Messages): Promise<SessionWritten> {
+    const base = this.sealedBase(messages);
     return inTransaction(this.deps.db, async (repos) => {
       // Key-shared, so the agent cannot be deleted under the write and the session's foreign key always holds.
       const agent = await this.agentOf(repos.agents.findAnyKeyShared(agentId));
       const stored = await this.lockSession(repos, agentId, sessionId);
-      const now = clock.now();
-      const live = stored && isLive(stored, now) ? stored : undefined;
-      const currentVersion = live?.version ?? 0;
-      if (expectedVersion !== currentVersion) throw versionConflict(expectedVersion, currentVersion);
-      const json = change.json(live ? box.open(live.messages_sealed) : '[]');
-      const size = jsonBytes(json);
-      if (size > limits.maxBytes) throw sessionTooLarge(size, limits.maxBytes);
+      const now = this.deps.clock.now();
+      if (stored && isLive(stored, now)) throw versionConflict(0, stored.version);
       const row: AgentSessionRow = {
         agent_id: agentId,
         session_id: sessionId,
-        version: currentVersion + 1,
-        messages_sealed: box.seal(json),
-        size_bytes: size,
-        message_count: change.count(live?.message_count ?? 0),
-        // An expired row is a session gone: writing the id again starts a new one in its place.
-        created_at: live?.created_at ?? now,
+        version: 1,
+        base_version: 1,
+        ...base,
+        created_at: now,
         last_used_at: now,
         expires_at: expiryAfter(now, sessionTtlSeconds(agent.deploy)),
       };
       if (stored) {
-        await repos.agentSessions.update(row);
+        // An expired row is a session gone: writing the id again starts a new one in its place.
+        await repos.agentSessions.rewrite(row);
       } else {
         await this.makeRoom(repos, agentId);
         await repos.agentSessions.insert(row);
       }
       return writtenView(row);
     });
+  }
+
+  /** Messages as a session's sealed base, refused past SESSION_MAX_BYTES. */
+  private sealedBase(messages: Messages) {
+    const size = jsonBytes(messages.json);
+    if (size > this.deps.limits.maxBytes) throw sessionTooLarge(size, this.deps.limits.maxBytes);
+    return { messages_sealed: this.deps.box.seal(messages.json), size_bytes: size, message_count: messages.count };
+  }
+
+  /** The base's messages followed by each append's, as one JSON array. */
+  private openMessages(session: StoredSession): string {
+    const { box } = this.deps;
+    return session.appended_sealed.reduce((json, sealed) => appendedJson(json, box.open(sealed)), box.open(session.messages_sealed));
   }
 
   /**
@@ -148,6 +213,10 @@ export class AgentSessionService {
     });
   }
 
+  private repositories(): Repositories {
+    return repositoriesOn(this.deps.db);
+  }
+
   /** A token outlives the agent it was issued for by up to its TTL: then it authenticates nothing. */
   private async agentOf(found: Promise<AgentRow | undefined>): Promise<AgentRow> {
     const agent = await found;
@@ -156,6 +225,6 @@ export class AgentSessionService {
   }
 }
 
-function writtenView(row: AgentSessionRow): SessionWritten {
+function writtenView(row: SessionSummary): SessionWritten {
   return { session_id: row.session_id, version: row.version, size_bytes: row.size_bytes, expires_at: row.expires_at.toISOString() };
 }
