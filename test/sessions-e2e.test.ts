@@ -28,7 +28,8 @@ interface Agent {
  * `session_id` sent back, and whichever replica answers must send the model the whole
  * conversation: the replicas keep it through the agent services (control API, Postgres),
  * each with a token of its own, not in their memory. Replicas are told apart by the
- * address the provider sees each model call come from (one per container).
+ * address the provider sees each model call come from (one per container), and so are
+ * the two versions of a canary.
  */
 describe('conversations that survive replicas, redeploys, restarts and parking (podman, the runtime image, the local edge)', function () {
   this.timeout(600_000);
@@ -160,6 +161,32 @@ describe('conversations that survive replicas, redeploys, restarts and parking (
     inputs.push('after the wake');
     await turn(agent, inputs.at(-1)!, sessionId);
     assert.deepEqual(lastConversation(), inputs);
+  });
+
+  it('during a 50% canary the conversation goes on whichever version answers each turn', async () => {
+    const agent = await servingAgent('canaried', 1);
+    const envOf = (version: string) => [{ key: 'OPENAI_BASE_URL', value: provider.baseUrl('openai', 'host.containers.internal') }, { key: 'VERSION', value: version }];
+    const deployed = await control.request('POST', `/agents/${agent.id}/deploy`, { token: agent.token, body: { env: envOf('two'), strategy: { type: 'canary', percent: 50 } } });
+    expectStatus(deployed, 202);
+    await waitFor("the canary in phase 'canary'", async () => {
+      const [newest] = (await control.request('GET', `/agents/${agent.id}/deployments`, { token: agent.token })).body.deployments;
+      if (newest?.status === 'failed') throw new Error(`the canary failed: ${newest.error}`);
+      return newest?.phase === 'canary' && newest.status === 'in_progress' ? true : undefined;
+    }, 180_000, 250);
+    assert.equal(containersOf(agent.id).length, 2, 'the stable replica and the canary');
+    provider.reset();
+    provider.defaultReply = { text: 'noted' };
+    const inputs: string[] = [];
+    const addresses = new Set<string>();
+    let sessionId: string | undefined;
+    // With half the requests to each version, 20 turns all on one has odds of 2 in a million.
+    for (let i = 1; i <= 20; i += 1) {
+      inputs.push(`canary turn ${i}`);
+      sessionId = await turn(agent, inputs.at(-1)!, sessionId);
+      assert.deepEqual(lastConversation(), inputs, `turn ${i}`);
+      addresses.add(String(provider.requests.at(-1)!.remoteAddress));
+    }
+    assert.equal(addresses.size, 2, `both versions answered: ${[...addresses].join(', ')}`);
   });
 
   it("from inside agent A's container, A's token cannot read or delete agent B's session of the same id", async () => {
