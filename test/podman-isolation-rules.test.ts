@@ -87,10 +87,11 @@ describe('podman isolation: firewall rules, probe and endpoints', () => {
       endpoints,
       otherNetwork: { host: '10.89.9.2', port: 8080 },
       unrelatedHostPort: 40123,
+      agentServices: null,
     });
 
     it('connects to itself first, then to everything that must stay closed', () => {
-      assert.deepEqual(targets[0], { label: 'the probe itself', host: '10.89.4.2', port: 8080, expect: 'open' });
+      assert.deepEqual(targets[0], { label: 'the probe itself', host: '10.89.4.2', port: 8080, expect: 'open', unreachable: 'the probe could not connect to its own listener, so its other results mean nothing' });
       const closed = targets.slice(1).map((t) => `${t.label}@${t.host}:${t.port}`);
       assert.deepEqual(closed, [
         'the metadata service@169.254.169.254:80',
@@ -130,13 +131,29 @@ describe('podman isolation: firewall rules, probe and endpoints', () => {
       assert.match(probeProblems(targets, output(results))[0]!, /could not connect to its own listener/);
     });
 
+    it('connects to the agent services on the gateway, which must open, and says what it means when they do not', () => {
+      const withServices = probeTargets({
+        self: { host: '10.89.4.2', port: 8080 }, gateway: '10.89.4.1', hostAddresses: [], endpoints: [], otherNetwork: null, unrelatedHostPort: null,
+        agentServices: { host: '10.89.4.1', port: 7090 },
+      });
+      assert.deepEqual(withServices.map((t) => `${t.label}@${t.host}:${t.port} ${t.expect}`), [
+        'the probe itself@10.89.4.2:8080 open',
+        'the metadata service@169.254.169.254:80 closed',
+        'the agent services@10.89.4.1:7090 open',
+      ]);
+      assert.deepEqual(probeProblems(withServices, output(['open', 'closed', 'open'])), []);
+      assert.deepEqual(probeProblems(withServices, output(['open', 'closed', 'closed'])), [
+        "the agent services at 10.89.4.1:7090 cannot be reached: replicas could not reach the agent services, so they could not keep conversations; the agent networks' firewall must let AGENT_SERVICES_PORT through",
+      ]);
+    });
+
     it('fails closed on output cut short', () => {
       assert.match(probeProblems(targets, '0 open\n1 closed\n')[0]!, /did not report on every connect/);
       assert.match(probeProblems(targets, '')[0]!, /did not report/);
     });
 
     it('leaves out another network when probing the canary\'s own', () => {
-      const own = probeTargets({ self: { host: '10.1.0.2', port: 8080 }, gateway: null, hostAddresses: [], endpoints: [], otherNetwork: null, unrelatedHostPort: null });
+      const own = probeTargets({ self: { host: '10.1.0.2', port: 8080 }, gateway: null, hostAddresses: [], endpoints: [], otherNetwork: null, unrelatedHostPort: null, agentServices: null });
       assert.deepEqual(own.map((t) => t.label), ['the probe itself', 'the metadata service']);
     });
   });

@@ -20,8 +20,10 @@ export class AgentNetworks {
     /** What agents must not reach besides the metadata service: the platform's own services. */
     protectedEndpoints: ProtectedEndpoint[],
     logger: Logger,
+    /** The agent services' port, which replicas must reach (isolation.ts checks it); null when there are none. */
+    agentServicesPort: number | null = null,
   ) {
-    this.isolation = new NetworkIsolation(cli, settings, [...protectedEndpoints, ...settings.protectedEndpoints], logger);
+    this.isolation = new NetworkIsolation(cli, settings, [...protectedEndpoints, ...settings.protectedEndpoints], logger, agentServicesPort);
   }
 
   /** Fences the networks already there and checks the host; never throws (isolation.ts). */

@@ -56,7 +56,7 @@ export class PodmanDriver implements Orchestrator {
     const tokens = agentServices && { url: agentServices.url, maxSessionBytes: agentServices.maxSessionBytes, tokens: new ReplicaTokenFiles(agentServices, clock, logger) };
     this.containers = new AgentContainers(cli, settings, logger, tokens);
     const fenced = agentServices ? { ...settings, agentHostPorts: [...new Set([...settings.agentHostPorts, agentServices.port])] } : settings;
-    this.networks = new AgentNetworks(cli, fenced, protectedEndpoints, logger);
+    this.networks = new AgentNetworks(cli, fenced, protectedEndpoints, logger, agentServices?.port ?? null);
     this.supervisor = new Supervisor({ jobs: this.jobs, containers: this.containers, networks: this.networks, queue: this.queue, cli, settings, clock });
     this.deaths = new ContainerDeaths(cli, settings.instance, (death) => this.supervisor.containerDied(death), logger);
   }

@@ -5,8 +5,10 @@ export interface ProbeTarget {
   label: string;
   host: string;
   port: number;
-  /** `closed`: the connection must not open (refused, reset or timed out). `open`: the probe's own check that it can tell. */
+  /** `closed`: the connection must not open (refused, reset or timed out). `open`: it must open. */
   expect: 'open' | 'closed';
+  /** For an `open` target: what it means when it does not. */
+  unreachable?: string;
 }
 
 export const METADATA = { host: '169.254.169.254', port: 80 } as const;
@@ -23,14 +25,22 @@ export interface ProbeLayout {
   otherNetwork: { host: string; port: number } | null;
   /** A listener on 0.0.0.0 of the host that is no one's (the probe opens it): the host's input is default-deny. */
   unrelatedHostPort: number | null;
+  /**
+   * The agent services' port on the gateway (issue 37), the one platform port replicas must
+   * reach; null when the platform runs none, or it was not listening when the probe began.
+   */
+  agentServices: { host: string; port: number } | null;
 }
 
 /** Every connect of one probe: the metadata service, each platform port and an unrelated port at each host address, another network. */
 export function probeTargets(layout: ProbeLayout): ProbeTarget[] {
   const targets: ProbeTarget[] = [
-    { label: 'the probe itself', ...layout.self, expect: 'open' },
+    { label: 'the probe itself', ...layout.self, expect: 'open', unreachable: 'the probe could not connect to its own listener, so its other results mean nothing' },
     { label: 'the metadata service', ...METADATA, expect: 'closed' },
   ];
+  if (layout.agentServices) {
+    targets.push({ label: 'the agent services', ...layout.agentServices, expect: 'open', unreachable: "replicas could not reach the agent services, so they could not keep conversations; the agent networks' firewall must let AGENT_SERVICES_PORT through" });
+  }
   const hostNames = [...new Set([layout.gateway, 'host.containers.internal', ...layout.hostAddresses].filter((h): h is string => Boolean(h)))];
   for (const endpoint of layout.endpoints) {
     if (endpoint.onHost) for (const host of hostNames) targets.push({ label: endpoint.name, host, port: endpoint.port, expect: 'closed' });
@@ -98,11 +108,7 @@ export function probeProblems(targets: ProbeTarget[], output: string): string[] 
   targets.forEach((target, index) => {
     const result = seen.get(index);
     if (result === target.expect) return;
-    problems.push(
-      target.expect === 'open'
-        ? `the probe could not connect to its own listener (${target.host}:${target.port}), so its other results mean nothing`
-        : `${target.label} at ${target.host}:${target.port} is reachable`,
-    );
+    problems.push(target.expect === 'open' ? `${target.label} at ${target.host}:${target.port} cannot be reached: ${target.unreachable}` : `${target.label} at ${target.host}:${target.port} is reachable`);
   });
   return problems;
 }

@@ -63,6 +63,8 @@ export class NetworkIsolation {
     private readonly settings: PodmanSettings,
     private readonly protectedEndpoints: ProtectedEndpoint[],
     private readonly logger: Logger,
+    /** AGENT_SERVICES_PORT, which each probe must reach on its network's gateway; null when the platform runs none. */
+    private readonly agentServicesPort: number | null = null,
   ) {
     this.ip = ipRunner(settings.environment);
   }
@@ -211,13 +213,15 @@ export class NetworkIsolation {
       await this.cli.run(this.listenerArguments(container, info.name, []), 60_000);
       const self = await this.addressOf(container, info.name);
       const podmanSubnets = (await this.networks()).flatMap((n) => (n.subnets ?? []).map((s) => s.subnet));
+      const gateway = info.subnets?.[0]?.gateway ?? null;
       const targets = probeTargets({
         self: { host: self, port: LISTENER_PORT },
-        gateway: info.subnets?.[0]?.gateway ?? null,
+        gateway,
         hostAddresses: [...localAddresses()].filter((a) => !a.startsWith('127.') && !podmanSubnets.some((s) => inSubnet(a, s))),
         endpoints: this.endpoints,
         otherNetwork: other && info.name !== this.canaryNetwork ? { host: other.host, port: LISTENER_PORT } : null,
         unrelatedHostPort: (unrelated.address() as AddressInfo).port,
+        agentServices: await this.listeningAgentServices(gateway),
       });
       const timeoutMs = (this.settings.probeConnectTimeoutSeconds + 10) * 1000;
       const { stdout } = await this.cli.run(['exec', container, '/bin/busybox', 'sh', '-c', probeScript(this.settings.probeConnectTimeoutSeconds), 'probe', ...probeArguments(targets)], timeoutMs);
@@ -229,6 +233,19 @@ export class NetworkIsolation {
       unrelated.close();
       await this.cli.run(['rm', '--force', '--time', '0', container]).catch(() => undefined);
     }
+  }
+
+  /**
+   * The agent services' port on `gateway` if the host listens there now. The control API
+   * starts that listener after the driver's first check of the host, so that check may
+   * find nothing to reach, and says so; each agent network's own check, before its first
+   * replica runs, finds it listening and proves replicas there reach it.
+   */
+  private async listeningAgentServices(gateway: string | null): Promise<{ host: string; port: number } | null> {
+    if (this.agentServicesPort === null || gateway === null) return null;
+    if (await opens(gateway, this.agentServicesPort)) return { host: gateway, port: this.agentServicesPort };
+    this.logger.info({ port: this.agentServicesPort, gateway }, 'agent services not listening yet: this isolation check does not prove replicas reach them');
+    return null;
   }
 
   /** A container that only listens on LISTENER_PORT, from a busybox-only root: no image needed. */
