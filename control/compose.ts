@@ -6,6 +6,8 @@ import { systemClock, type Clock } from '../contract/clock.js';
 import type { Config } from './config/config.js';
 import { SecretBox } from './crypto/secret-box.js';
 import { AgentTokens } from './crypto/agent-token.js';
+import { nomadIdentityKeys } from './orchestrator/nomad/identity-keys.js';
+import { ReplicaCredentials } from './services/replica-credentials.js';
 import { createAgentServicesApp } from './http/agent-services/app.js';
 import { agentSessionRoutes } from './http/routes/agent-sessions.js';
 import { AgentSessionService } from './services/agent-session-service.js';
@@ -201,6 +203,10 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     loginRateLimitPerMinute: config.loginRateLimitPerMinute,
     registrationRateLimitPerHour: config.registrationRateLimitPerHour,
   }, streams);
+  const agentTokens = new AgentTokens(config.masterKeys, config.agentServices.tokenTtlSeconds);
+  // On Nomad, replicas present the workload identity Nomad signs for their task, checked against Nomad's keys.
+  const nomadKeys = config.orchestrator === 'nomad' && config.nomad ? nomadIdentityKeys(config.nomad, clock, logger.child({ component: 'agent-services' })) : null;
+  const nomadIdentities = nomadKeys && config.nomad ? { keys: (kid: string) => nomadKeys.keyFor(kid), namespace: config.nomad.namespace } : null;
   return {
     edge,
     runner,
@@ -230,7 +236,9 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     domains,
     domainWorker,
     /** Mints and verifies replicas' agent services tokens; a driver hands each replica one (control/crypto/agent-token.ts). */
-    agentTokens: new AgentTokens(config.masterKeys, config.agentServices.tokenTtlSeconds),
+    agentTokens,
+    /** Who a bearer token at the agent services speaks for: a platform token, or on Nomad a task's workload identity. */
+    replicaCredentials: new ReplicaCredentials(agentTokens, clock, nomadIdentities),
     agentSessions: new AgentSessionService({ db, box, clock, limiter, limits: config.agentServices.sessions }),
     sessionOwners: new SessionOwnerService(db, clock),
   };
@@ -362,7 +370,7 @@ export function buildControl(given: ControlDependencies): Control {
   });
   const agentServices = createAgentServicesApp({
     sessions: services.agentSessions,
-    verifyToken: (token) => services.agentTokens.verify(token, deps.clock.now()),
+    verifyToken: (token) => services.replicaCredentials.verify(token),
     maxSessionBytes: deps.config.agentServices.sessions.maxBytes,
     logger: deps.logger,
     onRequest: metrics.onRequest,

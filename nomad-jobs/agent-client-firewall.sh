@@ -11,6 +11,8 @@
 #   - replies on connections others opened to the agent (the edge calling a replica) pass;
 #   - to the node itself (INPUT): everything is refused, so the node's Nomad (4646),
 #     Consul (8500/8501/8502/8600) and any other host port are out of reach;
+#   - the agent services (AGENT_SERVICES_ADDRESS, the control API's listener replicas keep
+#     their conversations through) pass, at that one address and TCP port only;
 #   - forwarded elsewhere (FORWARD): AGENT_FIREWALL_ALLOW passes first (e.g. an internal
 #     DNS resolver or an egress proxy), then link-local (169.254.0.0/16, the metadata
 #     service), the private ranges (10/8, 172.16/12, 192.168/16, 100.64/10: the
@@ -27,6 +29,8 @@
 #
 # Settings (environment):
 #   AGENT_BRIDGES         bridge interfaces agents are on      (default: "docker0 nomad")
+#   AGENT_SERVICES_ADDRESS  IPv4:port of the agent services, the host and port of the control
+#                         API's NOMAD_AGENT_SERVICES_URL (default: none, nothing let through)
 #   AGENT_FIREWALL_ALLOW  CIDRs agents may reach despite the rules below (default: none)
 #   AGENT_FIREWALL_DENY   more CIDRs to refuse                 (default: none)
 #   AGENT_FORWARD_CHAINS  chains to hook egress into (default: those of DOCKER-USER and
@@ -40,12 +44,17 @@ IPTABLES=${IPTABLES:-iptables}
 read -r -a BRIDGES <<<"${AGENT_BRIDGES:-docker0 nomad}"
 read -r -a ALLOW <<<"${AGENT_FIREWALL_ALLOW:-}"
 read -r -a DENY <<<"${AGENT_FIREWALL_DENY:-}"
+SERVICES=${AGENT_SERVICES_ADDRESS:-}
 BLOCKED_RANGES=(169.254.0.0/16 10.0.0.0/8 172.16.0.0/12 192.168.0.0/16 100.64.0.0/10)
 EGRESS=AGENT-EGRESS
 HOST=AGENT-HOST
 
 if [[ ${#BRIDGES[@]} -eq 0 ]]; then
   echo "agent-client-firewall: AGENT_BRIDGES is empty; name the bridge(s) agent containers use" >&2
+  exit 64
+fi
+if [[ -n $SERVICES ]] && ! [[ $SERVICES =~ ^([0-9]{1,3}(\.[0-9]{1,3}){3}):([1-9][0-9]{0,4})$ && ${BASH_REMATCH[3]} -le 65535 ]]; then
+  echo "agent-client-firewall: AGENT_SERVICES_ADDRESS \"$SERVICES\" is not IPv4:port (the address and port of NOMAD_AGENT_SERVICES_URL)" >&2
   exit 64
 fi
 for cidr in "${ALLOW[@]}" "${DENY[@]}"; do
@@ -73,9 +82,15 @@ if [[ ${#FORWARD_CHAINS[@]} -eq 0 ]]; then
   if [[ ${#FORWARD_CHAINS[@]} -eq 0 ]]; then FORWARD_CHAINS=(FORWARD); fi
 fi
 
+# The agent services: one address, one TCP port, nothing else of that host.
+allow_services() {
+  if [[ -n $SERVICES ]]; then ipt -A "$1" -d "${SERVICES%:*}/32" -p tcp --dport "${SERVICES##*:}" -j RETURN; fi
+}
+
 # Egress from agents to other hosts.
 ensure_chain "$EGRESS"
 ipt -A "$EGRESS" -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN
+allow_services "$EGRESS"
 for cidr in "${ALLOW[@]}"; do ipt -A "$EGRESS" -d "$cidr" -j RETURN; done
 for cidr in "${BLOCKED_RANGES[@]}" "${DENY[@]}"; do
   # REJECT rather than DROP: a refused connection fails at once instead of hanging the agent.
@@ -86,6 +101,7 @@ done
 # Agents to the node itself.
 ensure_chain "$HOST"
 ipt -A "$HOST" -m conntrack --ctstate RELATED,ESTABLISHED -j RETURN
+allow_services "$HOST"
 for cidr in "${ALLOW[@]}"; do ipt -A "$HOST" -d "$cidr" -j RETURN; done
 ipt -A "$HOST" -p tcp -j REJECT --reject-with tcp-reset
 ipt -A "$HOST" -j REJECT --reject-with icmp-admin-prohibited
@@ -95,4 +111,4 @@ for bridge in "${BRIDGES[@]}"; do
   ensure_jump INPUT -i "$bridge" -j "$HOST"
 done
 
-echo "agent-client-firewall: agents on ${BRIDGES[*]} kept from the node, private ranges and 169.254.0.0/16 (egress via ${FORWARD_CHAINS[*]})"
+echo "agent-client-firewall: agents on ${BRIDGES[*]} kept from the node, private ranges and 169.254.0.0/16 (egress via ${FORWARD_CHAINS[*]})${SERVICES:+, except the agent services at $SERVICES}"

@@ -37,6 +37,12 @@ variable "agents_namespace" {
   description = "The Nomad namespace the control API submits agent jobs to (the ACL policy in control-acl-policy.hcl names it)."
 }
 
+variable "agent_services_url" {
+  type        = string
+  default     = ""
+  description = "Where agent nodes reach the agent services (NOMAD_AGENT_SERVICES_URL), e.g. http://10.0.1.5:7090: an address in front of the copies' agent_services port (a load balancer or a virtual IP), the one address and port agent-client-firewall.sh lets agents reach (AGENT_SERVICES_ADDRESS). Empty: agents keep conversations in memory."
+}
+
 variable "agent_domain" {
   type    = string
   default = "agents.example.com"
@@ -70,6 +76,11 @@ job "platform-control" {
       port "http" {}
       # Prometheus metrics (GET /metrics), on the same address as the API.
       port "metrics" {}
+      # The agent services (sessions), the one listener agents may call: a fixed port, so
+      # the agent nodes' firewall can let exactly it through (docs/nomad.md, "Agent services").
+      port "agent_services" {
+        static = 7090
+      }
     }
 
     # Rolling, one copy at a time, health-gated: the other copy serves meanwhile.
@@ -163,6 +174,11 @@ job "platform-control" {
         CONTROL_HOST     = "${NOMAD_IP_http}"
         CONTROL_PORT     = "${NOMAD_PORT_http}"
         CONTROL_METRICS_PORT = "${NOMAD_PORT_metrics}"
+        AGENT_SERVICES_HOST  = "${NOMAD_IP_agent_services}"
+        AGENT_SERVICES_PORT  = "${NOMAD_PORT_agent_services}"
+        # Replicas authenticate with their task's workload identity, checked against
+        # NOMAD_ADDR's /.well-known/jwks.json.
+        NOMAD_AGENT_SERVICES_URL = var.agent_services_url
         # The node's own agents, on loopback: Nomad's and Consul's defaults. The control API
         # checks at start that Consul answers here and logs how to fix it if not.
         NOMAD_ADDR       = "http://127.0.0.1:4646"

@@ -18,12 +18,14 @@ describe('agent services: sessions', () => {
   const MAX_BYTES = 4096;
   const MAX_PER_AGENT = 3;
   const WRITES_PER_SECOND = 10;
+  const READS_PER_SECOND = 30;
 
   before(async () => {
     control = await startControl({
       SESSION_MAX_BYTES: String(MAX_BYTES),
       SESSIONS_MAX_PER_AGENT: String(MAX_PER_AGENT),
       SESSION_WRITES_PER_SECOND: String(WRITES_PER_SECOND),
+      SESSION_READS_PER_SECOND: String(READS_PER_SECOND),
     });
   });
   after(async () => control?.close());
@@ -312,6 +314,25 @@ describe('agent services: sessions', () => {
       const huge = `{${'x'.repeat(MAX_BYTES + 128 * 1024)}`;
       expectError(await call('POST', '/sessions/conv-1/messages', { token, rawBody: huge }), 413, 'SESSION_TOO_LARGE');
       expectError(await call('PUT', '/sessions/conv-1', { token, rawBody: huge }), 413, 'SESSION_TOO_LARGE');
+    });
+
+    it('refuses reads past SESSION_READS_PER_SECOND with 429 SESSION_RATE_LIMITED, per agent, apart from writes, until the next second', async () => {
+      const { token } = await agentWithToken();
+      const other = await agentWithToken();
+      control.clock.set(new Date(Math.ceil(control.clock.now().getTime() / 1000) * 1000 + 100)); // early in a second
+      expectStatus(await append(token, 'conv-1', 0, [turn(0)]), 200);
+      expectStatus(await append(other.token, 'conv-1', 0, [turn(0)]), 200);
+      // A flood of reads at once, as code in a replica could send: exactly the limit is served.
+      const flood = await Promise.all(Array.from({ length: READS_PER_SECOND + 20 }, () => read(token, 'conv-1')));
+      assert.equal(flood.filter((response) => response.status === 200).length, READS_PER_SECOND);
+      const refused = flood.filter((response) => response.status !== 200);
+      for (const response of refused) expectError(response, 429, 'SESSION_RATE_LIMITED');
+      assert.equal(refused[0]!.headers.get('retry-after'), '1');
+      // Writes are counted apart, and another agent reads as usual.
+      expectStatus(await append(token, 'conv-1', 1, [turn(1)]), 200);
+      expectStatus(await read(other.token, 'conv-1'), 200);
+      control.clock.advance(1000);
+      assert.equal((await read(token, 'conv-1')).body.version, 2);
     });
 
     it('refuses writes past SESSION_WRITES_PER_SECOND with 429 SESSION_RATE_LIMITED and Retry-After, per agent, until the next second', async () => {

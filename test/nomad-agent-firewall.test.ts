@@ -9,8 +9,9 @@ import { promisify } from 'node:util';
  * (root and iptables needed, as on a real client):
  *
  *   agent ns 172.30.9.2 ──veth── node ns (the Nomad client: forwards, runs the rules, serves
- *                                 │        its "Nomad API" on :4646)
- *                                 ├─veth── platform ns 10.77.2.2 (Postgres :5432) and
+ *                                 │        its "Nomad API" on :4646 and something on :7090)
+ *                                 ├─veth── platform ns 10.77.2.2 (Postgres :5432, the agent
+ *                                 │        services :7090) and
  *                                 │        169.254.169.254 (the metadata service :80)
  *                                 └─veth── outside ns 198.51.100.2 (the internet, :443)
  *
@@ -27,7 +28,11 @@ const AGENT_BRIDGE = `ag${suffix}`;
 
 const POSTGRES = { host: '10.77.2.2', port: 5432 };
 const METADATA = { host: '169.254.169.254', port: 80 };
+/** The control API's agent services listener (NOMAD_AGENT_SERVICES_URL), on a platform host. */
+const AGENT_SERVICES = { host: '10.77.2.2', port: 7090 };
 const NOMAD_API_ON_NODE = { host: '172.30.9.1', port: 4646 };
+/** The agent services' port, on the node itself: the address differs. */
+const SERVICES_PORT_ON_NODE = { host: '172.30.9.1', port: AGENT_SERVICES.port };
 const INTERNET = { host: '198.51.100.2', port: 443 };
 const AGENT_REPLICA = { host: '172.30.9.2', port: 8080 };
 
@@ -99,8 +104,8 @@ describe('nomad-jobs/agent-client-firewall.sh', function () {
     await inNs(ns.platform, 'ip', ['route', 'add', 'default', 'via', '10.77.2.1']);
     await inNs(ns.outside, 'ip', ['route', 'add', 'default', 'via', '198.51.100.1']);
 
-    servers.push(await serve(ns.platform, [POSTGRES, METADATA]));
-    servers.push(await serve(ns.node, [{ host: '0.0.0.0', port: NOMAD_API_ON_NODE.port }]));
+    servers.push(await serve(ns.platform, [POSTGRES, METADATA, AGENT_SERVICES]));
+    servers.push(await serve(ns.node, [{ host: '0.0.0.0', port: NOMAD_API_ON_NODE.port }, { host: '0.0.0.0', port: SERVICES_PORT_ON_NODE.port }]));
     servers.push(await serve(ns.outside, [INTERNET]));
     servers.push(await serve(ns.agent, [{ host: '0.0.0.0', port: AGENT_REPLICA.port }]));
   });
@@ -113,7 +118,7 @@ describe('nomad-jobs/agent-client-firewall.sh', function () {
   beforeEach(clearFirewall);
 
   it('without the rules, an agent reaches Postgres, the metadata service, the node\'s Nomad API and the internet', async function () {
-    for (const target of [POSTGRES, METADATA, NOMAD_API_ON_NODE, INTERNET]) {
+    for (const target of [POSTGRES, METADATA, AGENT_SERVICES, NOMAD_API_ON_NODE, SERVICES_PORT_ON_NODE, INTERNET]) {
       assert.equal(await probe(ns.agent, target), 'connected', `${target.host}:${target.port} (the test network itself must work)`);
     }
   });
@@ -124,6 +129,30 @@ describe('nomad-jobs/agent-client-firewall.sh', function () {
     assert.equal(await probe(ns.agent, POSTGRES), 'refused');
     assert.equal(await probe(ns.agent, METADATA), 'refused');
     assert.equal(await probe(ns.agent, NOMAD_API_ON_NODE), 'refused');
+  });
+
+  it('lets agents reach the agent services (AGENT_SERVICES_ADDRESS) at that address and port, and nothing else of that host or port', async function () {
+    await applyFirewall({ AGENT_SERVICES_ADDRESS: `${AGENT_SERVICES.host}:${AGENT_SERVICES.port}` });
+    assert.equal(await probe(ns.agent, AGENT_SERVICES), 'connected');
+    assert.equal(await probe(ns.agent, POSTGRES), 'refused', 'another port of the same host');
+    assert.equal(await probe(ns.agent, SERVICES_PORT_ON_NODE), 'refused', 'the same port on the node itself');
+    assert.equal(await probe(ns.agent, NOMAD_API_ON_NODE), 'refused');
+    assert.equal(await probe(ns.agent, METADATA), 'refused');
+    assert.equal(await probe(ns.agent, INTERNET), 'connected');
+    // Without it, the agent services are a private address like any other.
+    await applyFirewall();
+    assert.equal(await probe(ns.agent, AGENT_SERVICES), 'refused');
+  });
+
+  it('refuses an AGENT_SERVICES_ADDRESS that is not IPv4:port, and changes nothing', async function () {
+    for (const bad of ['10.77.2.2', '10.77.2.2:0', '10.77.2.2:65536', 'control.internal:7090', '10.77.2.0/24:7090']) {
+      await assert.rejects(applyFirewall({ AGENT_SERVICES_ADDRESS: bad }), (error: { code: number; stderr: string }) => {
+        assert.equal(error.code, 64, bad);
+        assert.match(error.stderr, /AGENT_SERVICES_ADDRESS .* is not IPv4:port/);
+        return true;
+      });
+    }
+    assert.equal(await probe(ns.agent, POSTGRES), 'connected');
   });
 
   it('still lets the edge (on a private network) call the agent\'s replica', async function () {

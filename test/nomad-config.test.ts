@@ -6,6 +6,9 @@ import { join } from 'node:path';
 import { loadConfig } from '../control/config/config.js';
 import { LOCAL_RUNTIME_IMAGE } from '../control/config/runtime-image.js';
 import { ConfigError } from '../contract/settings-reader.js';
+import { systemClock } from '../contract/clock.js';
+import { createOrchestrator, nomadAgentServices } from '../control/orchestrator/create.js';
+import { pino } from 'pino';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1/db', REDIS_URL: 'redis://127.0.0.1:6379', MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };
 
@@ -104,6 +107,47 @@ describe('nomad driver: settings', () => {
         return true;
       },
     );
+  });
+});
+
+describe('nomad driver: the agent services (NOMAD_AGENT_SERVICES_URL)', () => {
+  const nomadConfig = (env: Record<string, string> = {}) => loadConfig({ ...BASE, ORCHESTRATOR: 'nomad', ...env });
+
+  it('gives replicas the agent services only with a URL and the listener on, with the token TTL and session size', () => {
+    assert.equal(nomadConfig().nomad!.agentServicesUrl, null);
+    assert.equal(nomadAgentServices(nomadConfig()), null, 'no URL: replicas keep conversations in memory');
+    assert.equal(nomadAgentServices(nomadConfig({ NOMAD_AGENT_SERVICES_URL: 'http://10.0.1.5:7090', AGENT_SERVICES_PORT: '0' })), null, 'the listener off');
+    const config = nomadConfig({ NOMAD_AGENT_SERVICES_URL: 'https://agent-services.internal:7090/', AGENT_SERVICES_TOKEN_TTL_SECONDS: '900', SESSION_MAX_BYTES: '65536' });
+    assert.deepEqual(nomadAgentServices(config), { url: 'https://agent-services.internal:7090', tokenTtlSeconds: 900, maxSessionBytes: 65536 });
+  });
+
+  it('refuses a URL the runtime could not append /v1 to, or not http(s)', () => {
+    for (const [value, problem] of [
+      ['ftp://10.0.1.5:7090', 'NOMAD_AGENT_SERVICES_URL: expected a http: or https:// URL, got ftp://'],
+      ['not a url', 'NOMAD_AGENT_SERVICES_URL: not a valid URL'],
+      ['http://10.0.1.5:7090/?x=1', 'NOMAD_AGENT_SERVICES_URL: a URL without credentials, query or fragment (replicas append /v1/… to it)'],
+      ['http://user:secret@10.0.1.5:7090', 'NOMAD_AGENT_SERVICES_URL: a URL without credentials, query or fragment (replicas append /v1/… to it)'],
+    ]) {
+      assert.throws(() => nomadConfig({ NOMAD_AGENT_SERVICES_URL: value! }), (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.deepEqual(error.problems, [problem], value);
+        return true;
+      });
+    }
+  });
+
+  it('says at start, on Nomad, that replicas keep conversations in memory when agent nodes were given no address', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => lines.push(JSON.parse(line)) });
+    // Nothing answers at port 9: the driver only starts its watches, and is closed at once.
+    const unreachable = { NOMAD_ADDR: 'http://127.0.0.1:9', CONSUL_HTTP_ADDR: 'http://127.0.0.1:9' };
+    for (const [env, setting] of [[{}, 'NOMAD_AGENT_SERVICES_URL'], [{ NOMAD_AGENT_SERVICES_URL: 'http://10.0.1.5:7090', AGENT_SERVICES_PORT: '0' }, 'AGENT_SERVICES_PORT'], [{ NOMAD_AGENT_SERVICES_URL: 'http://10.0.1.5:7090' }, null]] as const) {
+      lines.length = 0;
+      const started = createOrchestrator(nomadConfig({ ...unreachable, ...env }), systemClock, logger);
+      await started.orchestrator.close();
+      const said = lines.filter((line) => String(line.msg).includes('keep conversations in memory'));
+      assert.deepEqual(said.map((line) => line.setting), setting ? [setting] : [], JSON.stringify(env));
+    }
   });
 });
 

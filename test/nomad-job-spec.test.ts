@@ -153,4 +153,22 @@ describe('nomad driver: the job of an agent', () => {
     assert.deepEqual(cpuCheck({}), { source: 'nomad-apm', query: 'avg_cpu-allocated', strategy: [{ 'target-value': [{ target: 70 }] }] });
     assert.deepEqual(cpuCheck({ NOMAD_SCALING_TARGET_CPU_PERCENT: '45' }), { source: 'nomad-apm', query: 'avg_cpu-allocated', strategy: [{ 'target-value': [{ target: 45 }] }] });
   });
+
+  it('gives the agent task the agent-services identity and the three variables only when agent nodes can reach the agent services', () => {
+    const without = nomadJobFor(sampleSpec(), settings).TaskGroups[0]!.Tasks[0]!;
+    assert.equal('Identities' in without, false);
+    assert.equal(Object.keys(without.Env).some((name) => name.startsWith('AGENT_SERVICES') || name === 'SESSION_MAX_BYTES'), false);
+    const access = { url: 'http://10.0.1.5:7090', tokenTtlSeconds: 900, maxSessionBytes: 65_536 };
+    const task = nomadJobFor(sampleSpec(), settings, access).TaskGroups[0]!.Tasks[0]!;
+    // A named identity with a TTL (Nomad refuses one on the default identity), written to secrets/nomad_agent-services.jwt, renewed without a restart.
+    assert.deepEqual(task.Identities, [{ Name: 'agent-services', Audience: ['agent-services'], Env: false, File: true, TTL: 900 * SECOND_NS, ChangeMode: '' }]);
+    assert.deepEqual(
+      { url: task.Env.AGENT_SERVICES_URL, file: task.Env.AGENT_SERVICES_TOKEN_FILE, max: task.Env.SESSION_MAX_BYTES },
+      { url: 'http://10.0.1.5:7090', file: '${NOMAD_SECRETS_DIR}/nomad_agent-services.jwt', max: '65536' },
+    );
+    assert.equal(task.Env.AGENT_ID, sampleSpec().env.AGENT_ID, "the agent's own env is kept");
+    // A canary's job has them too: both versions' replicas keep the conversations.
+    const canary = nomadJobFor({ ...sampleSpec({ version: 4, count: 1 }), stable: sampleSpec({ version: 3 }) }, settings, access).TaskGroups[0]!.Tasks[0]!;
+    assert.deepEqual(canary.Identities, task.Identities);
+  });
 });

@@ -234,6 +234,8 @@ export function loadConfig(env: Env): Config {
         maxPerAgent: read.integer('SESSIONS_MAX_PER_AGENT', 100_000, 1, 10_000_000),
         // Each invoke of a conversation is a write: 500 a second is an agent far busier than most, and still bounded.
         writesPerSecond: read.integer('SESSION_WRITES_PER_SECOND', 500, 1, 100_000),
+        // A read is a statement on Postgres too: an agent's code, which the platform does not trust, cannot flood it.
+        readsPerSecond: read.integer('SESSION_READS_PER_SECOND', 2000, 1, 100_000),
       }),
     }),
   };

@@ -67,9 +67,10 @@ export const CONTROL_SETTING_DOCS: SettingDocs = {
   AGENT_SERVICES_HOST:
     "Address of the agent services endpoint, the one platform listener agents' replicas may call (sessions: docs/contract.md, \"Sessions API v1\"). Every interface by default: replicas reach it through their network's gateway, which differs per agent network. That is safe because it serves nothing without a valid replica token (HMAC-signed, scoped to one agent, short-lived), and it reaches no other part of the control API.",
   AGENT_SERVICES_PORT: 'Port of the agent services endpoint; 0 turns it off (replicas then keep conversations in memory). Must differ from CONTROL_PORT and CONTROL_METRICS_PORT.',
-  AGENT_SERVICES_TOKEN_TTL_SECONDS: "Lifetime of a replica's agent services token; drivers write a fresh one to the replica's token file before it runs out.",
+  AGENT_SERVICES_TOKEN_TTL_SECONDS: "Lifetime of a replica's agent services token; drivers write a fresh one to the replica's token file before it runs out (on Nomad: the TTL of the task's workload identity, which Nomad renews).",
   SESSION_MAX_BYTES: "Most bytes of one session's messages (their JSON, before sealing); a write past it is 413 SESSION_TOO_LARGE and changes nothing.",
   SESSIONS_MAX_PER_AGENT: 'Sessions kept per agent; a write that creates one more evicts the least recently used.',
+  SESSION_READS_PER_SECOND: 'Session reads per agent per second, counted in Redis across every copy of the control API; past it, 429 SESSION_RATE_LIMITED with Retry-After.',
   SESSION_WRITES_PER_SECOND: 'Session writes (append, replace, delete) per agent per second, counted in Redis across every copy of the control API; past it, 429 SESSION_RATE_LIMITED with Retry-After.',
 
   // The podman driver (control/orchestrator/podman/settings.ts).
@@ -115,5 +116,7 @@ export const CONTROL_SETTING_DOCS: SettingDocs = {
   NOMAD_WATCH_MIN_INTERVAL_MS: 'Shortest time between two blocking queries of one watch.',
   NOMAD_MAX_CONNECTIONS: 'Connections opened to each of Nomad and Consul (both refuse more than a limit per client address).',
   NOMAD_SCALING_TARGET_CPU_PERCENT: "Target of the scaling block's `avg_cpu-allocated` strategy: the mean percent of its allocated CPU the Nomad Autoscaler keeps each replica at.",
+  NOMAD_AGENT_SERVICES_URL:
+    "The agent services listener (AGENT_SERVICES_PORT) as agent nodes reach it, e.g. `http://10.0.1.5:7090`: every replica's AGENT_SERVICES_URL, authenticated by its task's Nomad workload identity (docs/nomad.md, \"Agent services\"). Unset: replicas keep conversations in memory, as the control API logs at start. Its address and port are agent-client-firewall.sh's AGENT_SERVICES_ADDRESS.",
 };
 

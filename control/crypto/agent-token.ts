@@ -12,6 +12,8 @@ export interface MintedAgentToken {
 }
 
 const VERSION = 'ast1';
+/** How every token of this module starts, and no Nomad JWT does (its header is base64url JSON, `eyJ…`). */
+export const AGENT_TOKEN_PREFIX = `${VERSION}.`;
 /** Far above any token this module mints; a longer one is refused before any work is done on it. */
 const MAX_TOKEN_LENGTH = 2048;
 // HKDF's salt and info bind the derived key to this one use: a key derived for anything else never verifies a token.

@@ -14,12 +14,13 @@ const SESSION_ID = new RegExp(SESSION_ID_PATTERN);
 
 export const isSessionId = (value: string): boolean => SESSION_ID.test(value);
 
-/** The platform's bounds on what one agent stores (settings SESSION_MAX_BYTES, SESSIONS_MAX_PER_AGENT, SESSION_WRITES_PER_SECOND). */
+/** The platform's bounds on what one agent stores (settings SESSION_MAX_BYTES, SESSIONS_MAX_PER_AGENT, SESSION_WRITES_PER_SECOND, SESSION_READS_PER_SECOND). */
 export interface SessionLimits {
   /** Bytes of one session's messages as JSON, before sealing. */
   readonly maxBytes: number;
   readonly maxPerAgent: number;
   readonly writesPerSecond: number;
+  readonly readsPerSecond: number;
 }
 
 /** A session as stored: the messages' JSON array sealed with the master keys, and what can be known without opening it. */

@@ -7,6 +7,7 @@ import { AgentTokens } from '../crypto/agent-token.js';
 import { NomadDriver } from './nomad/driver.js';
 import { consulClient, nomadClient } from './nomad/http-client.js';
 import type { NomadSettings } from './nomad/settings.js';
+import type { NomadAgentServices } from './nomad/agent-identity.js';
 import { PodmanCli } from './podman/cli.js';
 import { PodmanDriver } from './podman/driver.js';
 import { platformEndpoints } from './podman/protected-endpoints.js';
@@ -30,7 +31,14 @@ export interface StartedDriver {
 /** The one place a driver is chosen. */
 export function createOrchestrator(config: Config, clock: Clock, logger: Logger): StartedDriver {
   if (config.orchestrator === 'nomad' && config.nomad) {
-    return { orchestrator: createNomadDriver(config.nomad, clock, logger), clock, autoscaledBy: 'orchestrator' };
+    const agentServices = nomadAgentServices(config);
+    if (!agentServices) {
+      logger.warn(
+        { setting: config.agentServices.port === 0 ? 'AGENT_SERVICES_PORT' : 'NOMAD_AGENT_SERVICES_URL' },
+        'agents on Nomad are not given the agent services: their replicas keep conversations in memory (set NOMAD_AGENT_SERVICES_URL, docs/nomad.md "Agent services")',
+      );
+    }
+    return { orchestrator: createNomadDriver(config.nomad, clock, logger, agentServices), clock, autoscaledBy: 'orchestrator' };
   }
   const settings = detectHost(config.podman);
   const driver = new PodmanDriver(
@@ -74,13 +82,26 @@ export function agentServicesAccess(config: Config, instance: string, clock: Clo
   };
 }
 
-export function createNomadDriver(settings: NomadSettings, clock: Clock, logger: Logger): NomadDriver {
+/**
+ * What agents on Nomad get to reach the agent services (issue 37), or null when the
+ * endpoint is off (AGENT_SERVICES_PORT 0) or agent nodes were given no address to reach it
+ * at (NOMAD_AGENT_SERVICES_URL). Their credential is Nomad's, not ours: the workload
+ * identity Nomad signs for the task and renews itself (nomad/agent-identity.ts).
+ */
+export function nomadAgentServices(config: Config): NomadAgentServices | null {
+  const url = config.nomad?.agentServicesUrl ?? null;
+  if (url === null || config.agentServices.port === 0) return null;
+  return { url, tokenTtlSeconds: config.agentServices.tokenTtlSeconds, maxSessionBytes: config.agentServices.sessions.maxBytes };
+}
+
+export function createNomadDriver(settings: NomadSettings, clock: Clock, logger: Logger, agentServices: NomadAgentServices | null = null): NomadDriver {
   const driver = new NomadDriver(
     nomadClient(settings.nomad, settings.requestTimeoutMs, settings.requestAttempts, settings.maxConnections),
     consulClient(settings.consul, settings.requestTimeoutMs, settings.requestAttempts, settings.maxConnections),
     settings,
     clock,
     logger.child({ component: 'nomad' }),
+    agentServices,
   );
   driver.start();
   return driver;

@@ -68,7 +68,11 @@ export class AgentSessionService {
   /** The live session; a read is a use, so its expiry moves too. */
   async get(agentId: string, sessionId: string): Promise<SessionContents> {
     const repos = this.repositories();
-    const session = await repos.agentSessions.touchAndRead(agentId, sessionId, this.deps.clock.now(), SESSION_TTL_SECONDS.default);
+    // Counted beside the read rather than before it: a refused read has only moved the session's last use.
+    const [session] = await Promise.all([
+      repos.agentSessions.touchAndRead(agentId, sessionId, this.deps.clock.now(), SESSION_TTL_SECONDS.default),
+      this.assertUnderRate(agentId, 'reads', this.deps.limits.readsPerSecond),
+    ]);
     if (!session) {
       await this.agentOf(repos.agents.findAny(agentId));
       throw sessionNotFound();
@@ -80,7 +84,7 @@ export class AgentSessionService {
 
   /** Adds `messages` after the session's own; expected version 0 creates it. */
   async append(agentId: string, sessionId: string, expectedVersion: number, messages: unknown[]): Promise<SessionWritten> {
-    await this.assertUnderWriteRate(agentId);
+    await this.assertUnderRate(agentId, 'writes', this.deps.limits.writesPerSecond);
     const added: Messages = { json: JSON.stringify(messages), count: messages.length };
     const bytes = jsonBytes(added.json);
     const append = { sealed: messages.length > 0 ? this.deps.box.seal(added.json) : null, bytes, messageCount: messages.length };
@@ -94,7 +98,7 @@ export class AgentSessionService {
 
   /** Puts `messages` in place of all the session's (the runtime drops its oldest turns this way); expected version 0 creates it. */
   async replace(agentId: string, sessionId: string, expectedVersion: number, messages: unknown[]): Promise<SessionWritten> {
-    await this.assertUnderWriteRate(agentId);
+    await this.assertUnderRate(agentId, 'writes', this.deps.limits.writesPerSecond);
     const whole: Messages = { json: JSON.stringify(messages), count: messages.length };
     const base = this.sealedBase(whole);
     return this.writeAtVersion(agentId, sessionId, expectedVersion, whole, {
@@ -103,7 +107,7 @@ export class AgentSessionService {
   }
 
   async delete(agentId: string, sessionId: string): Promise<void> {
-    await this.assertUnderWriteRate(agentId);
+    await this.assertUnderRate(agentId, 'writes', this.deps.limits.writesPerSecond);
     const repos = this.repositories();
     await this.agentOf(repos.agents.findAny(agentId));
     const expiresAt = await repos.agentSessions.delete(agentId, sessionId);
@@ -204,11 +208,10 @@ export class AgentSessionService {
   }
 
   /** Fixed one-second windows in Redis, shared by every copy of the control API, as the edge counts its limits. */
-  private async assertUnderWriteRate(agentId: string): Promise<void> {
-    const { writesPerSecond } = this.deps.limits;
-    const decision = await this.deps.limiter.hit(`agent-sessions:${agentId}`, writesPerSecond, SECOND_MS);
+  private async assertUnderRate(agentId: string, what: 'reads' | 'writes', perSecond: number): Promise<void> {
+    const decision = await this.deps.limiter.hit(`agent-sessions:${what}:${agentId}`, perSecond, SECOND_MS);
     if (decision.allowed) return;
-    throw new PlatformError('SESSION_RATE_LIMITED', `The agent writes sessions more than ${writesPerSecond} times a second; retry in ${decision.retryAfterSeconds} s`, {
+    throw new PlatformError('SESSION_RATE_LIMITED', `The agent ${what} sessions more than ${perSecond} times a second; retry in ${decision.retryAfterSeconds} s`, {
       retry_after: decision.retryAfterSeconds,
     });
   }

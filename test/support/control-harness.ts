@@ -129,8 +129,10 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   const databaseUrl = templateUrl.replace(/\/[^/]+$/, `/${database}`);
   // Containers reach the agent services on the host's 0.0.0.0 (control/orchestrator/create.ts,
   // agentServicesAccess), at the port the driver gives them and lets through their firewall:
-  // a fixed one, chosen here. Without containers, 127.0.0.1 on any port.
-  const servicesListen = options.orchestrate ? { host: '0.0.0.0', port: env.AGENT_SERVICES_PORT ? Number(env.AGENT_SERVICES_PORT) : await freePort() } : { host: '127.0.0.1', port: 0 };
+  // a fixed one, chosen here; on the fake Nomad, the test's, which its NOMAD_AGENT_SERVICES_URL
+  // names. Without containers, 127.0.0.1 on any port.
+  const reachable = options.orchestrate || (options.nomad && env.AGENT_SERVICES_PORT);
+  const servicesListen = reachable ? { host: '0.0.0.0', port: env.AGENT_SERVICES_PORT ? Number(env.AGENT_SERVICES_PORT) : await freePort() } : { host: '127.0.0.1', port: 0 };
 
   const config = loadConfig({
     // What podman reads from the environment (PATH, XDG_*, CONTAINERS_*, ...), as control/main.ts's

@@ -12,8 +12,12 @@ import { sessionRoutes } from './session-routes.js';
 
 export interface AgentServicesAppDependencies {
   sessions: AgentSessionService;
-  /** The replica a bearer token speaks for, or null when it is malformed, forged or expired (AgentTokens.verify at the current time). */
-  verifyToken: (token: string) => AgentCredential | null;
+  /**
+   * The replica a bearer token speaks for, or null when it is malformed, forged, expired or
+   * names no agent (services/replica-credentials.ts: a platform token, or on Nomad the
+   * task's workload identity, whose check may fetch Nomad's keys).
+   */
+  verifyToken: (token: string) => Promise<AgentCredential | null>;
   /** SESSION_MAX_BYTES: a body is refused past it (and the room its envelope takes) before it is parsed. */
   maxSessionBytes: number;
   logger: Logger;
@@ -25,7 +29,7 @@ export interface AgentServicesAppDependencies {
  * reach, served by the control API process on a port of its own (AGENT_SERVICES_PORT). It
  * shares nothing with the control API but its error catalogue and renderer: no user token
  * is accepted here and no control API route is reachable, and every request needs a
- * replica token, which names the one agent everything it does is scoped to.
+ * replica's credential, which names the one agent everything it does is scoped to.
  */
 export function createAgentServicesApp(deps: AgentServicesAppDependencies): Koa {
   const app = new Koa();
@@ -44,10 +48,10 @@ export function createAgentServicesApp(deps: AgentServicesAppDependencies): Koa 
   return app;
 }
 
-function replicaAuthentication(verify: (token: string) => AgentCredential | null): Middleware {
+function replicaAuthentication(verify: (token: string) => Promise<AgentCredential | null>): Middleware {
   return async (ctx, next) => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(ctx.get('Authorization'));
-    const credential = match ? verify(match[1]!) : null;
+    const credential = match ? await verify(match[1]!) : null;
     if (!credential) throw new PlatformError('UNAUTHENTICATED', 'Send Authorization: Bearer <token>, the current token of AGENT_SERVICES_TOKEN_FILE');
     ctx.state.credential = credential;
     await next();

@@ -119,6 +119,8 @@ export interface NomadTask {
   Templates?: NomadTemplate[];
   /** Values for interpolation only, never in the task's environment (api/tasks.go `Secret`; Nomad 1.11+). */
   Secrets?: NomadSecret[];
+  /** Named workload identities besides the default one (api/tasks.go, `Task.Identities`). */
+  Identities?: NomadWorkloadIdentity[];
   Resources: NomadResources;
   KillTimeout: Nanoseconds;
   Meta: Record<string, string>;
@@ -134,6 +136,22 @@ export interface NomadSecret {
   Name: string;
   Provider: 'nomad';
   Path: string;
+}
+
+/**
+ * An `identity` block (api/tasks.go, `WorkloadIdentity`): a JWT Nomad signs for the task
+ * with these audiences and time to live, renews before it expires, and writes to
+ * `secrets/nomad_<Name>.jwt` when `File` (client/allocrunner/taskrunner/identity_hook.go,
+ * `setAltToken`) or puts in `NOMAD_TOKEN_<Name>` when `Env`.
+ */
+export interface NomadWorkloadIdentity {
+  Name: string;
+  Audience: string[];
+  Env: boolean;
+  File: boolean;
+  TTL: Nanoseconds;
+  /** "" (noop): a renewed token is only written, the task reads the file again. */
+  ChangeMode: '' | 'noop' | 'restart' | 'signal';
 }
 
 /** The docker driver's `config` (checked by the client, not the server: a typo only shows as a "Failed Validation" event). */

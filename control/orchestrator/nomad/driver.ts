@@ -25,6 +25,7 @@ import { metricsFrom } from './stats.js';
 import { eventsFrom, ourVersions, replicasFrom } from './status.js';
 import { deleteRegistryAuth, deleteSecrets, writeRegistryAuth, writeSecrets } from './variables.js';
 import type { NomadJobRead } from './api-types.js';
+import type { NomadAgentServices } from './agent-identity.js';
 import { submittedMessage } from '../submitted-message.js';
 
 interface HeldJob {
@@ -83,6 +84,8 @@ export class NomadDriver implements Orchestrator {
     private readonly settings: NomadSettings,
     private readonly clock: Clock,
     private readonly logger: Logger,
+    /** What replicas get to reach the agent services (agent-identity.ts); null: they keep conversations in memory. */
+    private readonly agentServices: NomadAgentServices | null = null,
   ) {
     this.api = new JobsApi(nomad, settings.namespace, settings.region);
     this.queue = new SerialQueue((error) => logger.error({ err: error }, 'nomad driver step failed'));
@@ -350,7 +353,7 @@ export class NomadDriver implements Orchestrator {
 
   private async registerJob(spec: JobSpec, setCount: boolean): Promise<NomadJobRead | null> {
     const hasSecrets = Object.keys(spec.secretEnv).length > 0;
-    const job = nomadJobFor(spec, this.settings); // before any write: a job it refuses to build registers nothing
+    const job = nomadJobFor(spec, this.settings, this.agentServices); // before any write: a job it refuses to build registers nothing
     await writeSecrets(this.nomad, spec.agentId, spec.secretEnv, this.settings.namespace);
     await writeRegistryAuth(this.nomad, spec.agentId, spec.registryAuth, this.settings.namespace);
     if (spec.registryAuth) this.registryVariables.add(spec.agentId);

@@ -2,6 +2,7 @@ import { DEFAULT_CAPABILITIES, NO_NEW_PRIVILEGES, PIDS_LIMIT } from '../containe
 import type { JobSpec } from '../../domain/job.js';
 import type { DockerAuth, NomadJob, NomadJobRead, NomadScalingPolicy, NomadSecret, NomadTemplate } from './api-types.js';
 import type { NomadSettings } from './settings.js';
+import { agentServicesEnv, agentServicesIdentity, type NomadAgentServices } from './agent-identity.js';
 
 export const GROUP = 'agent';
 export const TASK = 'agent';
@@ -178,9 +179,11 @@ export const canariesOf = (job: NomadJobRead): number =>
  * check gates rolling deploys, and secrets only through the Variable's template. A canary
  * spec (JobSpec.stable) is the canary's version with Nomad's own canaries: `canary` of them
  * beside the stable allocations, which Nomad keeps until the deployment is promoted or
- * failed (docs/nomad.md, "Canary deploys").
+ * failed (docs/nomad.md, "Canary deploys"). With `agentServices`, the task gets the
+ * agent services' variables and the workload identity it authenticates with
+ * (agent-identity.ts); without, the replicas keep conversations in memory.
  */
-export function nomadJobFor(spec: JobSpec, settings: NomadSettings): NomadJob {
+export function nomadJobFor(spec: JobSpec, settings: NomadSettings, agentServices: NomadAgentServices | null = null): NomadJob {
   const hasSecrets = Object.keys(spec.secretEnv).length > 0;
   const registry = registryAuthParts(spec);
   const meta = operatorMeta(spec);
@@ -250,9 +253,10 @@ export function nomadJobFor(spec: JobSpec, settings: NomadSettings): NomadJob {
               cpu_hard_limit: true,
               ...(registry ? { auth: registry.auth } : {}),
             },
-            Env: { ...spec.env },
+            Env: { ...spec.env, ...(agentServices ? agentServicesEnv(agentServices) : {}) },
             ...(hasSecrets ? { Templates: [secretTemplate(spec.agentId)] } : {}),
             ...(registry ? { Secrets: registry.secrets } : {}),
+            ...(agentServices ? { Identities: [agentServicesIdentity(agentServices.tokenTtlSeconds)] } : {}),
             Resources: { CPU: cpuMhz(spec.cpu, settings), MemoryMB: spec.memoryMb },
             KillTimeout: ms(settings.killTimeoutMs),
             Meta: meta,

@@ -75,6 +75,12 @@ export interface NomadSettings {
   consulWaitSeconds: number;
   /** How long one Nomad blocking query on the allocations waits for a change. */
   nomadWaitSeconds: number;
+  /**
+   * NOMAD_AGENT_SERVICES_URL: the agent services listener (AGENT_SERVICES_PORT) as agent
+   * nodes reach it, given to every replica as AGENT_SERVICES_URL; null: replicas are not
+   * given the agent services and keep conversations in memory.
+   */
+  agentServicesUrl: string | null;
 }
 
 /**
@@ -130,7 +136,21 @@ export function readNomadSettings(read: SettingReader): NomadSettings {
     requestAttempts: 4,
     consulWaitSeconds: 60,
     nomadWaitSeconds: 60,
+    agentServicesUrl: readAgentServicesUrl(read),
   };
+}
+
+/** The runtime appends `/v1/…` to it (docs/contract.md, "Sessions API v1"): a base URL, nothing after the path. */
+function readAgentServicesUrl(read: SettingReader): string | null {
+  if (read.optionalString('NOMAD_AGENT_SERVICES_URL') === null) return null;
+  const url = read.url('NOMAD_AGENT_SERVICES_URL', ['http:', 'https:']).replace(/\/+$/, '');
+  if (URL.canParse(url)) {
+    const parsed = new URL(url);
+    if (parsed.search || parsed.hash || parsed.username || parsed.password) {
+      read.report('NOMAD_AGENT_SERVICES_URL: a URL without credentials, query or fragment (replicas append /v1/… to it)');
+    }
+  }
+  return url;
 }
 
 // nomad/structs/node_pool.go, `validNodePoolName`: letters, digits, "_" and "-", at most 128.

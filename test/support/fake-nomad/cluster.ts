@@ -1,5 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { connect } from 'node:net';
+import { rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { freePort } from '../../../scripts/lib/local-services.js';
 import { createImage, pullFailure } from './docker-image.js';
 import { createTask, imagePresent, removeLabelled, removeTask, startTask, taskState } from './task-runner.js';
@@ -8,6 +11,8 @@ import { renderTaskTemplates } from './templates.js';
 import { authFromTaskConfig, interpolateDriverConfig, resolveTaskSecrets, type DockerRegistryAuth } from './secrets.js';
 import { tasksUpdated } from './tasks-updated.js';
 import { MultiError } from './validate/multierror.js';
+import { FakeKeyring, workloadIdentityClaims } from './identities.js';
+import { interpolateTaskEnv, SECRETS_MOUNT, TaskIdentityFiles, taskVariables } from './task-identities.js';
 
 /**
  * The state of a fake Nomad region with one client node and its Consul catalog. Jobs are
@@ -84,6 +89,8 @@ interface Allocation {
   simulated: boolean;
   /** The client's health watcher waiting out MinHealthyTime before it marks the allocation healthy for its deployment. */
   healthTimer?: NodeJS.Timeout;
+  /** Its task's identity files, kept fresh while the task lives (task-identities.ts). */
+  identityFiles?: TaskIdentityFiles;
 }
 
 export class FakeNomadState {
@@ -104,6 +111,10 @@ export class FakeNomadState {
   readonly registry = new Set<string>();
   /** Per allocation, the registry credentials its docker driver would pull with (secrets.ts, `authFromTaskConfig`). */
   readonly registryAuths = new Map<string, DockerRegistryAuth | null>();
+  /** The root keys workload identities are signed with (identities.ts); RS256 unless the test asks for a keyring from before Nomad 1.7. */
+  keyring = new FakeKeyring();
+  /** The servers' `oidc_issuer`: the `iss` of every identity, none when unset (nomad/encrypter.go, `SignClaims`). */
+  issuer: string | undefined;
   private readonly allocs = new Map<string, Allocation>();
   /** The client node's serfHealth in Consul: critical once its agent stops answering gossip. */
   private nodeAlive = true;
@@ -547,7 +558,15 @@ export class FakeNomadState {
       return this.finish(alloc, task, 'failed');
     }
     this.registryAuths.set(alloc.public.ID, authFromTaskConfig(interpolated.config));
-    const env: Record<string, string> = { ...(task.Env ?? {}), ...templates.env };
+    // The identity hook runs before the task starts (identity_hook.go, `Prestart`).
+    const identities = ((task.Identities ?? []) as Json[]).filter((identity) => identity.File);
+    if (identities.length > 0 && !alloc.identityFiles) {
+      const directory = join(this.taskDirectories, alloc.public.ID, String(task.Name), 'secrets');
+      alloc.identityFiles = new TaskIdentityFiles(directory, (identity) => this.signIdentity(alloc.public, identity, new Date()));
+      alloc.identityFiles.start(identities);
+    }
+    // Task env interpolated by the client, then the templates' env over it (client/taskenv/env.go, `Builder.Build`).
+    const env: Record<string, string> = { ...interpolateTaskEnv(task.Env ?? {}, taskVariables(alloc.public, task)), ...templates.env };
     const policy = group.RestartPolicy ?? DEFAULT_RESTART_POLICY;
     const image = String(task.Config?.image ?? '');
     const state = task.Name as string;
@@ -557,7 +576,8 @@ export class FakeNomadState {
       let exitCode: number | null = null;
       if (this.obtainImage(alloc, task, await imagePresent(image))) {
         if (!created) {
-          await createTask({ name: alloc.container, label: this.label, image, env, hostPort: alloc.hostPort, containerPort, config: task.Config ?? {}, memoryMb: task.Resources?.MemoryMB ?? 300 });
+          const mounts = alloc.identityFiles ? [{ source: alloc.identityFiles.directory, target: SECRETS_MOUNT }] : [];
+          await createTask({ name: alloc.container, label: this.label, image, env, mounts, hostPort: alloc.hostPort, containerPort, config: task.Config ?? {}, memoryMb: task.Resources?.MemoryMB ?? 300 });
           created = true;
           // Stopped (or the fake closed) while the container was being created: it must not outlive the fake.
           if (alloc.stopRequested || this.closed) return void (await removeTask(alloc.container));
@@ -627,6 +647,7 @@ export class FakeNomadState {
     state.State = 'dead';
     state.Failed = status === 'failed';
     state.FinishedAt = new Date().toISOString();
+    alloc.identityFiles?.stop(); // identity_hook.go, `Stop`: no renewal for a dead task
     alloc.public.ClientStatus = status;
     alloc.healthy = false;
     this.touch(alloc);
@@ -672,6 +693,41 @@ export class FakeNomadState {
       this.event(alloc, task, { Type: 'Killed', DisplayMessage: 'Task successfully killed' });
       if (LIVE.has(alloc.public.ClientStatus)) this.finish(alloc, task, 'complete');
     })();
+  }
+
+  // ---- Workload identities ----
+
+  /**
+   * The JWT of the named identity of an allocation's task, as the server signs one for the
+   * client (nomad/alloc_endpoint.go, `Alloc.SignIdentities`, building the claims of the job
+   * version the allocation runs): "allocation not found" and "identity not found" as its
+   * rejections say (nomad/structs/workload_id.go, `WIRejectionReason…`).
+   */
+  identityToken(allocId: string, identityName: string, now = new Date()): string {
+    const alloc = this.allocs.get(allocId);
+    if (!alloc) throw new Error('allocation not found');
+    const task = this.taskOf(alloc.public);
+    const identity = ((task?.Identities ?? []) as Json[]).find((candidate) => candidate.Name === identityName);
+    if (!identity) throw new Error('identity not found');
+    return this.signIdentity(alloc.public, identity, now).jwt;
+  }
+
+  private signIdentity(alloc: Json, identity: Json, now: Date): { jwt: string; expiresAtMs: number | null } {
+    const job = this.jobVersionOf(alloc);
+    const task = this.taskOf(alloc)!;
+    const claims = workloadIdentityClaims({ job, region: job.Region || 'global', alloc, task, identity, issuer: this.issuer, now });
+    return { jwt: this.keyring.sign(claims), expiresAtMs: typeof claims.exp === 'number' ? claims.exp * 1000 : null };
+  }
+
+  /** The job as of the version the allocation runs (an in-place update moves it). */
+  private jobVersionOf(alloc: Json): Json {
+    const stored = this.jobs.get(alloc.JobID)!;
+    return stored.history.find((version) => version.Version === alloc.JobVersion) ?? stored.job;
+  }
+
+  private taskOf(alloc: Json): Json | undefined {
+    const group = ((this.jobVersionOf(alloc).TaskGroups ?? []) as Json[]).find((candidate) => candidate.Name === alloc.TaskGroup);
+    return (group?.Tasks as Json[] | undefined)?.[0];
   }
 
   // ---- Consul ----
@@ -826,9 +882,18 @@ export class FakeNomadState {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.checker);
-    for (const alloc of this.allocs.values()) alloc.stopRequested = true;
+    for (const alloc of this.allocs.values()) {
+      alloc.stopRequested = true;
+      alloc.identityFiles?.stop();
+    }
     for (const wake of [...this.consulWaiters, ...this.allocWaiters]) wake();
     if (!this.simulate) await removeLabelled(this.label);
+    rmSync(this.taskDirectories, { recursive: true, force: true });
+  }
+
+  /** Where the client keeps its tasks' directories on this host (the parts the fake plays: secrets). */
+  private get taskDirectories(): string {
+    return join(tmpdir(), `fake-nomad-${this.label}`);
   }
 }
 

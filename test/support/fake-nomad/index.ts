@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { FakeNomadState } from './cluster.js';
 import type { DockerRegistryAuth } from './secrets.js';
+import { FakeKeyring, type KeyringAlgorithm } from './identities.js';
 import { connectionLimit, consulHandler, listen, nomadHandler, type ConnectionLimit, type FaultPlan, type RecordedRequest } from './server.js';
 
 /**
@@ -29,6 +30,14 @@ export interface FakeCluster {
   rotateLog(allocId: string, task: string, stream: 'stdout' | 'stderr'): void;
   /** Connections per client address: open now, the peak, and how many were refused past the limit. */
   connections: { nomad: ConnectionLimit; consul: ConnectionLimit };
+  /**
+   * The JWT the client would write for the named identity of the allocation's task
+   * (cluster.ts, `identityToken`), signed by the active root key as of `now`; throws
+   * "allocation not found" or "identity not found" as the server rejects such a request.
+   */
+  identityToken(allocId: string, identityName: string, now?: Date): string;
+  /** The root keys: `rotate()` makes a new one sign (the old ones stay published), `remove(kid)` unpublishes one. */
+  keyring: FakeKeyring;
   /** Turns an allocation's Consul checks passing or critical. */
   setHealthy(allocationId: string, healthy: boolean): void;
   /** Turns the client node's serfHealth critical (its Consul agent out of gossip) or passing again; Nomad is told nothing. */
@@ -59,6 +68,10 @@ export interface FakeClusterOptions {
   /** Per-address connection limits: Nomad's and Consul's defaults unless given. */
   nomadMaxConnsPerClient?: number;
   consulMaxConnsPerClient?: number;
+  /** The keyring's algorithm: RS256 as Nomad 1.7+ signs, EdDSA as a keyring from before signs. */
+  keyAlgorithm?: KeyringAlgorithm;
+  /** The servers' `oidc_issuer`, put in every identity's `iss`; none unless given. */
+  oidcIssuer?: string;
 }
 
 export async function startFakeCluster(options: FakeClusterOptions = {}): Promise<FakeCluster> {
@@ -66,6 +79,8 @@ export async function startFakeCluster(options: FakeClusterOptions = {}): Promis
   for (const pool of options.nodePools ?? ['agents']) state.nodePools.add(pool);
   for (const namespace of options.namespaces ?? []) state.namespaces.add(namespace);
   for (const image of options.registryImages ?? []) state.registry.add(image);
+  if (options.keyAlgorithm) state.keyring = new FakeKeyring(options.keyAlgorithm);
+  state.issuer = options.oidcIssuer;
   const connections = {
     nomad: connectionLimit(options.nomadMaxConnsPerClient ?? 100),
     consul: connectionLimit(options.consulMaxConnsPerClient ?? 200),
@@ -90,6 +105,10 @@ export async function startFakeCluster(options: FakeClusterOptions = {}): Promis
     registryAuth: (allocId) => state.registryAuths.get(allocId),
     appendLog: (allocId, task, stream, text) => state.logs.append(allocId, task, stream, text),
     rotateLog: (allocId, task, stream) => state.logs.rotate(allocId, task, stream),
+    identityToken: (allocId, identityName, now) => state.identityToken(allocId, identityName, now),
+    get keyring() {
+      return state.keyring;
+    },
     setHealthy: (allocationId, healthy) => state.setHealthy(allocationId, healthy),
     setNodeAlive: (alive) => state.setNodeAlive(alive),
     failNomad: (times) => (nomadFaults.failNext = times),

@@ -30,10 +30,15 @@ const Template: Struct = {
 const LogConfig: Struct = { MaxFiles: 'int', MaxFileSizeMB: 'int', Disabled: 'bool' };
 /** api/tasks.go `Secret` (Nomad 1.11+). */
 const Secret: Struct = { Name: 'string', Provider: 'string', Path: 'string', Config: 'any', Env: 'stringMap' };
+/** api/tasks.go `WorkloadIdentity`: an `identity` block. */
+const WorkloadIdentity: Struct = {
+  Name: 'string', Audience: 'strings', ChangeMode: 'string', ChangeSignal: 'string', Env: 'bool', File: 'bool', Filepath: 'string',
+  ServiceName: 'string', TTL: 'duration', ExtraClaims: 'strings',
+};
 const Task: Struct = {
   Name: 'string', Driver: 'string', User: 'string', Config: 'any', Env: 'stringMap', Services: [Service], Resources, Meta: 'stringMap',
   KillTimeout: 'duration', LogConfig, Templates: [Template], Leader: 'bool', ShutdownDelay: 'duration', KillSignal: 'string', Kind: 'string',
-  Secrets: [Secret],
+  Secrets: [Secret], Identity: WorkloadIdentity, Identities: [WorkloadIdentity],
 };
 const RestartPolicy: Struct = { Interval: 'duration', Attempts: 'int', Delay: 'duration', Mode: 'string', RenderTemplates: 'bool' };
 const ReschedulePolicy: Struct = { Attempts: 'int', Interval: 'duration', Delay: 'duration', DelayFunction: 'string', MaxDelay: 'duration', Unlimited: 'bool' };

@@ -10,7 +10,7 @@
  * - `jobImplicitIdentitiesHook` (nomad/job_endpoint_hook_implicit_identities.go, `Mutate`): a
  *   group with a workload identity gets `implicitIdentityClientVersionConstraint`,
  *   `${attr.nomad.version} semver >= 1.7.0-a`, appended without looking for it first, so each
- *   registration of the job as read adds one more. Every Consul service has an identity on
+ *   registration of the job as read adds one more. A task's named identity is one; every Consul service has an identity on
  *   servers configured with `consul { service_identity { … } }` (`handleConsulService`), as
  *   docs/nomad.md sets them up; the fake plays such a server (the identity itself, which
  *   Nomad writes into the service, is left out: nothing of ours reads it).
@@ -27,7 +27,9 @@ export function addServerConstraints(job: Json): Json {
     const consul = ((group.Services ?? []) as Json[]).some(isConsul);
     if (consul && !constraints.some((c) => c.LTarget === CONSUL_DISCOVERY_CONSTRAINT.LTarget)) constraints.push({ ...CONSUL_DISCOVERY_CONSTRAINT });
     const taskServices = ((group.Tasks ?? []) as Json[]).flatMap((task) => (task.Services ?? []) as Json[]);
-    if (consul || taskServices.some(isConsul)) constraints.push({ ...IMPLICIT_IDENTITY_CONSTRAINT });
+    // A named identity counts as one (`len(t.Identities) > 0`, after `Task.Canonicalize` took the default out).
+    const named = ((group.Tasks ?? []) as Json[]).some((task) => ((task.Identities ?? []) as Json[]).some((identity) => identity && (identity.Name ?? '') !== '' && identity.Name !== 'default'));
+    if (consul || taskServices.some(isConsul) || named) constraints.push({ ...IMPLICIT_IDENTITY_CONSTRAINT });
     if (constraints.length > 0) group.Constraints = constraints;
   }
   return job;

@@ -101,8 +101,16 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
       faults.failNext -= 1;
       return send(response, 500, 'rpc error: No cluster leader');
     }
-    if (request.headers['x-nomad-token'] !== token) return send(response, 403, 'Permission denied');
     const index = { 'X-Nomad-Index': String(state.index), 'X-Nomad-KnownLeader': 'true', 'X-Nomad-LastContact': '0' };
+    if (url.pathname === '/.well-known/jwks.json') {
+      // command/agent/keyring_endpoint.go, `JWKSRequest` (GET only), before any token is
+      // asked: nomad/keyring_endpoint.go, `Keyring.ListPublic`, "JWKS is a public endpoint".
+      // Cache-Control: about half the time until the newest key is due for rotation
+      // (`root_key_rotation_threshold`, 30 days by default), as for a key made just now.
+      if (request.method !== 'GET') return send(response, 405, 'Invalid method');
+      return send(response, 200, state.keyring.jwks(), { ...index, 'Cache-Control': 'max-age=1296000' });
+    }
+    if (request.headers['x-nomad-token'] !== token) return send(response, 403, 'Permission denied');
     let body: Json = {};
     if (raw) {
       try {

@@ -9,6 +9,8 @@ export interface TaskLaunch {
   label: string;
   image: string;
   env: Record<string, string>;
+  /** Host directories bound into the container (the task's secrets directory, as the docker driver binds it). */
+  mounts?: { source: string; target: string }[];
   hostPort: number;
   containerPort: number;
   config: Record<string, unknown>;
@@ -32,6 +34,7 @@ export async function createTask(task: TaskLaunch): Promise<void> {
     'create', '--name', task.name, '--label', `fake-nomad=${task.label}`,
     '-p', `127.0.0.1:${task.hostPort}:${task.containerPort}`,
     ...Object.entries(task.env).flatMap(([key, value]) => ['-e', `${key}=${value}`]),
+    ...(task.mounts ?? []).flatMap(({ source, target }) => ['--mount', `type=bind,source=${source},destination=${target}`]),
     ...list('cap_drop').flatMap((cap) => ['--cap-drop', cap]),
     ...list('cap_add').flatMap((cap) => ['--cap-add', cap]),
     ...list('security_opt').flatMap((opt) => ['--security-opt', opt]),

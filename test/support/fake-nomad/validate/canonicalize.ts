@@ -190,9 +190,20 @@ function taskOf(task: Json, job: Json, tg: Json): Json {
     Templates: task.Templates?.length ? task.Templates.map(template) : null,
     // The api Task's restart block is not in the fake's schema: the task inherits the group's.
     RestartPolicy: tg.RestartPolicy,
+    // Nomad 1.5 JSON may set the default identity in `Identity`; a nil entry of `Identities` is skipped.
+    Identity: task.Identity ? workloadIdentity(task.Identity) : null,
+    Identities: task.Identities?.length ? (task.Identities as (Json | null)[]).filter((id): id is Json => id !== null).map(workloadIdentity) : null,
   };
   t.Services = services(task.Services, job, tg, t);
   return t;
+}
+
+/** command/agent/job_endpoint.go, `apiWorkloadIdentityToStructs`: every field as sent (api/tasks.go has no Canonicalize for it). */
+function workloadIdentity(id: Json): Json {
+  return {
+    Name: id.Name ?? '', Audience: id.Audience ?? null, ChangeMode: id.ChangeMode ?? '', ChangeSignal: id.ChangeSignal ?? '', Env: id.Env ?? false,
+    File: id.File ?? false, Filepath: id.Filepath ?? '', ServiceName: id.ServiceName ?? '', TTL: id.TTL ?? 0, ExtraClaims: id.ExtraClaims ?? null,
+  };
 }
 
 /**

@@ -61,6 +61,39 @@ function canonicalizeTask(job: Json, tg: Json, task: Json): void {
   task.RestartPolicy ??= tg.RestartPolicy;
   if (task.KillTimeout === 0) task.KillTimeout = 5 * SECOND;
   for (const template of task.Templates ?? []) template.ChangeSignal = template.ChangeSignal.toUpperCase();
+  canonicalizeIdentities(task);
+}
+
+/**
+ * `Task.Canonicalize`'s identities: each canonicalized, the last one named "default" moved
+ * to `Identity` (so a second one stays behind, which `Task.Validate` then refuses), and a
+ * default identity made when there is none (nomad/structs/structs.go).
+ */
+function canonicalizeIdentities(task: Json): void {
+  let defaultIndex = -1;
+  for (const [i, identity] of ((task.Identities ?? []) as Json[]).entries()) {
+    canonicalizeIdentity(identity);
+    if (identity.Name === DEFAULT_IDENTITY) {
+      task.Identity = identity;
+      defaultIndex = i;
+    }
+  }
+  if (defaultIndex >= 0) task.Identities.splice(defaultIndex, 1);
+  if (task.Identity) canonicalizeIdentity(task.Identity);
+  else task.Identity = defaultIdentity();
+}
+
+/** nomad/structs/workload_id.go, `WorkloadIdentityDefaultName` and `DefaultWorkloadIdentity` (audience `IdentityDefaultAud`, nomad/structs/identity.go). */
+const DEFAULT_IDENTITY = 'default';
+const defaultIdentity = (): Json => ({
+  Name: DEFAULT_IDENTITY, Audience: ['nomadproject.io'], ChangeMode: '', ChangeSignal: '', Env: false, File: false, Filepath: '', ServiceName: '', TTL: 0, ExtraClaims: null,
+});
+
+/** nomad/structs/workload_id.go, `WorkloadIdentity.Canonicalize`: no name is the default identity, which is only ever for Nomad itself. */
+function canonicalizeIdentity(identity: Json): void {
+  if (identity.Name === '') identity.Name = DEFAULT_IDENTITY;
+  if (identity.Name === DEFAULT_IDENTITY) identity.Audience = ['nomadproject.io'];
+  if (identity.ChangeSignal !== '') identity.ChangeSignal = identity.ChangeSignal.toUpperCase();
 }
 
 /** helper/args/args.go, `envRe`: `${NAME}` with letters, digits, `_`, `-` and `.`. */

@@ -3,11 +3,12 @@ import { goDuration as d } from './go-format.js';
 import { MultiError } from './multierror.js';
 import { validateTaskServices } from './service-sets.js';
 import { validateTemplate } from './template.js';
+import { identityErrors } from './workload-identity.js';
 
 /**
  * nomad/structs/structs.go, `Task.Validate`, for the fields the fake's schema accepts
- * (no artifacts, vault, actions, lifecycle, volumes or CSI; the default workload
- * identity Nomad adds always passes).
+ * (no artifacts, vault, actions, lifecycle, volumes or CSI), workload identities
+ * included (workload-identity.ts).
  */
 type Json = Record<string, any>;
 
@@ -41,6 +42,7 @@ export function validateTask(t: Json, jobType: string, tg: Json): MultiError | n
     if (destinations.has(template.DestPath)) errors.push(`Template ${i + 1} has same destination as ${destinations.get(template.DestPath)}`);
     else destinations.set(template.DestPath, i + 1);
   }
+  errors.append(identityErrors(t));
   const secrets = new Set<string>();
   for (const secret of t.Secrets ?? []) {
     if (secrets.has(secret.Name)) errors.push(`Duplicate secret "${secret.Name}" found`);
