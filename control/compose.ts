@@ -13,6 +13,11 @@ import { agentSessionRoutes } from './http/routes/agent-sessions.js';
 import { AgentSessionService } from './services/agent-session-service.js';
 import { SessionOwnerService } from './services/session-owner-service.js';
 import { SessionSweeper } from './services/session-sweeper.js';
+import { TraceIngest, type SpansDroppedObserver } from './services/trace-ingest.js';
+import { TracePartitionKeeper } from './services/trace-partition-keeper.js';
+import { TraceForwarder, type ForwardDroppedObserver } from './services/trace-forwarder.js';
+import { InvocationService } from './services/invocation-service.js';
+import { invocationRoutes } from './http/routes/invocations.js';
 import { createApp } from './http/app.js';
 import { CONSOLE_BUILD_DIR } from './http/console-static.js';
 import { READINESS_TIMEOUT_MS, readinessCheck } from './http/readiness.js';
@@ -99,6 +104,10 @@ export interface ControlDependencies {
   billing?: BillingProvider;
   /** Told of every pass of every background loop: its outcome and how long it took. */
   onPass?: PassObserver;
+  /** Told of every span POST /v1/traces refuses (the daily cap, the days kept). */
+  onSpansDropped?: SpansDroppedObserver;
+  /** Told of every stored span that could not be forwarded to OTEL_EXPORTER_OTLP_ENDPOINT. */
+  onForwardDropped?: ForwardDroppedObserver;
 }
 
 export type Services = ReturnType<typeof buildServices>;
@@ -130,6 +139,8 @@ export interface BackgroundLoops {
   canaryJudge: CanaryJudge;
   /** Deletes agents' sessions past their time to live (issue 37); in one copy at a time. */
   sessionSweeper: SessionSweeper;
+  /** Makes the trace tables' day partitions ahead and drops those past TRACE_RETENTION_DAYS (issue 38); in every copy. */
+  tracePartitions: TracePartitionKeeper;
   housekeeping: Housekeeping;
   /** Delivers the webhook outbox; in every copy (claims keep each delivery to one). */
   webhooks: WebhookDispatcher;
@@ -142,7 +153,7 @@ export interface BackgroundLoops {
 }
 
 /** The composition root: every service gets its collaborators here, and only here. */
-export function buildServices({ config, db, redis, clock, logger, driver, billing, onPass }: ControlDependencies) {
+export function buildServices({ config, db, redis, clock, logger, driver, billing, onPass, onSpansDropped, onForwardDropped }: ControlDependencies) {
   const { orchestrator } = driver;
   const box = new SecretBox(config.masterKeys);
   const limiter = new FixedWindowLimiter(redis, clock);
@@ -206,6 +217,8 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const agentTokens = new AgentTokens(config.masterKeys, config.agentServices.tokenTtlSeconds);
   // On Nomad, replicas present the workload identity Nomad signs for their task, checked against Nomad's keys.
   const nomadKeys = config.orchestrator === 'nomad' && config.nomad ? nomadIdentityKeys(config.nomad, clock, logger.child({ component: 'agent-services' })) : null;
+  const { forwarding } = config.traces;
+  const forwarder = forwarding ? new TraceForwarder(forwarding, logger.child({ component: 'trace-forwarder' }), onForwardDropped) : undefined;
   const nomadIdentities = nomadKeys && config.nomad ? { keys: (kid: string) => nomadKeys.keyFor(kid), namespace: config.nomad.namespace } : null;
   return {
     edge,
@@ -241,6 +254,8 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     replicaCredentials: new ReplicaCredentials(agentTokens, clock, nomadIdentities),
     agentSessions: new AgentSessionService({ db, box, clock, limiter, limits: config.agentServices.sessions }),
     sessionOwners: new SessionOwnerService(db, clock),
+    traceIngest: new TraceIngest({ db, redis, clock, settings: config.traces, onDropped: onSpansDropped, forwarder }),
+    invocations: new InvocationService(db),
   };
 }
 
@@ -277,6 +292,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
     exclusive: exclusivePass(db, LOOP_LOCKS.canaryJudge), onPass,
   });
   const sessionSweeper = new SessionSweeper(db, clock, loggerOf('session-sweeper'), { exclusive: exclusivePass(db, LOOP_LOCKS.sessionSweeper), onPass });
+  const tracePartitions = new TracePartitionKeeper(db, clock, config.traces.retentionDays, loggerOf('trace-partitions'), { onPass });
   let started = false;
   return {
     reconciler,
@@ -289,6 +305,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
     webhooks,
     canaryJudge,
     sessionSweeper,
+    tracePartitions,
     domains: services.domainWorker,
     async start() {
       started = true;
@@ -301,6 +318,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       flusher.start();
       housekeeping.start();
       sessionSweeper.start();
+      await tracePartitions.start();
       webhooks.start();
       services.domainWorker.start();
     },
@@ -317,6 +335,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       await meter.stop();
       await housekeeping.stop();
       await sessionSweeper.stop();
+      await tracePartitions.stop();
       await webhooks.stop();
       await services.domainWorker.stop();
     },
@@ -355,6 +374,7 @@ export function buildControl(given: ControlDependencies): Control {
     ...webhookRoutes(services.webhooks),
     ...domainRoutes(services.domains),
     ...agentSessionRoutes(services.sessionOwners),
+    ...invocationRoutes(services.invocations),
     versionRoute(),
   ];
   const api = apiDocument(routes, documentServerUrl(deps.config.publicApiUrl));
@@ -370,6 +390,7 @@ export function buildControl(given: ControlDependencies): Control {
   });
   const agentServices = createAgentServicesApp({
     sessions: services.agentSessions,
+    traces: services.traceIngest,
     verifyToken: (token) => services.replicaCredentials.verify(token),
     maxSessionBytes: deps.config.agentServices.sessions.maxBytes,
     logger: deps.logger,
@@ -380,13 +401,21 @@ export function buildControl(given: ControlDependencies): Control {
 
 /** The same dependencies with every loop pass and every driver call reported to `metrics` as well. */
 function withMetrics(deps: ControlDependencies, metrics: ControlMetrics): ControlDependencies {
-  const { driver, onPass } = deps;
+  const { driver, onPass, onSpansDropped, onForwardDropped } = deps;
   return {
     ...deps,
     driver: { ...driver, orchestrator: instrumentOrchestrator(driver.orchestrator, metrics.onOrchestratorCall) },
     onPass: (pass) => {
       metrics.onPass(pass);
       onPass?.(pass);
+    },
+    onSpansDropped: (reason, count) => {
+      metrics.onSpansDropped(reason, count);
+      onSpansDropped?.(reason, count);
+    },
+    onForwardDropped: (reason, count) => {
+      metrics.onForwardDropped(reason, count);
+      onForwardDropped?.(reason, count);
     },
   };
 }

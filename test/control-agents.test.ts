@@ -16,6 +16,7 @@ const DEFAULT_DEPLOY = {
   max_replicas: 10,
   scale_to_zero_after_seconds: 300,
   session_ttl_seconds: 86_400,
+  trace_content: false,
 };
 
 const AGENT_FIELDS = [
@@ -145,6 +146,7 @@ describe('control API: creating agents', () => {
         max_replicas: 3,
         scale_to_zero_after_seconds: 600,
         session_ttl_seconds: 3600,
+        trace_content: true,
       };
       const agent = await createAgent(control, token, { deploy });
       assert.deepEqual(agent.deploy, {

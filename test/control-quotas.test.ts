@@ -372,7 +372,7 @@ describe('control API: plan quotas and account usage', () => {
       assert.equal(usage.exempt, false);
       assert.deepEqual(usage.limits, FREE_LIMITS);
       assert.deepEqual(usage.usage, { agents: 0, replicas: 0, vcpu: 0, memory_mb: 0 });
-      assert.deepEqual(Object.keys(usage.period).sort(), ['memory_gb_hours', 'replica_hours', 'requests', 'start', 'vcpu_hours']);
+      assert.deepEqual(Object.keys(usage.period).sort(), ['memory_gb_hours', 'model_usage', 'replica_hours', 'requests', 'start', 'vcpu_hours']);
       const now = control.clock.now();
       assert.equal(usage.period.start, new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString());
       for (const figure of ['replica_hours', 'vcpu_hours', 'memory_gb_hours', 'requests']) {

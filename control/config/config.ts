@@ -3,6 +3,7 @@ import { readNomadSettings, type NomadSettings } from '../orchestrator/nomad/set
 import { readPodmanSettings, type LoadedPodmanSettings } from '../orchestrator/podman/settings.js';
 import { ConfigError, readSettings, SettingReader, type Env } from '../../contract/settings-reader.js';
 import { readMasterKeys } from './master-key-settings.js';
+import { readTraceSettings, type TraceSettings } from './trace-settings.js';
 import type { ClientLimits } from '../http/client-limits.js';
 import { keyPrefixProblem } from '../../contract/key-prefix.js';
 import { LOCAL_RUNTIME_IMAGE, mutableImageProblem } from './runtime-image.js';
@@ -79,6 +80,8 @@ export interface Config {
   readonly domains: DomainSettings;
   /** The listener agents' replicas call (issue 37), and the limits of the sessions it keeps. */
   readonly agentServices: AgentServicesSettings;
+  /** Traces of invokes replicas send (docs/traces.md): retention, the per-agent cap, model prices. */
+  readonly traces: TraceSettings;
 }
 
 /** The agent services endpoint (docs/contract.md, "Sessions API v1"). */
@@ -238,6 +241,7 @@ export function loadConfig(env: Env): Config {
         readsPerSecond: read.integer('SESSION_READS_PER_SECOND', 2000, 1, 100_000),
       }),
     }),
+    traces: Object.freeze(readTraceSettings(read)),
   };
 
   const imageProblem = config.orchestrator === 'nomad' ? mutableImageProblem(config.runtimeImage) : null;

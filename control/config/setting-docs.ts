@@ -72,6 +72,13 @@ export const CONTROL_SETTING_DOCS: SettingDocs = {
   SESSIONS_MAX_PER_AGENT: 'Sessions kept per agent; a write that creates one more evicts the least recently used.',
   SESSION_READS_PER_SECOND: 'Session reads per agent per second, counted in Redis across every copy of the control API; past it, 429 SESSION_RATE_LIMITED with Retry-After.',
   SESSION_WRITES_PER_SECOND: 'Session writes (append, replace, delete) per agent per second, counted in Redis across every copy of the control API; past it, 429 SESSION_RATE_LIMITED with Retry-After.',
+  TRACE_RETENTION_DAYS: "Whole UTC days of traces kept before today (docs/traces.md); each older day's partition is dropped whole, and spans that start before it are refused.",
+  TRACE_SPANS_PER_AGENT_PER_DAY: "Spans one agent may store per UTC day, counted in Redis across every copy of the control API; past it, its spans are dropped, reported to the replica as OTLP partial success and counted in agent_platform_trace_spans_dropped_total.",
+  OTEL_EXPORTER_OTLP_ENDPOINT: 'An OTLP/HTTP receiver (Tempo, Jaeger, Honeycomb, an OpenTelemetry Collector) the stored trace spans are forwarded to, as JSON at `<endpoint>/v1/traces`, each resource marked `platform.agent_id`; unset: not forwarded.',
+  OTEL_EXPORTER_OTLP_HEADERS: 'Headers sent with every forwarded request, `key=value` pairs separated by commas, values percent-encoded (the OTLP exporter spec\'s format): a backend\'s API key, say.',
+  OTEL_EXPORTER_OTLP_TIMEOUT: 'Milliseconds one forwarding request may take; one that does not finish in time is dropped and counted in agent_platform_trace_forward_dropped_spans_total.',
+  TRACE_FORWARD_QUEUE_REQUESTS: 'Requests of spans waiting to be forwarded; past it, new ones are dropped and counted in agent_platform_trace_forward_dropped_spans_total, so a slow receiver never holds up ingest or memory.',
+  MODEL_PRICES_FILE: 'A JSON file of model prices in USD per million tokens, `{"<provider>": {"<model>": {"input": n, "output": n}}}`, each provider given replacing the built-in table\'s (docs/traces.md, "Cost"); checked at start.',
 
   // The podman driver (control/orchestrator/podman/settings.ts).
   PODMAN_BINARY: 'The podman program.',

@@ -11,6 +11,7 @@ import * as customDomains from './migrations/008-custom-domains.js';
 import * as canaryDeployments from './migrations/009-canary-deployments.js';
 import * as agentSessions from './migrations/010-agent-sessions.js';
 import * as sessionAppends from './migrations/011-session-appends.js';
+import * as traces from './migrations/012-traces.js';
 import { markOutages } from './outage.js';
 
 export type Database = Knex;
@@ -31,6 +32,7 @@ const migrations: Record<string, Knex.Migration> = {
   '009-canary-deployments': canaryDeployments,
   '010-agent-sessions': agentSessions,
   '011-session-appends': sessionAppends,
+  '012-traces': traces,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

@@ -20,6 +20,8 @@ export interface StoredDeploy {
   scale_to_zero_after_seconds?: number;
   /** Absent from deploys stored before sessions existed: SESSION_TTL_SECONDS.default. */
   session_ttl_seconds?: number;
+  /** Absent from deploys stored before traces existed: false. Whether the runtime's spans may carry message and tool text. */
+  trace_content?: boolean;
   /** Credentials for the image's registry, sealed; absent (or null) without. Never shown. */
   registry_auth?: StoredRegistryAuth | null;
 }
@@ -37,6 +39,7 @@ export interface DeployRequest {
   max_replicas?: number;
   scale_to_zero_after_seconds?: number;
   session_ttl_seconds?: number;
+  trace_content?: boolean;
   /** Credentials for the image's registry; null removes the stored ones, omitted keeps them. */
   registry_auth?: RegistryAuthInput | null;
 }
@@ -54,6 +57,9 @@ export const SESSION_TTL_SECONDS = { default: 86_400, min: 60, max: 2_592_000 } 
 /** The session time to live of a stored deploy, whenever it was stored. */
 export const sessionTtlSeconds = (deploy: StoredDeploy): number => deploy.session_ttl_seconds ?? SESSION_TTL_SECONDS.default;
 
+/** Whether the agent's traces may hold message and tool text (docs/traces.md), whenever its deploy was stored: off unless asked. */
+export const traceContent = (deploy: StoredDeploy): boolean => deploy.trace_content ?? false;
+
 /** Whether the platform parks the agent at 0 replicas when idle and wakes it on a request. */
 export const scalesToZero = (deploy: StoredDeploy): boolean => deploy.auto_scale && deploy.min_replicas === 0;
 
@@ -63,7 +69,7 @@ export const scalesToZero = (deploy: StoredDeploy): boolean => deploy.auto_scale
  */
 export const RESERVED_ENV_KEYS = [
   'AGENT_ID', 'AGENT_NAME', 'SYSTEM_PROMPT', 'LLM_MODEL', 'LLM_PROVIDER',
-  'AGENT_SERVICES_URL', 'AGENT_SERVICES_TOKEN_FILE', 'SESSION_MAX_BYTES',
+  'AGENT_SERVICES_URL', 'AGENT_SERVICES_TOKEN_FILE', 'SESSION_MAX_BYTES', 'TRACE_CONTENT',
 ] as const;
 
 export const DEFAULT_DEPLOY: Readonly<StoredDeploy> = Object.freeze({
@@ -77,6 +83,7 @@ export const DEFAULT_DEPLOY: Readonly<StoredDeploy> = Object.freeze({
   max_replicas: 10,
   scale_to_zero_after_seconds: SCALE_TO_ZERO_AFTER_SECONDS.default,
   session_ttl_seconds: SESSION_TTL_SECONDS.default,
+  trace_content: false,
 });
 
 /** What the orchestrator in use can deliver, so a deploy it could not run is refused with a 422 rather than failing later. */
@@ -105,6 +112,7 @@ export function resolveDeploy(input: DeployRequest | undefined, base: StoredDepl
     max_replicas: given.max_replicas ?? base.max_replicas,
     scale_to_zero_after_seconds: given.scale_to_zero_after_seconds ?? scaleToZeroAfterSeconds(base),
     session_ttl_seconds: given.session_ttl_seconds ?? sessionTtlSeconds(base),
+    trace_content: given.trace_content ?? traceContent(base),
   };
   assertConsistent(resolved, given);
   const registry_auth = resolveRegistryAuth(given, resolved.image, base.registry_auth ?? null, box, rules);

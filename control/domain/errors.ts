@@ -7,6 +7,8 @@ export type ErrorHeader = 'WWW-Authenticate' | 'Retry-After';
  * A code with `headers: ['Retry-After']` is thrown with `details.retry_after` (seconds).
  */
 export const errorCatalogue = {
+  // OTLP/HTTP answers a body it cannot decode with 400 (the OTLP spec, "Failures"), where the control API's own validation says 422.
+  INVALID_TRACES: { status: 400, message: 'The body is not an OTLP/HTTP JSON ExportTraceServiceRequest' },
   AUTHENTICATION_FAILED: { status: 401, message: 'Missing, invalid or expired token', headers: ['WWW-Authenticate'] },
   // The agent services endpoint's own (issue 37): its callers are replicas with a platform-issued token, not users.
   UNAUTHENTICATED: { status: 401, message: 'Missing, invalid or expired agent services token', headers: ['WWW-Authenticate'] },

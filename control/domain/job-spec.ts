@@ -1,5 +1,6 @@
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { AgentRow } from './agent.js';
+import { traceContent } from './deploy.js';
 import type { JobSpec } from './job.js';
 import { PROVIDER_KEY_VARIABLE, type Provider } from './models.js';
 import { openRegistryAuth } from './registry-auth.js';
@@ -33,6 +34,8 @@ export function jobSpecFor(agent: AgentRow, box: SecretBox, settings: JobSetting
     else env[entry.key] = entry.value;
   }
   const deploy = agent.deploy;
+  // Only when on: the runtime's default is off, and an unchanged environment keeps running replicas as they are.
+  if (traceContent(deploy)) env.TRACE_CONTENT = 'true';
   return {
     agentId: agent.id,
     slug: agent.slug,

@@ -9,6 +9,7 @@ export const TAGS = {
   Deployments: 'Every rollout of an agent (create, deploy, rollback): its configuration, status and progress events.',
   'Access keys': "Access keys (agk_…) with which callers invoke a private agent's URL.",
   Sessions: "Conversation sessions an agent's replicas keep through the agent services endpoint: listed by size and use, never by content, and deleted.",
+  Invocations: "Traces of an agent's invokes, sent by its replicas: each invoke's model and tool calls, tokens, estimated cost and status, kept for TRACE_RETENTION_DAYS.",
   Domains: 'Custom hostnames of an agent: proved by a TXT record, served with an ACME certificate.',
   Observability: "An agent's container logs and live CPU and memory, as pages or server-sent event streams.",
   Account: "The account's plan, usage, users, and its deletion.",

@@ -6,6 +6,8 @@ import type { OrchestratorCallObserver } from '../orchestrator/instrumented.js';
 import type { OutboxBacklog } from '../repositories/webhook-outbox.js';
 import type { ReconcilePassed } from '../services/agent-events.js';
 import type { PassObserver } from '../services/periodic-pass.js';
+import type { ForwardDroppedObserver } from '../services/trace-forwarder.js';
+import type { SpansDroppedObserver } from '../services/trace-ingest.js';
 import { agentMetrics } from './agent-metrics.js';
 import { dependencyMetrics } from './dependency-metrics.js';
 import { domainMetrics } from './domain-metrics.js';
@@ -13,6 +15,7 @@ import { httpMetrics } from './http-metrics.js';
 import { loopMetrics } from './loop-metrics.js';
 import { orchestratorMetrics } from './orchestrator-metrics.js';
 import { reconcileMetrics } from './reconcile-metrics.js';
+import { traceMetrics } from './trace-metrics.js';
 import { webhookMetrics } from './webhook-metrics.js';
 
 /** The control API's Prometheus families, fed through the observers the lower layers offer. */
@@ -24,6 +27,10 @@ export interface ControlMetrics {
   readonly onOrchestratorCall: OrchestratorCallObserver;
   /** Subscribed to AgentRunner's ReconcilePassed (control/compose.ts). */
   readonly reconcilePassed: (event: ReconcilePassed) => void;
+  /** Told of every span POST /v1/traces refuses. */
+  readonly onSpansDropped: SpansDroppedObserver;
+  /** Told of every stored span that could not be forwarded to OTEL_EXPORTER_OTLP_ENDPOINT. */
+  readonly onForwardDropped: ForwardDroppedObserver;
 }
 
 /** What the families asked at scrape time read (control/compose.ts passes the repositories' and the readiness probe's). */
@@ -46,6 +53,7 @@ export function createControlMetrics(sources: MetricSources): ControlMetrics {
     onPass: loopMetrics(own),
     onOrchestratorCall: orchestratorMetrics(own),
     reconcilePassed: reconcileMetrics(own),
+    ...traceMetrics(own),
   };
   agentMetrics(own, sources.countAgentsByStatus);
   dependencyMetrics(own, sources.checkReadiness);

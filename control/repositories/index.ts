@@ -9,8 +9,11 @@ import { DomainRepository } from './domains.js';
 import { InviteRepository } from './invites.js';
 import { AccessKeyRepository, ApiKeyRepository } from './keys.js';
 import { LoopLockRepository } from './loop-locks.js';
+import { ModelUsageRepository } from './model-usage.js';
 import { SealedValueRepository } from './sealed-values.js';
 import { SessionRepository } from './sessions.js';
+import { TracePartitionRepository } from './trace-partitions.js';
+import { TraceRepository } from './traces.js';
 import { UsageRepository } from './usage.js';
 import { UserRepository } from './users.js';
 import { WebhookOutboxRepository } from './webhook-outbox.js';
@@ -35,6 +38,9 @@ export interface Repositories {
   domains: DomainRepository;
   acmeAccounts: AcmeAccountRepository;
   agentSessions: AgentSessionRepository;
+  traces: TraceRepository;
+  tracePartitions: TracePartitionRepository;
+  modelUsage: ModelUsageRepository;
 }
 
 export function repositoriesOn(db: Knex): Repositories {
@@ -56,6 +62,9 @@ export function repositoriesOn(db: Knex): Repositories {
     domains: new DomainRepository(db),
     acmeAccounts: new AcmeAccountRepository(db),
     agentSessions: new AgentSessionRepository(db),
+    traces: new TraceRepository(db),
+    tracePartitions: new TracePartitionRepository(db),
+    modelUsage: new ModelUsageRepository(db),
   };
 }
 

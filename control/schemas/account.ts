@@ -14,6 +14,19 @@ const Limits = Type.Object({
   max_custom_domains: Type.Integer({ description: "custom domains across the account's agents" }),
 });
 
+const ModelUseFields = {
+  input_tokens: Type.Integer(),
+  output_tokens: Type.Integer(),
+  estimated_cost_usd: Type.Number({ description: "the model calls with a price in the platform's table (docs/traces.md, \"Cost\")" }),
+  unpriced_model_calls: Type.Integer({ description: 'model calls whose model has no price: their cost is not in estimated_cost_usd' }),
+};
+
+/** Tokens and estimated cost of the month, from the traces replicas sent (docs/traces.md); kept beyond the traces' retention. */
+const ModelUsage = Type.Object({
+  ...ModelUseFields,
+  by_agent: Type.Array(Type.Object({ agent_id: Type.String(), ...ModelUseFields }), { description: 'each agent with model calls this month, deleted ones included' }),
+});
+
 export const AccountUsage = Type.Object(
   {
     plan: Type.String(),
@@ -31,9 +44,10 @@ export const AccountUsage = Type.Object(
       vcpu_hours: Type.Number(),
       memory_gb_hours: Type.Number(),
       requests: Type.Integer(),
+      model_usage: ModelUsage,
     }),
   },
-  { $id: 'AccountUsage', examples: [{ plan: 'free', exempt: false, limits: ex.limits, usage: { agents: 1, replicas: 2, vcpu: 1, memory_mb: 1024 }, period: { start: '2025-12-01T00:00:00Z', replica_hours: 57.5, vcpu_hours: 28.75, memory_gb_hours: 28.75, requests: 1834 } }] },
+  { $id: 'AccountUsage', examples: [{ plan: 'free', exempt: false, limits: ex.limits, usage: { agents: 1, replicas: 2, vcpu: 1, memory_mb: 1024 }, period: { start: '2025-12-01T00:00:00Z', replica_hours: 57.5, vcpu_hours: 28.75, memory_gb_hours: 28.75, requests: 1834, model_usage: ex.modelUsage } }] },
 );
 export type AccountUsage = Static<typeof AccountUsage>;
 

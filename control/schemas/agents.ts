@@ -103,6 +103,9 @@ export const DeployInput = Type.Object(
       maximum: SESSION_TTL_SECONDS.max,
       description: `seconds a conversation session of the agent is kept after its last read or write, 60 to 30 days (default ${SESSION_TTL_SECONDS.default}); a change applies from each session's next use`,
     })),
+    trace_content: Type.Optional(Type.Boolean({
+      description: "whether the agent's traces may record message and tool text (TRACE_CONTENT in its containers); default false: spans hold models, tokens, timings and outcomes only",
+    })),
     registry_auth: Type.Optional(RegistryAuthInputSchema),
     build_path: Type.Optional(BuildPath),
     strategy: Type.Optional(DeployStrategyInput),
@@ -179,6 +182,7 @@ export const Deploy = Type.Object(
     max_replicas: Type.Integer(),
     scale_to_zero_after_seconds: Type.Integer(),
     session_ttl_seconds: Type.Integer(),
+    trace_content: Type.Boolean(),
   },
   { $id: 'Deploy', examples: [ex.deploy] },
 );

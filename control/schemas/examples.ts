@@ -42,6 +42,7 @@ export const deploy = {
   max_replicas: 4,
   scale_to_zero_after_seconds: 900,
   session_ttl_seconds: 86_400,
+  trace_content: false,
 };
 
 export const agent = {
@@ -191,3 +192,12 @@ export const agentSession = {
 
 /** A page of one item, as every paged listing answers. */
 export const onePage = { total: 1, page: 1, page_size: 20, has_next: false };
+
+/** A month's model use: one agent's, as GET /account/usage shows it. */
+export const modelUsage = {
+  input_tokens: 1_830_400,
+  output_tokens: 412_900,
+  estimated_cost_usd: 8.705,
+  unpriced_model_calls: 0,
+  by_agent: [{ agent_id: ids.agent, input_tokens: 1_830_400, output_tokens: 412_900, estimated_cost_usd: 8.705, unpriced_model_calls: 0 }],
+};

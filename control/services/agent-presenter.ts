@@ -1,6 +1,6 @@
 import type { AgentUrlSettings } from '../config/config.js';
 import type { AgentRow } from '../domain/agent.js';
-import { scaleToZeroAfterSeconds, sessionTtlSeconds, type StoredDeploy } from '../domain/deploy.js';
+import { scaleToZeroAfterSeconds, sessionTtlSeconds, traceContent, type StoredDeploy } from '../domain/deploy.js';
 import type { Agent, Deploy } from '../schemas/agents.js';
 
 export const MASKED_SECRET = '***';
@@ -54,5 +54,6 @@ export function deployView(deploy: StoredDeploy, settings: PresenterSettings): D
     max_replicas: deploy.max_replicas,
     scale_to_zero_after_seconds: scaleToZeroAfterSeconds(deploy),
     session_ttl_seconds: sessionTtlSeconds(deploy),
+    trace_content: traceContent(deploy),
   };
 }

@@ -5,6 +5,7 @@ import { limitsOf } from '../domain/plans.js';
 import { edgeKeyNames } from '../../contract/edge-keys.js';
 import { notFound } from '../domain/errors.js';
 import { repositoriesOn } from '../repositories/index.js';
+import type { AgentModelUse, ModelUse } from '../repositories/model-usage.js';
 import type { AccountUsage } from '../schemas/account.js';
 import type { Principal } from './principal.js';
 
@@ -23,11 +24,12 @@ export class UsageService {
     const now = this.clock.now();
     const start = startOfMonthUtc(now);
     const month = monthOf(now);
-    const [running, totals, flushed, unflushed] = await Promise.all([
+    const [running, totals, flushed, unflushed, models] = await Promise.all([
       repos.agents.running(account.id),
       repos.usage.totals(account.id, start, now),
       repos.usage.requests(account.id, month),
       this.unflushedRequests(account.id, month),
+      repos.modelUsage.ofAccount(account.id, month),
     ]);
     return {
       plan: account.plan,
@@ -40,6 +42,7 @@ export class UsageService {
         vcpu_hours: toFourDecimals(totals.vcpuHours),
         memory_gb_hours: toFourDecimals(totals.memoryGbHours),
         requests: flushed + unflushed,
+        model_usage: modelUsageView(models),
       },
     };
   }
@@ -52,6 +55,26 @@ export class UsageService {
     return counts.reduce((sum, count) => sum + Number(count ?? 0), 0);
   }
 }
+
+/** The account's month of model use, in total and by agent. */
+function modelUsageView(byAgent: AgentModelUse[]): AccountUsage['period']['model_usage'] {
+  const view = (use: ModelUse) => ({
+    input_tokens: use.inputTokens,
+    output_tokens: use.outputTokens,
+    estimated_cost_usd: toSixDecimals(use.costUsd),
+    unpriced_model_calls: use.unpricedCalls,
+  });
+  const total = byAgent.reduce<ModelUse>((sum, use) => ({
+    inputTokens: sum.inputTokens + use.inputTokens,
+    outputTokens: sum.outputTokens + use.outputTokens,
+    costUsd: sum.costUsd + use.costUsd,
+    unpricedCalls: sum.unpricedCalls + use.unpricedCalls,
+  }), { inputTokens: 0, outputTokens: 0, costUsd: 0, unpricedCalls: 0 });
+  return { ...view(total), by_agent: byAgent.map((use) => ({ agent_id: use.agentId, ...view(use) })) };
+}
+
+/** A millionth of a dollar: below that, a sum of prices per million tokens is rounding noise. */
+const toSixDecimals = (value: number) => Math.round(value * 1_000_000) / 1_000_000;
 
 export const startOfMonthUtc = (at: Date) => new Date(Date.UTC(at.getUTCFullYear(), at.getUTCMonth(), 1));
 /** The month as authz names its usage counters: `YYYY-MM`, UTC. */

@@ -4,20 +4,25 @@
  * - overhead: latency of POST /invoke through the runtime minus latency of the same chat
  *   completion sent straight to the fake provider, p50 and p99, at 1 and 50 concurrent callers;
  * - memory: RSS of the runtime process after 100,000 invokes spread over 50,000 sessions, with
- *   the default session bounds (10,000 sessions, LRU), against a stated bound.
+ *   the default session bounds (10,000 sessions, LRU), against a stated bound;
+ * - tracing: the same invoke through two runtimes keeping sessions in (fake) agent services,
+ *   one tracing (RUNTIME_TRACES=on, spans exported to the fake's /v1/traces) and one not,
+ *   measured in alternating rounds; issue 38 bounds the p50 difference to 0.5 ms.
  *
  * The runtime runs as its own process from dist/ (as in the image, with Node's default heap
  * settings), so its RSS is its own. The memory run comes first, so "before" is a fresh process;
  * the latency runs then meet a full session store, the steady state of a busy agent.
- * Writes ../bench/results/runtime.json and prints a summary.
+ * Writes ../bench/results/runtime.json and prints a summary; `--only=tracing` runs the tracing
+ * comparison alone and only prints it.
  */
 import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { Agent, request } from 'node:http';
 import { createServer } from 'node:net';
-import { cpus } from 'node:os';
-import { dirname } from 'node:path';
+import { cpus, tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { FakeAgentServices } from '../test/helpers/fake-agent-services.js';
 import { FakeProvider } from '../test/helpers/fake-provider.js';
 
 const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
@@ -31,6 +36,7 @@ const LATENCY_RUNS = [
 ];
 const MEMORY_RUN = { invokes: 100_000, sessions: 50_000, concurrency: 50 };
 const WARMUP_REQUESTS = 500;
+const TRACING_RUN = { rounds: 4, requestsPerRound: 500, concurrency: 1, boundMs: 0.5 };
 
 const agent = new Agent({ keepAlive: true, maxSockets: 64 });
 
@@ -85,7 +91,7 @@ function rssMb(pid: number): { rss: number; peak: number } {
   return { rss: round(kb('VmRSS') / 1024), peak: round(kb('VmHWM') / 1024) };
 }
 
-async function startRuntime(fake: FakeProvider) {
+async function startRuntime(fake: FakeProvider, extraEnv: Record<string, string> = {}) {
   const port = await freePort();
   const child = spawn(process.execPath, ['dist/main.js'], {
     cwd: PACKAGE_DIR,
@@ -99,6 +105,7 @@ async function startRuntime(fake: FakeProvider) {
       OPENAI_API_KEY: 'sk-bench-0000',
       OPENAI_BASE_URL: fake.baseUrl('openai'),
       RUNTIME_MAX_SESSIONS: String(MAX_SESSIONS),
+      ...extraEnv,
     },
   });
   const url = `http://127.0.0.1:${port}`;
@@ -114,10 +121,66 @@ async function startRuntime(fake: FakeProvider) {
   return { url, child };
 }
 
+/** Tracing on against off, both runtimes alike otherwise, in alternating rounds so drift hits both. */
+async function measureTracing(fake: FakeProvider) {
+  const services = await FakeAgentServices.start(['bench-token']);
+  const tokenFile = join(mkdtempSync(join(tmpdir(), 'bench-token-')), 'token');
+  writeFileSync(tokenFile, 'bench-token');
+  const servicesEnv = { AGENT_SERVICES_URL: services.url, AGENT_SERVICES_TOKEN_FILE: tokenFile };
+  const runtimes = {
+    off: await startRuntime(fake, { ...servicesEnv, RUNTIME_TRACES: 'off' }),
+    on: await startRuntime(fake, { ...servicesEnv, RUNTIME_TRACES: 'on' }),
+  };
+  const body = (i: number) => JSON.stringify({ input: 'Give me a short answer, please.', session_id: `trace-${i}` });
+  const latencies: Record<'on' | 'off', number[]> = { on: [], off: [] };
+  try {
+    for (const mode of ['off', 'on'] as const) await load(WARMUP_REQUESTS, 10, (i) => post(`${runtimes[mode].url}/invoke`, body(i)));
+    for (let pass = 0; pass < TRACING_RUN.rounds; pass++) {
+      for (const mode of pass % 2 === 0 ? (['off', 'on'] as const) : (['on', 'off'] as const)) {
+        const offset = (pass + 1) * TRACING_RUN.requestsPerRound;
+        latencies[mode].push(...(await load(TRACING_RUN.requestsPerRound, TRACING_RUN.concurrency, (i) => post(`${runtimes[mode].url}/invoke`, body(offset + i)))));
+      }
+    }
+    const description = (await (await fetch(`${runtimes.on.url}/`)).json()) as { traces: unknown };
+    const off = summarise(latencies.off);
+    const on = summarise(latencies.on);
+    const p50DifferenceMs = round(on.p50_ms - off.p50_ms);
+    return {
+      setup: 'two runtimes (own processes) keeping sessions in a fake agent services, one exporting traces to it, one not; one caller',
+      requests_each: TRACING_RUN.rounds * TRACING_RUN.requestsPerRound,
+      tracing_off: off,
+      tracing_on: on,
+      difference: { p50_ms: p50DifferenceMs, p99_ms: round(on.p99_ms - off.p99_ms) },
+      bound_p50_ms: TRACING_RUN.boundMs,
+      within_bound: p50DifferenceMs <= TRACING_RUN.boundMs,
+      spans_received: services.spans().length,
+      runtime_trace_counters: description.traces,
+    };
+  } finally {
+    runtimes.on.child.kill('SIGTERM');
+    runtimes.off.child.kill('SIGTERM');
+    await services.close();
+  }
+}
+
+function printTracing(tracing: Awaited<ReturnType<typeof measureTracing>>): void {
+  console.log(
+    `tracing: p50 ${tracing.tracing_on.p50_ms} ms on vs ${tracing.tracing_off.p50_ms} ms off (difference ${tracing.difference.p50_ms} ms, ` +
+      `bound ${tracing.bound_p50_ms} ms: ${tracing.within_bound ? 'within' : 'EXCEEDED'}); p99 difference ${tracing.difference.p99_ms} ms; ` +
+      `${tracing.spans_received} spans received, runtime counters ${JSON.stringify(tracing.runtime_trace_counters)}`,
+  );
+}
+
 async function main(): Promise<void> {
   const fake = await FakeProvider.start();
   fake.recording = false;
   fake.defaultReply = { text: 'A short answer from the fake provider.' };
+  if (process.argv.includes('--only=tracing')) {
+    printTracing(await measureTracing(fake));
+    await fake.close();
+    agent.destroy();
+    return;
+  }
   const runtime = await startRuntime(fake);
   const pid = runtime.child.pid!;
 
@@ -162,6 +225,8 @@ async function main(): Promise<void> {
   }
 
   runtime.child.kill('SIGTERM');
+  console.log(`tracing: on against off, ${TRACING_RUN.rounds} alternating rounds of ${TRACING_RUN.requestsPerRound} invokes`);
+  const tracing = await measureTracing(fake);
   await fake.close();
   agent.destroy();
 
@@ -184,6 +249,7 @@ async function main(): Promise<void> {
       within_bound: rssAfter.peak <= RSS_BOUND_MB,
       invokes_per_second: Math.round(MEMORY_RUN.invokes / memorySeconds),
     },
+    tracing,
   };
   mkdirSync(dirname(RESULT_FILE), { recursive: true });
   writeFileSync(RESULT_FILE, JSON.stringify(result, null, 2) + '\n');
@@ -200,8 +266,9 @@ async function main(): Promise<void> {
       `(peak ${rssAfter.peak} MB, bound ${RSS_BOUND_MB} MB: ${result.memory.within_bound ? 'within' : 'EXCEEDED'}; ` +
       `checkpoints ${checkpoints.map((c) => c.rss_mb).join(' → ')} MB; ${result.memory.invokes_per_second} invokes/s)`,
   );
+  printTracing(tracing);
   console.log(`written to ${RESULT_FILE}`);
-  if (!result.memory.within_bound) process.exitCode = 1;
+  if (!result.memory.within_bound || !tracing.within_bound) process.exitCode = 1;
 }
 
 main().catch((error: unknown) => {

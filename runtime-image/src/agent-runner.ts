@@ -1,11 +1,17 @@
-import { generateText, stepCountIs, streamText, type LanguageModel, type ModelMessage, type ToolSet } from 'ai';
+import { generateText, stepCountIs, streamText, type ModelMessage, type ToolSet } from 'ai';
 import { internalError } from './errors.js';
+import type { ModelInstance } from './language-model.js';
+import { traceModel } from './tracing/model-spans.js';
+import type { InvokeTrace } from './tracing/spans.js';
+import { traceTools } from './tracing/tool-spans.js';
 
 export interface TurnRequest {
   history: readonly ModelMessage[];
   input: string;
   /** Given when the caller streams: receives the answer's text as it arrives. */
   onTextDelta?: (text: string) => void;
+  /** The invoke's trace, when traced: each model call and tool call adds a span to it. */
+  trace?: InvokeTrace;
 }
 
 export interface TurnResult {
@@ -16,7 +22,7 @@ export interface TurnResult {
 }
 
 export interface AgentRunnerOptions {
-  model: LanguageModel;
+  model: ModelInstance;
   systemPrompt: string;
   temperature: number | undefined;
   tools: ToolSet;
@@ -31,10 +37,10 @@ export interface AgentRunner {
 /** Runs one conversation turn: the model, then tools and the model again, until it answers. */
 export function createAgentRunner(options: AgentRunnerOptions): AgentRunner {
   const callSettings = (request: TurnRequest, userMessage: ModelMessage) => ({
-    model: options.model,
+    model: request.trace ? traceModel(options.model, request.trace) : options.model,
     system: options.systemPrompt,
     messages: [...request.history, userMessage],
-    tools: options.tools,
+    tools: request.trace ? traceTools(options.tools, request.trace) : options.tools,
     stopWhen: stepCountIs(options.maxToolSteps),
     maxRetries: options.maxRetries,
     ...(options.temperature === undefined ? {} : { temperature: options.temperature }),

@@ -18,6 +18,7 @@ import { classifyProviderFailure } from './provider-failure.js';
 import { DEFAULT_WRITE_ATTEMPTS, RemoteSessionStore } from './remote-session-store.js';
 import { SessionsApiClient } from './sessions-api-client.js';
 import type { SessionStore } from './session-store.js';
+import { createTracing, type Tracing } from './tracing/tracing.js';
 
 export const CONTRACT_VERSION = 'v1';
 
@@ -33,12 +34,17 @@ export interface RuntimeDeps {
 export interface Runtime {
   server: Server;
   sessions: SessionStore<ModelMessage>;
+  /** Invoke traces and their export; shut down after the server, so the last invokes' spans go out. */
+  tracing: Tracing;
 }
 
 /** The composition root: builds every collaborator once from the configuration and wires the routes. */
 export function createRuntime(config: RuntimeConfig, deps: RuntimeDeps): Runtime {
   const { agent, settings } = config;
-  const sessions = createSessionStore(config, deps);
+  // One reader of the token file for everything sent to agent services.
+  const token = settings.agentServices && new BearerTokenFile(settings.agentServices.tokenFile);
+  const sessions = createSessionStore(config, deps, token);
+  const tracing = createTracing(agent, settings, { token, fetch: deps.fetch, logger: deps.logger, clock: deps.clock });
   const invokeService = createInvokeService({
     runner: createRunnerIfConfigured(config, deps),
     notConfiguredReason: agent.notConfiguredReason,
@@ -51,12 +57,12 @@ export function createRuntime(config: RuntimeConfig, deps: RuntimeDeps): Runtime
   const server = createHttpServer(
     {
       '/health': { GET: (_request, response) => sendHealth(response, agent) },
-      '/invoke': { POST: createInvokeRoute(invokeService, agent.id) },
-      '/': { GET: (_request, response) => sendJson(response, 200, describeAgent(agent, Object.keys(deps.tools))) },
+      '/invoke': { POST: createInvokeRoute(invokeService, agent.id, tracing.tracer) },
+      '/': { GET: (_request, response) => sendJson(response, 200, describeAgent(agent, Object.keys(deps.tools), tracing)) },
     },
     deps,
   );
-  return { server, sessions };
+  return { server, sessions, tracing };
 }
 
 /** The same, for callers that only need the HTTP server. */
@@ -65,10 +71,10 @@ export function createServer(config: RuntimeConfig, deps: RuntimeDeps): Server {
 }
 
 /** Agent services when the platform gives them, this replica's memory otherwise: chosen once, here. */
-function createSessionStore(config: RuntimeConfig, deps: RuntimeDeps): SessionStore<ModelMessage> {
+function createSessionStore(config: RuntimeConfig, deps: RuntimeDeps, token: BearerTokenFile | undefined): SessionStore<ModelMessage> {
   const { settings } = config;
   const services = settings.agentServices;
-  if (services === undefined) {
+  if (services === undefined || token === undefined) {
     // Once, at start: with a second replica, or after a restart, callers' conversations are forgotten.
     deps.logger.warn("conversations are kept in this replica's memory only: AGENT_SERVICES_URL is not set", {
       max_sessions: settings.maxSessions,
@@ -83,7 +89,7 @@ function createSessionStore(config: RuntimeConfig, deps: RuntimeDeps): SessionSt
       deps.clock,
     );
   }
-  const transport = new AgentServicesTransport({ baseUrl: services.url, token: new BearerTokenFile(services.tokenFile), fetch: deps.fetch });
+  const transport = new AgentServicesTransport({ baseUrl: services.url, token, fetch: deps.fetch });
   return new RemoteSessionStore<ModelMessage>(
     new SessionsApiClient(transport),
     {
@@ -121,7 +127,9 @@ function sendHealth(response: ServerResponse, agent: AgentConfig): void {
   sendJson(response, 200, { status: 'ok', contract: CONTRACT_VERSION, agent_id: agent.id });
 }
 
-function describeAgent(agent: AgentConfig, toolNames: string[]) {
+/** Beyond v1, `traces`: whether invokes are traced, and how many spans were sent and dropped since start. */
+function describeAgent(agent: AgentConfig, toolNames: string[], tracing: Tracing) {
+  const stats = tracing.stats();
   return {
     agent_id: agent.id,
     name: agent.name,
@@ -130,5 +138,6 @@ function describeAgent(agent: AgentConfig, toolNames: string[]) {
     template: agent.templateName,
     tools: toolNames,
     contract: CONTRACT_VERSION,
+    traces: stats === undefined ? { enabled: false } : { enabled: true, spans_exported: stats.exported, spans_dropped: stats.dropped },
   };
 }

@@ -3,12 +3,14 @@ import type { AgentRunner } from './agent-runner.js';
 import { notConfigured, type RuntimeError } from './errors.js';
 import type { KeyedLock } from './keyed-lock.js';
 import type { SessionStore } from './session-store.js';
+import type { InvokeTrace } from './tracing/spans.js';
 
 export interface InvokeRequest {
   input: string;
   /** Absent starts a new conversation; an unknown id starts one under that id. */
   sessionId: string | undefined;
   onTextDelta?: (text: string) => void;
+  trace?: InvokeTrace;
 }
 
 export interface InvokeResult {
@@ -47,7 +49,7 @@ export function createInvokeService(deps: InvokeServiceDeps): InvokeService {
       return deps.sessionLock.run(sessionId, async () => {
         const session = await deps.sessions.open(sessionId);
         const turn = await runner
-          .runTurn({ history: session.history, input: request.input, onTextDelta: request.onTextDelta })
+          .runTurn({ history: session.history, input: request.input, onTextDelta: request.onTextDelta, trace: request.trace })
           .catch((error: unknown) => {
             throw deps.classifyFailure(error) ?? error;
           });

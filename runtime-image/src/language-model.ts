@@ -6,6 +6,9 @@ import type { Provider } from './providers.js';
 
 export type Fetch = typeof globalThis.fetch;
 
+/** A model object rather than a model id: what the provider packages build, and what middleware can wrap. */
+export type ModelInstance = Exclude<LanguageModel, string>;
+
 export interface ModelTarget {
   provider: Provider;
   model: string;
@@ -19,7 +22,7 @@ export interface ModelTarget {
  * through `fetch` with a deadline of `timeoutMs`, so one slow provider call
  * cannot hold an invoke forever.
  */
-export function createLanguageModel(target: ModelTarget, options: { fetch: Fetch; timeoutMs: number }): LanguageModel {
+export function createLanguageModel(target: ModelTarget, options: { fetch: Fetch; timeoutMs: number }): ModelInstance {
   const settings = {
     apiKey: target.apiKey,
     baseURL: target.baseUrl,

@@ -8,11 +8,13 @@ import { loadConfig, type RuntimeConfig } from './config.js';
 import { ConfigError } from './config-error.js';
 import { createJsonLogger, type Logger } from './logger.js';
 import { closeGracefully } from './shutdown.js';
+import type { Tracing } from './tracing/tracing.js';
 import { loadTools } from './tools.js';
 
 // templates/ sits beside src/ in the repository and beside dist/ in the image (/app/templates/default).
 const DEFAULT_TEMPLATE_DIR = fileURLToPath(new URL('../templates/default', import.meta.url));
 const LISTEN_HOST = '0.0.0.0';
+const TRACE_FLUSH_DEADLINE_MS = 2000;
 
 const writeStdout = (line: string) => process.stdout.write(line);
 
@@ -32,7 +34,7 @@ async function main(): Promise<void> {
 
   const logger = createJsonLogger(writeStdout, config.settings.logLevel, systemClock);
   routeModelWarningsTo(logger);
-  const { server } = createRuntime(config, { tools, clock: systemClock, logger, fetch: globalThis.fetch });
+  const { server, tracing } = createRuntime(config, { tools, clock: systemClock, logger, fetch: globalThis.fetch });
   server.listen(config.settings.port, LISTEN_HOST, () => {
     const address = server.address();
     const { agent } = config;
@@ -48,7 +50,7 @@ async function main(): Promise<void> {
     });
     if (agent.notConfiguredReason !== undefined) logger.warn('agent not configured', { reason: agent.notConfiguredReason });
   });
-  stopOnSignals(server, config.settings.shutdownGraceMs, logger);
+  stopOnSignals(server, tracing, config.settings.shutdownGraceMs, logger);
 }
 
 /**
@@ -68,11 +70,13 @@ function routeModelWarningsTo(logger: Logger): void {
   };
 }
 
-function stopOnSignals(server: Server, graceMs: number, logger: Logger): void {
+function stopOnSignals(server: Server, tracing: Tracing, graceMs: number, logger: Logger): void {
   const stop = (signal: string) => {
     logger.info('shutting down', { signal, grace_ms: graceMs });
-    void closeGracefully(server, graceMs).then((outcome) => {
+    void closeGracefully(server, graceMs).then(async (outcome) => {
       if (outcome === 'cut') logger.warn('requests still running at the end of the grace period were cut', { grace_ms: graceMs });
+      // The last invokes' spans get one export, briefly: a slow trace endpoint must not hold the exit.
+      await tracing.shutdown(TRACE_FLUSH_DEADLINE_MS);
       logger.info('stopped', { outcome });
       process.exit(0);
     });

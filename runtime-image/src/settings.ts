@@ -18,6 +18,16 @@ export interface RuntimeSettings {
   providerMaxRetries: number;
   logLevel: LogLevel;
   shutdownGraceMs: number;
+  traces: TraceSettings;
+}
+
+export interface TraceSettings {
+  /** RUNTIME_TRACES: whether invokes are traced at all; traces go to agent services, so only with AGENT_SERVICES_URL. */
+  enabled: boolean;
+  /** TRACE_CONTENT: whether spans carry message and tool text. */
+  recordContent: boolean;
+  maxQueuedSpans: number;
+  exportTimeoutMs: number;
 }
 
 export interface AgentServicesSettings {
@@ -49,6 +59,8 @@ export const INTEGER_SETTINGS = {
   providerTimeoutMs: { variable: 'RUNTIME_PROVIDER_TIMEOUT_MS', fallback: 60_000, min: 100, max: 600_000, why: 'deadline of one request to the model provider' },
   providerMaxRetries: { variable: 'RUNTIME_PROVIDER_MAX_RETRIES', fallback: 2, min: 0, max: 10, why: 'retries of a provider request answered 408, 409, 429 or 5xx' },
   shutdownGraceMs: { variable: 'RUNTIME_SHUTDOWN_GRACE_MS', fallback: 10_000, min: 0, max: 120_000, why: 'time given to in-flight requests after SIGTERM' },
+  traceBufferSpans: { variable: 'RUNTIME_TRACE_BUFFER_SPANS', fallback: 2048, min: 1, max: 1_000_000, why: 'finished trace spans held while waiting for export to agent services; past it new spans are dropped and counted' },
+  traceExportTimeoutMs: { variable: 'RUNTIME_TRACE_EXPORT_TIMEOUT_MS', fallback: 2000, min: 50, max: 60_000, why: "deadline of one request sending trace spans to agent services; a batch that misses it is dropped and counted" },
 } satisfies Record<string, IntegerSetting>;
 
 export function loadSettings(env: Environment): RuntimeSettings {
@@ -66,7 +78,21 @@ export function loadSettings(env: Environment): RuntimeSettings {
     providerMaxRetries: integer('providerMaxRetries'),
     logLevel: readLogLevel(env),
     shutdownGraceMs: integer('shutdownGraceMs'),
+    traces: {
+      enabled: readSwitch(env, 'RUNTIME_TRACES', { on: true, off: false }, true),
+      recordContent: readSwitch(env, 'TRACE_CONTENT', { true: true, false: false }, false),
+      maxQueuedSpans: integer('traceBufferSpans'),
+      exportTimeoutMs: integer('traceExportTimeoutMs'),
+    },
   };
+}
+
+function readSwitch(env: Environment, variable: string, values: Readonly<Record<string, boolean>>, fallback: boolean): boolean {
+  const raw = env[variable];
+  if (raw === undefined || raw.trim() === '') return fallback;
+  const value = values[raw.trim().toLowerCase()];
+  if (value === undefined) throw new ConfigError(`${variable}="${raw}" is invalid: it must be ${Object.keys(values).join(' or ')}`);
+  return value;
 }
 
 function readInteger(env: Environment, setting: IntegerSetting): number {
@@ -125,6 +151,14 @@ export const RUNTIME_SETTING_DOCS: Readonly<Record<string, { text: string; defau
   AGENT_SERVICES_TOKEN_FILE: {
     text: 'File holding the bearer token for agent services, read again whenever the platform rewrites it. Required with AGENT_SERVICES_URL; the runtime does not start when it cannot be read.',
     default: 'none',
+  },
+  RUNTIME_TRACES: {
+    text: 'on or off: with AGENT_SERVICES_URL, each invoke is traced (a root span, a span per model call and per tool call, OpenTelemetry GenAI attributes) and the spans are sent to agent services as OTLP/HTTP JSON (`/v1/traces`); without AGENT_SERVICES_URL nothing is traced.',
+    default: '`on`',
+  },
+  TRACE_CONTENT: {
+    text: "true or false: whether trace spans carry the messages sent to and received from the model and tools' arguments and results (set from the deploy's `trace_content`). Keys and tokens are never recorded.",
+    default: '`false`',
   },
   RUNTIME_LOG_LEVEL: { text: `Least severe log line written: ${LOG_LEVELS.join(', ')}.`, default: '`info`' },
   AGENT_ID: { text: "The agent's id, in logs and answers.", default: '`agt_local`' },

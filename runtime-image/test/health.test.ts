@@ -90,6 +90,7 @@ describe('GET /health and GET /', () => {
       template: 'example',
       tools: ['add', 'current_time'],
       contract: 'v1',
+      traces: { enabled: false },
     });
   });
 });

@@ -89,6 +89,7 @@ describe('the runtime image', function () {
       template: 'example',
       tools: ['add', 'current_time'],
       contract: 'v1',
+      traces: { enabled: false },
     });
   });
 

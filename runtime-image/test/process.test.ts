@@ -3,6 +3,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnMain, startChildRuntime, type ChildRuntime } from './helpers/child-runtime.js';
+import { FakeAgentServices } from './helpers/fake-agent-services.js';
 import { FakeProvider } from './helpers/fake-provider.js';
 import { platformEnv, postInvoke, waitFor } from './helpers/runtime.js';
 
@@ -41,6 +42,26 @@ describe('the runtime process', function () {
     const lines = runtime.stdout().trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
     assert.ok(lines.some((line) => line['message'] === 'shutting down' && line['signal'] === 'SIGTERM'));
     assert.ok(lines.some((line) => line['message'] === 'stopped' && line['outcome'] === 'drained'));
+  });
+
+  it('on SIGTERM sends the spans of the last invokes before it exits', async () => {
+    const services = await FakeAgentServices.start(['token-1']);
+    try {
+      const tokenFile = join(mkdtempSync(join(tmpdir(), 'agent-services-token-')), 'token');
+      writeFileSync(tokenFile, 'token-1\n');
+      runtime = await startChildRuntime(platformEnv(fake, 'openai', { AGENT_SERVICES_URL: services.url, AGENT_SERVICES_TOKEN_FILE: tokenFile }));
+      fake.reply({ text: 'last answer', delayMs: 300 });
+      const inFlight = postInvoke(`http://127.0.0.1:${runtime.port}`, { input: 'one more' });
+      await fake.receivedRequests(1);
+      runtime.process.kill('SIGTERM');
+
+      assert.equal((await inFlight).status, 200);
+      assert.equal((await runtime.exited).code, 0);
+      // Its spans finished after the signal, and the periodic export had no time to send them.
+      assert.deepEqual(services.spans().map((span) => span.name).sort(), ['chat gpt-4o', 'invoke_agent test agent']);
+    } finally {
+      await services.close();
+    }
   });
 
   it('refuses new connections while it drains', async () => {

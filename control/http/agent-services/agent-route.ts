@@ -25,6 +25,10 @@ export interface AgentRoute<B extends TSchema = TSchema> {
   /** Koa-style, under /v1. */
   path: string;
   body?: B;
+  /** How large its body may be; the sessions' limit (SESSION_MAX_BYTES and room) unless given. */
+  limit?: BodyLimit;
+  /** What a body that is not JSON or breaks the schema is answered with, in place of 422 VALIDATION_ERROR (OTLP wants 400). */
+  invalidBody?: (error: PlatformError) => PlatformError;
   handler: (input: AgentRouteInput<Static<B>>) => Promise<AgentRouteResult>;
 }
 
@@ -50,8 +54,13 @@ export function mountAgentRoutes(router: Router, routes: AgentRoute[], maxSessio
       let body: unknown = undefined;
       if (validateBody) {
         // An absent body is checked as {} so each missing required field is reported by name.
-        body = (await readJsonBody(ctx.req, limit)) ?? {};
-        validateBody(body);
+        try {
+          body = (await readJsonBody(ctx.req, route.limit ?? limit)) ?? {};
+          validateBody(body);
+        } catch (error) {
+          if (route.invalidBody && error instanceof PlatformError && error.code === 'VALIDATION_ERROR') throw route.invalidBody(error);
+          throw error;
+        }
       }
       const result = await route.handler({ credential: ctx.state.credential as AgentCredential, params: ctx.params, body });
       ctx.status = result.status;

@@ -4,14 +4,18 @@ import type { Logger } from 'pino';
 import type { AgentCredential } from '../../crypto/agent-token.js';
 import { PlatformError } from '../../domain/errors.js';
 import type { AgentSessionService } from '../../services/agent-session-service.js';
+import type { TraceIngest } from '../../services/trace-ingest.js';
 import { errorMiddleware, unansweredAsErrors } from '../error-middleware.js';
 import { requestLog } from '../request-log.js';
 import { requestObserver, type RequestObserver } from '../request-observer.js';
 import { mountAgentRoutes } from './agent-route.js';
 import { sessionRoutes } from './session-routes.js';
+import { traceRoutes } from './trace-routes.js';
 
 export interface AgentServicesAppDependencies {
   sessions: AgentSessionService;
+  /** Spans replicas send (issue 38). */
+  traces: TraceIngest;
   /**
    * The replica a bearer token speaks for, or null when it is malformed, forged, expired or
    * names no agent (services/replica-credentials.ts: a platform token, or on Nomad the
@@ -41,7 +45,7 @@ export function createAgentServicesApp(deps: AgentServicesAppDependencies): Koa 
   // Before routing: without a valid token, not even which paths exist is told.
   app.use(replicaAuthentication(deps.verifyToken));
   const router = new Router();
-  mountAgentRoutes(router, sessionRoutes(deps.sessions), deps.maxSessionBytes);
+  mountAgentRoutes(router, [...sessionRoutes(deps.sessions), ...traceRoutes(deps.traces)], deps.maxSessionBytes);
   app.use(unansweredAsErrors());
   app.use(router.routes());
   app.use(router.allowedMethods());

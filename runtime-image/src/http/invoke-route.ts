@@ -1,6 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { invalidRequest } from '../errors.js';
+import { invalidRequest, RuntimeError } from '../errors.js';
 import type { InvokeRequest, InvokeService } from '../invoke-service.js';
+import { tracingOff, type InvokeTrace, type Tracer } from '../tracing/spans.js';
+import { parseTraceParent } from '../tracing/trace-context.js';
 import { readJsonBody } from './body.js';
 import { toErrorResponse } from './error-response.js';
 import { EventStream } from './event-stream.js';
@@ -14,18 +16,59 @@ export const MAX_INPUT_CHARS = 100_000;
 // ".." would be path steps, so they are no ids.
 const SESSION_ID = /^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$/;
 
-export function createInvokeRoute(service: InvokeService, agentId: string) {
+const MAX_REQUEST_ID_CHARS = 200;
+
+export function createInvokeRoute(service: InvokeService, agentId: string, tracer: Tracer = tracingOff) {
   return async (request: IncomingMessage, response: ServerResponse, context: RequestContext): Promise<void> => {
-    const invoke = parseInvokeBody(await readJsonBody(request, MAX_BODY_BYTES));
-    context.sessionId = invoke.sessionId;
-    if (wantsEventStream(request)) {
-      await streamInvoke(service, invoke, agentId, response, context);
+    const trace = tracer.startInvoke({ parent: parseTraceParent(request.headers.traceparent), requestId: requestIdOf(request) });
+    if (trace === undefined) {
+      await serveInvoke(service, agentId, request, response, context, undefined);
       return;
     }
-    const result = await service.invoke(invoke);
-    context.sessionId = result.sessionId;
-    sendJson(response, 200, { output: result.output, session_id: result.sessionId, agent_id: agentId });
+    // Set before anything is written, so every answer carries it, errors and streams included; the body stays v1.
+    response.setHeader('traceparent', trace.traceparent());
+    let failure: unknown;
+    try {
+      await serveInvoke(service, agentId, request, response, context, trace);
+    } catch (error) {
+      failure = error;
+      throw error;
+    } finally {
+      endRootSpan(trace, context, failure ?? context.failure);
+    }
   };
+}
+
+async function serveInvoke(
+  service: InvokeService,
+  agentId: string,
+  request: IncomingMessage,
+  response: ServerResponse,
+  context: RequestContext,
+  trace: InvokeTrace | undefined,
+): Promise<void> {
+  const invoke: InvokeRequest = { ...parseInvokeBody(await readJsonBody(request, MAX_BODY_BYTES)), trace };
+  context.sessionId = invoke.sessionId;
+  if (wantsEventStream(request)) {
+    await streamInvoke(service, invoke, agentId, response, context);
+    return;
+  }
+  const result = await service.invoke(invoke);
+  context.sessionId = result.sessionId;
+  sendJson(response, 200, { output: result.output, session_id: result.sessionId, agent_id: agentId });
+}
+
+/** A failure is named by its catalogue code; only a RuntimeError's message, which is the caller's to see anyway, is kept. */
+function endRootSpan(trace: InvokeTrace, context: RequestContext, failure: unknown): void {
+  trace.root.set('gen_ai.conversation.id', context.sessionId);
+  if (failure === undefined) trace.root.end();
+  else if (failure instanceof RuntimeError) trace.root.fail(failure.code, failure.message);
+  else trace.root.fail('INTERNAL_ERROR');
+}
+
+function requestIdOf(request: IncomingMessage): string | undefined {
+  const id = request.headers['x-request-id'];
+  return typeof id === 'string' && id !== '' ? id.slice(0, MAX_REQUEST_ID_CHARS) : undefined;
 }
 
 /**

@@ -14,6 +14,19 @@ export interface RecordedSessionsRequest {
   status: number;
 }
 
+/** One OTLP/HTTP export the runtime sent to POST /v1/traces. */
+export interface RecordedTraceExport {
+  authorization: string | undefined;
+  contentType: string | undefined;
+  /** The body as sent, to search for text that must not be there. */
+  text: string;
+  // An ExportTraceServiceRequest in OTLP JSON; tests read the fields they know.
+  body: any;
+}
+
+/** How POST /v1/traces answers: 200 `{}` by default. */
+export type TracesBehaviour = { accept: true; rejectedSpans?: number } | { status: number } | { hang: true };
+
 /** Something to do to the next request instead of, or after, serving it. */
 export type SessionsFault =
   | { status: number; code: string; retryAfter?: string }
@@ -37,6 +50,11 @@ export class FakeAgentServices {
   readonly sessions = new Map<string, StoredFakeSession>();
   readonly requests: RecordedSessionsRequest[] = [];
   readonly tokens = new Set<string>();
+  /** Trace exports received, in order (kept apart from `requests`, which are the Sessions API's). */
+  readonly traceExports: RecordedTraceExport[] = [];
+  traces: TracesBehaviour = { accept: true };
+  /** Trace exports left unanswered under `{hang: true}`. */
+  tracesHeld = 0;
   maxBytes = 1_048_576;
   private readonly faults = new Map<string, SessionsFault[]>();
 
@@ -72,6 +90,10 @@ export class FakeAgentServices {
   private async handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const text = await readText(request);
     const path = new URL(request.url ?? '/', 'http://fake').pathname;
+    if (path === '/v1/traces') {
+      this.serveTraces(request, response, text);
+      return;
+    }
     const record: RecordedSessionsRequest = { method: request.method ?? '', path, authorization: request.headers.authorization, status: 0 };
     this.requests.push(record);
     const send = (status: number, body?: unknown, headers: Record<string, string> = {}) => {
@@ -88,6 +110,32 @@ export class FakeAgentServices {
     const answer = this.serve(request.method ?? '', path, request.headers, text);
     if (fault !== undefined) send(fault.applyThenAnswer, { code: 'INTERNAL_ERROR', message: 'injected by the test after applying' });
     else send(answer.status, answer.body, answer.headers);
+  }
+
+  /** The OTLP/HTTP JSON receiver beside the Sessions API, with the same bearer tokens. */
+  private serveTraces(request: IncomingMessage, response: ServerResponse, text: string): void {
+    const behaviour = this.traces;
+    if ('hang' in behaviour) {
+      this.tracesHeld += 1;
+      return;
+    }
+    if ('status' in behaviour) {
+      response.writeHead(behaviour.status, { 'content-type': 'application/json' }).end('{"code":"INJECTED","message":"injected by the test"}');
+      return;
+    }
+    const token = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
+    if (request.method !== 'POST' || token === undefined || !this.tokens.has(token)) {
+      response.writeHead(request.method !== 'POST' ? 405 : 401).end();
+      return;
+    }
+    this.traceExports.push({ authorization: request.headers.authorization, contentType: request.headers['content-type'], text, body: JSON.parse(text) });
+    const body = behaviour.rejectedSpans ? { partialSuccess: { rejectedSpans: String(behaviour.rejectedSpans), errorMessage: 'injected by the test' } } : {};
+    response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  }
+
+  /** Every span received, with its resource's attributes. */
+  spans(): any[] {
+    return this.traceExports.flatMap((entry) => entry.body.resourceSpans.flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans)));
   }
 
   private serve(method: string, path: string, headers: IncomingMessage['headers'], text: string): { status: number; body?: unknown; headers?: Record<string, string> } {

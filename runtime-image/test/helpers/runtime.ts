@@ -55,6 +55,7 @@ export interface TestRuntime {
   url: string;
   config: RuntimeConfig;
   sessions: Runtime['sessions'];
+  tracing: Runtime['tracing'];
   /** Every log line the runtime wrote, parsed. */
   logs: Array<Record<string, unknown>>;
   logText(): string;
@@ -67,13 +68,14 @@ export async function startRuntime(env: Record<string, string>, options: { clock
   const tools = await loadTools(config.agent.templateDir, config.agent.tools);
   const lines: string[] = [];
   const logger = createJsonLogger((line) => lines.push(line), 'debug');
-  const { server, sessions } = createRuntime(config, { tools, clock: options.clock ?? systemClock, logger, fetch: globalThis.fetch });
+  const { server, sessions, tracing } = createRuntime(config, { tools, clock: options.clock ?? systemClock, logger, fetch: globalThis.fetch });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
     url: `http://127.0.0.1:${port}`,
     config,
     sessions,
+    tracing,
     get logs() {
       return lines.map((line) => JSON.parse(line) as Record<string, unknown>);
     },
@@ -81,6 +83,7 @@ export async function startRuntime(env: Record<string, string>, options: { clock
     close: async () => {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      await tracing.shutdown(0);
     },
   };
 }
