@@ -6,6 +6,7 @@ import { audit } from './commands/audit.js';
 import { auth } from './commands/auth.js';
 import { deployments } from './commands/deployments.js';
 import { domains } from './commands/domains.js';
+import { invocations } from './commands/invocations.js';
 import { sessions } from './commands/sessions.js';
 import { apiKeys, keys } from './commands/keys.js';
 import { usage } from './commands/usage.js';
@@ -37,6 +38,7 @@ function parser(argv: string[]) {
     .command(apiKeys)
     .command(domains)
     .command(sessions)
+    .command(invocations)
     .command(usage)
     .command(audit)
     .command(contexts)
