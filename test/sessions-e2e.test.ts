@@ -1,25 +1,14 @@
 import assert from 'node:assert/strict';
-import { execFile, execFileSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { FakeProvider } from '../runtime-image/test/helpers/fake-provider.js';
 import { TEST_KEYS } from '../runtime-image/test/helpers/runtime.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { expectStatus } from './support/control-api.js';
-import { edgeRequest } from './support/edge-upstream.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
 import { containersOf, podman, podmanStates } from './support/podman.js';
+import { buildRuntimeImage, invokeThroughEdge, type ServedAgent as Agent } from './support/runtime-agents.js';
 import { waitFor } from './support/wait.js';
-
-/** The default runtime image, built as `npm run up` builds it (cached by its source hash). */
-function buildRuntimeImage(): string {
-  return execFileSync('bash', ['runtime-image/scripts/build-image.sh'], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024, stdio: ['ignore', 'pipe', 'inherit'] }).trim();
-}
-
-interface Agent {
-  token: string;
-  id: string;
-  host: string;
-}
 
 /**
  * Issue 37 end to end, as a caller meets it: the default runtime image on podman, its
@@ -84,17 +73,9 @@ describe('conversations that survive replicas, redeploys, restarts and parking (
     }, 180_000, 250);
   }
 
-  /** One turn through the edge; retried while the edge has no routable replica yet (a wake, a restart). */
+  /** One turn through the edge: the session id the answer names. */
   async function turn(agent: Agent, input: string, sessionId?: string): Promise<string> {
-    const body = JSON.stringify({ input, ...(sessionId ? { session_id: sessionId } : {}) });
-    const answer = await waitFor(`an answer to "${input}"`, async () => {
-      const reply = await edgeRequest({
-        port: edge.port, host: agent.host, path: '/invoke', method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, body,
-      }).catch(() => undefined);
-      if (reply && reply.status !== 200 && reply.status !== 503 && reply.status !== 502) throw new Error(`${reply.status}: ${reply.body}`);
-      return reply?.status === 200 ? reply : undefined;
-    }, 120_000, 250);
+    const answer = await invokeThroughEdge(edge, agent, { input, ...(sessionId ? { session_id: sessionId } : {}) });
     return (JSON.parse(answer.body) as { session_id: string }).session_id;
   }
 

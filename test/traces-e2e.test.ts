@@ -1,23 +1,11 @@
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
 import { FakeProvider } from '../runtime-image/test/helpers/fake-provider.js';
 import { TEST_KEYS } from '../runtime-image/test/helpers/runtime.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { expectStatus } from './support/control-api.js';
-import { edgeRequest } from './support/edge-upstream.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
+import { buildRuntimeImage, invokeThroughEdge, type ServedAgent as Agent } from './support/runtime-agents.js';
 import { waitFor } from './support/wait.js';
-
-/** The default runtime image, built as `npm run up` builds it (cached by its source hash). */
-function buildRuntimeImage(): string {
-  return execFileSync('bash', ['runtime-image/scripts/build-image.sh'], { encoding: 'utf8', maxBuffer: 16 * 1024 * 1024, stdio: ['ignore', 'pipe', 'inherit'] }).trim();
-}
-
-interface Agent {
-  token: string;
-  id: string;
-  host: string;
-}
 
 /**
  * Issue 38 end to end: the default runtime image on podman with its example template's
@@ -64,15 +52,7 @@ describe('traces of invokes (podman, the runtime image, the local edge)', functi
   }
 
   async function invoke(agent: Agent, input: string): Promise<string> {
-    const body = JSON.stringify({ input });
-    const answer = await waitFor(`an answer to "${input}"`, async () => {
-      const reply = await edgeRequest({
-        port: edge.port, host: agent.host, path: '/invoke', method: 'POST',
-        headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(body)) }, body,
-      }).catch(() => undefined);
-      if (reply && reply.status !== 200 && reply.status !== 503 && reply.status !== 502) throw new Error(`${reply.status}: ${reply.body}`);
-      return reply?.status === 200 ? reply : undefined;
-    }, 120_000, 250);
+    const answer = await invokeThroughEdge(edge, agent, { input });
     // The runtime answers with its root span's traceparent: 00-<trace id>-<span id>-01.
     const traceparent = String(answer.headers['traceparent'] ?? '');
     assert.match(traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
