@@ -2,6 +2,7 @@
 import type { Static } from '@sinclair/typebox';
 import type { Agent } from '../../control/schemas/agents.js';
 import type { SessionList as SessionListSchema } from '../../control/schemas/agent-sessions.js';
+import type { InvocationList as InvocationListSchema, InvocationSummary } from '../../control/schemas/invocations.js';
 import type { KeyView } from '../../control/schemas/keys.js';
 
 export type { Agent, MetricsSample } from '../../control/schemas/agents.js';
@@ -11,9 +12,13 @@ export type { Deployment, DeploymentList } from '../../control/schemas/deploymen
 export type { User } from '../../control/schemas/auth.js';
 export type { SessionSummary } from '../../control/schemas/agent-sessions.js';
 export type SessionList = Static<typeof SessionListSchema>;
+export type { InvocationDetail, InvocationSpan, InvocationSummary } from '../../control/schemas/invocations.js';
+export type InvocationList = Static<typeof InvocationListSchema>;
 export type AccessKey = KeyView;
 export type AccessKeyCreated = KeyView & { key: string };
 
 /** The status filter's choices: the API's statuses (a value the schema file cannot lend without running it). */
 export const AGENT_STATUSES = ['pending', 'starting', 'running', 'scaling', 'stopped', 'failed', 'crashed'] as const satisfies readonly Agent['status'][];
 
+/** The invocations filter's choices, as the API's (control/schemas/invocations.ts). */
+export const INVOCATION_STATUSES = ['ok', 'error'] as const satisfies readonly InvocationSummary['status'][];

@@ -8,13 +8,14 @@ import { AgentActions } from './agent-actions.js';
 import { AccessKeysTab } from './agent-keys.js';
 import { DeploymentsTab } from './agent-deployments.js';
 import { DomainsTab } from './agent-domains.js';
+import { InvocationsTab } from './agent-invocations.js';
 import { LogsTab } from './agent-logs.js';
 import { MetricsTab } from './agent-metrics.js';
 import { RolloutProgress } from './rollout-progress.js';
 import { SessionsTab } from './agent-sessions.js';
 import { TryItTab } from './agent-try.js';
 
-const TABS = ['Logs', 'Metrics', 'Access keys', 'Domains', 'Sessions', 'Deployments', 'Try it'] as const;
+const TABS = ['Logs', 'Metrics', 'Access keys', 'Domains', 'Sessions', 'Invocations', 'Deployments', 'Try it'] as const;
 type Tab = (typeof TABS)[number];
 const REFRESH_MS = 2000;
 
@@ -56,6 +57,7 @@ export function AgentPage({ id }: { id: string }) {
         {tab === 'Access keys' && <AccessKeysTab agentId={agent.id} />}
         {tab === 'Domains' && <DomainsTab agentId={agent.id} />}
         {tab === 'Sessions' && <SessionsTab agentId={agent.id} />}
+        {tab === 'Invocations' && <InvocationsTab agentId={agent.id} />}
         {tab === 'Deployments' && <DeploymentsTab agentId={agent.id} />}
         {tab === 'Try it' && <TryItTab agent={agent} />}
       </div>
