@@ -1,8 +1,10 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { CliUser, readUntil, watchOutput } from './support/cli-runner.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
+import { execIn } from './support/orch-helpers.js';
 import { waitFor } from './support/wait.js';
 
 /** The test image answering runtime contract v1's /invoke (test/support/test-image.ts, MODE=agent). */
@@ -132,6 +134,32 @@ describe('agentctl with running agents (podman, authz, the local edge)', functio
     } finally {
       follow.stop();
     }
+  });
+
+  it('shows the invocation of each line with --invocations and one invocation’s lines with --invocation', async () => {
+    const replica = (await user.json(['logs', open.id])).logs.at(-1).replica_id as string;
+    const invocation = randomBytes(16).toString('hex');
+    // As the default runtime logs during a traced invoke (runtime-image/src/log-context.ts).
+    const traced = `{"level":"warn","message":"traced line","trace_id":"${invocation}"}`;
+    const written = await execIn(control, replica, `echo '${traced}' > /proc/1/fd/1`);
+    assert.equal(written.code, 0, written.stderr);
+    const shown = await waitFor('the traced line in agentctl logs', async () => {
+      const result = await user.run(['logs', open.id, '--invocations']);
+      return result.stdout.includes('traced line') ? result.stdout : undefined;
+    }, 10_000, 200);
+    assert.match(shown, new RegExp(`^\\S+ ${replica} WARN  ${invocation} \\{.*"message":"traced line"`, 'm'));
+    assert.match(shown, /^\S+ \S+ WARN  - {31} .*agent serving/m, 'a line of no invocation has a dash as wide');
+    const plain = (await user.run(['logs', open.id])).stdout;
+    assert.match(plain, new RegExp(`^\\S+ ${replica} WARN  \\{.*"trace_id":"${invocation}"`, 'm'), 'the column only when asked');
+
+    const one = await user.run(['logs', open.id, '--invocation', invocation]);
+    assert.equal(one.code, 0, one.stderr);
+    assert.equal(one.stdout.trim().split('\n').length, 1, one.stdout);
+    assert.match(one.stdout, /WARN  \{.*"message":"traced line"/);
+    assert.deepEqual((await user.json(['logs', open.id, '--invocation', invocation])).logs.map((entry: { invocation_id: string }) => entry.invocation_id), [invocation]);
+    const invalid = await user.run(['logs', open.id, '--invocation', 'not-an-id']);
+    assert.equal(invalid.code, 1);
+    assert.match(invalid.stderr, /VALIDATION_ERROR|invocation_id/);
   });
 
   it('shows metrics once and with --watch (stopped after one refresh), as a table and as --json', async () => {

@@ -9,7 +9,7 @@ import { createRunningAgent, execIn, SseReader, waitFor, type SseFrame } from '.
  * The test image logs one JSON line at level warn to stdout and "booting" to stderr.
  */
 
-const LOG_FIELDS = ['agent_id', 'level', 'message', 'replica_id', 'source', 'timestamp'];
+const LOG_FIELDS = ['agent_id', 'invocation_id', 'level', 'message', 'replica_id', 'source', 'timestamp'];
 const WARN_LINE = '{"level":"warn","msg":"serving on 8080"}';
 
 const isIsoTimestamp = (value: unknown) => typeof value === 'string' && !Number.isNaN(Date.parse(value)) && new Date(value).toISOString() === value;
@@ -75,6 +75,7 @@ describe('orchestration: logs and metrics (podman)', function () {
       const warn = logs.find((entry) => entry.message === WARN_LINE);
       assert.equal(warn.level, 'warn');
       assert.equal(warn.source, 'stdout');
+      assert.equal(warn.invocation_id, null, 'a line without trace_id names no invocation');
       const booting = logs.find((entry) => entry.message === 'booting');
       assert.equal(booting.level, 'error');
       assert.equal(booting.source, 'stderr');
@@ -120,10 +121,40 @@ describe('orchestration: logs and metrics (podman)', function () {
       assert.deepEqual(ofNone, { logs: [], total: 0 });
     });
 
+    it('names the invocation of a line with a valid trace_id, ignores others, and keeps one invocation with invocation_id', async () => {
+      const { token } = await control.signUp();
+      const { id, replica } = await createRunningAgent(control, token);
+      const invocation = randomBytes(16).toString('hex');
+      const traced = `{"level":"error","message":"tool failed","trace_id":"${invocation}"}`;
+      const malformed = `{"level":"info","message":"not an id","trace_id":"${invocation.toUpperCase()}"}`;
+      const other = `{"level":"info","message":"another invoke","trace_id":"${randomBytes(16).toString('hex')}"}`;
+      for (const line of [traced, malformed, other]) await emit(control, replica.id, line);
+      const all = await waitFor('the traced lines in the logs', async () => {
+        const body = await logsOf(token, id);
+        return body.logs.some((entry) => entry.message === other) ? body : undefined;
+      });
+      const byMessage = (message: string) => all.logs.find((entry) => entry.message === message);
+      assert.equal(byMessage(traced).invocation_id, invocation);
+      assert.equal(byMessage(traced).level, 'error');
+      assert.equal(byMessage(malformed).invocation_id, null, 'an upper-case trace id is no invocation id');
+      assert.match(byMessage(other).invocation_id, /^[0-9a-f]{32}$/);
+
+      const ofInvocation = await logsOf(token, id, `?invocation_id=${invocation}`);
+      assert.deepEqual(ofInvocation.logs.map((entry) => entry.message), [traced]);
+      assert.equal(ofInvocation.total, 1);
+      assert.deepEqual(await logsOf(token, id, `?invocation_id=${invocation.toUpperCase()}`), ofInvocation, 'the filter takes either case');
+      assert.deepEqual(await logsOf(token, id, `?invocation_id=${invocation}&level=warn`), ofInvocation);
+      assert.deepEqual(await logsOf(token, id, `?invocation_id=${'0'.repeat(32)}`), { logs: [], total: 0 });
+
+      const stream = await openStream(`/agents/${id}/logs/stream?invocation_id=${invocation}`, token);
+      const frame = await stream.next('the traced line', (f) => f.event === 'log');
+      assert.deepEqual(JSON.parse(frame.data), byMessage(traced), 'the stream sends the same entry, with its invocation id');
+    });
+
     it('rejects invalid query values with 422 and hides other accounts agents', async () => {
       const { token } = await control.signUp();
       const { id } = await createRunningAgent(control, token);
-      for (const query of ['limit=0', 'limit=1001', 'limit=abc', 'level=verbose']) {
+      for (const query of ['limit=0', 'limit=1001', 'limit=abc', 'level=verbose', `invocation_id=${'a'.repeat(31)}`, `invocation_id=${'g'.repeat(32)}`, `invocation_id=${'a'.repeat(33)}`]) {
         const response = await control.request('GET', `/agents/${id}/logs?${query}`, { token });
         assert.equal(response.status, 422, `${query}: ${JSON.stringify(response.body)}`);
         assert.equal(response.body.code, 'VALIDATION_ERROR');
@@ -193,7 +224,7 @@ describe('orchestration: logs and metrics (podman)', function () {
       await Promise.all([first.ends(), resumed.ends()]);
     });
 
-    it('answers 404 for another account and 422 for an invalid level', async () => {
+    it('answers 404 for another account and 422 for an invalid level or invocation id', async () => {
       const { token } = await control.signUp();
       const { id } = await createRunningAgent(control, token);
       const other = await control.signUp();
@@ -202,7 +233,7 @@ describe('orchestration: logs and metrics (podman)', function () {
         assert.equal(reader.status, 404, path);
         assert.equal(JSON.parse(reader.body).code, 'NOT_FOUND');
       }
-      for (const query of ['level=verbose', 'limit=0']) {
+      for (const query of ['level=verbose', 'limit=0', 'invocation_id=not-an-id']) {
         const invalid = await openStream(`/agents/${id}/logs/stream?${query}`, token);
         assert.equal(invalid.status, 422, query);
         assert.equal(JSON.parse(invalid.body).code, 'VALIDATION_ERROR');

@@ -9,7 +9,11 @@ type Log = Static<typeof LogEntry>;
 /** The API's log levels (control/domain/log-entry.ts LOG_LEVELS), lowest first; the type keeps the two lists together. */
 const LEVELS = ['debug', 'info', 'warn', 'error'] as const satisfies readonly Log['level'][];
 
-const logLine = (entry: Log) => `${entry.timestamp} ${entry.replica_id} ${entry.level.toUpperCase().padEnd(5)} ${entry.message}`;
+/** With `invocations`, the invocation id before the message, or a dash as wide for a line of none. */
+const logLine = (entry: Log, invocations: boolean) => {
+  const invocation = invocations ? `${entry.invocation_id ?? '-'.padEnd(32)} ` : '';
+  return `${entry.timestamp} ${entry.replica_id} ${entry.level.toUpperCase().padEnd(5)} ${invocation}${entry.message}`;
+};
 const sampleRow = (sample: MetricsSample) => [
   sample.timestamp, sample.replicas, sample.cpu_percent.toFixed(1), sample.memory_mb.toFixed(0), sample.memory_percent.toFixed(1),
   sample.request_count, sample.error_count, sample.avg_latency_ms.toFixed(1), sample.p95_latency_ms.toFixed(1),
@@ -22,7 +26,12 @@ const printEvent = (terminal: Terminal, json: boolean, data: unknown, line: stri
 
 export const logs = command({
   command: 'logs <agent>',
-  examples: [["$0 agents logs support-bot --level warn", "recent warnings and errors"], ["$0 agents logs support-bot -f", "keep printing new lines"]],
+  examples: [
+    ["$0 agents logs support-bot --level warn", "recent warnings and errors"],
+    ["$0 agents logs support-bot -f", "keep printing new lines"],
+    ["$0 agents logs support-bot --invocations", "each line with the invocation it was written in"],
+    ["$0 agents logs support-bot --invocation 4bf92f3577b34da6a3ce929d0e0e4736", "the lines of one invocation (see `invocations get`)"],
+  ],
   describe: 'Recent output of every replica, newest last; --follow keeps printing',
   builder: (yargs) =>
     yargs
@@ -30,20 +39,23 @@ export const logs = command({
       .option('follow', { alias: 'f', type: 'boolean', describe: 'keep printing new lines until interrupted' })
       .option('replica', { type: 'string', describe: 'one replica only' })
       .option('level', { type: 'string', choices: LEVELS, describe: 'the lowest level shown' })
-      .option('limit', { type: 'number', describe: 'at most this many entries (1–1000)' }),
+      .option('limit', { type: 'number', describe: 'at most this many entries (1–1000)' })
+      .option('invocation', { type: 'string', describe: 'only the lines written in this invocation (its id, 32 hex)' })
+      .option('invocations', { type: 'boolean', describe: 'show the invocation each line was written in (- for none)' }),
   run: async (args, { api, terminal, json }) => {
     const agent = await resolveAgent(api, args.agent);
-    const query = { limit: args.limit, level: args.level, replica_id: args.replica };
+    const query = { limit: args.limit, level: args.level, replica_id: args.replica, invocation_id: args.invocation };
+    const line = (entry: Log) => logLine(entry, args.invocations ?? false);
     if (!args.follow) {
       const list = await api.request<{ logs: Log[] }>('GET', `/agents/${agent.id}/logs`, { query });
       if (json) return printJson(terminal, list);
-      for (const entry of list.logs) terminal.out(logLine(entry));
+      for (const entry of list.logs) terminal.out(line(entry));
       return;
     }
     for await (const event of api.events(`/agents/${agent.id}/logs/stream`, { query })) {
       if (event.event !== 'log') continue;
       const entry = JSON.parse(event.data) as Log;
-      printEvent(terminal, json, entry, logLine(entry));
+      printEvent(terminal, json, entry, line(entry));
     }
   },
 });

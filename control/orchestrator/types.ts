@@ -50,6 +50,8 @@ export interface LogQuery {
   limit: number;
   level?: LogLevel;
   replicaId?: string;
+  /** Only the lines written in this invocation (LogEntry.invocation_id). */
+  invocationId?: string;
 }
 
 export interface ReplicaMetrics {

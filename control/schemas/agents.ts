@@ -3,7 +3,7 @@ import { ACCESS_MODES, AGENT_STATUSES } from '../domain/agent.js';
 import { SCALE_TO_ZERO_AFTER_SECONDS, SESSION_TTL_SECONDS, type DeployRequest } from '../domain/deploy.js';
 import { CANARY_BOUNDS, CANARY_DEFAULTS } from '../domain/canary.js';
 import type { RegistryAuthInput } from '../domain/registry-auth.js';
-import { LOG_LEVELS, LOG_SOURCES, type PublicLogEntry } from '../domain/log-entry.js';
+import { INVOCATION_ID, LOG_LEVELS, LOG_SOURCES, type PublicLogEntry } from '../domain/log-entry.js';
 import { NullableInteger, PAGE_FIELDS, PAGE_QUERY, StringEnum, Timestamp, type Holds, type SameType } from './common.js';
 import * as ex from './examples.js';
 
@@ -246,6 +246,7 @@ export const LogsQuery = Type.Object({
   limit: Type.Optional(Type.Integer({ minimum: 1, maximum: 1000 })),
   level: Type.Optional(StringEnum(LOG_LEVELS, { description: 'the lowest level shown' })),
   replica_id: Type.Optional(Type.String({ minLength: 1, maxLength: 128 })),
+  invocation_id: Type.Optional(Type.String({ pattern: '^[0-9a-fA-F]{32}$', description: 'only the lines written in this invocation (32 hex, its trace id)' })),
 });
 export type LogsQuery = Static<typeof LogsQuery>;
 
@@ -257,6 +258,9 @@ export const LogEntry = Type.Object(
     level: StringEnum(LOG_LEVELS),
     message: Type.String(),
     source: StringEnum(LOG_SOURCES),
+    invocation_id: Type.Union([Type.String({ pattern: INVOCATION_ID.source }), Type.Null()], {
+      description: "the invocation the line was written in: a JSON line's `trace_id` when it is 32 lowercase hex digits, else null",
+    }),
   },
   { $id: 'LogEntry', examples: [ex.logEntry] },
 );

@@ -94,6 +94,7 @@ export const logEntry = {
   level: 'info',
   message: 'answered ticket 4812 in 1.9 s',
   source: 'stdout',
+  invocation_id: '4bf92f3577b34da6a3ce929d0e0e4736',
 };
 
 export const metricsSample = {

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import { notFound } from '../domain/errors.js';
+import { INVOCATION_ID } from '../domain/log-entry.js';
 import type { SpanRow } from '../domain/trace-spans.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { InvocationRow } from '../repositories/traces.js';
@@ -32,7 +33,7 @@ export class InvocationService {
     await assertAgentOf(repos, principal, agentId);
     // Ids are stored in lower case; anything that is not a trace id finds nothing.
     const traceId = invocationId.toLowerCase();
-    const invocation = /^[0-9a-f]{32}$/.test(traceId) ? await repos.traces.findInvocation(agentId, traceId) : undefined;
+    const invocation = INVOCATION_ID.test(traceId) ? await repos.traces.findInvocation(agentId, traceId) : undefined;
     if (!invocation) throw notFound('Invocation');
     const spans = await repos.traces.spansOf(agentId, traceId);
     return { invocation: summaryView(invocation), spans: spans.map(spanView) };

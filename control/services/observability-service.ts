@@ -30,7 +30,9 @@ export class ObservabilityService {
 
   /** Entries with their ids, for the stream, which resumes after an id. */
   async entries(agentId: string, query: Omit<LogsQuery, 'limit'>): Promise<LogEntry[]> {
-    return this.orchestrator.logs(agentId, { limit: 1000, level: query.level, replicaId: query.replica_id });
+    // Invocation ids are kept in lower case, as the invocations API stores them; the filter takes either.
+    const invocationId = query.invocation_id?.toLowerCase();
+    return this.orchestrator.logs(agentId, { limit: 1000, level: query.level, replicaId: query.replica_id, invocationId });
   }
 
   async metrics(principal: Principal, agentId: string): Promise<MetricsSample> {

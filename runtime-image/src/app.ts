@@ -12,6 +12,7 @@ import { createHttpServer } from './http/server.js';
 import { KeyedLock } from './keyed-lock.js';
 import { createInvokeService } from './invoke-service.js';
 import { createLanguageModel, type Fetch } from './language-model.js';
+import type { LogContext } from './log-context.js';
 import type { Logger } from './logger.js';
 import { MemorySessionStore } from './memory-session-store.js';
 import { classifyProviderFailure } from './provider-failure.js';
@@ -27,6 +28,8 @@ export interface RuntimeDeps {
   tools: ToolSet;
   clock: Clock;
   logger: Logger;
+  /** What `logger` adds to each line; the invoke route fills it in (an invoke's trace id). */
+  logContext: LogContext;
   fetch: Fetch;
   newSessionId?: () => string;
 }
@@ -57,7 +60,7 @@ export function createRuntime(config: RuntimeConfig, deps: RuntimeDeps): Runtime
   const server = createHttpServer(
     {
       '/health': { GET: (_request, response) => sendHealth(response, agent) },
-      '/invoke': { POST: createInvokeRoute(invokeService, agent.id, tracing.tracer) },
+      '/invoke': { POST: createInvokeRoute(invokeService, agent.id, tracing.tracer, deps.logContext) },
       '/': { GET: (_request, response) => sendJson(response, 200, describeAgent(agent, Object.keys(deps.tools), tracing)) },
     },
     deps,

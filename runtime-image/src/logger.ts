@@ -18,11 +18,14 @@ export interface Logger {
  * Writes one JSON object per line with pino, in the format the platform's log collector
  * reads from stdout and the README documents: `{level, time, message, …fields}`, the level
  * by name and the time as ISO 8601 (no pid or hostname). Lines below `minimumLevel` are dropped.
+ * Each line also carries `context`'s fields (an invoke's `trace_id`, log-context.ts); a field
+ * the caller gives, even as undefined, takes their place.
  */
 export function createJsonLogger(
   writeLine: (line: string) => void,
   minimumLevel: LogLevel,
   clock: { now(): number } = Date,
+  context: { fields(): LogFields } = { fields: () => ({}) },
 ): Logger {
   const logger = pino(
     {
@@ -31,6 +34,7 @@ export function createJsonLogger(
       messageKey: 'message',
       timestamp: () => `,"time":"${new Date(clock.now()).toISOString()}"`,
       formatters: { level: (label) => ({ level: label }) },
+      mixin: () => context.fields(),
     },
     { write: writeLine },
   );

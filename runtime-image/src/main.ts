@@ -6,6 +6,7 @@ import { createRuntime } from './app.js';
 import { systemClock } from './clock.js';
 import { loadConfig, type RuntimeConfig } from './config.js';
 import { ConfigError } from './config-error.js';
+import { LogContext } from './log-context.js';
 import { createJsonLogger, type Logger } from './logger.js';
 import { closeGracefully } from './shutdown.js';
 import type { Tracing } from './tracing/tracing.js';
@@ -32,9 +33,10 @@ async function main(): Promise<void> {
     process.exit(1);
   }
 
-  const logger = createJsonLogger(writeStdout, config.settings.logLevel, systemClock);
+  const logContext = new LogContext();
+  const logger = createJsonLogger(writeStdout, config.settings.logLevel, systemClock, logContext);
   routeModelWarningsTo(logger);
-  const { server, tracing } = createRuntime(config, { tools, clock: systemClock, logger, fetch: globalThis.fetch });
+  const { server, tracing } = createRuntime(config, { tools, clock: systemClock, logger, logContext, fetch: globalThis.fetch });
   server.listen(config.settings.port, LISTEN_HOST, () => {
     const address = server.address();
     const { agent } = config;

@@ -16,7 +16,7 @@ export const observabilityRoutes = (observability: ObservabilityService, streams
     operationId: 'listAgentLogs',
     tag: 'Observability',
     summary: "List an agent's recent logs",
-    description: 'Recent container output of every replica, newest last; `level` is the lowest level shown',
+    description: 'Recent container output of every replica, newest last; `level` is the lowest level shown, `invocation_id` keeps the lines written in one invocation',
     auth: 'any',
     query: LogsQuery,
     responses: { 200: { description: 'Log entries', schema: LogList }, 404: notFound },

@@ -1,4 +1,4 @@
-import { levelOf } from '../log-levels.js';
+import { lineFields } from '../log-levels.js';
 import type { LogEntry } from '../../domain/log-entry.js';
 import type { ApiClient } from './http-client.js';
 import { TASK } from './job-spec.js';
@@ -48,13 +48,17 @@ export function toEntries(lines: LogLine[], agentId: string, allocation: { ID: s
   const created = String(allocation.CreateTime).padStart(20, '0');
   return lines
     .filter((line) => line.line.length > 0)
-    .map((line) => ({
-      id: `${created}-${allocation.ID}-${stream === 'stdout' ? 'o' : 'e'}${String(line.file).padStart(10, '0')}-${String(line.offset).padStart(15, '0')}`,
-      agent_id: agentId,
-      replica_id: allocation.ID,
-      timestamp: readAt.toISOString(),
-      level: levelOf(line.line, stream),
-      message: line.line,
-      source: stream,
-    }));
+    .map((line) => {
+      const { level, invocation_id } = lineFields(line.line, stream);
+      return {
+        id: `${created}-${allocation.ID}-${stream === 'stdout' ? 'o' : 'e'}${String(line.file).padStart(10, '0')}-${String(line.offset).padStart(15, '0')}`,
+        agent_id: agentId,
+        replica_id: allocation.ID,
+        timestamp: readAt.toISOString(),
+        level,
+        message: line.line,
+        source: stream,
+        invocation_id,
+      };
+    });
 }

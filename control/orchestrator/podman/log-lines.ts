@@ -1,4 +1,4 @@
-import { levelOf } from '../log-levels.js';
+import { lineFields } from '../log-levels.js';
 import type { LogEntry } from '../../domain/log-entry.js';
 
 const TIMESTAMP = /^(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2}) /;
@@ -24,14 +24,16 @@ export function parseLogOutput(output: string, agentId: string, replicaId: strin
     sequence = nanos === previousNanos ? sequence + 1 : 0;
     previousNanos = nanos;
     const message = line.slice(prefix.length).replace(EMBEDDED_TIMESTAMP, '');
+    const { level, invocation_id } = lineFields(message, source);
     entries.push({
       id: `${nanos}-${replicaId}-${source === 'stdout' ? 'o' : 'e'}${sequence}`,
       agent_id: agentId,
       replica_id: replicaId,
       timestamp: new Date(millis + Number(fraction.padEnd(3, '0').slice(0, 3))).toISOString(),
-      level: levelOf(message, source),
+      level,
       message,
       source,
+      invocation_id,
     });
   }
   return entries;

@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { invalidRequest, RuntimeError } from '../errors.js';
 import type { InvokeRequest, InvokeService } from '../invoke-service.js';
-import { tracingOff, type InvokeTrace, type Tracer } from '../tracing/spans.js';
+import type { LogContext } from '../log-context.js';
+import type { InvokeTrace, Tracer } from '../tracing/spans.js';
 import { parseTraceParent } from '../tracing/trace-context.js';
 import { readJsonBody } from './body.js';
 import { toErrorResponse } from './error-response.js';
@@ -18,7 +19,12 @@ const SESSION_ID = /^(?!\.{1,2}$)[A-Za-z0-9._:-]{1,128}$/;
 
 const MAX_REQUEST_ID_CHARS = 200;
 
-export function createInvokeRoute(service: InvokeService, agentId: string, tracer: Tracer = tracingOff) {
+/**
+ * With a trace, every line logged while the invoke runs names its trace id (`logContext`),
+ * its request line included (`context.traceId`). Without one (tracing off) no line does,
+ * not even the caller's `traceparent` trace: the platform would have no invocation under it.
+ */
+export function createInvokeRoute(service: InvokeService, agentId: string, tracer: Tracer, logContext: LogContext) {
   return async (request: IncomingMessage, response: ServerResponse, context: RequestContext): Promise<void> => {
     const trace = tracer.startInvoke({ parent: parseTraceParent(request.headers.traceparent), requestId: requestIdOf(request) });
     if (trace === undefined) {
@@ -27,9 +33,10 @@ export function createInvokeRoute(service: InvokeService, agentId: string, trace
     }
     // Set before anything is written, so every answer carries it, errors and streams included; the body stays v1.
     response.setHeader('traceparent', trace.traceparent());
+    context.traceId = trace.root.traceId;
     let failure: unknown;
     try {
-      await serveInvoke(service, agentId, request, response, context, trace);
+      await logContext.withTrace(trace.root.traceId, () => serveInvoke(service, agentId, request, response, context, trace));
     } catch (error) {
       failure = error;
       throw error;

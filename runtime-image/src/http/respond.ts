@@ -3,6 +3,8 @@ import type { ServerResponse } from 'node:http';
 /** What one request learned along the way, for its log line. */
 export interface RequestContext {
   sessionId?: string;
+  /** The trace id of a traced invoke: its request line names it as the invoke's other lines do. */
+  traceId?: string;
   /** An error that was answered inside a stream, so its status line stayed 200. */
   failure?: unknown;
 }

@@ -1,6 +1,7 @@
 import { createServer as createNodeServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { Clock } from '../clock.js';
 import { RuntimeError } from '../errors.js';
+import { TRACE_ID_FIELD } from '../log-context.js';
 import type { LogFields, Logger } from '../logger.js';
 import { toErrorResponse } from './error-response.js';
 import { sendJson, type RequestContext } from './respond.js';
@@ -73,7 +74,7 @@ function logRequest(
   durationMs: number,
 ): void {
   const status = response.statusCode;
-  const fields: LogFields = { method, path, status, duration_ms: durationMs, session_id: context.sessionId };
+  const fields: LogFields = { method, path, status, duration_ms: durationMs, session_id: context.sessionId, [TRACE_ID_FIELD]: context.traceId };
   if (context.failure !== undefined) {
     const failure = context.failure;
     fields['error_code'] = failure instanceof RuntimeError ? failure.code : 'INTERNAL_ERROR';

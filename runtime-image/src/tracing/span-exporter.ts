@@ -1,6 +1,7 @@
 import type { TokenSource } from '../bearer-token-file.js';
 import type { Clock } from '../clock.js';
 import type { Fetch } from '../language-model.js';
+import { TRACE_ID_FIELD } from '../log-context.js';
 import type { Logger } from '../logger.js';
 import { encodeExportRequest, rejectedSpans, type SpanOrigin } from './otlp-json.js';
 import type { FinishedSpan, SpanSink } from './spans.js';
@@ -158,7 +159,8 @@ export class SpanExporter implements SpanSink {
     this.droppedSinceWarning += count;
     const now = this.options.clock.now();
     if (this.lastWarningAt !== undefined && now - this.lastWarningAt < this.warnEveryMs) return;
-    this.options.logger.warn('trace spans dropped', { dropped: this.droppedSinceWarning, dropped_total: this.dropped, reason });
+    // The spans are of many invokes, whichever one's span or flush this happens in: the line names none.
+    this.options.logger.warn('trace spans dropped', { dropped: this.droppedSinceWarning, dropped_total: this.dropped, reason, [TRACE_ID_FIELD]: undefined });
     this.lastWarningAt = now;
     this.droppedSinceWarning = 0;
   }

@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { createRuntime, type Runtime } from '../../src/app.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { loadConfig, type RuntimeConfig } from '../../src/config.js';
+import { LogContext } from '../../src/log-context.js';
 import { createJsonLogger } from '../../src/logger.js';
 import { loadTools } from '../../src/tools.js';
 import type { FakeProvider, FakeProviderName } from './fake-provider.js';
@@ -67,8 +68,9 @@ export async function startRuntime(env: Record<string, string>, options: { clock
   const config = loadConfig(env, { defaultTemplateDir: DEFAULT_TEMPLATE_DIR });
   const tools = await loadTools(config.agent.templateDir, config.agent.tools);
   const lines: string[] = [];
-  const logger = createJsonLogger((line) => lines.push(line), 'debug');
-  const { server, sessions, tracing } = createRuntime(config, { tools, clock: options.clock ?? systemClock, logger, fetch: globalThis.fetch });
+  const logContext = new LogContext();
+  const logger = createJsonLogger((line) => lines.push(line), 'debug', Date, logContext);
+  const { server, sessions, tracing } = createRuntime(config, { tools, clock: options.clock ?? systemClock, logger, logContext, fetch: globalThis.fetch });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
