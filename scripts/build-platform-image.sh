@@ -36,7 +36,7 @@ source_hash() {
   {
     echo "$base_id"
     { find Containerfile package.json package-lock.json tsconfig.json tsconfig.build.json "${ENVOY_FILES[@]}" -type f -print0
-      find "${SOURCE_DIRS[@]}" -type f -name '*.ts' -print0
+      find "${SOURCE_DIRS[@]}" -type f \( -name '*.ts' -o -name '*.proto' \) -print0
       find console -path console/dist -prune -o -type f -print0; find scripts/build-console.ts -print0; } | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
 }
@@ -52,6 +52,8 @@ prepare_context() {
   fi
   note "compiling TypeScript"
   npx tsc -p tsconfig.build.json --outDir "$context/dist" >&2 || fail "TypeScript compilation failed"
+  # Beside dist/proto/otlp-traces.js, which loads them from its own folder.
+  cp -r proto/opentelemetry-proto "$context/dist/proto/"
   note "building the web console"
   # Two folders above dist/control/http/console-static.js, as console/dist is above control/http/ in the repository.
   node --import tsx scripts/build-console.ts "$context/dist/console/dist" >&2 || fail "the console build failed"

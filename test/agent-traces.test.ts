@@ -1,8 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Counter } from 'prom-client';
@@ -10,6 +8,7 @@ import { SettingReader } from '../contract/settings-reader.js';
 import { readTraceSettings } from '../control/config/trace-settings.js';
 import { startControl, type ApiResponse, type TestControl } from './support/control-harness.js';
 import { createAgent, expectError, expectStatus } from './support/control-api.js';
+import { decodeExportResponse, encodeExport, startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { SecretBox } from '../control/crypto/secret-box.js';
 import { jobSpecFor } from '../control/domain/job-spec.js';
 
@@ -243,12 +242,39 @@ describe('agent traces', () => {
       const badSpan = { ...invokeTrace().spans[0], traceId: 'xyz' };
       expectError(await sendTraces(token, request([badSpan])), 400, 'INVALID_TRACES');
       expectError(await sendTraces(token, { resourceSpans: 'no' }), 400, 'INVALID_TRACES');
-      expectError(await sendTraces(token, undefined, { rawBody: '\n\x0a\x12', contentType: 'application/x-protobuf' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
+      expectError(await sendTraces(token, undefined, { rawBody: '\n\x0a\x12', contentType: 'application/x-protobuf' }), 400, 'INVALID_TRACES');
+      expectError(await sendTraces(token, undefined, { rawBody: 'spans', contentType: 'text/plain' }), 415, 'UNSUPPORTED_MEDIA_TYPE');
       expectError(await sendTraces(token, undefined, { rawBody: JSON.stringify({ pad: 'x'.repeat(4 * 1024 * 1024) }) }), 413, 'PAYLOAD_TOO_LARGE');
       expectError(await sendTraces('not-a-token', invokeTrace().body), 401, 'UNAUTHENTICATED');
       const empty = await sendTraces(token, {});
       expectStatus(empty, 200);
       assert.deepEqual(empty.body, {});
+    });
+
+    it('takes OTLP/HTTP protobuf, what OpenTelemetry SDKs send by default, and answers in protobuf, partial success included', async () => {
+      const { owner, agent, token } = await agentWithToken();
+      const post = (body: unknown) => fetch(`${control.agentServicesUrl}/v1/traces`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/x-protobuf' },
+        body: encodeExport(body),
+      });
+      const trace = invokeTrace();
+      const accepted = await post(trace.body);
+      assert.equal(accepted.status, 200);
+      assert.equal(accepted.headers.get('content-type'), 'application/x-protobuf');
+      assert.deepEqual(decodeExportResponse(new Uint8Array(await accepted.arrayBuffer())), {});
+      const shown = await control.request('GET', `/agents/${agent.id}/invocations/${trace.traceId}`, { token: owner.token });
+      expectStatus(shown, 200);
+      assert.deepEqual([shown.body.invocation.input_tokens, shown.body.invocation.output_tokens, shown.body.invocation.tool_calls], [400, 70, 1]);
+      assert.deepEqual(shown.body.spans.map((one: { span_id: string }) => one.span_id).sort(), trace.spans.map((one) => one.spanId).sort());
+      const chat = shown.body.spans.find((one: { attributes: Record<string, unknown> }) => one.attributes['gen_ai.operation.name'] === 'chat');
+      assert.deepEqual([chat.attributes['gen_ai.usage.input_tokens'], chat.attributes['gen_ai.response.finish_reasons'], chat.duration_ms], [100, ['stop'], 400]);
+
+      const old = await post(invokeTrace({ start: control.clock.now().getTime() - (RETENTION_DAYS + 2) * DAY_MS }).body);
+      assert.equal(old.status, 200);
+      const { partialSuccess } = decodeExportResponse(new Uint8Array(await old.arrayBuffer()));
+      assert.equal(partialSuccess.rejectedSpans, 4);
+      assert.match(partialSuccess.errorMessage, /TRACE_RETENTION_DAYS/);
     });
 
     it("refuses, as partial success, spans starting before the days kept, and counts them", async () => {
@@ -391,23 +417,13 @@ describe('agent traces', () => {
 
   describe('forwarding to OTEL_EXPORTER_OTLP_ENDPOINT', () => {
     let forwarding: TestControl;
-    let receiver: Server;
-    const received: { path: string; headers: IncomingMessage['headers']; body: any }[] = [];
+    let receiver: OtlpReceiver;
     const FORWARD_TIMEOUT_MS = 1500;
-    /** While set, the receiver holds every request unanswered: a receiver that hangs. */
-    let hang = false;
 
     before(async () => {
-      receiver = createServer((request, response) => {
-        let text = '';
-        request.setEncoding('utf8').on('data', (chunk: string) => (text += chunk)).on('end', () => {
-          received.push({ path: request.url!, headers: request.headers, body: JSON.parse(text) });
-          if (!hang) response.writeHead(200, { 'content-type': 'application/json' }).end('{}');
-        });
-      });
-      await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
+      receiver = await startOtlpReceiver();
       forwarding = await startControl({
-        OTEL_EXPORTER_OTLP_ENDPOINT: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/`,
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
         OTEL_EXPORTER_OTLP_HEADERS: 'x-api-key=s%20cret,x-team=agents',
         OTEL_EXPORTER_OTLP_TIMEOUT: String(FORWARD_TIMEOUT_MS),
         TRACE_FORWARD_QUEUE_REQUESTS: '1',
@@ -416,8 +432,7 @@ describe('agent traces', () => {
     });
     after(async () => {
       await forwarding?.close();
-      receiver?.closeAllConnections();
-      await new Promise((resolve) => receiver?.close(resolve));
+      await receiver?.close();
     });
 
     const send = async (token: string, body: unknown) => {
@@ -431,7 +446,7 @@ describe('agent traces', () => {
       return (await counter!.get()).values.find((value) => value.labels.reason === reason)?.value ?? 0;
     };
 
-    it('forwards the stored spans as OTLP/HTTP JSON with the configured headers, marked with their agent; spans past the cap are not', async () => {
+    it('forwards the stored spans as OTLP/HTTP protobuf, the spec\'s default, with the configured headers, marked with their agent; spans past the cap are not', async () => {
       const owner = await forwarding.signUp();
       const agent = await createAgent(forwarding, owner.token);
       const token = forwarding.mintAgentToken(agent.id);
@@ -440,10 +455,10 @@ describe('agent traces', () => {
       // Past the cap of 4: refused, so not forwarded either.
       assert.equal((await send(token, invokeTrace(now()).body)).body.partialSuccess.rejectedSpans, 4);
       await forwarding.control.services.traceIngest.forwarded();
-      assert.equal(received.length, 1);
-      const [first] = received;
+      assert.equal(receiver.received.length, 1);
+      const [first] = receiver.received;
       assert.equal(first!.path, '/v1/traces');
-      assert.equal(first!.headers['content-type'], 'application/json');
+      assert.equal(first!.headers['content-type'], 'application/x-protobuf');
       assert.equal(first!.headers['x-api-key'], 's cret');
       assert.equal(first!.headers['x-team'], 'agents');
       const [resource] = first!.body.resourceSpans;
@@ -453,7 +468,7 @@ describe('agent traces', () => {
     });
 
     it('never holds up an ingest for a receiver that hangs: past the timeout and the queue, spans are dropped and counted', async () => {
-      hang = true;
+      receiver.hang = true;
       try {
         const owner = await forwarding.signUp();
         const agent = await createAgent(forwarding, owner.token);
@@ -468,7 +483,7 @@ describe('agent traces', () => {
         assert.equal(await forwardDropped('queue_full'), fullBefore + 1);
         assert.equal(await forwardDropped('failed'), failedBefore + 2, 'the two sent timed out after OTEL_EXPORTER_OTLP_TIMEOUT');
       } finally {
-        hang = false;
+        receiver.hang = false;
       }
     });
   });

@@ -1,11 +1,31 @@
 import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse as parseYaml } from 'yaml';
 import { FakeProvider } from '../runtime-image/test/helpers/fake-provider.js';
 import { TEST_KEYS } from '../runtime-image/test/helpers/runtime.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { expectStatus } from './support/control-api.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
 import { buildRuntimeImage, invokeThroughEdge, type ServedAgent as Agent } from './support/runtime-agents.js';
+import { startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { waitFor } from './support/wait.js';
+
+interface RegistryAttribute {
+  id: string;
+  type: string | { members: { value: string }[] };
+}
+
+/**
+ * The GenAI attributes of OpenTelemetry's semantic conventions, from the registry file of
+ * open-telemetry/semantic-conventions v1.41.0 (model/gen-ai/registry.yaml, copied unchanged
+ * into test/fixtures; the deprecated names live in another file, so they are not here).
+ */
+function genAiRegistry(): Map<string, RegistryAttribute> {
+  const file = join(import.meta.dirname, 'fixtures', 'semantic-conventions', 'gen-ai-registry.yaml');
+  const groups = (parseYaml(readFileSync(file, 'utf8')) as { groups: { attributes?: RegistryAttribute[] }[] }).groups;
+  return new Map(groups.flatMap((group) => group.attributes ?? []).map((attribute) => [attribute.id, attribute]));
+}
 
 /**
  * Issue 38 end to end: the default runtime image on podman with its example template's
@@ -19,12 +39,15 @@ describe('traces of invokes (podman, the runtime image, the local edge)', functi
   let control: TestControl;
   let edge: LocalEdgeStack;
   let provider: FakeProvider;
+  let receiver: OtlpReceiver;
   let clockFollower: NodeJS.Timeout | undefined;
 
   before(async () => {
     const image = buildRuntimeImage();
     provider = await FakeProvider.start();
-    control = await startControl({ RUNTIME_IMAGE: image, PODMAN_AGENT_HOST_PORTS: String(provider.port) }, { orchestrate: true });
+    // The operator's tracing backend: the platform forwards what it stores, protobuf by default.
+    receiver = await startOtlpReceiver();
+    control = await startControl({ RUNTIME_IMAGE: image, PODMAN_AGENT_HOST_PORTS: String(provider.port), OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, { orchestrate: true });
     // Replica tokens are minted by the wall clock (the driver's); the agent services verify them by this one.
     clockFollower = setInterval(() => control.clock.set(new Date()), 100);
     control.clock.set(new Date());
@@ -35,6 +58,7 @@ describe('traces of invokes (podman, the runtime image, the local edge)', functi
     await edge?.close();
     await control?.close();
     await provider?.close();
+    await receiver?.close();
   });
 
   const envOf = (version: string) => [
@@ -104,6 +128,31 @@ describe('traces of invokes (podman, the runtime image, the local edge)', functi
       assert.equal(chat.attributes['gen_ai.usage.output_tokens'], 5);
     }
     assert.equal(children.find((span: { attributes: Record<string, unknown> }) => operation(span) === 'execute_tool').attributes['gen_ai.tool.name'], 'add');
+
+    // The same trace reached the operator's OTLP/HTTP receiver, which decoded it with the official protos.
+    const forwarded = await waitFor('the trace at the OTLP receiver', async () => {
+      const exported = receiver.received.flatMap((one) => one.body.resourceSpans.flatMap((resource: any) => resource.scopeSpans.flatMap((scope: any) => scope.spans)));
+      const ours = exported.filter((span: { traceId: string }) => span.traceId === traceId);
+      return ours.length === 4 ? ours : undefined;
+    }, 30_000, 250);
+    assert.ok(receiver.received.every((one) => one.headers['content-type'] === 'application/x-protobuf' && one.path === '/v1/traces'));
+    const attributesOf = (span: { attributes: { key: string; value: Record<string, unknown> }[] }) => new Map(span.attributes.map((kv) => [kv.key, Object.values(kv.value)[0]]));
+    const exportedChats = forwarded.filter((span: any) => attributesOf(span).get('gen_ai.operation.name') === 'chat');
+    assert.equal(exportedChats.length, 2);
+    for (const chat of exportedChats) assert.deepEqual([attributesOf(chat).get('gen_ai.usage.input_tokens'), attributesOf(chat).get('gen_ai.usage.output_tokens')], ['10', '5']);
+    assert.deepEqual(forwarded.map((span: any) => span.spanId).sort(), spans.map((span: { span_id: string }) => span.span_id).sort());
+
+    // Every gen_ai.* attribute the runtime wrote is a name of the conventions' registry, with a value it allows.
+    const registry = genAiRegistry();
+    const names = new Set(forwarded.flatMap((span: any) => [...attributesOf(span).keys()]).filter((key) => key.startsWith('gen_ai.')));
+    assert.ok(names.size >= 8, `gen_ai attributes sent: ${[...names].join(', ')}`);
+    for (const name of names) assert.ok(registry.has(name), `${name} is not in the GenAI registry`);
+    for (const span of forwarded) {
+      for (const [name, value] of attributesOf(span)) {
+        const type = registry.get(name)?.type;
+        if (typeof type === 'object') assert.ok(type.members.some((member) => member.value === value), `${name} = ${String(value)} is not one of the registry's values`);
+      }
+    }
 
     // trace_content is off by default: the question is stored nowhere in the traces.
     const stored = JSON.stringify(await control.db('trace_spans').where({ agent_id: agent.id }));

@@ -16,6 +16,8 @@ export interface TraceSettings {
 export interface TraceForwarding {
   /** OTEL_EXPORTER_OTLP_ENDPOINT: the OTLP/HTTP receiver's base URL; spans go to `<it>/v1/traces`, as the OTLP exporter spec says. */
   readonly endpoint: string;
+  /** OTEL_EXPORTER_OTLP_PROTOCOL: the body's encoding, protobuf (the spec's default) or JSON. */
+  readonly protocol: OtlpProtocol;
   /** OTEL_EXPORTER_OTLP_HEADERS: sent with every request (a backend's API key, say). */
   readonly headers: Readonly<Record<string, string>>;
   /** OTEL_EXPORTER_OTLP_TIMEOUT: one request's deadline. */
@@ -23,6 +25,10 @@ export interface TraceForwarding {
   /** TRACE_FORWARD_QUEUE_REQUESTS: requests waiting to be forwarded; past it, new ones are dropped. */
   readonly queueRequests: number;
 }
+
+/** The OTLP/HTTP encodings (OTLP exporter spec, "Specify Protocol"); `grpc` is not offered. */
+export const OTLP_PROTOCOLS = ['http/protobuf', 'http/json'] as const;
+export type OtlpProtocol = (typeof OTLP_PROTOCOLS)[number];
 
 export function readTraceSettings(read: SettingReader): TraceSettings {
   return {
@@ -37,10 +43,11 @@ export function readTraceSettings(read: SettingReader): TraceSettings {
 function readForwarding(read: SettingReader): TraceForwarding | null {
   // All read, set or not, so that each is checked and documented the same way.
   const headers = Object.freeze(readHeaders(read));
+  const protocol = read.oneOf('OTEL_EXPORTER_OTLP_PROTOCOL', OTLP_PROTOCOLS, 'http/protobuf');
   const timeoutMs = read.integer('OTEL_EXPORTER_OTLP_TIMEOUT', 10_000, 100, 600_000);
   const queueRequests = read.integer('TRACE_FORWARD_QUEUE_REQUESTS', 1000, 1, 1_000_000);
   if (read.optionalString('OTEL_EXPORTER_OTLP_ENDPOINT') === null) return null;
-  return Object.freeze({ endpoint: read.url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']), headers, timeoutMs, queueRequests });
+  return Object.freeze({ endpoint: read.url('OTEL_EXPORTER_OTLP_ENDPOINT', ['http:', 'https:']), protocol, headers, timeoutMs, queueRequests });
 }
 
 /** `key1=value1,key2=value2`, values percent-encoded (W3C Baggage's format, as the OTLP exporter spec says). */

@@ -15,13 +15,8 @@ const API_BODY_LIMIT: BodyLimit = {
   tooLarge: () => new PlatformError('PAYLOAD_TOO_LARGE', `The request body is larger than ${MAX_BODY_BYTES} bytes`),
 };
 
-/**
- * Reads a JSON body of at most `limit.maxBytes` (1 MiB unless told). Returns undefined for
- * an empty body; malformed JSON is a 422 at `["body"]`, an oversized body `limit.tooLarge`
- * (413) before it is all read, a body declared as something other than JSON a 415 (no
- * Content-Type is read as JSON, as curl -d sends).
- */
-export async function readJsonBody(request: IncomingMessage, limit: BodyLimit = API_BODY_LIMIT): Promise<unknown> {
+/** Reads a body of at most `limit.maxBytes` whole; an oversized body is `limit.tooLarge` (413) before it is all read. */
+export async function readBodyBytes(request: IncomingMessage, limit: BodyLimit = API_BODY_LIMIT): Promise<Buffer> {
   const declared = Number(request.headers['content-length'] ?? 0);
   if (declared > limit.maxBytes) throw limit.tooLarge();
   const chunks: Buffer[] = [];
@@ -31,7 +26,17 @@ export async function readJsonBody(request: IncomingMessage, limit: BodyLimit = 
     if (size > limit.maxBytes) throw limit.tooLarge();
     chunks.push(chunk as Buffer);
   }
-  const text = Buffer.concat(chunks).toString('utf8');
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Reads a JSON body of at most `limit.maxBytes` (1 MiB unless told). Returns undefined for
+ * an empty body; malformed JSON is a 422 at `["body"]`, an oversized body `limit.tooLarge`
+ * (413) before it is all read, a body declared as something other than JSON a 415 (no
+ * Content-Type is read as JSON, as curl -d sends).
+ */
+export async function readJsonBody(request: IncomingMessage, limit: BodyLimit = API_BODY_LIMIT): Promise<unknown> {
+  const text = (await readBodyBytes(request, limit)).toString('utf8');
   if (text.trim() === '') return undefined;
   const type = request.headers['content-type'];
   if (type !== undefined && !/^application\/(?:[\w.+-]+\+)?json\s*(?:;|$)/i.test(type)) {

@@ -1,4 +1,5 @@
 import type { Logger } from 'pino';
+import { encodeTraceRequest, PROTOBUF_CONTENT_TYPE } from '../../proto/otlp-traces.js';
 import type { TraceForwarding } from '../config/trace-settings.js';
 import type { ExportTraceServiceRequest } from '../schemas/otlp-traces.js';
 
@@ -13,7 +14,8 @@ interface Queued {
 
 /**
  * Sends the spans the platform stored on to the operator's OTLP/HTTP receiver (Tempo,
- * Jaeger, Honeycomb, a Collector), as JSON, one request at a time, after the replica has
+ * Jaeger, Honeycomb, a Collector), in OTEL_EXPORTER_OTLP_PROTOCOL's encoding (protobuf unless
+ * told JSON), one request at a time, after the replica has
  * had its answer: a slow or unreachable receiver never slows an ingest. The queue is
  * bounded and nothing is retried; what is lost is counted (`agent_platform_trace_forward_dropped_spans_total`).
  */
@@ -56,10 +58,11 @@ export class TraceForwarder {
   }
 
   private async send(request: ExportTraceServiceRequest): Promise<void> {
+    const protobuf = this.settings.protocol === 'http/protobuf';
     const response = await fetch(`${this.settings.endpoint.replace(/\/+$/, '')}/v1/traces`, {
       method: 'POST',
-      headers: { ...this.settings.headers, 'content-type': 'application/json' },
-      body: JSON.stringify(request),
+      headers: { ...this.settings.headers, 'content-type': protobuf ? PROTOBUF_CONTENT_TYPE : 'application/json' },
+      body: protobuf ? encodeTraceRequest(request) : JSON.stringify(request),
       signal: AbortSignal.timeout(this.settings.timeoutMs),
     });
     // The body is read so the connection is free for the next request; its content does not matter here.

@@ -113,7 +113,6 @@ describe('traces per invoke (OTLP/HTTP JSON to agent services)', () => {
         'gen_ai.operation.name': 'chat',
         'gen_ai.request.model': 'gpt-4o',
         'gen_ai.provider.name': 'openai',
-        'gen_ai.system': 'openai',
         'gen_ai.request.temperature': 0,
         'gen_ai.response.model': 'gpt-4o',
         // What the fake provider reported for each call (usage: prompt_tokens 10, completion_tokens 5).

@@ -1,8 +1,8 @@
 import type Router from '@koa/router';
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { AgentCredential } from '../../crypto/agent-token.js';
-import { PlatformError } from '../../domain/errors.js';
-import { readJsonBody, type BodyLimit } from '../json-body.js';
+import { PlatformError, validationError } from '../../domain/errors.js';
+import { readBodyBytes, readJsonBody, type BodyLimit } from '../json-body.js';
 import { compileValidator } from '../validation.js';
 
 export interface AgentRouteInput<Body> {
@@ -19,6 +19,19 @@ export interface AgentRouteResult {
   jsonText?: string;
 }
 
+/**
+ * An encoding a route takes besides JSON, chosen by the request's Content-Type and answered
+ * in kind: OTLP/HTTP protobuf for traces. `decode` gives the JSON form the route's schema
+ * checks; `encode` turns the handler's JSON-form answer back.
+ */
+export interface BodyEncoding {
+  contentType: string;
+  /** What the body is, for the error when it is not that. */
+  describes: string;
+  decode(bytes: Uint8Array): unknown;
+  encode(body: unknown): Uint8Array;
+}
+
 /** One endpoint of the agent services API (docs/contract.md, "Sessions API v1"). */
 export interface AgentRoute<B extends TSchema = TSchema> {
   method: 'get' | 'post' | 'put' | 'delete';
@@ -29,6 +42,8 @@ export interface AgentRoute<B extends TSchema = TSchema> {
   limit?: BodyLimit;
   /** What a body that is not JSON or breaks the schema is answered with, in place of 422 VALIDATION_ERROR (OTLP wants 400). */
   invalidBody?: (error: PlatformError) => PlatformError;
+  /** Taken besides JSON when the request says so; errors are still answered in JSON. */
+  alternateEncoding?: BodyEncoding;
   handler: (input: AgentRouteInput<Static<B>>) => Promise<AgentRouteResult>;
 }
 
@@ -51,11 +66,12 @@ export function mountAgentRoutes(router: Router, routes: AgentRoute[], maxSessio
   for (const route of routes) {
     const validateBody = route.body ? compileValidator(route.body, 'body') : undefined;
     router[route.method](`/v1${route.path}`, async (ctx) => {
+      const encoding = route.alternateEncoding && hasContentType(ctx.get('content-type'), route.alternateEncoding.contentType) ? route.alternateEncoding : undefined;
       let body: unknown = undefined;
       if (validateBody) {
         // An absent body is checked as {} so each missing required field is reported by name.
         try {
-          body = (await readJsonBody(ctx.req, route.limit ?? limit)) ?? {};
+          body = encoding ? decodeBody(encoding, await readBodyBytes(ctx.req, route.limit ?? limit)) : ((await readJsonBody(ctx.req, route.limit ?? limit)) ?? {});
           validateBody(body);
         } catch (error) {
           if (route.invalidBody && error instanceof PlatformError && error.code === 'VALIDATION_ERROR') throw route.invalidBody(error);
@@ -64,12 +80,26 @@ export function mountAgentRoutes(router: Router, routes: AgentRoute[], maxSessio
       }
       const result = await route.handler({ credential: ctx.state.credential as AgentCredential, params: ctx.params, body });
       ctx.status = result.status;
-      if (result.jsonText !== undefined) {
+      if (encoding) {
+        ctx.type = encoding.contentType;
+        ctx.body = Buffer.from(encoding.encode(result.body));
+      } else if (result.jsonText !== undefined) {
         ctx.type = 'application/json';
         ctx.body = result.jsonText;
       } else if (result.body !== undefined) {
         ctx.body = result.body;
       }
     });
+  }
+}
+
+const hasContentType = (header: string, type: string) => header.split(';')[0]!.trim().toLowerCase() === type;
+
+function decodeBody(encoding: BodyEncoding, bytes: Buffer): unknown {
+  try {
+    return encoding.decode(bytes);
+  } catch (error) {
+    // protobufjs throws on truncated or mistyped wire data, RangeError on nesting past the stack.
+    throw validationError([{ loc: ['body'], msg: `not ${encoding.describes}: ${(error as Error).message}`, type: 'encoding_invalid' }]);
   }
 }

@@ -18,7 +18,7 @@ export function traceModel(model: ModelInstance, trace: InvokeTrace): ModelInsta
       'gen_ai.operation.name': 'chat',
       'gen_ai.request.model': model.modelId,
     });
-    span.set('gen_ai.provider.name', trace.providerName).set('gen_ai.system', trace.providerName);
+    span.set('gen_ai.provider.name', trace.providerName);
     span.set('gen_ai.request.temperature', params.temperature);
     if (trace.recordContent) {
       const messages = inputMessages(params.prompt);
