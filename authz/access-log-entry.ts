@@ -1,3 +1,4 @@
+import { isTracedPath, TRACE_METADATA_KEYS, type EdgeSpan } from '../contract/edge-trace.js';
 import { isCanaryVersion } from '../contract/request-figures.js';
 
 /**
@@ -18,7 +19,7 @@ import { isCanaryVersion } from '../contract/request-figures.js';
  * - `response.response_code` is the status the caller got.
  */
 
-/** google.protobuf.Duration as proto-loader decodes it (longs as strings). */
+/** google.protobuf.Duration and Timestamp as proto-loader decodes them (longs as strings). */
 interface Duration {
   seconds?: string | number;
   nanos?: number;
@@ -27,6 +28,8 @@ interface Duration {
 /** The parts of envoy.data.accesslog.v3.HTTPAccessLogEntry read here, as proto-loader decodes them. */
 export interface HttpAccessLogEntry {
   common_properties?: {
+    start_time?: Duration | null;
+    time_to_last_downstream_tx_byte?: Duration | null;
     time_to_first_upstream_tx_byte?: Duration | null;
     time_to_first_upstream_rx_byte?: Duration | null;
     time_to_last_upstream_rx_byte?: Duration | null;
@@ -34,6 +37,8 @@ export interface HttpAccessLogEntry {
     metadata?: { filter_metadata?: Record<string, { fields?: Record<string, { stringValue?: string }> }> } | null;
     intermediate_log_entry?: boolean;
   } | null;
+  /** HTTPRequestProperties: Envoy fills method, path and request id for every entry (http_grpc_access_log_impl.cc, `emitLog`). */
+  request?: { request_method?: string | number; path?: string; request_id?: string } | null;
   response?: { response_code?: { value?: number } | null } | null;
 }
 
@@ -80,4 +85,37 @@ export function forwardedRequestOf(entry: HttpAccessLogEntry): ForwardedRequest 
 function millisecondsOf(duration: Duration | null | undefined): number | undefined {
   if (!duration) return undefined;
   return Number(duration.seconds ?? 0) * 1000 + (duration.nanos ?? 0) / 1e6;
+}
+
+/**
+ * The edge's span of an invoke (contract/edge-trace.ts), from its final entry: the trace
+ * context authz chose, from the request's start to the answer's last byte out. Only for
+ * the path the runtime traces, and only when authz allowed it with a trace context;
+ * whatever the replica did (a 502 of Envoy's own is the span's error).
+ */
+export function edgeSpanOf(entry: HttpAccessLogEntry): EdgeSpan | undefined {
+  const common = entry.common_properties;
+  if (!common || common.intermediate_log_entry) return undefined;
+  const path = entry.request?.path ?? '';
+  if (!isTracedPath(path)) return undefined;
+  const fields = common.metadata?.filter_metadata?.[EXT_AUTHZ_METADATA_NAMESPACE]?.fields;
+  const agentId = fields?.[AGENT_ID_METADATA_KEY]?.stringValue;
+  const traceId = fields?.[TRACE_METADATA_KEYS.traceId]?.stringValue;
+  const spanId = fields?.[TRACE_METADATA_KEYS.spanId]?.stringValue;
+  const startMs = millisecondsOf(common.start_time);
+  if (!agentId || !AGENT_ID.test(agentId) || !traceId || !spanId || startMs === undefined) return undefined;
+  const durationMs = millisecondsOf(common.time_to_last_downstream_tx_byte) ?? millisecondsOf(common.time_to_last_upstream_rx_byte) ?? 0;
+  return {
+    agentId,
+    traceId,
+    spanId,
+    parentSpanId: fields?.[TRACE_METADATA_KEYS.parentSpanId]?.stringValue || null,
+    startMs,
+    durationMs,
+    method: String(entry.request?.request_method ?? ''),
+    path: path.split('?')[0]!,
+    status: entry.response?.response_code?.value ?? 0,
+    requestId: entry.request?.request_id ?? '',
+    canary: isCanaryVersion(fields?.[VERSION_METADATA_KEY]?.stringValue),
+  };
 }

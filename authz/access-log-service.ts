@@ -1,6 +1,7 @@
 import type { RequestFigureSink } from '../contract/request-figure-recorder.js';
 import type { ClientStreamCall, GrpcCallback, ServiceImplementation } from './grpc-server.js';
-import { forwardedRequestOf, type HttpAccessLogEntry } from './access-log-entry.js';
+import type { EdgeSpanSink } from '../contract/edge-trace.js';
+import { edgeSpanOf, forwardedRequestOf, type HttpAccessLogEntry } from './access-log-entry.js';
 
 /**
  * envoy.service.accesslog.v3.StreamAccessLogsMessage as proto-loader decodes it. Envoy
@@ -28,9 +29,10 @@ export interface AccessLogService {
 /**
  * The access-log service Envoy's http_grpc logger streams to (envoy.yaml, access_log):
  * every entry of a request an agent answered goes to `sink`; the rest (denials, Envoy's
- * own failures, TCP entries) are dropped. Nothing is stored per entry.
+ * own failures, TCP entries) are dropped. An invoke's entry also makes the edge's span,
+ * for `spans`. Nothing is stored per entry.
  */
-export function createAccessLogService(sink: RequestFigureSink): AccessLogService {
+export function createAccessLogService(sink: RequestFigureSink, spans?: EdgeSpanSink): AccessLogService {
   const open = new Map<AccessLogCall, GrpcCallback<object>>();
   const finish = (call: AccessLogCall) => {
     const callback = open.get(call);
@@ -46,6 +48,10 @@ export function createAccessLogService(sink: RequestFigureSink): AccessLogServic
           for (const entry of message.http_logs?.log_entry ?? []) {
             const request = forwardedRequestOf(entry);
             if (request) sink.record(request.agentId, request.status, request.upstreamMs, request.canary);
+            if (spans) {
+              const span = edgeSpanOf(entry);
+              if (span) spans.record(span);
+            }
           }
         });
         call.on('end', () => finish(call));

@@ -48,6 +48,8 @@ const ENTRY_VALUE = tag(2);
 
 const AUTHORIZATION = Buffer.from('authorization');
 const EXTERNAL_ADDRESS = Buffer.from('x-envoy-external-address');
+const TRACEPARENT = Buffer.from('traceparent');
+const REQUEST_ID = Buffer.from('x-request-id');
 const CHALLENGE_PATH = Buffer.from(ACME_CHALLENGE_PATH);
 
 /** Thrown inside the walk for "unsure"; never leaves this module. */
@@ -58,7 +60,7 @@ type Reader = protobuf.Reader & { buf: Buffer };
 /** The decision's fields, or null when only a full decode can say what proto-loader would. */
 export function decodeCheckRequestFields(bytes: Buffer): CheckRequestFields | null {
   const reader = protobuf.Reader.create(bytes) as Reader;
-  const fields: CheckRequestFields = { host: '', peer: '', authorization: undefined, externalAddress: undefined };
+  const fields: CheckRequestFields = { host: '', peer: '', authorization: undefined, externalAddress: undefined, traceparent: undefined, requestId: undefined };
   try {
     walkCheckRequest(reader, bytes.length, fields);
     return fields;
@@ -165,7 +167,7 @@ function walkHttp(r: Reader, end: number, out: CheckRequestFields): void {
   atEnd(r, end);
 }
 
-/** One map entry; only the two headers a decision reads are turned into strings. */
+/** One map entry; only the four headers a Check reads are turned into strings. */
 function walkHeaderEntry(r: Reader, end: number, out: CheckRequestFields): void {
   let keyStart = 0;
   let keyEnd = 0;
@@ -187,6 +189,8 @@ function walkHeaderEntry(r: Reader, end: number, out: CheckRequestFields): void 
   // An entry without a value maps its key to '' (protobufjs starts each entry at the defaults).
   if (bytesAre(r.buf, keyStart, keyEnd, AUTHORIZATION)) out.authorization = r.buf.toString('utf8', valueStart, valueEnd);
   else if (bytesAre(r.buf, keyStart, keyEnd, EXTERNAL_ADDRESS)) out.externalAddress = r.buf.toString('utf8', valueStart, valueEnd);
+  else if (bytesAre(r.buf, keyStart, keyEnd, TRACEPARENT)) out.traceparent = r.buf.toString('utf8', valueStart, valueEnd);
+  else if (bytesAre(r.buf, keyStart, keyEnd, REQUEST_ID)) out.requestId = r.buf.toString('utf8', valueStart, valueEnd);
 }
 
 /** The path, kept only when it is an ACME challenge's (as fieldsOf does); a later path replaces an earlier one. */

@@ -42,6 +42,10 @@ export interface CheckRequestFields {
   authorization: string | undefined;
   /** The `x-envoy-external-address` entry of the same map. */
   externalAddress: string | undefined;
+  /** The `traceparent` entry: the caller's W3C trace context, which the edge continues (contract/edge-trace.ts). */
+  traceparent: string | undefined;
+  /** The `x-request-id` entry: Envoy's id of the request, a new trace's id when the caller sent none. */
+  requestId: string | undefined;
   /**
    * `attributes.request.http.path` (with its query), present only when it is an ACME HTTP-01
    * challenge's (under ACME_CHALLENGE_PATH): no other decision reads the path, so no other
@@ -59,6 +63,9 @@ export interface RequestFacts {
   accessKey: string | null;
   /** The path, only for an ACME HTTP-01 challenge (CheckRequestFields.challengePath). */
   challengePath?: string;
+  /** CheckRequestFields.traceparent and requestId, for the edge's trace context of an allowed request. */
+  traceparent: string | undefined;
+  requestId: string | undefined;
 }
 
 const BEARER_ACCESS_KEY = /^bearer\s+(agk_\S+)\s*$/i;
@@ -72,6 +79,8 @@ export function fieldsOf(request: CheckRequest): CheckRequestFields {
     peer: request.attributes?.source?.address?.socket_address?.address ?? '',
     authorization: headers.authorization,
     externalAddress: headers['x-envoy-external-address'],
+    traceparent: headers.traceparent,
+    requestId: headers['x-request-id'],
   };
   if (http?.path?.startsWith(ACME_CHALLENGE_PATH)) fields.challengePath = http.path;
   return fields;
@@ -89,6 +98,8 @@ export function factsOf(fields: CheckRequestFields, trustExternalAddress: boolea
     host: fields.host,
     caller: external || fields.peer || 'unknown',
     accessKey: match?.[1] ?? null,
+    traceparent: fields.traceparent,
+    requestId: fields.requestId,
   };
   if (fields.challengePath !== undefined) facts.challengePath = fields.challengePath;
   return facts;

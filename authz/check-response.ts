@@ -1,5 +1,6 @@
 import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { Decision } from './decision.js';
+import { formatTraceParent, TRACE_METADATA_KEYS, type EdgeTraceContext } from '../contract/edge-trace.js';
 import { AGENT_ID_METADATA_KEY, VERSION_METADATA_KEY } from './access-log-entry.js';
 
 /**
@@ -90,13 +91,22 @@ function denialOf(decision: Exclude<Decision, { outcome: 'allowed' }>): Denial {
   }
 }
 
-export function buildCheckResponse(decision: Decision): CheckResponseMessage {
+/**
+ * `trace`: the edge's trace context for an allowed request (contract/edge-trace.ts). The
+ * replica gets it as its `traceparent`, in place of the caller's, so its spans hang under
+ * the edge's; the access log gets it as metadata, to make the edge's span from.
+ */
+export function buildCheckResponse(decision: Decision, trace?: EdgeTraceContext): CheckResponseMessage {
   if (decision.outcome === 'allowed') {
+    const headers: HeaderValueOption[] = [
+      // Overwrite, never append: a client-sent x-agent-id must not survive next to ours.
+      { header: { key: 'x-agent-id', value: decision.agentId }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' },
+    ];
+    if (trace) headers.push({ header: { key: 'traceparent', value: formatTraceParent(trace) }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' });
     return {
       status: { code: GrpcStatus.OK, message: '' },
       ok_response: {
-        // Overwrite, never append: a client-sent x-agent-id must not survive next to ours.
-        headers: [{ header: { key: 'x-agent-id', value: decision.agentId }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' }],
+        headers,
         // An agent never sees its access key.
         headers_to_remove: ['authorization'],
       },
@@ -109,6 +119,11 @@ export function buildCheckResponse(decision: Decision): CheckResponseMessage {
           [AGENT_ID_METADATA_KEY]: { stringValue: decision.agentId },
           // Which version answered, for the request figures that judge a canary (access-log-entry.ts).
           [VERSION_METADATA_KEY]: { stringValue: decision.version },
+          ...(trace && {
+            [TRACE_METADATA_KEYS.traceId]: { stringValue: trace.traceId },
+            [TRACE_METADATA_KEYS.spanId]: { stringValue: trace.spanId },
+            [TRACE_METADATA_KEYS.parentSpanId]: { stringValue: trace.parentSpanId ?? '' },
+          }),
         },
       },
     };

@@ -4,6 +4,7 @@ import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import { ACCESS_LOG_SERVICE, AUTHORIZATION_SERVICE, loadAccessLogService, loadAuthorizationService } from '../proto/load.js';
 import { createRequestFigureRecorder } from '../contract/request-figure-recorder.js';
+import { createEdgeSpanRecorder, edgeTraceOf } from '../contract/edge-trace.js';
 import { createAccessLogService } from './access-log-service.js';
 import type { Clock } from '../contract/clock.js';
 import type { AuthzConfig, AuthzServerKind } from './config.js';
@@ -68,7 +69,9 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOp
   const grpcServer = GRPC_SERVERS[config.grpcServer]();
   grpcServer.addService(authorizationService(config.trustExternalAddress), {
     Check(call: UnaryCall<RequestFacts>, callback: GrpcCallback<CheckResponseMessage>) {
-      void decider.decide(call.request).then((decision) => callback(null, buildCheckResponse(decision)));
+      void decider.decide(call.request).then((decision) =>
+        callback(null, buildCheckResponse(decision, decision.outcome === 'allowed' ? edgeTraceOf(call.request.traceparent, call.request.requestId) : undefined)),
+      );
     },
   });
   // Ready while Redis answers within a Check's deadline: asked by gRPC (Envoy's health
@@ -82,7 +85,13 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOp
       deps.logger.warn({ err: error }, "Redis refused a second of agents' request figures; they are dropped"),
     ),
   });
-  const accessLog = createAccessLogService(figures);
+  // Invokes' edge spans, queued for the control API's traces the same way (contract/edge-trace.ts).
+  const edgeSpans = createEdgeSpanRecorder({
+    redis: deps.redis,
+    onError: throttled(REDIS_ERROR_LOG_INTERVAL_MS, (error: Error) => deps.logger.warn({ err: error }, 'Redis refused a second of edge spans; they are dropped')),
+    onDropped: throttled(REDIS_ERROR_LOG_INTERVAL_MS, (_: void) => deps.logger.warn('edge spans are dropped: more came in a second than the buffer holds')),
+  });
+  const accessLog = createAccessLogService(figures, edgeSpans);
   grpcServer.addService(loadAccessLogService().service, accessLog.implementation);
   grpcServer.addService(healthServiceDefinition, healthService([AUTHORIZATION_SERVICE, ACCESS_LOG_SERVICE], isReady));
   const grpcTarget = await grpcServer.listen(config.grpcListen);
@@ -94,7 +103,7 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOp
   } catch (error) {
     grpcServer.forceShutdown();
     decider.close();
-    await figures.close();
+    await Promise.all([figures.close(), edgeSpans.close()]);
     throw error;
   }
 
@@ -114,7 +123,7 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOp
         new Promise<void>((resolve) => (metricsServer ? metricsServer.close(() => resolve()) : resolve())),
         grpcServer.shutdown(SHUTDOWN_GRACE_MS),
       ]);
-      await figures.close();
+      await Promise.all([figures.close(), edgeSpans.close()]);
       decider.close();
     },
   };

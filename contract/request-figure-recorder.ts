@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import { edgeKeyNames } from './edge-keys.js';
+import { runPipeline } from './redis-pipeline.js';
 import { addRequest, canaryIncrements, emptyTally, REQUEST_FIGURES_TTL_SECONDS, tallyIncrements, type RequestTally } from './request-figures.js';
 
 /**
@@ -65,13 +66,7 @@ export function createRequestFigureRecorder(options: RequestFigureRecorderOption
       if (canary) for (const [field, increment] of canaryIncrements(canary)) pipeline.hincrby(key, field, increment);
       pipeline.expire(key, REQUEST_FIGURES_TTL_SECONDS);
     }
-    try {
-      const replies = (await pipeline.exec()) ?? [];
-      const failed = replies.find(([error]) => error !== null);
-      if (failed) throw failed[0];
-    } catch (error) {
-      options.onError(error as Error);
-    }
+    await runPipeline(pipeline, options.onError);
   }
 
   const timer = setInterval(() => void flush(), options.flushIntervalMs ?? 1_000);

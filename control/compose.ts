@@ -14,6 +14,7 @@ import { AgentSessionService } from './services/agent-session-service.js';
 import { SessionOwnerService } from './services/session-owner-service.js';
 import { SessionSweeper } from './services/session-sweeper.js';
 import { TraceIngest, type SpansDroppedObserver } from './services/trace-ingest.js';
+import { EdgeSpanIntake } from './services/edge-span-intake.js';
 import { TracePartitionKeeper } from './services/trace-partition-keeper.js';
 import { TraceForwarder, type ForwardDroppedObserver } from './services/trace-forwarder.js';
 import { InvocationService } from './services/invocation-service.js';
@@ -141,6 +142,8 @@ export interface BackgroundLoops {
   sessionSweeper: SessionSweeper;
   /** Makes the trace tables' day partitions ahead and drops those past TRACE_RETENTION_DAYS (issue 38); in every copy. */
   tracePartitions: TracePartitionKeeper;
+  /** Takes the edge's spans of invokes from Redis into the agents' traces (issue 38); in every copy. */
+  edgeSpans: EdgeSpanIntake;
   housekeeping: Housekeeping;
   /** Delivers the webhook outbox; in every copy (claims keep each delivery to one). */
   webhooks: WebhookDispatcher;
@@ -293,6 +296,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
   });
   const sessionSweeper = new SessionSweeper(db, clock, loggerOf('session-sweeper'), { exclusive: exclusivePass(db, LOOP_LOCKS.sessionSweeper), onPass });
   const tracePartitions = new TracePartitionKeeper(db, clock, config.traces.retentionDays, loggerOf('trace-partitions'), { onPass });
+  const edgeSpans = new EdgeSpanIntake(redis, services.traceIngest, loggerOf('edge-spans'), { onPass });
   let started = false;
   return {
     reconciler,
@@ -306,6 +310,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
     canaryJudge,
     sessionSweeper,
     tracePartitions,
+    edgeSpans,
     domains: services.domainWorker,
     async start() {
       started = true;
@@ -319,6 +324,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       housekeeping.start();
       sessionSweeper.start();
       await tracePartitions.start();
+      edgeSpans.start();
       webhooks.start();
       services.domainWorker.start();
     },
@@ -336,6 +342,7 @@ export function buildLoops({ config, db, redis, clock, logger, driver, onPass }:
       await housekeeping.stop();
       await sessionSweeper.stop();
       await tracePartitions.stop();
+      await edgeSpans.stop();
       await webhooks.stop();
       await services.domainWorker.stop();
     },

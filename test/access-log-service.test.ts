@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { credentials, type ClientWritableStream, type ServiceError } from '@grpc/grpc-js';
 import type { Redis } from 'ioredis';
 import { systemClock } from '../contract/clock.js';
@@ -24,6 +25,8 @@ interface EntryInput {
   firstRx?: number;
   lastRx?: number;
   flags?: Record<string, unknown>;
+  path?: string;
+  requestId?: string;
 }
 
 /**
@@ -31,7 +34,7 @@ interface EntryInput {
  * source/extensions/access_loggers/grpc/grpc_access_log_utils.cc,
  * `Utility::extractCommonAccessLogProperties`; http_grpc_access_log_impl.cc, `emitLog`).
  */
-function envoyEntry({ metadata, status, firstTx, firstRx, lastRx, flags = {} }: EntryInput) {
+function envoyEntry({ metadata, status, firstTx, firstRx, lastRx, flags = {}, path = '/invoke', requestId = randomUUID() }: EntryInput) {
   const upstream = firstTx !== undefined || flags.upstream_connection_failure;
   return {
     common_properties: {
@@ -46,7 +49,7 @@ function envoyEntry({ metadata, status, firstTx, firstRx, lastRx, flags = {} }: 
       ...(metadata ? { metadata: { filter_metadata: { 'envoy.filters.http.ext_authz': { fields: { ...metadata, ext_authz_duration: { numberValue: 1 } } } } } } : {}),
     },
     protocol_version: 'HTTP11',
-    request: { scheme: 'http', authority: 'agent.example', path: '/invoke', request_method: 'POST' },
+    request: { scheme: 'http', authority: 'agent.example', path, request_method: 'POST', request_id: requestId },
     response: { response_code: { value: status } },
   };
 }
@@ -195,6 +198,66 @@ describeOnEachAuthzServer('request figures from Envoy access logs', function (se
     const stored = await Promise.all((await scanKeys(authzRedis, `edge:requests:{${agent.id}}:*`)).map((key) => authzRedis.hgetall(key)));
     const sum = (field: string) => stored.reduce((total, hash) => total + Number(hash[field] ?? 0), 0);
     assert.deepEqual([sum('count'), sum('errors'), sum('canary_count'), sum('canary_errors')], [5, 2, 2, 1]);
+  });
+
+  it("starts or continues each allowed request's trace, and makes an invoke's edge span from its entry, stored as its trace's root", async () => {
+    const { token } = await control.signUp();
+    const agent = await allowedAgent(token);
+    const host = (await control.request('GET', `/agents/${agent.id}`, { token })).body.url.replace(/^https?:\/\//, '').split('/')[0];
+    const traceOf = async (headers: Record<string, string>) => {
+      const check = await authz.client.check({ host, path: '/invoke', method: 'POST', headers });
+      const fields = check.dynamic_metadata!.fields;
+      const metadata = Object.fromEntries(Object.entries(fields).map(([key, value]) => [key, { stringValue: value.stringValue }]));
+      const sent = check.ok_response!.headers.find((option: { header: { key: string } }) => option.header.key === 'traceparent');
+      return { metadata, traceparent: sent?.header.value, traceId: fields.trace_id!.stringValue, spanId: fields.span_id!.stringValue, parent: fields.parent_span_id!.stringValue };
+    };
+    // The caller's trace, continued: the replica is told the edge's span as its parent.
+    const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const continued = await traceOf({ traceparent: `00-${callerTrace}-00f067aa0ba902b7-01`, 'x-request-id': randomUUID() });
+    assert.deepEqual([continued.traceId, continued.parent], [callerTrace, '00f067aa0ba902b7']);
+    assert.equal(continued.traceparent, `00-${callerTrace}-${continued.spanId}-01`);
+    // No traceparent: the edge starts the trace, named by Envoy's request id.
+    const requestId = randomUUID();
+    const started = await traceOf({ 'x-request-id': requestId });
+    assert.deepEqual([started.traceId, started.parent], [requestId.replaceAll('-', ''), '']);
+    assert.equal(started.traceparent, `00-${started.traceId}-${started.spanId}-01`);
+
+    const stream = openStream();
+    stream.call.write({
+      identifier: { node: { id: 'envoy-edge-1' }, log_name: 'agent_requests' },
+      http_logs: {
+        log_entry: [
+          envoyEntry({ metadata: continued.metadata, status: 200, firstTx: 1, firstRx: 20, lastRx: 30 }),
+          // Envoy's own 502: the replica refused the connection; the edge's span is the trace's error.
+          envoyEntry({ metadata: started.metadata, status: 502, flags: { upstream_connection_failure: true }, requestId }),
+          // Not the invoke path: counted in the figures, no span.
+          envoyEntry({ metadata: (await traceOf({})).metadata, status: 200, firstTx: 1, firstRx: 2, lastRx: 3, path: '/health' }),
+        ],
+      },
+    });
+    stream.call.end();
+    await stream.answered;
+    stream.close();
+
+    const invocations = await waitFor('the edge spans taken in', async () => {
+      await control.control.loops.edgeSpans.runOnce();
+      const list = await control.request('GET', `/agents/${agent.id}/invocations`, { token });
+      return list.body.total === 2 ? list.body.invocations : undefined;
+    });
+    const byId = new Map(invocations.map((item: { invocation_id: string }) => [item.invocation_id, item]));
+    assert.deepEqual([...byId.keys()].sort(), [callerTrace, started.traceId].sort());
+
+    const first = (await control.request('GET', `/agents/${agent.id}/invocations/${callerTrace}`, { token })).body;
+    assert.equal(first.invocation.status, 'ok');
+    const [edgeSpan] = first.spans;
+    assert.deepEqual([edgeSpan.span_id, edgeSpan.parent_span_id, edgeSpan.name], [continued.spanId, '00f067aa0ba902b7', 'POST /invoke']);
+    // From the request's start to the answer's last byte out (time_to_last_downstream_tx_byte: 30.1 ms).
+    assert.ok(Math.abs(edgeSpan.duration_ms - 30.1) <= 0.5, `duration ${edgeSpan.duration_ms}`);
+    assert.deepEqual([edgeSpan.attributes['http.request.method'], edgeSpan.attributes['url.path'], edgeSpan.attributes['http.response.status_code']], ['POST', '/invoke', 200]);
+
+    const second = (await control.request('GET', `/agents/${agent.id}/invocations/${started.traceId}`, { token })).body;
+    assert.equal(second.invocation.status, 'error');
+    assert.deepEqual([second.spans[0].parent_span_id, second.spans[0].attributes['platform.request_id']], [null, requestId]);
   });
 
   it('answers an open stream when authz stops, so its shutdown does not wait on Envoy', async () => {

@@ -85,14 +85,21 @@ describeOnEachAuthzServer('authz Check (gRPC, as Envoy calls it)', (server) => {
     it('sets x-agent-id (overwriting), removes authorization, names the upstream and counts usage', async () => {
       const agentSlug = slug('public');
       const id = await projection.putAgent({ slug: agentSlug, access: 'public', upstreams: ['10.2.0.1:8080'] });
-      const response = await edge.client.check({ host: hostOf(agentSlug), headers: { authorization: 'Bearer agk_whatever' } });
+      const requestId = '0af76519-16cd-43dd-8448-eb211c80319c';
+      const response = await edge.client.check({ host: hostOf(agentSlug), headers: { authorization: 'Bearer agk_whatever', 'x-request-id': requestId } });
       assert.equal(response.status.code, 0);
+      const edgeSpanId = response.dynamic_metadata!.fields.span_id!.stringValue;
+      assert.match(edgeSpanId, /^[0-9a-f]{16}$/);
       assert.deepEqual(
         response.ok_response!.headers.map(({ header, append_action }) => ({ header: { key: header.key, value: header.value }, append_action })),
-        [{ header: { key: 'x-agent-id', value: id }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' }],
+        [
+          { header: { key: 'x-agent-id', value: id }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' },
+          // The trace the edge starts, named by the request id, its span the replica's parent (contract/edge-trace.ts).
+          { header: { key: 'traceparent', value: `00-0af7651916cd43dd8448eb211c80319c-${edgeSpanId}-01` }, append_action: 'OVERWRITE_IF_EXISTS_OR_ADD' },
+        ],
       );
       assert.deepEqual(response.ok_response!.headers_to_remove, ['authorization']);
-      assert.deepEqual(Object.keys(response.dynamic_metadata!.fields).sort(), ['agent_id', 'upstream', 'version']);
+      assert.deepEqual(Object.keys(response.dynamic_metadata!.fields).sort(), ['agent_id', 'parent_span_id', 'span_id', 'trace_id', 'upstream', 'version']);
       assert.equal(response.dynamic_metadata!.fields.version!.stringValue, 'stable', 'no canary runs');
       assert.equal(response.dynamic_metadata!.fields.upstream!.stringValue, '10.2.0.1:8080');
       assert.equal(response.dynamic_metadata!.fields.agent_id!.stringValue, id, 'named again in the access log, for the request figures');

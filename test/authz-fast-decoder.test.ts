@@ -40,12 +40,13 @@ describe('authz fast CheckRequest decoder', () => {
     assert.ok(withKey > 500, `only ${withKey} walked requests carried an authorization header`);
   });
 
-  it('reads a CheckRequest as Envoy sends it: 12 headers, source and destination addresses', () => {
+  it('reads a CheckRequest as Envoy sends it: 13 headers, source and destination addresses', () => {
     const headers = {
       ':authority': 'shop.agents.example.com', ':method': 'POST', ':path': '/v1/chat', ':scheme': 'https',
       accept: 'application/json', 'accept-encoding': 'gzip, br', authorization: 'Bearer agk_0123456789abcdef',
       'content-length': '512', 'content-type': 'application/json', 'user-agent': 'curl/8.5.0',
       'x-envoy-external-address': ' 203.0.113.50 ', 'x-request-id': '6b4c3f0e-8a1d-4c3e-9f2a-1d2e3f4a5b6c',
+      traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01',
     };
     const bytes = serialize({
       attributes: {
@@ -58,11 +59,17 @@ describe('authz fast CheckRequest decoder', () => {
         context_extensions: { virtual_host: 'agents' },
       },
     });
-    const expected = { host: 'shop.agents.example.com', peer: '198.51.100.23', authorization: 'Bearer agk_0123456789abcdef', externalAddress: ' 203.0.113.50 ' };
+    const expected = {
+      host: 'shop.agents.example.com', peer: '198.51.100.23', authorization: 'Bearer agk_0123456789abcdef', externalAddress: ' 203.0.113.50 ',
+      traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', requestId: '6b4c3f0e-8a1d-4c3e-9f2a-1d2e3f4a5b6c',
+    };
     assert.deepEqual(decodeCheckRequestFields(bytes), expected);
     assert.deepEqual(fieldsOf(fullDecode(bytes)), expected);
     const deserialize = checkRequestDeserializer(fullDecode, true);
-    assert.deepEqual(deserialize(bytes), { host: 'shop.agents.example.com', caller: '203.0.113.50', accessKey: 'agk_0123456789abcdef' });
+    assert.deepEqual(deserialize(bytes), {
+      host: 'shop.agents.example.com', caller: '203.0.113.50', accessKey: 'agk_0123456789abcdef',
+      traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01', requestId: '6b4c3f0e-8a1d-4c3e-9f2a-1d2e3f4a5b6c',
+    });
     assert.deepEqual(checkRequestDeserializer(fullDecode, false)(bytes).caller, '198.51.100.23');
   });
 

@@ -221,7 +221,7 @@ describe('envoy/envoy.yaml', function () {
       assert.equal(extAuthz.clear_route_cache, false);
       assert.equal(extAuthz.with_request_body, undefined, 'bodies stream; authz never sees them');
       const allowed = (extAuthz.allowed_headers.patterns as Node[]).map((p) => p.exact).sort();
-      assert.deepEqual(allowed, ['authorization', 'x-envoy-external-address']);
+      assert.deepEqual(allowed, ['authorization', 'traceparent', 'x-envoy-external-address', 'x-request-id']);
     });
 
     it("answers the console's CORS preflight before ext_authz, for one exact origin, without credentials", function () {

@@ -24,7 +24,7 @@ describe("the local edge's gRPC client of authz", () => {
       method: 'GET',
       host,
       path: '/v1/chat?x=1',
-      headers: { host, ...(authorization ? { authorization } : {}), 'x-envoy-external-address': source, accept: 'text/plain' },
+      headers: { host, ...(authorization ? { authorization } : {}), 'x-envoy-external-address': source, 'x-request-id': 'f7d2c1a0-0000-4000-8000-000000000001', accept: 'text/plain' },
       peer: { address: source, port: 50123 },
       local: { address: '127.0.0.1', port: 7080 },
     });
@@ -34,6 +34,8 @@ describe("the local edge's gRPC client of authz", () => {
     const verdict = verdictOf(response);
     if (verdict.kind === 'deny') return verdict;
     const forwarded = applyAllowedMutations({ authorization: 'Bearer x', 'x-agent-id': 'spoofed', accept: 'text/plain' }, verdict);
+    // The edge's span id is new in every Check; the rest of the traceparent is the request's.
+    if (typeof forwarded.traceparent === 'string') forwarded.traceparent = forwarded.traceparent.replace(/-[0-9a-f]{16}-/, '-<edge span>-');
     return { upstream: verdict.upstream, agentId: verdict.agentId, forwarded };
   };
 
@@ -82,7 +84,7 @@ describe("the local edge's gRPC client of authz", () => {
       for (const [name, request] of cases) {
         assert.deepEqual(effectOf(await client.check(request, 5_000)), effectOf(await viaGrpcJs(request)), name);
       }
-      assert.deepEqual(effectOf(await viaGrpcJs(cases[0]![1])), { upstream: '127.0.0.1:4101', agentId: 'agt_open', forwarded: { 'x-agent-id': 'agt_open', accept: 'text/plain' } });
+      assert.deepEqual(effectOf(await viaGrpcJs(cases[0]![1])), { upstream: '127.0.0.1:4101', agentId: 'agt_open', forwarded: { 'x-agent-id': 'agt_open', accept: 'text/plain', traceparent: '00-f7d2c1a0000040008000000000000001-<edge span>-01' } });
       // callerRpm 3, and three Checks came from 203.0.113.1 above: both clients now see 429.
       const limited = checkFor(`open.${domain}:7080`, undefined, '203.0.113.1');
       const [lean, reference] = [effectOf(await client.check(limited, 5_000)), effectOf(await viaGrpcJs(limited))];
@@ -127,7 +129,7 @@ describe("the local edge's gRPC client of authz", () => {
       assert.equal(call?.headers['grpc-timeout'], '250m');
       const http = (call?.request as { attributes: { request: { http: Record<string, unknown> } } }).attributes.request.http;
       assert.equal(http.host, 'agent.example.test:7080');
-      assert.deepEqual(http.headers, { authorization: 'Bearer agk_secret', 'x-envoy-external-address': '203.0.113.9' });
+      assert.deepEqual(http.headers, { authorization: 'Bearer agk_secret', 'x-envoy-external-address': '203.0.113.9', 'x-request-id': 'f7d2c1a0-0000-4000-8000-000000000001' });
     });
 
     for (const broken of BROKEN_ANSWERS) {

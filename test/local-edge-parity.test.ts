@@ -76,7 +76,7 @@ describe('local edge parity with envoy.yaml', () => {
       requestId: 'req-1', method: 'GET', host: 'a.agents.localhost:7080', path: '/x?y=1', headers,
       peer: { address: '127.0.0.2', port: 5555 }, local: { address: '127.0.0.1', port: 7080 },
     });
-    assert.deepEqual(request.attributes.request.http.headers, { authorization: 'Bearer agk_x', 'x-envoy-external-address': '127.0.0.2' });
+    assert.deepEqual(request.attributes.request.http.headers, { authorization: 'Bearer agk_x', 'x-envoy-external-address': '127.0.0.2', 'x-request-id': 'req-1' });
     assert.equal(request.attributes.source.address.socket_address.address, '127.0.0.2');
     assert.equal(request.attributes.request.http.host, 'a.agents.localhost:7080');
   });
@@ -107,7 +107,7 @@ describe('local edge parity with envoy.yaml', () => {
   it('reads which version authz allowed from its metadata as the access log does: the canary only when exactly `canary`', () => {
     const allowed = (fields: Record<string, { stringValue: string }>) =>
       verdictOf({ status: { code: 0 }, ok_response: {}, dynamic_metadata: { fields: { upstream: { stringValue: '10.0.0.1:8080' }, agent_id: { stringValue: 'agt_v' }, ...fields } } });
-    assert.deepEqual(allowed({ version: { stringValue: 'canary' } }), { kind: 'allow', headerMutations: [], headersToRemove: [], upstream: '10.0.0.1:8080', agentId: 'agt_v', canary: true });
+    assert.deepEqual(allowed({ version: { stringValue: 'canary' } }), { kind: 'allow', headerMutations: [], headersToRemove: [], upstream: '10.0.0.1:8080', agentId: 'agt_v', canary: true, trace: null });
     for (const version of ['stable', '', 'Canary', 'beta']) assert.equal((allowed({ version: { stringValue: version } }) as { canary: boolean }).canary, false, version);
     assert.equal((allowed({}) as { canary: boolean }).canary, false, 'no version (an authz before canaries): stable');
   });

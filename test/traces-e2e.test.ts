@@ -75,19 +75,25 @@ describe('traces of invokes (podman, the runtime image, the local edge)', functi
     }, 180_000, 250);
   }
 
-  async function invoke(agent: Agent, input: string): Promise<string> {
-    const answer = await invokeThroughEdge(edge, agent, { input });
+  /** The invoke's trace id, from the runtime's answer; the answer's x-request-id too. */
+  async function invoke(agent: Agent, input: string, headers: Record<string, string> = {}): Promise<{ traceId: string; requestId: string }> {
+    const answer = await invokeThroughEdge(edge, agent, { input }, headers);
     // The runtime answers with its root span's traceparent: 00-<trace id>-<span id>-01.
     const traceparent = String(answer.headers['traceparent'] ?? '');
     assert.match(traceparent, /^00-[0-9a-f]{32}-[0-9a-f]{16}-01$/);
-    return traceparent.split('-')[1]!;
+    return { traceId: traceparent.split('-')[1]!, requestId: String(answer.headers['x-request-id']) };
   }
 
-  /** The invocation once its spans are in: the root, two model calls and the tool call. */
+  /**
+   * The invocation once its spans are in: the edge's (queued in Redis by the edge, taken in
+   * by the control API's intake, driven here as tests drive every loop), the invoke's, two
+   * model calls and the tool call.
+   */
   async function invocation(agent: Agent, traceId: string) {
-    return waitFor(`invocation ${traceId} with its 4 spans`, async () => {
+    return waitFor(`invocation ${traceId} with its 5 spans`, async () => {
+      await control.control.loops.edgeSpans.runOnce();
       const got = await control.request('GET', `/agents/${agent.id}/invocations/${traceId}`, { token: agent.token });
-      return got.status === 200 && got.body.spans.length === 4 ? got.body : undefined;
+      return got.status === 200 && got.body.spans.length === 5 ? got.body : undefined;
     }, 30_000, 250);
   }
 
@@ -104,7 +110,9 @@ describe('traces of invokes (podman, the runtime image, the local edge)', functi
 
     const question = `what is 2 + 3, asks ${agent.id}`;
     provider.reply({ toolCalls: [{ name: 'add', args: { a: 2, b: 3 } }] }, { text: 'It is 5.' });
-    const traceId = await invoke(agent, question);
+    const { traceId, requestId } = await invoke(agent, question);
+    // The edge started the trace (the caller sent no traceparent), with the request id's digits as its id.
+    assert.equal(traceId, requestId.replaceAll('-', ''));
     const { invocation: summary, spans } = await invocation(agent, traceId);
 
     // Each of the fake provider's answers reports 10 tokens in and 5 out; gpt-4o's default price is $2.50 / $10 per million.
@@ -115,9 +123,15 @@ describe('traces of invokes (podman, the runtime image, the local edge)', functi
     assert.ok(Math.abs(summary.cost_usd - (20 * 2.5 + 10 * 10) / 1e6) < 1e-12, `cost ${summary.cost_usd}`);
 
     const operation = (span: { attributes: Record<string, unknown> }) => span.attributes['gen_ai.operation.name'];
-    const root = spans.find((span: { parent_span_id: string | null }) => !span.parent_span_id);
-    assert.equal(operation(root), 'invoke_agent');
-    const children = spans.filter((span: { span_id: string }) => span !== root);
+    // The edge's span is the trace's root, from the request's arrival to the answer's last byte; the invoke hangs under it.
+    const edgeSpan = spans.find((span: { parent_span_id: string | null }) => !span.parent_span_id);
+    assert.equal(edgeSpan.name, 'POST /invoke');
+    assert.deepEqual([edgeSpan.attributes['http.response.status_code'], edgeSpan.attributes['platform.request_id']], [200, requestId]);
+    const root = spans.find((span: { attributes: Record<string, unknown> }) => operation(span) === 'invoke_agent');
+    assert.equal(root.parent_span_id, edgeSpan.span_id, "the invoke's span is the edge span's child");
+    assert.ok(edgeSpan.duration_ms >= root.duration_ms, `the edge's ${edgeSpan.duration_ms} ms hold the invoke's ${root.duration_ms} ms`);
+    assert.ok(summary.duration_ms >= edgeSpan.duration_ms);
+    const children = spans.filter((span: { span_id: string }) => span !== root && span !== edgeSpan);
     assert.deepEqual(children.map(operation).sort(), ['chat', 'chat', 'execute_tool']);
     for (const child of children) assert.equal(child.parent_span_id, root.span_id, `${child.name} is the invoke's child`);
     const chats = children.filter((span: { attributes: Record<string, unknown> }) => operation(span) === 'chat');
@@ -133,10 +147,11 @@ describe('traces of invokes (podman, the runtime image, the local edge)', functi
     const forwarded = await waitFor('the trace at the OTLP receiver', async () => {
       const exported = receiver.received.flatMap((one) => one.body.resourceSpans.flatMap((resource: any) => resource.scopeSpans.flatMap((scope: any) => scope.spans)));
       const ours = exported.filter((span: { traceId: string }) => span.traceId === traceId);
-      return ours.length === 4 ? ours : undefined;
+      return ours.length === 5 ? ours : undefined;
     }, 30_000, 250);
     assert.ok(receiver.received.every((one) => one.headers['content-type'] === 'application/x-protobuf' && one.path === '/v1/traces'));
     const attributesOf = (span: { attributes: { key: string; value: Record<string, unknown> }[] }) => new Map(span.attributes.map((kv) => [kv.key, Object.values(kv.value)[0]]));
+    assert.ok(forwarded.some((span: any) => span.name === 'POST /invoke' && span.kind === 2), "the edge's span is forwarded too");
     const exportedChats = forwarded.filter((span: any) => attributesOf(span).get('gen_ai.operation.name') === 'chat');
     assert.equal(exportedChats.length, 2);
     for (const chat of exportedChats) assert.deepEqual([attributesOf(chat).get('gen_ai.usage.input_tokens'), attributesOf(chat).get('gen_ai.usage.output_tokens')], ['10', '5']);
@@ -163,8 +178,13 @@ describe('traces of invokes (podman, the runtime image, the local edge)', functi
     await deployed(agent, 2);
     const shown = `what is 4 + 5, asks ${agent.id}`;
     provider.reply({ toolCalls: [{ name: 'add', args: { a: 4, b: 5 } }] }, { text: 'It is 9.' });
-    const second = await invoke(agent, shown);
-    await invocation(agent, second);
+    // A caller's own trace is continued: its trace id, the edge's span its span's child.
+    const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const second = await invoke(agent, shown, { traceparent: `00-${callerTrace}-00f067aa0ba902b7-01` });
+    assert.equal(second.traceId, callerTrace);
+    const continued = await invocation(agent, second.traceId);
+    const edgeOfSecond = continued.spans.find((span: { name: string }) => span.name === 'POST /invoke');
+    assert.equal(edgeOfSecond.parent_span_id, '00f067aa0ba902b7');
     assert.ok(JSON.stringify(await control.db('trace_spans').where({ agent_id: agent.id })).includes(shown), 'message text kept with trace_content on');
   });
 });

@@ -1,5 +1,6 @@
 import { loadAuthorizationService } from '../../proto/load.js';
 import { isCanaryVersion } from '../../contract/request-figures.js';
+import { TRACE_METADATA_KEYS } from '../../contract/edge-trace.js';
 
 /** A CheckResponse as proto-loader decodes it (enums as names, defaults filled in). */
 export interface CheckResponse {
@@ -35,6 +36,8 @@ export type AuthzVerdict =
       agentId: string | null;
       /** Whether authz routed to the agent's canary: its `version` metadata, read as authz/access-log-entry.ts reads Envoy's. */
       canary: boolean;
+      /** The edge's trace context from the same metadata (TRACE_METADATA_KEYS); null when authz gave none. */
+      trace: { traceId: string; spanId: string; parentSpanId: string | null } | null;
     };
 
 /** Envoy's answer when a denial names no usable status. */
@@ -51,6 +54,9 @@ export function verdictOf(response: CheckResponse): AuthzVerdict {
   const upstream = response.dynamic_metadata?.fields?.upstream?.stringValue;
   const agentId = response.dynamic_metadata?.fields?.agent_id?.stringValue;
   const version = response.dynamic_metadata?.fields?.version?.stringValue;
+  const traceId = response.dynamic_metadata?.fields?.[TRACE_METADATA_KEYS.traceId]?.stringValue;
+  const spanId = response.dynamic_metadata?.fields?.[TRACE_METADATA_KEYS.spanId]?.stringValue;
+  const parentSpanId = response.dynamic_metadata?.fields?.[TRACE_METADATA_KEYS.parentSpanId]?.stringValue;
   return {
     kind: 'allow',
     headerMutations: response.ok_response?.headers ?? [],
@@ -58,6 +64,7 @@ export function verdictOf(response: CheckResponse): AuthzVerdict {
     upstream: upstream ? upstream : null,
     agentId: agentId ? agentId : null,
     canary: isCanaryVersion(version),
+    trace: traceId && spanId ? { traceId, spanId, parentSpanId: parentSpanId || null } : null,
   };
 }
 

@@ -14,7 +14,7 @@ export const AUTHZ_SOCKET_PATH = '/run/agent-platform/authz.sock';
 export const EXT_AUTHZ_TIMEOUT_MS = 35_000;
 
 /** ext_authz `allowed_headers`: the only request headers authz is shown. */
-export const AUTHZ_ALLOWED_HEADERS: readonly string[] = Object.freeze(['authorization', 'x-envoy-external-address']);
+export const AUTHZ_ALLOWED_HEADERS: readonly string[] = Object.freeze(['authorization', 'x-envoy-external-address', 'traceparent', 'x-request-id']);
 
 /** `local_reply_config` bodies for Envoy's own failures, by the status they map to. */
 export const EDGE_REPLIES = Object.freeze({

@@ -2,6 +2,7 @@
 import '../../contract/require-supported-node.js';
 import { Redis } from 'ioredis';
 import { createRequestFigureRecorder } from '../../contract/request-figure-recorder.js';
+import { createEdgeSpanRecorder } from '../../contract/edge-trace.js';
 import { loadEnvFile } from '../../contract/env-file.js';
 import { loadLocalEdgeConfig } from './config.js';
 import { settingsOrExit } from '../../contract/settings-reader.js';
@@ -18,13 +19,17 @@ const log = (msg: string, fields: object = {}) => console.log(JSON.stringify({ n
 const redis = new Redis(config.redisUrl, { keyPrefix: config.redisKeyPrefix, connectTimeout: 2_000, commandTimeout: 2_000, maxRetriesPerRequest: 1 });
 redis.on('error', () => undefined);
 let lastWarning = 0;
-const requestFigures = createRequestFigureRecorder({
+const warn = (msg: string, error?: Error) => {
+  if (Date.now() - lastWarning < 5_000) return;
+  lastWarning = Date.now();
+  log(msg, error ? { err: error.message } : {});
+};
+const requestFigures = createRequestFigureRecorder({ redis, onError: (error) => warn("Redis refused a second of agents' request figures; they are dropped", error) });
+// Invokes' edge spans for the control API's traces, as authz queues them from Envoy's access log.
+const edgeSpans = createEdgeSpanRecorder({
   redis,
-  onError: (error) => {
-    if (Date.now() - lastWarning < 5_000) return;
-    lastWarning = Date.now();
-    log("Redis refused a second of agents' request figures; they are dropped", { err: error.message });
-  },
+  onError: (error) => warn('Redis refused a second of edge spans; they are dropped', error),
+  onDropped: () => warn('edge spans are dropped: more came in a second than the buffer holds'),
 });
 
 // Custom domains' certificates (issue 34), served by SNI beside the agent domain's.
@@ -43,7 +48,7 @@ for (const signal of ['SIGINT', 'SIGTERM'] as const) {
   process.once(signal, () =>
     void edge
       .close()
-      .then(() => requestFigures.close())
+      .then(() => Promise.all([requestFigures.close(), edgeSpans.close()]))
       .then(() => customDomains?.close())
       .finally(() => redis.quit().finally(() => process.exit(0))),
   );

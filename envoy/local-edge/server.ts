@@ -19,6 +19,7 @@ import { createUpstreamAgent } from './upstream-agent.js';
 import { corsFor, corsOutcome } from './cors.js';
 import { createLimitedServer, createLimitedTlsServer, type ClientLimits } from '../../control/http/client-limits.js';
 import type { RequestFigureSink } from '../../contract/request-figure-recorder.js';
+import { isTracedPath, type EdgeSpanSink } from '../../contract/edge-trace.js';
 import { DEFAULT_AGENT_SUBNET_POOL, parseSubnetPool, type SubnetPool } from '../../contract/agent-subnet-pool.js';
 
 export interface LocalEdgeOptions {
@@ -50,6 +51,11 @@ export interface LocalEdgeOptions {
    * (main.ts passes a recorder writing to Redis); none for tests of forwarding alone.
    */
   requestFigures?: RequestFigureSink;
+  /**
+   * Told of each invoke's edge span once its answer is over, as authz makes it from
+   * Envoy's access log (authz/access-log-entry.ts, `edgeSpanOf`); none: no edge spans.
+   */
+  edgeSpans?: EdgeSpanSink;
   /**
    * The only ranges the edge forwards to (EDGE_UPSTREAM_SUBNETS): the podman agent subnet
    * pool, default DEFAULT_AGENT_SUBNET_POOL. An `upstream` outside them gets a 502 and is
@@ -117,6 +123,7 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
   let httpsPort: number | null = null;
 
   async function handle(request: IncomingMessage, response: ServerResponse, scheme: Scheme): Promise<void> {
+    const startMs = performance.timeOrigin + performance.now();
     const requestId = randomUUID();
     // Every answer names its request, the edge's own as much as authz's and the agent's
     // (envoy.yaml: always_set_request_id_in_response), so a caller can quote it.
@@ -191,6 +198,22 @@ export async function startLocalEdge(options: LocalEdgeOptions): Promise<Running
       agentId: verdict.agentId,
       canary: verdict.canary,
     });
+    const { edgeSpans } = options;
+    if (edgeSpans && verdict.agentId && verdict.trace && isTracedPath(path)) {
+      const { agentId, trace, canary } = verdict;
+      response.once('close', () => edgeSpans.record({
+        agentId,
+        ...trace,
+        startMs,
+        durationMs: performance.timeOrigin + performance.now() - startMs,
+        method: request.method ?? 'GET',
+        path: path.split('?')[0]!,
+        // Not sent at all (the caller went away first): no status, as Envoy logs 0.
+        status: response.headersSent ? response.statusCode : 0,
+        requestId,
+        canary,
+      }));
+    }
   }
 
   const listenerFor = (scheme: Scheme) => (request: IncomingMessage, response: ServerResponse) => {

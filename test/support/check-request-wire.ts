@@ -90,7 +90,7 @@ const anyText: fc.Arbitrary<string | Uint8Array> = fc.oneof(
 );
 const headerName = fc.oneof(
   // Envoy lowercases header names; the mixed-case ones must not count as the real header.
-  { weight: 3, arbitrary: fc.constantFrom('authorization', 'x-envoy-external-address', 'Authorization', 'X-Envoy-External-Address', 'AUTHORIZATION') },
+  { weight: 3, arbitrary: fc.constantFrom('authorization', 'x-envoy-external-address', 'traceparent', 'x-request-id', 'Authorization', 'X-Envoy-External-Address', 'AUTHORIZATION', 'Traceparent') },
   { weight: 2, arbitrary: fc.constantFrom('user-agent', 'accept', 'x-request-id', 'x-forwarded-proto', 'authorizatio', 'authorization ', '') },
   { weight: 1, arbitrary: fc.string({ maxLength: 10 }) },
 );

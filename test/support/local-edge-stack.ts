@@ -8,6 +8,7 @@ import { startLocalEdge } from '../../envoy/local-edge/server.js';
 import { openDomainCertificates } from '../../envoy/local-edge/domain-certificates.js';
 import { TLS_SERVER_POLICY } from '../../envoy/local-edge/tls-policy.js';
 import { createRequestFigureRecorder } from '../../contract/request-figure-recorder.js';
+import { createEdgeSpanRecorder } from '../../contract/edge-trace.js';
 import type { TestControl } from './control-harness.js';
 import { tempAuthzSocket } from './edge-authz.js';
 
@@ -66,13 +67,21 @@ export async function startLocalEdgeStack(control: TestControl, options: LocalEd
       throw error;
     },
   });
+  // Invokes' edge spans, into the Redis queue the control API's edge-span intake drains (as local-edge/main.ts).
+  const edgeSpans = createEdgeSpanRecorder({
+    redis,
+    flushIntervalMs: 100,
+    onError: (error) => {
+      throw error;
+    },
+  });
   // Replicas are on the control's agent subnet pool (podman) or on loopback (the fake Nomad's allocations, test upstreams).
   const upstreamSubnets = [control.config.podman.agentSubnets, ...LOOPBACK_UPSTREAMS];
   const customDomains = options.tls
     ? openDomainCertificates({ redis, subscriber: redis.duplicate(), keyPrefix: config.redisKeyPrefix, policy: TLS_SERVER_POLICY })
     : undefined;
   const tls = options.tls && { ...options.tls, port: 0, customDomains };
-  const edge = await startLocalEdge({ port: options.port ?? 0, consoleOrigin: options.consoleOrigin, authzAddress: authz.grpcAddress, requestFigures, upstreamSubnets, tls });
+  const edge = await startLocalEdge({ port: options.port ?? 0, consoleOrigin: options.consoleOrigin, authzAddress: authz.grpcAddress, requestFigures, edgeSpans, upstreamSubnets, tls });
   return {
     url: `http://127.0.0.1:${edge.port}`,
     port: edge.port,
@@ -81,6 +90,7 @@ export async function startLocalEdgeStack(control: TestControl, options: LocalEd
       await edge.close();
       customDomains?.close();
       await requestFigures.close();
+      await edgeSpans.close();
       await authz.close();
       redis.disconnect();
       socket.remove();

@@ -19,12 +19,12 @@ export function buildRuntimeImage(): string {
  * POST /invoke with `body` through the local edge, retried while the edge has no routable
  * replica yet (a deploy, a wake, a restart: 502 or 503); any other failure throws.
  */
-export async function invokeThroughEdge(edge: LocalEdgeStack, agent: ServedAgent, body: Record<string, unknown>) {
+export async function invokeThroughEdge(edge: LocalEdgeStack, agent: ServedAgent, body: Record<string, unknown>, headers: Record<string, string> = {}) {
   const text = JSON.stringify(body);
   return waitFor(`an answer to ${text}`, async () => {
     const reply = await edgeRequest({
       port: edge.port, host: agent.host, path: '/invoke', method: 'POST',
-      headers: { 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) }, body: text,
+      headers: { ...headers, 'content-type': 'application/json', 'content-length': String(Buffer.byteLength(text)) }, body: text,
     }).catch(() => undefined);
     if (reply && reply.status !== 200 && reply.status !== 503 && reply.status !== 502) throw new Error(`${reply.status}: ${reply.body}`);
     return reply?.status === 200 ? reply : undefined;
