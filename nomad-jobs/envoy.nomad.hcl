@@ -630,12 +630,20 @@ static_resources:
                       # are attributes of every CheckRequest whatever this list says, so no
                       # host/:authority here. authorization carries the access key;
                       # x-envoy-external-address carries the client address when Envoy is
-                      # behind trusted proxies (xff_num_trusted_hops > 0). Nothing else a
-                      # client sends (cookies, bodies, other headers) goes to authz.
+                      # behind trusted proxies (xff_num_trusted_hops > 0). traceparent (the
+                      # caller's W3C trace context) and x-request-id (the connection manager's
+                      # id, set before any filter runs) are what authz starts or continues an
+                      # invoke's trace from (contract/edge-trace.ts): the CheckRequest's own
+                      # `id` is the stream's number, not the request id (envoy
+                      # source/extensions/filters/common/ext_authz/check_request_utils.cc,
+                      # `CheckRequestUtils::setHttpRequest`). Nothing else a client sends
+                      # (cookies, bodies, other headers) goes to authz.
                       allowed_headers:
                         patterns:
                           - exact: authorization
                           - exact: x-envoy-external-address
+                          - exact: traceparent
+                          - exact: x-request-id
                       include_peer_certificate: false
                       # The route is the same for every request (one cluster); the
                       # destination travels as dynamic metadata, not through routing.
