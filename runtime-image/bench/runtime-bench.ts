@@ -29,6 +29,14 @@ const PACKAGE_DIR = fileURLToPath(new URL('..', import.meta.url));
 const RESULT_FILE = fileURLToPath(new URL('../../bench/results/runtime.json', import.meta.url));
 // Three quarters of the platform's default replica memory (512 MB), leaving room for a spike.
 const RSS_BOUND_MB = 384;
+/**
+ * The heap V8 gives itself in that replica: Node sizes its heap from the container's memory
+ * limit (libuv's uv_get_constrained_memory), and `node -e "v8.getHeapStatistics().heap_size_limit"`
+ * in a 512 MB memory cgroup on this machine printed 259 MB. The bench's runtimes run with no
+ * such limit, where V8 would allow itself 4 GB and collect lazily (RSS 390 MB after 50,000
+ * invokes, against 154 MB with this heap), so they get the replica's heap instead.
+ */
+const REPLICA_HEAP_MB = 259;
 const MAX_SESSIONS = 10_000;
 const LATENCY_RUNS = [
   { concurrency: 1, requests: 2_000 },
@@ -93,7 +101,7 @@ function rssMb(pid: number): { rss: number; peak: number } {
 
 async function startRuntime(fake: FakeProvider, extraEnv: Record<string, string> = {}) {
   const port = await freePort();
-  const child = spawn(process.execPath, ['dist/main.js'], {
+  const child = spawn(process.execPath, [`--max-heap-size=${REPLICA_HEAP_MB}`, 'dist/main.js'], {
     cwd: PACKAGE_DIR,
     stdio: 'ignore',
     env: {
