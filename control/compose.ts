@@ -257,7 +257,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     replicaCredentials: new ReplicaCredentials(agentTokens, clock, nomadIdentities),
     agentSessions: new AgentSessionService({ db, box, clock, limiter, limits: config.agentServices.sessions }),
     sessionOwners: new SessionOwnerService(db, clock),
-    traceIngest: new TraceIngest({ db, redis, clock, settings: config.traces, onDropped: onSpansDropped, forwarder }),
+    traceIngest: new TraceIngest({ db, redis, clock, limiter, settings: config.traces, onDropped: onSpansDropped, forwarder }),
     invocations: new InvocationService(db),
   };
 }

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -412,6 +413,55 @@ describe('agent traces', () => {
       assert.ok(settings.prices.anthropic!['claude-sonnet-4'], 'providers the file does not give keep the built-in prices');
       assert.equal(settings.retentionDays, 7);
       assert.equal(settings.spansPerAgentPerDay, 50_000);
+    });
+  });
+
+  describe('TRACE_REQUESTS_PER_SECOND', () => {
+    let limited: TestControl;
+    before(async () => {
+      limited = await startControl({ TRACE_REQUESTS_PER_SECOND: '3' });
+    });
+    after(async () => limited?.close());
+
+    /** A POST /v1/traces that declares a 4 MiB body and sends none of it: answered only if the server does not wait for the body. */
+    function headersOnly(token: string): Promise<{ status: number; retryAfter: string | undefined; body: string }> {
+      return new Promise((resolve, reject) => {
+        const url = new URL(`${limited.agentServicesUrl}/v1/traces`);
+        const request = httpRequest({
+          host: url.hostname, port: url.port, path: url.pathname, method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': String(MAX_BODY) },
+        }, (response) => {
+          let body = '';
+          response.setEncoding('utf8').on('data', (chunk: string) => (body += chunk)).on('end', () => {
+            request.destroy();
+            resolve({ status: response.statusCode!, retryAfter: response.headers['retry-after'], body });
+          });
+        });
+        request.on('error', reject);
+        request.flushHeaders();
+        setTimeout(() => reject(new Error('no answer without the body: the limit waited for it')), 5_000).unref();
+      });
+    }
+    const MAX_BODY = 4 * 1024 * 1024;
+
+    it("refuses an agent's requests past the limit with 429 and Retry-After before reading their body; another agent is unaffected", async () => {
+      const owner = await limited.signUp();
+      const flooder = await createAgent(limited, owner.token);
+      const other = await createAgent(limited, owner.token);
+      const token = limited.mintAgentToken(flooder.id);
+      const send = (agentToken: string) => fetch(`${limited.agentServicesUrl}/v1/traces`, {
+        method: 'POST', headers: { authorization: `Bearer ${agentToken}`, 'content-type': 'application/json' }, body: '{}',
+      });
+      // The limiter counts by the control's clock, which stands still here: one second for all of these.
+      for (let i = 0; i < 3; i += 1) assert.equal((await send(token)).status, 200, `request ${i + 1} of 3`);
+      const refused = await headersOnly(token);
+      assert.equal(refused.status, 429);
+      assert.equal(JSON.parse(refused.body).code, 'TRACE_RATE_LIMITED');
+      assert.ok(Number(refused.retryAfter) >= 1, `Retry-After ${refused.retryAfter}`);
+      assert.equal((await send(limited.mintAgentToken(other.id))).status, 200, "another agent's traces go on");
+      // The next second lets the agent in again.
+      limited.clock.advance(1_000);
+      assert.equal((await send(token)).status, 200);
     });
   });
 

@@ -78,6 +78,7 @@ export const CONTROL_SETTING_DOCS: SettingDocs = {
   OTEL_EXPORTER_OTLP_PROTOCOL: "The forwarded body's encoding: `http/protobuf` (the OTLP exporter spec's default, what every receiver takes) or `http/json`. `grpc` is not offered.",
   OTEL_EXPORTER_OTLP_HEADERS: 'Headers sent with every forwarded request, `key=value` pairs separated by commas, values percent-encoded (the OTLP exporter spec\'s format): a backend\'s API key, say.',
   OTEL_EXPORTER_OTLP_TIMEOUT: 'Milliseconds one forwarding request may take; one that does not finish in time is dropped and counted in agent_platform_trace_forward_dropped_spans_total.',
+  TRACE_REQUESTS_PER_SECOND: "Requests to the agent services' POST /v1/traces per agent per second, counted in Redis across every copy of the control API before the body is read (a request may carry 4 MiB); past it, 429 TRACE_RATE_LIMITED with Retry-After. The default runtime sends at most one a second per replica, or one per 256 spans.",
   TRACE_FORWARD_QUEUE_REQUESTS: 'Requests of spans waiting to be forwarded; past it, new ones are dropped and counted in agent_platform_trace_forward_dropped_spans_total, so a slow receiver never holds up ingest or memory.',
   MODEL_PRICES_FILE: 'A JSON file of model prices in USD per million tokens, `{"<provider>": {"<model>": {"input": n, "output": n}}}`, each provider given replacing the built-in table\'s (docs/traces.md, "Cost"); checked at start.',
 

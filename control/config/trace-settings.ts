@@ -7,6 +7,8 @@ export interface TraceSettings {
   readonly retentionDays: number;
   /** TRACE_SPANS_PER_AGENT_PER_DAY: spans one agent may store in a UTC day, across every copy of the control API. */
   readonly spansPerAgentPerDay: number;
+  /** TRACE_REQUESTS_PER_SECOND: POST /v1/traces per agent per second, across every copy; counted before the body is read. */
+  readonly requestsPerAgentPerSecond: number;
   /** The default price table, with MODEL_PRICES_FILE's providers in place of its own. */
   readonly prices: PriceTable;
   /** Where stored spans are forwarded to, when OTEL_EXPORTER_OTLP_ENDPOINT is set; null: nowhere. */
@@ -34,6 +36,7 @@ export function readTraceSettings(read: SettingReader): TraceSettings {
   return {
     retentionDays: read.integer('TRACE_RETENTION_DAYS', 7, 1, 366),
     spansPerAgentPerDay: read.integer('TRACE_SPANS_PER_AGENT_PER_DAY', 50_000, 1, 100_000_000),
+    requestsPerAgentPerSecond: read.integer('TRACE_REQUESTS_PER_SECOND', 20, 1, 10_000),
     prices: Object.freeze({ ...DEFAULT_MODEL_PRICES, ...readPriceFile(read) }),
     forwarding: readForwarding(read),
   };

@@ -35,6 +35,7 @@ export const errorCatalogue = {
   VALIDATION_ERROR: { status: 422, message: 'The request is not valid' },
   RATE_LIMIT_EXCEEDED: { status: 429, message: 'Too many requests', headers: ['Retry-After'] },
   SESSION_RATE_LIMITED: { status: 429, message: "Too many session reads or writes for this agent; retry after the time in Retry-After", headers: ['Retry-After'] },
+  TRACE_RATE_LIMITED: { status: 429, message: 'Too many trace requests for this agent; retry after the time in Retry-After', headers: ['Retry-After'] },
   INTERNAL_ERROR: { status: 500, message: 'Internal error' },
   BUILD_NOT_SUPPORTED: { status: 501, message: 'Building from source (build_path) is not supported; give deploy.image' },
   DEPLOYMENT_FAILED: { status: 502, message: 'The container could not be started' },

@@ -9,6 +9,7 @@ import type { ModelUse } from '../repositories/model-usage.js';
 import type { StoredModelCall } from '../repositories/traces.js';
 import type { ExportTraceServiceRequest } from '../schemas/otlp-traces.js';
 import { spanKey, spanRowsOf, storedPart } from './otlp-spans.js';
+import type { FixedWindowLimiter } from './rate-limiter.js';
 import type { TraceForwarder } from './trace-forwarder.js';
 
 /** Why spans were refused: the agent's daily cap, or a start time outside the days kept. */
@@ -25,11 +26,15 @@ export interface TraceIngestDependencies {
   db: Knex;
   redis: Redis;
   clock: Clock;
+  /** Counts each agent's requests a second (TRACE_REQUESTS_PER_SECOND), shared by every copy. */
+  limiter: FixedWindowLimiter;
   settings: TraceSettings;
   onDropped?: SpansDroppedObserver;
   /** With OTEL_EXPORTER_OTLP_ENDPOINT: where stored spans go on to. */
   forwarder?: TraceForwarder;
 }
+
+const SECOND_MS = 1000;
 
 /** The cap's count outlives its day by one, so a late request near midnight still finds it. */
 const CAP_KEY_TTL_SECONDS = 2 * 86_400;
@@ -47,6 +52,20 @@ export class TraceIngest {
   private readonly daysMade = new Set<string>();
 
   constructor(private readonly deps: TraceIngestDependencies) {}
+
+  /**
+   * Lets the agent's request in, or refuses it (429 TRACE_RATE_LIMITED, Retry-After) past
+   * TRACE_REQUESTS_PER_SECOND: asked before the body is read, so a replica that floods the
+   * endpoint costs a Redis INCR per request rather than reading and parsing 4 MiB each.
+   */
+  async admit(agentId: string): Promise<void> {
+    const perSecond = this.deps.settings.requestsPerAgentPerSecond;
+    const decision = await this.deps.limiter.hit(`agent-traces:${agentId}`, perSecond, SECOND_MS);
+    if (decision.allowed) return;
+    throw new PlatformError('TRACE_RATE_LIMITED', `The agent sends traces more than ${perSecond} times a second; retry in ${decision.retryAfterSeconds} s`, {
+      retry_after: decision.retryAfterSeconds,
+    });
+  }
 
   async ingest(agentId: string, request: ExportTraceServiceRequest): Promise<IngestOutcome> {
     const rows = spanRowsOf(request, agentId, this.deps.settings.prices);

@@ -44,6 +44,8 @@ export interface AgentRoute<B extends TSchema = TSchema> {
   invalidBody?: (error: PlatformError) => PlatformError;
   /** Taken besides JSON when the request says so; errors are still answered in JSON. */
   alternateEncoding?: BodyEncoding;
+  /** Asked before the body is read: may refuse the request (a rate limit) while it costs nothing yet. */
+  admit?: (credential: AgentCredential) => Promise<void>;
   handler: (input: AgentRouteInput<Static<B>>) => Promise<AgentRouteResult>;
 }
 
@@ -66,6 +68,8 @@ export function mountAgentRoutes(router: Router, routes: AgentRoute[], maxSessio
   for (const route of routes) {
     const validateBody = route.body ? compileValidator(route.body, 'body') : undefined;
     router[route.method](`/v1${route.path}`, async (ctx) => {
+      const credential = ctx.state.credential as AgentCredential;
+      await route.admit?.(credential);
       const encoding = route.alternateEncoding && hasContentType(ctx.get('content-type'), route.alternateEncoding.contentType) ? route.alternateEncoding : undefined;
       let body: unknown = undefined;
       if (validateBody) {
@@ -78,7 +82,7 @@ export function mountAgentRoutes(router: Router, routes: AgentRoute[], maxSessio
           throw error;
         }
       }
-      const result = await route.handler({ credential: ctx.state.credential as AgentCredential, params: ctx.params, body });
+      const result = await route.handler({ credential, params: ctx.params, body });
       ctx.status = result.status;
       if (encoding) {
         ctx.type = encoding.contentType;

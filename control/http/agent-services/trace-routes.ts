@@ -20,7 +20,8 @@ const OTLP_PROTOBUF = {
  * spec lays out: 200 with an ExportTraceServiceResponse in the request's encoding, its
  * `partialSuccess` set when some spans were refused (daily cap, out of the days kept); 400
  * for a body that is not an ExportTraceServiceRequest, 413 past 4 MiB, 415 for another
- * content type. Every span goes under the token's agent.
+ * content type, 429 past TRACE_REQUESTS_PER_SECOND (the OTLP spec's throttling answer, with
+ * Retry-After). Every span goes under the token's agent.
  */
 export const traceRoutes = (ingest: TraceIngest) => [
   defineAgentRoute({
@@ -32,6 +33,7 @@ export const traceRoutes = (ingest: TraceIngest) => [
       tooLarge: () => new PlatformError('PAYLOAD_TOO_LARGE', `The request body is larger than ${MAX_TRACE_BODY_BYTES} bytes; send the spans in smaller batches`),
     },
     alternateEncoding: OTLP_PROTOBUF,
+    admit: (credential) => ingest.admit(credential.agentId),
     invalidBody: (error) => new PlatformError('INVALID_TRACES', error.message, error.details),
     handler: async ({ credential, body }) => {
       const outcome = await ingest.ingest(credential.agentId, body);
