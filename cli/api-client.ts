@@ -12,7 +12,8 @@ export interface RequestOptions {
 
 /** The control API over HTTP: JSON in and out, its errors as ApiRefused, no answer as Unreachable. */
 export class ApiClient {
-  constructor(readonly baseUrl: string, private readonly token: string | undefined) {}
+  /** `accountId`: the account every request acts in (X-Account-Id); none: the user's default account. */
+  constructor(readonly baseUrl: string, private readonly token: string | undefined, private readonly accountId?: string) {}
 
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     const response = await this.send(method, path, options, AbortSignal.timeout(REQUEST_DEADLINE_MS));
@@ -40,6 +41,7 @@ export class ApiClient {
     for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
+    if (this.accountId) headers['x-account-id'] = this.accountId;
     let body: string | undefined;
     if (options.body !== undefined) {
       body = JSON.stringify(options.body);

@@ -8,6 +8,8 @@ export interface StoredTarget {
   token?: string;
   expires_at?: string;
   email?: string;
+  /** The account `accounts use` selected: sent as X-Account-Id on every request; absent: the user's default account. */
+  account_id?: string;
 }
 
 /** The config file: named targets (contexts) and the one in use, as `context use` sets it. */

@@ -26,5 +26,5 @@ export interface GlobalOptions {
 export function contextOf(options: GlobalOptions, terminal?: Terminal): Context {
   if (!options.environment) throw new Error('no environment: cli/main.ts passes process.env as the parse context');
   const settings = loadSettings({ api: options.api, edge: options.edge, context: options.context, color: options.color }, options.environment, stdoutIsTty());
-  return { settings, api: new ApiClient(settings.apiUrl, settings.token), terminal: terminal ?? processTerminal(settings.colour), json: Boolean(options.json) };
+  return { settings, api: new ApiClient(settings.apiUrl, settings.token, settings.accountId), terminal: terminal ?? processTerminal(settings.colour), json: Boolean(options.json) };
 }

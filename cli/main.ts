@@ -11,6 +11,8 @@ import { sessions } from './commands/sessions.js';
 import { apiKeys, keys } from './commands/keys.js';
 import { usage } from './commands/usage.js';
 import { contexts } from './commands/contexts.js';
+import { accounts } from './commands/accounts.js';
+import { team } from './commands/team.js';
 import { env, secrets } from './commands/env.js';
 import { version } from './commands/version.js';
 import { completion } from './commands/completion.js';
@@ -41,6 +43,8 @@ function parser(argv: string[]) {
     .command(invocations)
     .command(usage)
     .command(audit)
+    .command(team)
+    .command(accounts)
     .command(contexts)
     .command(version)
     .command(completion)

@@ -10,6 +10,8 @@ export interface Settings {
   /** The control API's base URL, /v1 included, without a trailing slash. */
   readonly apiUrl: string;
   readonly token: string | undefined;
+  /** The account requests act in (X-Account-Id), as `accounts use` stored it with the context's session. */
+  readonly accountId: string | undefined;
   /** An agent's access key for `agents invoke`, when --key is not given. */
   readonly accessKey: string | undefined;
   /** Where `agents invoke` connects instead of the agent URL's host (the agent's hostname goes in Host). */
@@ -56,6 +58,8 @@ export function loadSettings(flags: SettingFlags, env: Environment, stdoutIsTty:
     apiUrl,
     // A token from the file belongs to the API it was issued by; another --api gets none of it.
     token: env.AGENTCTL_TOKEN || (target?.token && (target.api_url ?? DEFAULT_API_URL) === apiUrl ? target.token : undefined),
+    // So does the account selected with it.
+    accountId: target?.account_id && (target.api_url ?? DEFAULT_API_URL) === apiUrl ? target.account_id : undefined,
     accessKey: env.AGENTCTL_ACCESS_KEY || undefined,
     edgeUrl: edge ? baseUrl('--edge', edge) : undefined,
     contextName,

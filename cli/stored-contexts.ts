@@ -2,9 +2,13 @@ import { DEFAULT_CONTEXT, type StoredConfig, type StoredTarget } from './config-
 
 /** Pure changes to the config file's contexts; the commands read, change and write it back. */
 
-/** `name` signed in to `apiUrl`: its target gets the API and the session; it becomes current when none is. */
+/**
+ * `name` signed in to `apiUrl`: its target gets the API and the session; it becomes current when
+ * none is. A new session starts in the user's default account: the one `accounts use` chose may not be theirs.
+ */
 export function withSession(config: StoredConfig, name: string, target: Required<Pick<StoredTarget, 'api_url' | 'token'>> & StoredTarget): StoredConfig {
-  return { current_context: config.current_context ?? name, contexts: { ...config.contexts, [name]: { ...config.contexts[name], ...target } } };
+  const { account_id: _previous, ...kept } = config.contexts[name] ?? {};
+  return { current_context: config.current_context ?? name, contexts: { ...config.contexts, [name]: { ...kept, ...target } } };
 }
 
 /**
@@ -31,4 +35,9 @@ export function withCurrent(config: StoredConfig, name: string): StoredConfig {
 export function withoutContext(config: StoredConfig, name: string): StoredConfig {
   const { [name]: _removed, ...contexts } = config.contexts;
   return { current_context: config.current_context === name ? undefined : config.current_context, contexts };
+}
+
+/** `name` acting in `accountId` from now on (`accounts use`); its session and API stay. */
+export function withAccount(config: StoredConfig, name: string, accountId: string): StoredConfig {
+  return { ...config, contexts: { ...config.contexts, [name]: { ...config.contexts[name], account_id: accountId } } };
 }

@@ -26,6 +26,7 @@ import { bearerAuthenticator } from './http/authenticate.js';
 import { accessKeyRoutes } from './http/routes/access-keys.js';
 import { accountRoutes } from './http/routes/account.js';
 import { accountUserRoutes } from './http/routes/account-users.js';
+import { accountInviteRoutes } from './http/routes/account-invites.js';
 import { auditEventRoutes } from './http/routes/audit-events.js';
 import { agentRoutes } from './http/routes/agents.js';
 import { apiKeyRoutes } from './http/routes/api-keys.js';
@@ -58,10 +59,15 @@ import { ObservabilityService } from './services/observability-service.js';
 import { OpenStreams } from './services/open-streams.js';
 import { AccessKeyService } from './services/access-key-service.js';
 import { AccountService } from './services/account-service.js';
+import { InviteService } from './services/invite-service.js';
+import { smtpInviteMailer } from './services/invite-mailer.js';
 import { AuditEventService } from './services/audit-event-service.js';
 import { AgentService } from './services/agent-service.js';
 import { ApiKeyService } from './services/api-key-service.js';
 import { AuthService } from './services/auth-service.js';
+import { SsoService } from './services/sso-service.js';
+import { OidcClient } from './services/sso-client.js';
+import { ssoRoutes } from './http/routes/sso.js';
 import { FixedWindowLimiter } from './services/rate-limiter.js';
 import { UsageService } from './services/usage-service.js';
 import { EdgeSync } from './services/edge-sync.js';
@@ -247,7 +253,11 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     usage: new UsageService(db, redis, clock),
     subscriptions: new SubscriptionService(db, clock, edge, billing, logger.child({ component: 'subscriptions' })),
     webhooks: new WebhookService(db, clock, box, config.webhooks),
-    accounts: new AccountService({ db, clock, edge, runner, logger: logger.child({ component: 'accounts' }), streams }),
+    accounts: new AccountService({ db, clock, edge, runner, logger: logger.child({ component: 'accounts' }), streams, events: webhookEvents }),
+    invites: new InviteService({
+      db, clock, auth, events: webhookEvents, ttlHours: config.invites.ttlHours, consoleUrl: config.publicApiUrl, logger: logger.child({ component: 'invites' }),
+      mailer: config.invites.smtpUrl ? smtpInviteMailer({ url: config.invites.smtpUrl, from: config.invites.smtpFrom }) : undefined,
+    }),
     auditEvents: new AuditEventService(db),
     domains,
     domainWorker,
@@ -259,6 +269,11 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     sessionOwners: new SessionOwnerService(db, clock),
     traceIngest: new TraceIngest({ db, redis, clock, limiter, settings: config.traces, onDropped: onSpansDropped, forwarder }),
     invocations: new InvocationService(db),
+    /** OpenID Connect sign-in per account (issue 39); the provider's answers are verified by openid-client. */
+    sso: new SsoService({
+      db, clock, box, auth, logger: logger.child({ component: 'sso' }), publicApiUrl: config.publicApiUrl,
+      oidc: new OidcClient({ allowInsecureIssuers: config.ssoAllowInsecureIssuers, timeoutSeconds: 10 }),
+    }),
   };
 }
 
@@ -368,6 +383,7 @@ export function buildControl(given: ControlDependencies): Control {
   subscribeReconcilePassed(services.runner, metrics);
   const routes = [
     ...authRoutes(services.auth),
+    ...ssoRoutes(services.sso),
     ...apiKeyRoutes(services.apiKeys),
     ...agentRoutes(services.agents),
     ...lifecycleRoutes(services.deployments),
@@ -377,6 +393,7 @@ export function buildControl(given: ControlDependencies): Control {
     ...accessKeyRoutes(services.accessKeys),
     ...accountRoutes(services.usage, services.subscriptions),
     ...accountUserRoutes(services.accounts),
+    ...accountInviteRoutes(services.invites),
     ...auditEventRoutes(services.auditEvents),
     ...webhookRoutes(services.webhooks),
     ...domainRoutes(services.domains),

@@ -134,13 +134,13 @@ describe('audit log: what each change over the API records', () => {
   });
 
   describe('users', () => {
-    it('records user.delete by the owner, naming the removed user', async () => {
+    it('records user.remove by the owner, naming the removed user (deleted with it: they belonged to no other account)', async () => {
       const owner = await control.signUp();
       const member = await signUpMember(control, owner.user.account_id, 'member');
       const deleted = await control.request('DELETE', `/account/users/${member.user.id}`, { token: owner.token });
       expectStatus(deleted, 204);
-      const event = await expectOneEvent(control, owner.token, deleted, { action: 'user.delete', actor: userActor(owner.user), target: { type: 'user', id: member.user.id } });
-      assert.deepEqual(event.details, { email: member.user.email, role: 'member' });
+      const event = await expectOneEvent(control, owner.token, deleted, { action: 'user.remove', actor: userActor(owner.user), target: { type: 'user', id: member.user.id } });
+      assert.deepEqual(event.details, { email: member.user.email, role: 'member', user_deleted: true });
     });
   });
 

@@ -79,7 +79,7 @@ describe('audit log: the system actor and plan changes', () => {
     const events = await auditEvents(control, owner.token);
     const fromAdmin = events.filter((event) => event.actor.type === 'system');
     assert.deepEqual(fromAdmin.map((event) => [event.action, event.target.type, event.details]), [
-      ['user.delete', 'user', { email: member.user.email, role: 'admin' }],
+      ['user.remove', 'user', { email: member.user.email, role: 'admin', user_deleted: true }],
       ['user.role_change', 'user', { email: member.user.email, role_from: 'member', role_to: 'admin' }],
       ['account.plan_change', 'account', { plan_from: 'free', plan_to: 'pro' }],
       ['invite.create', 'invite', { role: 'viewer' }],

@@ -272,7 +272,7 @@ describe('agentctl conventions', function () {
       const help = (await user.run(['--help'])).stdout;
       const commands = help.split(/^Commands:$/m)[1]!.split(/^\S.*:$/m)[0]!;
       const listed = [...commands.matchAll(/^ {2}agentctl (\S+)( \S+)?/gm)].map(([, name, rest]) => `${name}${rest ?? ''}`);
-      const groups = ['auth', 'agents', 'deployments', 'env', 'secrets', 'keys', 'api-keys', 'domains', 'sessions', 'invocations', 'usage', 'audit', 'context'];
+      const groups = ['auth', 'agents', 'deployments', 'env', 'secrets', 'keys', 'api-keys', 'domains', 'sessions', 'invocations', 'usage', 'audit', 'team', 'accounts', 'context'];
       assert.deepEqual(listed.sort(), [...groups.map((group) => `${group} <command>`), 'version', 'completion [shell]'].sort());
       const offered = (await user.run(['--get-yargs-completions', ''], { SHELL: '/bin/bash' })).stdout.trim().split('\n');
       assert.deepEqual(offered.sort(), [...groups, 'version', 'completion'].sort());

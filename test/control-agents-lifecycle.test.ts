@@ -331,7 +331,7 @@ describe('control API: listing, reading, changing and deleting agents', () => {
       const owner = await control.signUp();
       const member = await signUpMember(control, owner.user.account_id, 'member');
       await createAgent(control, member.token);
-      await control.db('users').where({ id: member.user.id }).update({ role: 'viewer' });
+      await control.db('account_members').where({ user_id: member.user.id, account_id: member.user.account_id }).update({ role: 'viewer' });
       expectError(await control.request('POST', '/agents', { token: member.token, body: { name: 'now denied' } }), 403, 'AUTHORISATION_DENIED');
     });
   });

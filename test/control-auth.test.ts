@@ -55,7 +55,7 @@ describe('control API: sign-in (open registration)', () => {
     const { token, user } = await control.signUp({ name: 'Me Myself' });
     const response = await control.request('GET', '/auth/me', { token });
     expectStatus(response, 200);
-    assert.deepEqual(response.body, user);
+    assert.deepEqual(response.body, { ...user, memberships: [{ account_id: user.account_id, role: 'owner', default: true }] });
     assert.equal(response.body.password_hash, undefined);
   });
 
@@ -277,15 +277,10 @@ describe('control API: sign-in (closed registration)', () => {
     const accountId = `acc_${randomBytes(8).toString('hex')}`;
     const email = uniqueEmail('existing');
     await control.db('accounts').insert({ id: accountId, plan: 'free', exempt: false, created_at: new Date() });
-    await control.db('users').insert({
-      id: `usr_${randomBytes(8).toString('hex')}`,
-      account_id: accountId,
-      email,
-      name: 'Existing',
-      password_hash: await hashPassword(PASSWORD),
-      role: 'owner',
-      created_at: new Date(),
-    });
+    const userId = `usr_${randomBytes(8).toString('hex')}`;
+    await control.db('users').insert({ id: userId, account_id: accountId, email, name: 'Existing', password_hash: await hashPassword(PASSWORD), created_at: new Date() });
+    // Roles live on memberships since migration 013.
+    await control.db('account_members').insert({ account_id: accountId, user_id: userId, role: 'owner', created_at: new Date() });
     const response = await control.request('POST', '/auth/login', { body: { email, password: PASSWORD } });
     expectStatus(response, 200);
     assert.equal(response.body.user.account_id, accountId);

@@ -5,6 +5,7 @@ import { resolve } from 'node:path';
 import { connectDatabase } from '../control/db/database.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { TEMPLATE_DATABASE } from './support/global.js';
+import { startSmtpInbox, type SmtpInbox } from './support/smtp-inbox.js';
 import { waitFor } from './support/wait.js';
 
 /** The real control API process, at debug level: whatever it prints must hold no secret. */
@@ -13,8 +14,12 @@ describe('control API logs', function () {
   let child: ChildProcess;
   let output = '';
   let base = '';
+  let inbox: SmtpInbox;
+  // The process is given a password the mail server refuses, so its failure to mail an invite is logged too.
+  const smtpPassword = `smtp-${randomBytes(8).toString('hex')}`;
 
   before(async () => {
+    inbox = await startSmtpInbox('mailer', 'another-password');
     const templateUrl = process.env.TEST_TEMPLATE_DATABASE_URL!;
     const database = `t_${randomBytes(6).toString('hex')}`;
     const admin = connectDatabase(templateUrl.replace(/\/[^/]+$/, '/postgres'), { min: 0, max: 1 });
@@ -38,6 +43,8 @@ describe('control API logs', function () {
         AGENT_SERVICES_PORT: '0',
         PODMAN_INSTANCE: `test-${database}`,
         LOG_LEVEL: 'debug',
+        SMTP_URL: inbox.url.replace('another-password', smtpPassword),
+        PUBLIC_API_URL: 'http://console.test',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -49,6 +56,7 @@ describe('control API logs', function () {
   after(async () => {
     child.kill('SIGTERM');
     await new Promise((done) => child.once('exit', done));
+    await inbox?.close();
   });
 
   const post = async (path: string, body: unknown, token?: string) => {
@@ -72,10 +80,16 @@ describe('control API logs', function () {
     const agent = await post('/agents', { name: 'logged', api_key: modelKey, deploy: { replicas: 0, env: [{ key: 'TOKEN', value: secretValue, secret: true }] } }, apiKey.key);
     const accessKey = await post(`/agents/${agent.id}/access-keys`, { label: 'caller' }, apiKey.key);
     await post('/agents', { name: 'x' }, 'agnt_not-a-real-key');
+    const invite = await post('/account/invites', { email: `invited-${email}`, role: 'member' }, login.token);
+    const inviteSecret = String(invite.link).split('#')[1]!;
+    const invited = await post(`/auth/invites/${inviteSecret}/accept`, { name: 'Invited', password });
+    assert.ok(invited.token, 'the invite was accepted');
+    await waitFor('the failed invite mail in the log', async () => (output.includes('invite mail not sent') ? true : undefined), 15_000);
     await new Promise((done) => setTimeout(done, 300)); // let the last lines reach the pipe
 
     assert.match(output, /"msg":"request"/, 'the process logged its requests');
-    for (const secret of [password, modelKey, secretValue, registered.token, login.token, apiKey.key, agent.access_key, accessKey.key, 'agnt_not-a-real-key']) {
+    assert.match(output, /\/v1\/auth\/invites\/\*\*\*\/accept/, 'the accept request is logged, its secret masked');
+    for (const secret of [password, modelKey, secretValue, registered.token, login.token, apiKey.key, agent.access_key, accessKey.key, 'agnt_not-a-real-key', inviteSecret, invited.token, smtpPassword]) {
       assert.ok(secret && !output.includes(secret), `a secret (${String(secret).slice(0, 5)}…) appears in the log`);
     }
   });

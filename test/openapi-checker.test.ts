@@ -36,7 +36,7 @@ describe('OpenAPI response checker', () => {
   before(async () => {
     const app = createApp({
       routes,
-      authenticate: async (authorization) => {
+      authenticate: async ({ authorization }) => {
         if (authorization !== 'Bearer good') throw new PlatformError('AUTHENTICATION_FAILED');
         return { userId: 'u', email: 'u@example.com', accountId: 'a', role: 'owner', via: 'session' };
       },

@@ -5,6 +5,7 @@ import { removeConfigFile, writeConfigFile } from '../config-file.js';
 import { withoutSession, withSession } from '../stored-contexts.js';
 import type { Context } from '../context.js';
 import { promptHidden } from '../prompt.js';
+import { LoopbackReceiver, tryOpenBrowser } from '../sso-login.js';
 import { details, printJson } from '../terminal.js';
 
 type Grant = Static<typeof SessionGrant>;
@@ -37,16 +38,40 @@ export const register = command({
 
 export const login = command({
   command: 'login',
-  examples: [["$0 auth login --email ada@example.com", "the password is asked for on a terminal"], ["$0 auth login --context staging --email ada@example.com", "sign in to another context (agentctl context add)"]],
+  examples: [
+    ["$0 auth login --email ada@example.com", "the password is asked for on a terminal"],
+    ["$0 auth login --context staging --email ada@example.com", "sign in to another context (agentctl context add)"],
+    ["$0 auth login --sso acme", "sign in through the identity provider of the account whose SSO slug is acme, in the browser"],
+  ],
   describe: `Sign in; the session token is kept for the context in use in $XDG_CONFIG_HOME/agentctl/config.json (mode 0600)`,
   builder: (yargs) =>
     yargs
-      .option('email', { type: 'string', demandOption: true, describe: 'the email address you registered with' })
-      .option('password', { type: 'string', describe: 'prompted for when omitted on a terminal' }),
+      .option('email', { type: 'string', describe: 'the email address you registered with' })
+      .option('password', { type: 'string', describe: 'prompted for when omitted on a terminal' })
+      .option('sso', { type: 'string', describe: "sign in with single sign-on: the account's SSO slug (its owners see it in GET /account/sso)" })
+      .option('browser', { type: 'boolean', default: true, describe: 'with --sso, open the sign-in page in the browser (--no-browser: only print its URL)' })
+      .conflicts('sso', ['email', 'password'])
+      .check((args) => (args.sso !== undefined || args.email !== undefined ? true : 'give --email, or --sso <account-slug>')),
   run: async (args, context) => {
+    if (args.sso !== undefined) return signIn(context, await signInWithSso(context, args.sso, args.browser));
     signIn(context, await context.api.request<Grant>('POST', '/auth/login', { body: { email: args.email, password: await password(args.password) } }));
   },
 });
+
+/** The browser signs in at the identity provider; the API sends it back to a loopback listener with a one-time code, traded here for the session. */
+async function signInWithSso(context: Context, slug: string, openBrowser: boolean): Promise<Grant> {
+  const receiver = await LoopbackReceiver.open();
+  try {
+    const start = new URL(`${context.api.baseUrl}/auth/sso/${encodeURIComponent(slug)}/start`);
+    start.searchParams.set('redirect_uri', receiver.redirectUri);
+    context.terminal.err(`Open this address to sign in (waiting for the browser on ${receiver.redirectUri}):\n${start.href}`);
+    if (openBrowser) tryOpenBrowser(start.href);
+    const code = await receiver.code();
+    return await context.api.request<Grant>('POST', '/auth/sso/exchange', { body: { code } });
+  } finally {
+    receiver.close();
+  }
+}
 
 export const logout = command({
   command: 'logout',

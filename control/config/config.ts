@@ -49,6 +49,10 @@ export interface Config {
    * (with /v1 added). Null: the document names a relative `/v1`, never the bind address.
    */
   readonly publicApiUrl: string | null;
+  /** Account invites (POST /account/invites) and the mail that carries them. */
+  readonly invites: InviteSettings;
+  /** Accept `http://` OpenID Connect issuers (tests and labs only); SSO's callback is PUBLIC_API_URL's. */
+  readonly ssoAllowInsecureIssuers: boolean;
   /** Slow clients are cut off and connections per address capped (control/http/client-limits.ts). */
   readonly clientLimits: ClientLimits;
   readonly logLevel: LogLevel;
@@ -186,6 +190,12 @@ export function loadConfig(env: Env): Config {
     registrationRateLimitPerHour: read.integer('REGISTRATION_RATE_LIMIT_PER_HOUR', 10, 1, 1_000_000),
     trustProxy: read.boolean('TRUST_PROXY', false),
     publicApiUrl: read.optionalString('PUBLIC_API_URL') === null ? null : read.url('PUBLIC_API_URL', ['https:', 'http:']).replace(/\/+$/, ''),
+    invites: Object.freeze({
+      ttlHours: read.integer('INVITE_TTL_HOURS', 168, 1, 24 * 365),
+      smtpUrl: read.optionalString('SMTP_URL') === null ? null : read.url('SMTP_URL', ['smtp:', 'smtps:']),
+      smtpFrom: read.string('SMTP_FROM', 'agent-platform@localhost'),
+    }),
+    ssoAllowInsecureIssuers: read.boolean('SSO_ALLOW_INSECURE_ISSUERS', false),
     clientLimits: Object.freeze({
       headersTimeoutMs: read.integer('CONTROL_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000),
       // Request bodies here are small JSON; a minute is generous even on a slow link.
@@ -276,11 +286,23 @@ export function loadConfig(env: Env): Config {
     if (url.search || url.hash || url.username || url.password) read.report('PUBLIC_API_URL: a URL without credentials, query or fragment (clients append /v1/… to it)');
     if (/\/v1$/.test(url.pathname)) read.report('PUBLIC_API_URL: the URL without /v1, such as https://api.example.com (the document adds /v1)');
   }
+  // An invite's link is a console page: a mail needs it absolute.
+  if (config.invites.smtpUrl !== null && config.publicApiUrl === null) {
+    read.report('SMTP_URL: needs PUBLIC_API_URL too (the mailed invite link points at the console there)');
+  }
   if (config.webhooks.retryBaseMs > config.webhooks.retryMaxMs) {
     read.report('WEBHOOK_RETRY_BASE_MS: must not exceed WEBHOOK_RETRY_MAX_MS (the first wait is one of the waits)');
   }
   read.throwIfProblems();
   return Object.freeze(config);
+}
+
+export interface InviteSettings {
+  /** How long an invite's link may be accepted. */
+  readonly ttlHours: number;
+  /** smtp(s)://user:password@host:port; null: invites are not mailed, the inviter passes the link on. */
+  readonly smtpUrl: string | null;
+  readonly smtpFrom: string;
 }
 
 const DNS_NAME = /^(?=.{1,253}$)([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/;

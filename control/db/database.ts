@@ -12,6 +12,8 @@ import * as canaryDeployments from './migrations/009-canary-deployments.js';
 import * as agentSessions from './migrations/010-agent-sessions.js';
 import * as sessionAppends from './migrations/011-session-appends.js';
 import * as traces from './migrations/012-traces.js';
+import * as accountMembers from './migrations/013-account-members.js';
+import * as accountSso from './migrations/014-account-sso.js';
 import { markOutages } from './outage.js';
 
 export type Database = Knex;
@@ -33,6 +35,8 @@ const migrations: Record<string, Knex.Migration> = {
   '010-agent-sessions': agentSessions,
   '011-session-appends': sessionAppends,
   '012-traces': traces,
+  '013-account-members': accountMembers,
+  '014-account-sso': accountSso,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

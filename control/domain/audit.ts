@@ -1,7 +1,8 @@
 /**
  * The audit log's vocabulary (issue 20): the actions exactly as the issue names them, and
  * who may act. `user.delete` is ours beyond the issue's list: removing a user is as much a
- * change of who may act as a role change is.
+ * change of who may act as a role change is. Since memberships (issue 39) a removal is
+ * `user.remove`; `user.delete` stays for the events recorded before.
  */
 export const AUDIT_ACTIONS = [
   'agent.create',
@@ -19,6 +20,9 @@ export const AUDIT_ACTIONS = [
   'auth.login',
   'auth.login_failed',
   'auth.logout',
+  'auth.break_glass',
+  'sso.update',
+  'sso.delete',
   'account.plan_change',
   'webhook.create',
   'webhook.delete',
@@ -26,7 +30,10 @@ export const AUDIT_ACTIONS = [
   'domain.delete',
   'session.delete',
   'invite.create',
+  'invite.accept',
+  'invite.revoke',
   'user.role_change',
+  'user.remove',
   'user.delete',
 ] as const;
 

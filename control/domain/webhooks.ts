@@ -4,7 +4,7 @@ import { backoffMs, fullJitter } from '../../contract/backoff.js';
  * Webhooks (issue 20, docs/webhooks.md): the events an account may subscribe to, and the
  * retry schedule of a delivery that failed.
  */
-export const WEBHOOK_EVENT_TYPES = ['agent.deployed', 'agent.deploy_failed', 'agent.crashed', 'agent.deleted', 'quota.exceeded', 'domain.active', 'domain.failed'] as const;
+export const WEBHOOK_EVENT_TYPES = ['agent.deployed', 'agent.deploy_failed', 'agent.crashed', 'agent.deleted', 'quota.exceeded', 'domain.active', 'domain.failed', 'member.added', 'member.removed'] as const;
 
 export type WebhookEventType = (typeof WEBHOOK_EVENT_TYPES)[number];
 

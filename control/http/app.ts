@@ -66,7 +66,9 @@ function mount(router: Router, route: RouteSpec, authenticate: Authenticator): v
   const reads = new Set(route.reads ?? []);
 
   router[route.method](API_PREFIX + route.path, async (ctx) => {
-    const principal = route.auth === 'none' ? undefined : await authenticate(ctx.get('Authorization'));
+    const principal = route.auth === 'none' || (route.auth === 'optional' && !ctx.get('Authorization'))
+      ? undefined
+      : await authenticate({ authorization: ctx.get('Authorization'), accountId: ctx.get('X-Account-Id') || undefined });
     ctx.state.principal = principal;
     if (route.writes && principal && !canWrite(principal.role)) {
       throw new PlatformError('AUTHORISATION_DENIED', `The ${principal.role} role may read but not change anything`);

@@ -6,8 +6,15 @@ import type { AuthService } from '../services/auth-service.js';
 import type { Principal } from '../services/principal.js';
 import type { FixedWindowLimiter } from '../services/rate-limiter.js';
 
+/** What a request presents to be authenticated: its Authorization header and, if sent, its X-Account-Id. */
+export interface Credentials {
+  authorization: string;
+  /** The account to act in; absent: the user's default account. */
+  accountId?: string;
+}
+
 export interface Authenticator {
-  (authorization: string): Promise<Principal>;
+  (credentials: Credentials): Promise<Principal>;
 }
 
 export interface TokenRateLimit {
@@ -24,7 +31,7 @@ export interface TokenRateLimit {
  * Redis. A late count still reaches Redis; only this request's verdict is given up.
  */
 export function bearerAuthenticator(auth: AuthService, limiter: FixedWindowLimiter, limit: TokenRateLimit, logger: Logger): Authenticator {
-  return async (authorization) => {
+  return async ({ authorization, accountId }) => {
     const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
     if (!match) throw new PlatformError('AUTHENTICATION_FAILED', 'Send Authorization: Bearer <token>');
     const token = match[1]!;
@@ -35,6 +42,6 @@ export function bearerAuthenticator(auth: AuthService, limiter: FixedWindowLimit
       if (error instanceof PlatformError) throw error;
       logger.warn({ err: error }, 'token rate limit skipped: Redis unavailable');
     }
-    return auth.authenticate(token);
+    return auth.authenticate(token, accountId);
   };
 }

@@ -16,6 +16,10 @@ export function pipelineCodes(route: RouteSpec): ErrorCode[] {
   codes.push('METHOD_NOT_ALLOWED');
   // A token is rate-limited in Redis and looked up in Postgres (authenticate.ts).
   if (route.auth !== 'none') codes.push('AUTHENTICATION_FAILED', 'RATE_LIMIT_EXCEEDED', 'DATABASE_UNAVAILABLE', 'CACHE_UNAVAILABLE');
+  // X-Account-Id naming an account the user does not belong to is refused before the handler runs.
+  if (route.auth !== 'none') codes.push('AUTHORISATION_DENIED');
+  // An account that requires SSO refuses, to all but its owners, credentials from a password sign-in (services/sso-requirement.ts).
+  if (route.auth !== 'none') codes.push('SSO_REQUIRED');
   // Viewers may not write; every write changes what the edge serves (an agent, its keys, the plan's limits), and the
   // projection is written inside the change's transaction (services/edge-sync.ts), so Redis away refuses it.
   if (route.writes) codes.push('AUTHORISATION_DENIED', 'EDGE_UNAVAILABLE');
@@ -29,6 +33,7 @@ export function pipelineCodes(route: RouteSpec): ErrorCode[] {
 const NOTES: Partial<Record<ErrorCode, string>> = {
   METHOD_NOT_ALLOWED: 'answered to a method this path does not serve; Allow lists those it does',
   VALIDATION_ERROR: 'the request is not valid; details.errors lists {loc, msg, type}',
+  AUTHORISATION_DENIED: 'your role does not allow this operation, or X-Account-Id names an account you do not belong to',
 };
 
 /** Headers set outside the error middleware on an error status: @koa/router's allowedMethods sets Allow on 405. */
@@ -41,6 +46,7 @@ export const HEADERS: Record<string, JsonObject> = {
   'Retry-After': { description: 'Seconds to wait before retrying', schema: { type: 'integer', minimum: 1 } },
   'WWW-Authenticate': { description: 'The scheme to authenticate with: Bearer', schema: { type: 'string' } },
   Allow: { description: 'The methods this path serves', schema: { type: 'string' } },
+  Location: { description: 'Where a redirect sends the browser (single sign-on: the identity provider, the console or a CLI)', schema: { type: 'string', format: 'uri' } },
 };
 
 /** Request headers as header parameters, referenced by name. */

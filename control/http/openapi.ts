@@ -38,7 +38,7 @@ export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], setting
       summary: route.summary,
       description: route.description,
       // Public operations say so: no security requirement overrides the document's bearer default.
-      security: route.auth === 'none' ? [] : [{ bearer: [] }],
+      security: route.auth === 'none' ? [] : route.auth === 'optional' ? [{}, { bearer: [] }] : [{ bearer: [] }],
       parameters: [
         ...[...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
         ...queryParameters(route.query),
@@ -67,7 +67,7 @@ export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], setting
       schemas: components,
       headers: HEADERS,
       parameters: PARAMETERS,
-      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'A personal API key (agnt_…) or a session token' } },
+      securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: "A personal API key (agnt_…) or a session token; the request acts in the user's default account, or in the one X-Account-Id names" } },
     },
   };
 }

@@ -22,7 +22,7 @@ export function requestLog(logger: Logger, quietPaths: ReadonlySet<string> = new
         {
           request_id: requestId,
           method: ctx.method,
-          path: ctx.path,
+          path: withoutSecrets(ctx.path),
           status: ctx.status,
           duration_ms: Number(process.hrtime.bigint() - started) / 1e6,
           account_id: ctx.state.principal?.accountId,
@@ -33,4 +33,12 @@ export function requestLog(logger: Logger, quietPaths: ReadonlySet<string> = new
       );
     }
   };
+}
+
+/**
+ * The path with an invite's secret masked: POST /v1/auth/invites/{secret}/accept is the one
+ * route that takes a secret in its path (the link's secret, issue 39).
+ */
+export function withoutSecrets(path: string): string {
+  return path.replace(/\/invites\/[^/]+\/accept$/, '/invites/***/accept');
 }

@@ -3,7 +3,8 @@ import type { AuditContext } from '../domain/audit.js';
 import type { Principal } from '../services/principal.js';
 import type { Tag } from './openapi-tags.js';
 
-export type AuthMode = 'none' | 'any';
+/** `optional`: a request without Authorization runs unauthenticated; one with it must authenticate. */
+export type AuthMode = 'none' | 'any' | 'optional';
 
 export interface RouteInput<Body, Query, Caller> {
   body: Body;
@@ -31,7 +32,7 @@ export interface RouteResult {
 export type RequestHeader = 'If-Match' | 'Last-Event-ID';
 
 /** Response headers a handler sets itself (error headers come from the catalogue, X-Request-Id from the request log). */
-export type ResultHeader = 'ETag';
+export type ResultHeader = 'ETag' | 'Location';
 
 export interface ResponseSpec {
   description: string;
@@ -46,7 +47,7 @@ export interface ResponseSpec {
  * OpenAPI document, so the three never drift apart.
  */
 export interface RouteSpec<B extends TSchema = TSchema, Q extends TSchema = TSchema, A extends AuthMode = AuthMode> {
-  method: 'get' | 'post' | 'patch' | 'delete';
+  method: 'get' | 'post' | 'put' | 'patch' | 'delete';
   /** Koa-style path under /v1, e.g. `/agents/:id`. */
   path: string;
   /** The operation's name in generated clients: camelCase, verb then resource (`listAgents`, `rollbackAgent`), unique. */
@@ -64,7 +65,7 @@ export interface RouteSpec<B extends TSchema = TSchema, Q extends TSchema = TSch
   body?: B;
   query?: Q;
   responses: Record<number, ResponseSpec>;
-  handler: (input: RouteInput<Static<B>, Static<Q>, A extends 'none' ? undefined : Principal>) => Promise<RouteResult>;
+  handler: (input: RouteInput<Static<B>, Static<Q>, A extends 'none' ? undefined : A extends 'optional' ? Principal | undefined : Principal>) => Promise<RouteResult>;
 }
 
 /** Keeps each route's generic types while collecting routes of different shapes in one list. */

@@ -9,9 +9,11 @@ import { DomainRepository } from './domains.js';
 import { InviteRepository } from './invites.js';
 import { AccessKeyRepository, ApiKeyRepository } from './keys.js';
 import { LoopLockRepository } from './loop-locks.js';
+import { MemberRepository } from './members.js';
 import { ModelUsageRepository } from './model-usage.js';
 import { SealedValueRepository } from './sealed-values.js';
 import { SessionRepository } from './sessions.js';
+import { SsoRepository } from './sso.js';
 import { TracePartitionRepository } from './trace-partitions.js';
 import { TraceRepository } from './traces.js';
 import { UsageRepository } from './usage.js';
@@ -23,7 +25,9 @@ import { WebhookRepository } from './webhooks.js';
 export interface Repositories {
   accounts: AccountRepository;
   users: UserRepository;
+  members: MemberRepository;
   sessions: SessionRepository;
+  sso: SsoRepository;
   apiKeys: ApiKeyRepository;
   invites: InviteRepository;
   agents: AgentRepository;
@@ -47,7 +51,9 @@ export function repositoriesOn(db: Knex): Repositories {
   return {
     accounts: new AccountRepository(db),
     users: new UserRepository(db),
+    members: new MemberRepository(db),
     sessions: new SessionRepository(db),
+    sso: new SsoRepository(db),
     apiKeys: new ApiKeyRepository(db),
     invites: new InviteRepository(db),
     agents: new AgentRepository(db),

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
+import type { SignInMethod } from '../domain/sso.js';
 import { insertUnlessParentGone } from './parent-gone.js';
-import type { UserRow } from './users.js';
+import { withDefaultRole, type UserRow } from './users.js';
 
 /** The shape shared by personal API keys and agent access keys: only the hash is stored. */
 export interface KeyRow {
@@ -13,6 +14,8 @@ export interface KeyRow {
 
 export interface ApiKeyRow extends KeyRow {
   user_id: string;
+  /** How the session that created the key signed in (migration 014): an account requiring SSO refuses keys from a password session. */
+  created_by_method?: SignInMethod;
 }
 
 export interface AccessKeyRow extends KeyRow {
@@ -40,7 +43,7 @@ export class ApiKeyRepository {
   /** The key's user, and the key's id (the actor of what is done with it, in the audit log); by the key's hash, or by its id for an open stream's re-check. */
   async findUser(key: { hash: string } | { id: string }): Promise<(UserRow & { api_key_id: string }) | undefined> {
     const where = 'hash' in key ? { 'api_keys.key_hash': key.hash } : { 'api_keys.id': key.id };
-    return this.db<UserRow>('users').join('api_keys', 'api_keys.user_id', 'users.id').where(where).first('users.*', 'api_keys.id as api_key_id');
+    return withDefaultRole(this.db('users')).join('api_keys', 'api_keys.user_id', 'users.id').where(where).first('api_keys.id as api_key_id');
   }
 }
 

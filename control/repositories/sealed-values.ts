@@ -6,7 +6,7 @@ import type { StoredRegistryAuth } from '../domain/registry-auth.js';
  * Tables that keep one sealed value per row in one column, read and written here in the
  * row shape of `agents` (the value as `api_key_sealed`, with no env): a webhook's signing
  * secret, a custom domain's certificate key (null until issued), the ACME account's key
- * (keyed by its directory URL), an agent's session messages (keyed by agent and session), and the turns appended to them since (keyed by agent, session and version in one column).
+ * (keyed by its directory URL), an agent's session messages (keyed by agent and session), the turns appended to them since (keyed by agent, session and version in one column), and an account's SSO client secret (keyed by account).
  */
 const ONE_VALUE_TABLES = {
   webhooks: { key: ['id'], column: 'secret_sealed' },
@@ -14,6 +14,7 @@ const ONE_VALUE_TABLES = {
   acme_accounts: { key: ['directory_url'], column: 'key_sealed' },
   agent_sessions: { key: ['agent_id', 'session_id'], column: 'messages_sealed' },
   agent_session_appends: { key: ['id'], column: 'messages_sealed' },
+  account_sso: { key: ['account_id'], column: 'client_secret_sealed' },
 } as const;
 type OneValueTable = keyof typeof ONE_VALUE_TABLES;
 
@@ -24,7 +25,7 @@ type OneValueTable = keyof typeof ONE_VALUE_TABLES;
  * `deployments` holds each rollout's own copy, which a rollback
  * restores. The others keep one value a row (ONE_VALUE_TABLES).
  */
-export const SEALED_TABLES = ['agents', 'deployments', 'webhooks', 'agent_domains', 'acme_accounts', 'agent_sessions', 'agent_session_appends'] as const;
+export const SEALED_TABLES = ['agents', 'deployments', 'webhooks', 'agent_domains', 'acme_accounts', 'agent_sessions', 'agent_session_appends', 'account_sso'] as const;
 export type SealedTable = (typeof SEALED_TABLES)[number];
 
 const isOneValueTable = (table: SealedTable): table is OneValueTable => table in ONE_VALUE_TABLES;

@@ -1,12 +1,15 @@
 import type { Knex } from 'knex';
+import type { SignInMethod } from '../domain/sso.js';
 import { insertUnlessParentGone } from './parent-gone.js';
-import type { UserRow } from './users.js';
+import { withDefaultRole, type UserRow } from './users.js';
 
 export interface SessionRow {
   token_hash: string;
   user_id: string;
   created_at: Date;
   expires_at: Date;
+  /** How the user signed in (migration 014); 'password' when not given. */
+  method?: SignInMethod;
 }
 
 export class SessionRepository {
@@ -19,11 +22,11 @@ export class SessionRepository {
 
   /** The user of a session that is still valid at `now`. */
   async findLiveUser(tokenHash: string, now: Date): Promise<UserRow | undefined> {
-    return this.db<UserRow>('users')
+    return withDefaultRole(this.db('users'))
       .join('sessions', 'sessions.user_id', 'users.id')
       .where('sessions.token_hash', tokenHash)
       .andWhere('sessions.expires_at', '>', now)
-      .first('users.*');
+      .first();
   }
 
   /** Ends one session (sign-out): its token is refused from the next request on. */

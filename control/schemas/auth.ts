@@ -36,6 +36,25 @@ export const User = Type.Object(
 );
 export type User = Static<typeof User>;
 
+export const Membership = Type.Object(
+  {
+    account_id: Type.String(),
+    role: StringEnum(ROLES),
+    default: Type.Boolean({ description: 'The account requests act in without X-Account-Id' }),
+  },
+  { $id: 'Membership', examples: [{ account_id: ex.user.account_id, role: 'owner', default: true }] },
+);
+export type Membership = Static<typeof Membership>;
+
+export const CurrentUser = Type.Object(
+  {
+    ...User.properties,
+    memberships: Type.Array(Type.Ref(Membership), { description: 'Every account the user belongs to, the default first, then oldest first' }),
+  },
+  { $id: 'CurrentUser', examples: [{ ...ex.user, memberships: [{ account_id: ex.user.account_id, role: 'owner', default: true }] }] },
+);
+export type CurrentUser = Static<typeof CurrentUser>;
+
 export const SessionGrant = Type.Object(
   { token: Type.String(), expires_at: Timestamp, user: Type.Ref(User) },
   { $id: 'SessionGrant', examples: [{ token: 'ses_Vb8Kq2Wn6Xt4Hm9Rc1Lz7Pf3Jd5Ys0Ga2Tk8Nw4Qe6Bx', expires_at: '2025-12-01T10:12:44Z', user: ex.user }] },

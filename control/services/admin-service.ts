@@ -7,7 +7,7 @@ import { isRole, type Role } from '../domain/roles.js';
 import { notFound, PlatformError } from '../domain/errors.js';
 import type { AccountRow } from '../repositories/accounts.js';
 import { inTransaction, type Repositories } from '../repositories/index.js';
-import { removeUser } from './account-service.js';
+import { removeMember } from './account-service.js';
 import { recordAudit } from './audit-log.js';
 import type { EdgeSync } from './edge-sync.js';
 
@@ -70,7 +70,7 @@ export class AdminService {
     await inTransaction(this.db, async (repos) => {
       const user = await repos.users.findByEmail(email);
       if (!user) throw notFound(`User ${email}`);
-      await repos.users.setRole(user.id, role);
+      await repos.members.setRole(user.account_id, user.id, role);
       await recordAudit(repos, SYSTEM_CONTEXT, {
         accountId: user.account_id,
         at: this.clock.now(),
@@ -81,12 +81,12 @@ export class AdminService {
     });
   }
 
-  /** Removes a user with their sessions and personal API keys; never an account's last owner (LAST_OWNER). */
+  /** Removes a user from their default account, and deletes them when it was their only one (removeMember); never an account's last owner (LAST_OWNER). */
   async deleteUser(email: string): Promise<void> {
     await inTransaction(this.db, async (repos) => {
       const user = await repos.users.findByEmail(email);
       if (!user) throw notFound(`User ${email}`);
-      await removeUser(repos, user.account_id, user.id, SYSTEM_CONTEXT, this.clock.now());
+      await removeMember(repos, user.account_id, user.id, SYSTEM_CONTEXT, this.clock.now());
     });
   }
 

@@ -31,8 +31,10 @@ export class ApiKeyService {
       created_at: this.clock.now(),
     };
     await inTransaction(this.db, async (repos) => {
+      // The key signs in as its creating session did (SSO or a password), for accounts that require SSO.
+      const createdBy = await repos.sso.methodOf(principal);
       // The user was deleted while this request ran: their session is gone with them.
-      if (!(await repos.apiKeys.insert(row))) throw new PlatformError('AUTHENTICATION_FAILED');
+      if (!createdBy || !(await repos.apiKeys.insert({ ...row, created_by_method: createdBy }))) throw new PlatformError('AUTHENTICATION_FAILED');
       await this.recordKeyChange(repos, audit, principal, 'api_key.create', row.id, { label });
     });
     return { ...keyView(row), key };

@@ -7,11 +7,13 @@ import { hashPassword, verifyAgainstDecoy, verifyPassword } from '../crypto/pass
 import { ID_PREFIX, newId, newSecret, SECRET_PREFIX, sha256Hex } from '../crypto/tokens.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { UserRow } from '../repositories/users.js';
-import type { LoginBody, RegisterBody, User } from '../schemas/auth.js';
+import type { CurrentUser, LoginBody, RegisterBody, User } from '../schemas/auth.js';
 import type { Principal } from './principal.js';
 import { credentialKey, type AccessEnds } from './open-streams.js';
 import type { FixedWindowLimiter } from './rate-limiter.js';
 import { recordAudit } from './audit-log.js';
+import { assertSsoSatisfied, passwordSignInBreaksGlass } from './sso-requirement.js';
+import type { SignInMethod } from '../domain/sso.js';
 
 export interface SessionGrant {
   token: string;
@@ -100,24 +102,43 @@ export class AuthService {
       if (user) await this.recordSignIn(repositoriesOn(this.db), user, 'auth.login_failed', { actor: actorOf(user), requestId, ip: clientIp });
       throw new PlatformError('AUTHENTICATION_FAILED', 'Email or password is wrong');
     }
-    return this.openSession(user, { actor: actorOf(user), requestId, ip: clientIp });
+    const audit = { actor: actorOf(user), requestId, ip: clientIp };
+    // Where the default account requires SSO, only its owners get in by password, and that is recorded.
+    if (await passwordSignInBreaksGlass(repositoriesOn(this.db), user)) await this.recordSignIn(repositoriesOn(this.db), user, 'auth.break_glass', audit);
+    return this.openSession(user, audit);
   }
 
-  /** Resolves a bearer token (a personal API key or a session token) to its principal. */
-  async authenticate(token: string): Promise<Principal> {
+  /**
+   * Resolves a bearer token (a personal API key or a session token) to its principal, acting
+   * in `accountId` (X-Account-Id) or, without one, in the user's default account. An account
+   * the user does not belong to is refused alike whether it exists or not (403).
+   */
+  async authenticate(token: string, accountId?: string): Promise<Principal> {
     const hash = sha256Hex(token);
     const principal = token.startsWith(SECRET_PREFIX.apiKey)
       ? await this.apiKeyPrincipal({ hash })
       : token.startsWith(SECRET_PREFIX.session) ? await this.sessionPrincipal(hash) : undefined;
     if (!principal) throw new PlatformError('AUTHENTICATION_FAILED');
-    return principal;
+    const selected = await this.inAccount(principal, accountId);
+    if (!selected) throw new PlatformError('AUTHORISATION_DENIED', 'You are not a member of the account X-Account-Id names');
+    await assertSsoSatisfied(repositoriesOn(this.db), selected);
+    return selected;
+  }
+
+  /** The principal acting in `accountId`, with its role there; undefined when the user is not a member. */
+  private async inAccount(principal: Principal, accountId: string | undefined): Promise<Principal | undefined> {
+    if (accountId === undefined || accountId === principal.accountId) return principal;
+    const membership = await repositoriesOn(this.db).members.find(accountId, principal.userId);
+    return membership && { ...principal, accountId, role: membership.role };
   }
 
   /** Whether the credential `principal` was established from would still authenticate the same user of the same account now (an open stream's re-check). */
   async stillAuthenticates(principal: Principal): Promise<boolean> {
     const { sessionHash, apiKeyId } = principal;
-    const current = sessionHash ? await this.sessionPrincipal(sessionHash) : apiKeyId ? await this.apiKeyPrincipal({ id: apiKeyId }) : undefined;
-    return current?.userId === principal.userId && current.accountId === principal.accountId;
+    const found = sessionHash ? await this.sessionPrincipal(sessionHash) : apiKeyId ? await this.apiKeyPrincipal({ id: apiKeyId }) : undefined;
+    // Still a member of the account the stream was opened in, and not moved to another role there.
+    const current = found && (await this.inAccount(found, principal.accountId));
+    return current?.userId === principal.userId && current.accountId === principal.accountId && current.role === principal.role;
   }
 
   private async apiKeyPrincipal(key: { hash: string } | { id: string }): Promise<Principal | undefined> {
@@ -147,28 +168,43 @@ export class AuthService {
     this.streams?.announce({ scope: 'credential', id: credentialKey.session(sessionHash), reason: 'signed_out' });
   }
 
-  async me(principal: Principal): Promise<User> {
-    const user = await repositoriesOn(this.db).users.find(principal.userId);
+  /** The user as they act in this request (the selected account and their role there), with every account they belong to (the default first). */
+  async me(principal: Principal): Promise<CurrentUser> {
+    const repos = repositoriesOn(this.db);
+    const user = await repos.users.find(principal.userId);
     if (!user) throw new PlatformError('AUTHENTICATION_FAILED');
-    return userView(user);
+    const memberships = (await repos.members.ofUser(user.id))
+      .map((m) => ({ account_id: m.account_id, role: m.role, default: m.account_id === user.account_id }))
+      .sort((a, b) => Number(b.default) - Number(a.default));
+    return { ...userView({ ...user, account_id: principal.accountId, role: principal.role }), memberships };
+  }
+
+  /** Opens a session for a user just created outside `register` (an accepted invite): as a registration's, it records no sign-in. */
+  openSessionFor(user: UserRow): Promise<SessionGrant> {
+    return this.openSession(user);
+  }
+
+  /** Opens a session for a user their account's identity provider vouched for (control/services/sso-service.ts). */
+  openSsoSession(user: UserRow, audit: AuditContext): Promise<SessionGrant> {
+    return this.openSession(user, audit, 'sso');
   }
 
   /** A sign-in (with `audit`) records auth.login with the session; a registration's first session records nothing. */
-  private async openSession(user: UserRow, audit?: AuditContext): Promise<SessionGrant> {
+  private async openSession(user: UserRow, audit?: AuditContext, method: SignInMethod = 'password'): Promise<SessionGrant> {
     const token = newSecret(SECRET_PREFIX.session);
     const now = this.clock.now();
     const expiresAt = new Date(now.getTime() + this.settings.sessionTtlMinutes * 60_000);
     await inTransaction(this.db, async (repos) => {
-      const opened = await repos.sessions.insert({ token_hash: sha256Hex(token), user_id: user.id, created_at: now, expires_at: expiresAt });
+      const opened = await repos.sessions.insert({ token_hash: sha256Hex(token), user_id: user.id, created_at: now, expires_at: expiresAt, method });
       // The user was deleted (DELETE /account/users/{id}) after the password check.
       if (!opened) throw new PlatformError('AUTHENTICATION_FAILED', 'Email or password is wrong');
-      if (audit) await this.recordSignIn(repos, user, 'auth.login', audit);
+      if (audit) await this.recordSignIn(repos, user, 'auth.login', audit, method === 'sso' ? { method } : undefined);
     });
     return { token, expires_at: expiresAt.toISOString(), user: userView(user) };
   }
 
-  private recordSignIn(repos: Repositories, user: UserRow, action: 'auth.login' | 'auth.login_failed', audit: AuditContext): Promise<void> {
-    return recordAudit(repos, audit, { accountId: user.account_id, at: this.clock.now(), action, target: { type: 'user', id: user.id } });
+  private recordSignIn(repos: Repositories, user: UserRow, action: 'auth.login' | 'auth.login_failed' | 'auth.break_glass', audit: AuditContext, details?: { method: SignInMethod }): Promise<void> {
+    return recordAudit(repos, audit, { accountId: user.account_id, at: this.clock.now(), action, target: { type: 'user', id: user.id }, details });
   }
 }
 

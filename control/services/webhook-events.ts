@@ -4,6 +4,7 @@ import type { AgentRow } from '../domain/agent.js';
 import type { DeploymentRow } from '../domain/deployment.js';
 import type { WebhookEventType } from '../domain/webhooks.js';
 import type { Repositories } from '../repositories/index.js';
+import type { User } from '../schemas/auth.js';
 import { agentView, type PresenterSettings } from './agent-presenter.js';
 import { deploymentView } from './deployment-presenter.js';
 import type { DomainRow } from '../domain/custom-domain.js';
@@ -28,14 +29,23 @@ export class WebhookEvents {
   constructor(private readonly clock: Clock, private readonly presenter: PresenterSettings) {}
 
   async record(repos: Repositories, type: WebhookEventType, agent: AgentRow, details: EventDetails = {}): Promise<void> {
-    const at = this.clock.now();
     const data = {
       agent: agentView(agent, this.presenter),
       ...(details.deployment ? { deployment: deploymentView(details.deployment, this.presenter) } : {}),
       ...(details.domain ? { domain: domainView(details.domain) } : {}),
       ...(details.reason !== undefined ? { reason: details.reason } : {}),
     };
+    await this.enqueue(repos, agent.account_id, type, data);
+  }
+
+  /** Someone joined the account (an accepted invite) or left it (removed): `member` as GET /account/users shows them. */
+  async recordMember(repos: Repositories, type: 'member.added' | 'member.removed', accountId: string, member: User): Promise<void> {
+    await this.enqueue(repos, accountId, type, { member });
+  }
+
+  private async enqueue(repos: Repositories, accountId: string, type: WebhookEventType, data: Record<string, unknown>): Promise<void> {
+    const at = this.clock.now();
     const body = JSON.stringify({ type, timestamp: at.toISOString(), data });
-    await repos.webhookOutbox.enqueue({ accountId: agent.account_id, eventId: newId(ID_PREFIX.webhookEvent), type, body, at });
+    await repos.webhookOutbox.enqueue({ accountId, eventId: newId(ID_PREFIX.webhookEvent), type, body, at });
   }
 }

@@ -2,6 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Knex } from 'knex';
+import type { DestinationStream } from 'pino';
 import type { Redis } from 'ioredis';
 import { systemClock } from '../../contract/clock.js';
 import { ManualClock } from './manual-clock.js';
@@ -74,6 +75,8 @@ export interface ControlOptions {
   nomad?: NomadCluster;
   /** Postgres (a server holding TEMPLATE_DATABASE) and Redis of the test's own, for a test that stops them. */
   services?: { templateDatabaseUrl: string; redisUrl: string };
+  /** Where the control API's log lines go instead of stdout, at LOG_LEVEL: a test that reads what was logged. */
+  logTo?: DestinationStream;
 }
 
 /** Where the Nomad driver finds Nomad and Consul. */
@@ -160,7 +163,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   const db = connectDatabase(databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs, config.databaseTimeouts);
   // An authz paired with this control reads the projection through this client, or one with config.redisKeyPrefix.
   const redis = connectRedis(redisUrl, config.redisKeyPrefix, config.redisCommandTimeoutMs);
-  const logger = createLogger(config.logLevel);
+  const logger = createLogger(config.logLevel, 'control', options.logTo);
   // Chosen as control/main.ts chooses it: podman, or Nomad when the config names it (nomadEnvironment).
   // The fake Nomad cluster runs allocations as podman containers too, of the same image.
   if (options.orchestrate || options.nomad) ensureTestImage(podmanRuntime(config.podman));

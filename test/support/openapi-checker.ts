@@ -16,7 +16,7 @@ export interface Exchange {
 }
 
 /** Response headers a client acts on: each one present must be declared for the status it came with. */
-const DECLARED_HEADERS = ['ETag', 'Retry-After', 'WWW-Authenticate', 'X-Request-Id', 'Allow'];
+const DECLARED_HEADERS = ['ETag', 'Retry-After', 'WWW-Authenticate', 'X-Request-Id', 'Allow', 'Location'];
 const METHODS = ['get', 'put', 'post', 'delete', 'options', 'head', 'patch', 'trace'];
 const DOCUMENT_ID = 'openapi.json';
 

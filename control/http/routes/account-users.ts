@@ -1,5 +1,7 @@
 import type { AccountService } from '../../services/account-service.js';
 import { DeleteAccountBody } from '../../schemas/account.js';
+import { User } from '../../schemas/auth.js';
+import { ChangeRoleBody } from '../../schemas/invites.js';
 import { ErrorBody } from '../../schemas/common.js';
 import { UserList } from '../../schemas/users.js';
 import { defineRoute } from '../route.js';
@@ -21,15 +23,32 @@ export const accountUserRoutes = (accounts: AccountService) => [
     handler: async ({ principal }) => ({ status: 200, body: { users: await accounts.listUsers(principal) } }),
   }),
   defineRoute({
+    method: 'patch',
+    path: '/account/users/:id',
+    operationId: 'changeAccountUserRole',
+    tag: 'Account',
+    summary: "Change a user's role",
+    description: 'Change the role of a user of the account. Owners change any role; admins move users between member and viewer only.',
+    auth: 'any',
+    body: ChangeRoleBody,
+    responses: {
+      200: { description: 'The user with their new role', schema: User },
+      403: { description: 'AUTHORISATION_DENIED: members and viewers change no role; admins neither make nor change admins and owners', schema: ErrorBody },
+      404: { description: 'NOT_FOUND: no such user in this account', schema: ErrorBody },
+      409: { description: 'LAST_OWNER: the account would be left without an owner', schema: ErrorBody },
+    },
+    handler: async ({ principal, audit, params, body }) => ({ status: 200, body: await accounts.changeRole(principal, audit, params.id!, body.role) }),
+  }),
+  defineRoute({
     method: 'delete',
     path: '/account/users/:id',
     operationId: 'deleteAccountUser',
     tag: 'Account',
     summary: 'Remove a user from the account',
-    description: 'Delete a user of the account with their sessions and personal API keys (owners only)',
+    description: 'Remove a user from the account (owners only). A user who belongs to no other account is deleted with their sessions and personal API keys; one who does keeps them for their other accounts.',
     auth: 'any',
     responses: {
-      204: { description: 'Deleted: their tokens are refused from the next request on' },
+      204: { description: 'Removed: their tokens are refused in this account from the next request on' },
       403: { description: 'AUTHORISATION_DENIED: only an owner deletes users', schema: ErrorBody },
       404: { description: 'NOT_FOUND: no such user in this account', schema: ErrorBody },
       409: { description: 'LAST_OWNER: the account would be left without an owner', schema: ErrorBody },

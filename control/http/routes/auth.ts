@@ -1,5 +1,5 @@
 import type { AuthService } from '../../services/auth-service.js';
-import { LoginBody, RegisterBody, RegistrationMode, SessionGrant, User } from '../../schemas/auth.js';
+import { CurrentUser, LoginBody, RegisterBody, RegistrationMode, SessionGrant } from '../../schemas/auth.js';
 import { ErrorBody } from '../../schemas/common.js';
 import { defineRoute } from '../route.js';
 
@@ -44,6 +44,7 @@ export const authRoutes = (auth: AuthService) => [
     responses: {
       200: { description: 'Signed in', schema: SessionGrant },
       401: { description: 'AUTHENTICATION_FAILED', schema: ErrorBody },
+      403: { description: "SSO_REQUIRED: the user's default account requires single sign-on (its owners may still sign in by password: break-glass, audited)", schema: ErrorBody },
       429: { description: 'RATE_LIMIT_EXCEEDED (per client address and email)', schema: ErrorBody },
     },
     handler: async ({ body, clientIp, requestId }) => ({ status: 200, body: await auth.login(body, clientIp, requestId) }),
@@ -71,9 +72,9 @@ export const authRoutes = (auth: AuthService) => [
     operationId: 'getCurrentUser',
     tag: 'Auth',
     summary: 'Get the signed-in user',
-    description: 'The signed-in user',
+    description: "The signed-in user as they act in this request (X-Account-Id's account, or their default one), with every account they belong to",
     auth: 'any',
-    responses: { 200: { description: 'The user', schema: User } },
+    responses: { 200: { description: 'The user', schema: CurrentUser } },
     handler: async ({ principal }) => ({ status: 200, body: await auth.me(principal) }),
   }),
 ];

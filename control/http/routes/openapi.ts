@@ -1,7 +1,8 @@
 import { Agent, Deploy, LogEntry } from '../../schemas/agents.js';
 import { SessionSummary } from '../../schemas/agent-sessions.js';
 import { InvocationSpan, InvocationSummary } from '../../schemas/invocations.js';
-import { User } from '../../schemas/auth.js';
+import { Membership, User } from '../../schemas/auth.js';
+import { Invite } from '../../schemas/invites.js';
 import { Deployment } from '../../schemas/deployments.js';
 import { Domain, DomainCertificate } from '../../schemas/domains.js';
 import { DeploymentProgress, DeploymentStreamEnd } from '../../schemas/deployment-events.js';
@@ -14,7 +15,7 @@ import { buildOpenApi } from '../openapi.js';
 import { RELEASE_VERSION } from '../release.js';
 
 /** Schemas only reached through Type.Ref, registered as components by hand. */
-const REFERENCED = [User, Agent, Deploy, Deployment, DeploymentProgress, DeploymentStreamEnd, StreamAccessEnded, LogEntry, AccessKey, ApiKey, Webhook, WebhookDelivery, Domain, DomainCertificate, SessionSummary, InvocationSummary, InvocationSpan];
+const REFERENCED = [User, Membership, Invite, Agent, Deploy, Deployment, DeploymentProgress, DeploymentStreamEnd, StreamAccessEnded, LogEntry, AccessKey, ApiKey, Webhook, WebhookDelivery, Domain, DomainCertificate, SessionSummary, InvocationSummary, InvocationSpan];
 
 /** The server URL the document names: PUBLIC_API_URL's /v1, else a relative /v1 (never the bind address, which clients may not reach). */
 export const documentServerUrl = (publicApiUrl: string | null) => `${publicApiUrl ?? ''}/v1`;
