@@ -225,7 +225,8 @@ describe('control API: errors, OpenAPI document and health', () => {
           // An operation whose security includes {} (accepting an invite) also runs without a token.
           const tokenOptional = operation.security?.some((requirement: object) => Object.keys(requirement).length === 0);
           if (operation.security?.length && !tokenOptional) assert.equal(response.status, 401, `${method} ${path}: ${response.status}`);
-          else assert.notEqual(response.status, 404, `${method} ${path}`);
+          // A 404 of the operation's own (no account has the SSO slug probed) is an answer; the router's is not.
+          else assert.notEqual(response.body?.message, 'No such endpoint', `${method} ${path}: ${response.status}`);
         }
       }
     });
