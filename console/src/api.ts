@@ -7,12 +7,19 @@ export class ApiError extends Error {
   }
 }
 
+/** What every request of the console presents: the session token, and the account chosen in the header's switcher. */
+export function credentials(): Record<string, string> {
+  const token = session.token();
+  const account = session.account();
+  return { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(token && account ? { 'x-account-id': account } : {}) };
+}
+
 /** Calls /v1 with the session token; an expired session (401) signs out. */
 export async function api<T>(method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<T> {
   const token = session.token();
   const response = await fetch(`/v1${path}`, {
     method,
-    headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    headers: { ...credentials(), ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
   const text = await response.text();

@@ -1,4 +1,4 @@
-import { session } from './session.js';
+import { credentials } from './api.js';
 
 export interface StreamEvent {
   event: string;
@@ -11,7 +11,7 @@ export interface StreamEvent {
  * or the server ends the stream; throws the API's message if the stream is refused.
  */
 export async function followStream(path: string, onEvent: (event: StreamEvent) => void, signal: AbortSignal): Promise<void> {
-  const response = await fetch(`/v1${path}`, { headers: { authorization: `Bearer ${session.token()}`, accept: 'text/event-stream' }, signal });
+  const response = await fetch(`/v1${path}`, { headers: { ...credentials(), accept: 'text/event-stream' }, signal });
   if (!response.ok || !response.body) {
     const body = await response.json().catch(() => ({}));
     throw new Error(body.message ?? `The stream answered ${response.status}`);

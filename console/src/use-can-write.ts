@@ -1,6 +1,4 @@
-import { useEffect, useState } from 'preact/hooks';
-import { api } from './api.js';
-import type { User } from './types.js';
+import { useCurrentUser } from './use-current-user.js';
 
 /**
  * Whether the signed-in user may change the account's agents: every role but viewer
@@ -9,11 +7,7 @@ import type { User } from './types.js';
  * (403): this only keeps out of sight a button that could only fail.
  */
 export function useCanWrite(): boolean | null {
-  const [canWrite, setCanWrite] = useState<boolean | null>(null);
-  useEffect(() => {
-    let stopped = false;
-    api<User>('GET', '/auth/me').then((user) => user.role !== 'viewer', () => false).then((answer) => { if (!stopped) setCanWrite(answer); });
-    return () => { stopped = true; };
-  }, []);
-  return canWrite;
+  const { me, error } = useCurrentUser();
+  if (error) return false;
+  return me && me.role !== 'viewer';
 }

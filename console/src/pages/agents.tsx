@@ -4,6 +4,7 @@ import { Pager } from '../pager.js';
 import { navigate, onLinkClick } from '../router.js';
 import { StatusBadge } from '../status.js';
 import { AGENT_STATUSES, type Agent } from '../types.js';
+import { useCanWrite } from '../use-can-write.js';
 
 interface AgentList {
   agents: Agent[];
@@ -18,6 +19,7 @@ const PAGE_SIZE = 20;
 export function AgentsPage() {
   const [status, setStatus] = useState('');
   const [tag, setTag] = useState('');
+  const canWrite = useCanWrite();
   const [page, setPage] = useState(1);
   const [list, setList] = useState<AgentList | null>(null);
   const [error, setError] = useState('');
@@ -31,7 +33,7 @@ export function AgentsPage() {
     <section>
       <div class="title-row">
         <h1>Agents</h1>
-        <button type="button" onClick={() => navigate('/agents/new')}>New agent</button>
+        {canWrite && <button type="button" onClick={() => navigate('/agents/new')}>New agent</button>}
       </div>
       <div class="filters">
         <label class="field">

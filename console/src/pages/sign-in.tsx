@@ -2,6 +2,7 @@ import { useEffect, useState } from 'preact/hooks';
 import { api, messageOf } from '../api.js';
 import { Field } from '../field.js';
 import { session } from '../session.js';
+import { SsoSignIn } from './sso-sign-in.js';
 
 type Mode = 'open' | 'invite' | 'closed';
 
@@ -45,6 +46,7 @@ export function SignInPage() {
         {error && <p role="alert" class="error">{error}</p>}
         <button type="submit" disabled={busy}>{registering ? 'Create account' : 'Sign in'}</button>
       </form>
+      {!registering && <SsoSignIn />}
       {mode === 'closed' && <p class="note">Registration is closed on this platform: ask its operator for an account.</p>}
       {mode !== 'closed' && mode !== null && (
         <p>
