@@ -74,7 +74,18 @@ build_prepared_image() {
   local image="$1" label="$2" base_image="$3" context="$4" hash="$5" version revision base_digest sbom_dir
   # The image's bill of materials (CycloneDX, from the production node_modules it ships), inside
   # it at /app/sbom.cdx.json and beside it on the host, under .image-build/sbom/.
-  (cd "$context" && npm sbom --sbom-format cyclonedx --omit dev --package-lock-only >sbom.cdx.json 2>/dev/null) || fail "npm sbom failed"
+  # Not `npm sbom --omit dev`: npm 11 leaves out a production package that a dev dependency
+  # also needs (koa, through oidc-provider), and every package under it. The whole lock's
+  # bill is taken instead and cut to the components npm marks `required` (production), with
+  # the dependency graph cut alike.
+  (cd "$context" && npm sbom --sbom-format cyclonedx --package-lock-only 2>/dev/null | node -e '
+    const bom = JSON.parse(require("node:fs").readFileSync(0, "utf8"));
+    bom.components = bom.components.filter((component) => component.scope === "required");
+    const kept = new Set([bom.metadata?.component?.["bom-ref"], ...bom.components.map((component) => component["bom-ref"])]);
+    bom.dependencies = (bom.dependencies ?? []).filter((entry) => kept.has(entry.ref))
+      .map((entry) => ({ ...entry, dependsOn: (entry.dependsOn ?? []).filter((ref) => kept.has(ref)) }));
+    process.stdout.write(JSON.stringify(bom, null, 2));
+  ' >sbom.cdx.json) || fail "npm sbom failed"
   sbom_dir="$(dirname "$context")/sbom"
   mkdir -p "$sbom_dir" && cp "$context/sbom.cdx.json" "$sbom_dir/$(echo "$image" | tr '/:' '__').cdx.json"
   # OCI annotations (image-spec annotations.md): what was built, from which commit, on which base.
