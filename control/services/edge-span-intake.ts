@@ -42,7 +42,10 @@ export class EdgeSpanIntake extends PeriodicService {
       const byAgent = new Map<string, EdgeSpan[]>();
       for (const text of texts) {
         const span = parseEdgeSpan(text);
-        if (span) byAgent.set(span.agentId, [...(byAgent.get(span.agentId) ?? []), span]);
+        if (!span) continue;
+        const spans = byAgent.get(span.agentId);
+        if (spans) spans.push(span);
+        else byAgent.set(span.agentId, [span]);
       }
       for (const [agentId, spans] of byAgent) await this.store(agentId, spans);
       if (texts.length < BATCH_SPANS) return;
