@@ -236,7 +236,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
       db, clock, box, presenter, recorder, edge, changes: replicaChanges, runner, events: webhookEvents, deployRules,
     }),
     /** What the autoscaler, the idle parker and the wake listener change. */
-    platformScaling: new PlatformScaling(db, replicaChanges, runner),
+    platformScaling: new PlatformScaling(db, replicaChanges, runner, clock, orchestrator.warmParking),
     deploymentHistory: new DeploymentHistoryService(db, presenter, (agentId) => figuresReader.byVersion(agentId)),
     canaries,
     canaryFigures: (agentId: string) => figuresReader.byVersion(agentId),

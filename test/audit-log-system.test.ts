@@ -55,7 +55,7 @@ describe('audit log: the system actor and plan changes', () => {
     const events = await auditEvents(control, token, 'action=agent.scale');
     assert.deepEqual(events.map((event) => [event.actor, event.target.id, event.details]), [
       [SYSTEM_ACTOR, agent.id, { replicas_from: 0, replicas_to: 1, by: 'wake' }],
-      [SYSTEM_ACTOR, agent.id, { replicas_from: 1, replicas_to: 0, by: 'idle_parker' }],
+      [SYSTEM_ACTOR, agent.id, { replicas_from: 1, replicas_to: 0, by: 'idle_parker', parking: 'cold' }],
     ]);
   });
 

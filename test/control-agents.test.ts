@@ -15,6 +15,7 @@ const DEFAULT_DEPLOY = {
   min_replicas: 1,
   max_replicas: 10,
   scale_to_zero_after_seconds: 300,
+  warm_park_seconds: 600,
   session_ttl_seconds: 86_400,
   trace_content: false,
 };
@@ -145,6 +146,7 @@ describe('control API: creating agents', () => {
         min_replicas: 2,
         max_replicas: 3,
         scale_to_zero_after_seconds: 600,
+        warm_park_seconds: 0,
         session_ttl_seconds: 3600,
         trace_content: true,
       };

@@ -160,6 +160,28 @@ describe('control API: plan quotas and account usage', () => {
     });
   });
 
+  describe('warm-parked replicas (issue 40)', () => {
+    it("count toward the plan's memory until their warm period ends, and not toward its replicas", async () => {
+      const { token } = await signUpOn('free');
+      const parked = await post(token, { deploy: { replicas: 1, auto_scale: true, min_replicas: 0, max_replicas: 1, resources: { memory_mb: 1024 } } });
+      expectStatus(parked, 201);
+      // Parked warm, as the idle parker parks it where the driver freezes its replica (podman); this
+      // suite's driver cannot, so the parker would record no warm period: the row says it here.
+      assert.equal(await control.control.services.platformScaling.park(parked.body.id, 1), true);
+      await control.db('agents').where({ id: parked.body.id }).update({ warm_parked_until: new Date(Date.now() + 600_000) });
+      const usage = (await control.request('GET', '/account/usage', { token })).body.usage;
+      assert.deepEqual(usage, { agents: 1, replicas: 0, vcpu: 0, memory_mb: 1024, warm_parked_replicas: 1 });
+
+      // 1024 MB frozen + 2 × 1024 MB = 3072 = max_memory_mb; the replicas are 2 of 3.
+      expectStatus(await post(token, { name: 'two', deploy: { replicas: 2, resources: { memory_mb: 1024 } } }), 201);
+      expectQuota(await post(token, { name: 'third', deploy: { replicas: 1, resources: { memory_mb: 64 } } }), 'max_memory_mb', 3072, 3136);
+
+      // Its warm period over (the driver stops it then): its memory is free again.
+      await control.db('agents').where({ id: parked.body.id }).update({ warm_parked_until: new Date(Date.now() - 1_000) });
+      expectStatus(await post(token, { name: 'third', deploy: { replicas: 1, resources: { memory_mb: 64 } } }), 201);
+    });
+  });
+
   describe('pro plan and exempt accounts', () => {
     it('gives the pro plan its own limits: more than 10 agents, 4 vCPU and 8192 MB per replica', async () => {
       const { token } = await signUpOn('pro');
@@ -371,7 +393,7 @@ describe('control API: plan quotas and account usage', () => {
       assert.equal(usage.plan, 'free');
       assert.equal(usage.exempt, false);
       assert.deepEqual(usage.limits, FREE_LIMITS);
-      assert.deepEqual(usage.usage, { agents: 0, replicas: 0, vcpu: 0, memory_mb: 0 });
+      assert.deepEqual(usage.usage, { agents: 0, replicas: 0, vcpu: 0, memory_mb: 0, warm_parked_replicas: 0 });
       assert.deepEqual(Object.keys(usage.period).sort(), ['memory_gb_hours', 'model_usage', 'replica_hours', 'requests', 'start', 'vcpu_hours']);
       const now = control.clock.now();
       assert.equal(usage.period.start, new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1)).toISOString());
@@ -391,7 +413,7 @@ describe('control API: plan quotas and account usage', () => {
       await control.db('agents').where({ id: running.id }).update({ replicas: 2, status: 'running' });
       const response = await control.request('GET', '/account/usage', { token });
       expectStatus(response, 200);
-      assert.deepEqual(response.body.usage, { agents: 2, replicas: 2, vcpu: 1, memory_mb: 512 });
+      assert.deepEqual(response.body.usage, { agents: 2, replicas: 2, vcpu: 1, memory_mb: 512, warm_parked_replicas: 0 });
     });
 
     it('shows the pro plan and an exempt account as such', async () => {

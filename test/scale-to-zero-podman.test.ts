@@ -3,6 +3,7 @@ import { request as httpRequest } from 'node:http';
 import { edgeKeyNames } from '../contract/edge-keys.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
+import { containersOf, podman } from './support/podman.js';
 import { waitFor } from './support/wait.js';
 
 interface EdgeResponse {
@@ -93,6 +94,10 @@ describe('scale to zero and wake on the first request (podman, authz, local edge
     }, 60_000);
     assert.equal(parked.status, 'running', 'parked, not stopped');
     assert.equal(parked.replicas, 0);
+    // Warm-parked, for the default warm_park_seconds: its container frozen, not removed (issue 40).
+    const [container, ...others] = containersOf(agent.id);
+    assert.deepEqual(others, []);
+    await waitFor('its container paused', async () => (podman(['inspect', '--format', '{{.State.Status}}', container!]).trim() === 'paused' ? true : undefined), 30_000);
 
     // Metered at zero: the same two passes 3 s apart, and the month's replica-hours stay put.
     await meter.pass();
@@ -120,6 +125,7 @@ describe('scale to zero and wake on the first request (podman, authz, local edge
     assert.equal(woken.deploy.min_replicas, 0);
     assert.equal((await control.db('agents').where({ id: agent.id }).first()).desired_replicas, 1);
     assert.equal((await control.driver!.status(agent.id))?.replicas.length, 1, 'one replica started for ten requests');
+    assert.deepEqual(containersOf(agent.id), [container], 'the frozen one, thawed');
     await waitFor('back at 1 replica', async () => ((await agentOf(agent.id)).replicas === 1 ? true : undefined), 30_000);
   });
 

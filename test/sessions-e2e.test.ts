@@ -1,13 +1,14 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { FakeProvider } from '../runtime-image/test/helpers/fake-provider.js';
+import type { FakeProvider } from '../runtime-image/test/helpers/fake-provider.js';
 import { TEST_KEYS } from '../runtime-image/test/helpers/runtime.js';
-import { startControl, type TestControl } from './support/control-harness.js';
+import type { TestControl } from './support/control-harness.js';
 import { expectStatus } from './support/control-api.js';
-import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
-import { containersOf, podman, podmanStates } from './support/podman.js';
-import { buildRuntimeImage, invokeThroughEdge, type ServedAgent as Agent } from './support/runtime-agents.js';
+import type { LocalEdgeStack } from './support/local-edge-stack.js';
+import { containersOf, podman, podmanStates, runningContainersOf } from './support/podman.js';
+import { invokeThroughEdge, type ServedAgent as Agent } from './support/runtime-agents.js';
+import { startRuntimeStack, type RuntimeStack } from './support/runtime-stack.js';
 import { waitFor } from './support/wait.js';
 
 /**
@@ -22,30 +23,19 @@ import { waitFor } from './support/wait.js';
  */
 describe('conversations that survive replicas, redeploys, restarts and parking (podman, the runtime image, the local edge)', function () {
   this.timeout(600_000);
+  let stack: RuntimeStack;
   let control: TestControl;
   let edge: LocalEdgeStack;
   let provider: FakeProvider;
-  let clockFollower: NodeJS.Timeout | undefined;
   const callers = new Map<number, string>();
 
   before(async () => {
-    const image = buildRuntimeImage();
-    provider = await FakeProvider.start();
-    provider.defaultReply = { text: 'noted' };
-    control = await startControl({ RUNTIME_IMAGE: image, PODMAN_AGENT_HOST_PORTS: String(provider.port) }, { orchestrate: true });
-    // Replica tokens are minted by the wall clock (the driver's); the agent services verify them by this one.
-    clockFollower = setInterval(() => control.clock.set(new Date()), 100);
-    control.clock.set(new Date());
-    edge = await startLocalEdgeStack(control, { authzRedisTimeoutMs: 2_000 });
     // A parked agent is woken by a request at the edge, through the control API's wake loop.
-    control.control.loops.wakes!.start();
+    stack = await startRuntimeStack({}, { wakes: true });
+    ({ control, edge, provider } = stack);
   });
   after(async () => {
-    await control?.control.loops.wakes?.stop();
-    clearInterval(clockFollower);
-    await edge?.close();
-    await control?.close();
-    await provider?.close();
+    await stack?.close();
   });
 
   async function servingAgent(name: string, replicas: number, deploy: Record<string, unknown> = {}): Promise<Agent> {
@@ -106,8 +96,9 @@ describe('conversations that survive replicas, redeploys, restarts and parking (
   });
 
   it('the conversation goes on after a redeploy, after every container is killed, and after the agent is parked and woken', async () => {
-    // Parked after 30 s without a request (the idle parker's shortest wait), woken by the next one.
-    const agent = await servingAgent('survivor', 1, { auto_scale: true, min_replicas: 0, max_replicas: 1, scale_to_zero_after_seconds: 30 });
+    // Parked after 30 s without a request (the idle parker's shortest wait), woken by the next one;
+    // parked cold at once (warm_park_seconds 0), so the wake starts a new process, which holds nothing in memory.
+    const agent = await servingAgent('survivor', 1, { auto_scale: true, min_replicas: 0, max_replicas: 1, scale_to_zero_after_seconds: 30, warm_park_seconds: 0 });
     provider.reset();
     provider.defaultReply = { text: 'noted' };
     const inputs = ['before anything'];
@@ -133,12 +124,12 @@ describe('conversations that survive replicas, redeploys, restarts and parking (
     await turn(agent, inputs.at(-1)!, sessionId);
     assert.deepEqual(lastConversation(), inputs);
 
-    // Parked: no replica, no container; woken by the next turn: a new one, which holds nothing in memory.
+    // Parked cold: no replica, no process (its container stopped); woken by the next turn: a new process.
     await waitFor('parked after 30 s without requests', async () => {
       await control.control.loops.parker!.runOnce();
       return (await control.db('agents').where({ id: agent.id }).first()).parked_at ? true : undefined;
     }, 120_000, 2_000);
-    await waitFor('no container left', async () => (containersOf(agent.id).length === 0 ? true : undefined), 120_000, 250);
+    await waitFor('no container running', async () => (runningContainersOf(agent.id).length === 0 ? true : undefined), 120_000, 250);
     inputs.push('after the wake');
     await turn(agent, inputs.at(-1)!, sessionId);
     assert.deepEqual(lastConversation(), inputs);

@@ -14,6 +14,7 @@ import * as sessionAppends from './migrations/011-session-appends.js';
 import * as traces from './migrations/012-traces.js';
 import * as accountMembers from './migrations/013-account-members.js';
 import * as accountSso from './migrations/014-account-sso.js';
+import * as warmParking from './migrations/015-warm-parking.js';
 import { markOutages } from './outage.js';
 
 export type Database = Knex;
@@ -37,6 +38,7 @@ const migrations: Record<string, Knex.Migration> = {
   '012-traces': traces,
   '013-account-members': accountMembers,
   '014-account-sso': accountSso,
+  '015-warm-parking': warmParking,
 };
 
 const migrationSource: Knex.MigrationSource<string> = {

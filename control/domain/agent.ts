@@ -26,6 +26,8 @@ export interface AgentRow {
   desired_replicas: number;
   /** Set while the platform keeps the idle agent at 0 replicas until a request wakes it; null otherwise. */
   parked_at: Date | null;
+  /** While parked warm (issue 40): until when its replica stays frozen in memory, then cold; null otherwise. */
+  warm_parked_until: Date | null;
   deployed_version: number | null;
   deploy: StoredDeploy;
   /** The canary running now beside the stable version (issue 36), null otherwise. */

@@ -18,6 +18,8 @@ export interface StoredDeploy {
   max_replicas: number;
   /** Absent from deploys stored before scale to zero existed: DEFAULT_SCALE_TO_ZERO_AFTER_SECONDS. */
   scale_to_zero_after_seconds?: number;
+  /** Absent from deploys stored before warm parking existed: WARM_PARK_SECONDS.default. */
+  warm_park_seconds?: number;
   /** Absent from deploys stored before sessions existed: SESSION_TTL_SECONDS.default. */
   session_ttl_seconds?: number;
   /** Absent from deploys stored before traces existed: false. Whether the runtime's spans may carry message and tool text. */
@@ -38,6 +40,7 @@ export interface DeployRequest {
   min_replicas?: number;
   max_replicas?: number;
   scale_to_zero_after_seconds?: number;
+  warm_park_seconds?: number;
   session_ttl_seconds?: number;
   trace_content?: boolean;
   /** Credentials for the image's registry; null removes the stored ones, omitted keeps them. */
@@ -50,6 +53,16 @@ export const SCALE_TO_ZERO_AFTER_SECONDS = { default: 300, min: 30, max: 86_400 
 /** The idle period of a stored deploy, whenever it was stored. */
 export const scaleToZeroAfterSeconds = (deploy: StoredDeploy): number =>
   deploy.scale_to_zero_after_seconds ?? SCALE_TO_ZERO_AFTER_SECONDS.default;
+
+/**
+ * How long a parked agent stays warm-parked (its container frozen, memory kept) before it is
+ * cold-parked (nothing runs), on drivers that can freeze a replica (docs/scaling.md, "Warm
+ * and cold parking"); 0 parks it cold at once.
+ */
+export const WARM_PARK_SECONDS = { default: 600, min: 0, max: 86_400 } as const;
+
+/** The warm parking period of a stored deploy, whenever it was stored. */
+export const warmParkSeconds = (deploy: StoredDeploy): number => deploy.warm_park_seconds ?? WARM_PARK_SECONDS.default;
 
 /** How long an agent's session lives after its last read or write (docs/contract.md, "Sessions API v1"): a minute to 30 days. */
 export const SESSION_TTL_SECONDS = { default: 86_400, min: 60, max: 2_592_000 } as const;
@@ -82,6 +95,7 @@ export const DEFAULT_DEPLOY: Readonly<StoredDeploy> = Object.freeze({
   min_replicas: 1,
   max_replicas: 10,
   scale_to_zero_after_seconds: SCALE_TO_ZERO_AFTER_SECONDS.default,
+  warm_park_seconds: WARM_PARK_SECONDS.default,
   session_ttl_seconds: SESSION_TTL_SECONDS.default,
   trace_content: false,
 });
@@ -111,6 +125,7 @@ export function resolveDeploy(input: DeployRequest | undefined, base: StoredDepl
     min_replicas: given.min_replicas ?? base.min_replicas,
     max_replicas: given.max_replicas ?? base.max_replicas,
     scale_to_zero_after_seconds: given.scale_to_zero_after_seconds ?? scaleToZeroAfterSeconds(base),
+    warm_park_seconds: given.warm_park_seconds ?? warmParkSeconds(base),
     session_ttl_seconds: given.session_ttl_seconds ?? sessionTtlSeconds(base),
     trace_content: given.trace_content ?? traceContent(base),
   };

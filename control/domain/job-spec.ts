@@ -1,7 +1,7 @@
 import type { SecretBox } from '../crypto/secret-box.js';
 import type { AgentRow } from './agent.js';
 import { traceContent } from './deploy.js';
-import type { JobSpec } from './job.js';
+import type { JobSpec, Parking } from './job.js';
 import { PROVIDER_KEY_VARIABLE, type Provider } from './models.js';
 import { openRegistryAuth } from './registry-auth.js';
 
@@ -58,5 +58,10 @@ export function jobSpecFor(agent: AgentRow, box: SecretBox, settings: JobSetting
     // driver's scaling block then widens Min to 0, which Nomad accepts (nomad/structs/structs.go,
     // `ScalingPolicy.Validate`: Min non-negative; `TaskGroup.validateScalingPolicy`: Min <= Count).
     scaling: { enabled: deploy.auto_scale, min: Math.max(deploy.min_replicas, 1), max: deploy.max_replicas },
+    ...(parkingOf(agent) ? { parked: parkingOf(agent) } : {}),
   };
 }
+
+/** How the parked agent's replica is kept, while the platform keeps it parked; undefined otherwise. */
+export const parkingOf = (agent: Pick<AgentRow, 'parked_at' | 'desired_replicas' | 'warm_parked_until'>): Parking | undefined =>
+  agent.parked_at !== null && agent.desired_replicas === 0 ? { warmUntil: agent.warm_parked_until } : undefined;

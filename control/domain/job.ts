@@ -51,6 +51,17 @@ export interface JobSpec {
    * Nomad's own canaries beside the stable allocations (nomad/job-spec.ts).
    */
   stable?: JobSpec;
+  /** Set while the platform keeps the agent parked at a count of 0 (issue 40): how its replica is kept meanwhile. */
+  parked?: Parking;
+}
+
+/**
+ * How a parked agent's replica is kept until a request wakes it (docs/scaling.md, "Warm and
+ * cold parking"): frozen in memory until `warmUntil`, then stopped; stopped at once when
+ * null. Only a driver with `warmParking` freezes; the others stop it (a count of 0).
+ */
+export interface Parking {
+  warmUntil: Date | null;
 }
 
 export type ReplicaState =

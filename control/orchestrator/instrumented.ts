@@ -42,8 +42,9 @@ export function instrumentOrchestrator(inner: Orchestrator, observe: Orchestrato
     };
   return {
     name: inner.name,
+    warmParking: inner.warmParking,
     submit: timed('submit', (spec) => inner.submit(spec)),
-    scale: timed('scale', (agentId, count) => inner.scale(agentId, count)),
+    scale: timed('scale', (agentId, count, parked) => inner.scale(agentId, count, parked)),
     remove: timed('remove', (agentId) => inner.remove(agentId)),
     reconcile: timed('reconcile', (specs, options) => inner.reconcile(specs, options)),
     status: timed('status', (agentId) => inner.status(agentId)),

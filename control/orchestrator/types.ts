@@ -1,4 +1,4 @@
-import type { JobSpec, JobStatus, RolloutProgress } from '../domain/job.js';
+import type { JobSpec, JobStatus, Parking, RolloutProgress } from '../domain/job.js';
 import type { LogEntry, LogLevel } from '../domain/log-entry.js';
 
 /**
@@ -13,8 +13,16 @@ export interface Orchestrator {
    * with `stable` is a canary beside that version (JobSpec.stable).
    */
   submit(spec: JobSpec): Promise<void>;
-  /** Changes the replica count of the job's current version. */
-  scale(agentId: string, count: number): Promise<void>;
+  /**
+   * Whether the driver can keep a parked agent's replica frozen in memory (warm parking,
+   * issue 40); without, a parked agent's replicas stop like any scale to 0.
+   */
+  readonly warmParking: boolean;
+  /**
+   * Changes the replica count of the job's current version. `parked`: the platform parks the
+   * agent (a count of 0), and how its replica is kept until a wake scales it up again.
+   */
+  scale(agentId: string, count: number, parked?: Parking): Promise<void>;
   /** Stops and removes every replica and what the job owned (network, variables). */
   remove(agentId: string): Promise<void>;
   /**

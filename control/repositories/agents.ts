@@ -12,8 +12,15 @@ export interface AccountFootprint {
   agents: number;
   replicas: number;
   vcpu: number;
+  /** Running replicas' memory and warm-parked replicas' (issue 40): a frozen replica still holds its memory. */
   memory_mb: number;
+  /** Parked agents whose replica is frozen in memory now (agents.warm_parked_until ahead): not replicas, not metered. */
+  warm_parked_replicas: number;
 }
+
+/** One replica's memory of an agent while it is warm-parked, else 0; `now()` is the transaction's start, like every row lock's. */
+const WARM_PARKED_MEMORY_MB = "CASE WHEN warm_parked_until > now() THEN (deploy->'resources'->>'memory_mb')::int ELSE 0 END";
+const WARM_PARKED = 'count(*) FILTER (WHERE warm_parked_until > now())::int AS warm_parked_replicas';
 
 export class AgentRepository {
   constructor(private readonly db: Knex) {}
@@ -60,7 +67,8 @@ export class AgentRepository {
         this.db.raw('count(*)::int AS agents'),
         this.db.raw('coalesce(sum(desired_replicas), 0)::int AS replicas'),
         this.db.raw("coalesce(sum(desired_replicas * (deploy->'resources'->>'cpu')::numeric), 0)::float8 AS vcpu"),
-        this.db.raw("coalesce(sum(desired_replicas * (deploy->'resources'->>'memory_mb')::int), 0)::int AS memory_mb"),
+        this.db.raw(`coalesce(sum(desired_replicas * (deploy->'resources'->>'memory_mb')::int + ${WARM_PARKED_MEMORY_MB}), 0)::int AS memory_mb`),
+        this.db.raw(WARM_PARKED),
       );
     return row as AccountFootprint;
   }
@@ -157,7 +165,8 @@ export class AgentRepository {
         this.db.raw('count(*)::int AS agents'),
         this.db.raw('coalesce(sum(replicas), 0)::int AS replicas'),
         this.db.raw("coalesce(sum(replicas * (deploy->'resources'->>'cpu')::numeric), 0)::float8 AS vcpu"),
-        this.db.raw("coalesce(sum(replicas * (deploy->'resources'->>'memory_mb')::int), 0)::int AS memory_mb"),
+        this.db.raw(`coalesce(sum(replicas * (deploy->'resources'->>'memory_mb')::int + ${WARM_PARKED_MEMORY_MB}), 0)::int AS memory_mb`),
+        this.db.raw(WARM_PARKED),
       );
     return row as AccountFootprint;
   }

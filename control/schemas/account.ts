@@ -36,7 +36,8 @@ export const AccountUsage = Type.Object(
       agents: Type.Integer(),
       replicas: Type.Integer(),
       vcpu: Type.Number(),
-      memory_mb: Type.Integer(),
+      memory_mb: Type.Integer({ description: "memory of the running replicas and of warm-parked ones: a parked agent's frozen replica keeps its memory (docs/scaling.md, \"Warm and cold parking\")" }),
+      warm_parked_replicas: Type.Integer({ description: "parked agents whose replica is frozen in memory now: counted in memory_mb, not in replicas, and not metered in replica_hours" }),
     }),
     period: Type.Object({
       start: Timestamp,
@@ -47,7 +48,7 @@ export const AccountUsage = Type.Object(
       model_usage: ModelUsage,
     }),
   },
-  { $id: 'AccountUsage', examples: [{ plan: 'free', exempt: false, limits: ex.limits, usage: { agents: 1, replicas: 2, vcpu: 1, memory_mb: 1024 }, period: { start: '2025-12-01T00:00:00Z', replica_hours: 57.5, vcpu_hours: 28.75, memory_gb_hours: 28.75, requests: 1834, model_usage: ex.modelUsage } }] },
+  { $id: 'AccountUsage', examples: [{ plan: 'free', exempt: false, limits: ex.limits, usage: { agents: 2, replicas: 2, vcpu: 1, memory_mb: 1536, warm_parked_replicas: 1 }, period: { start: '2025-12-01T00:00:00Z', replica_hours: 57.5, vcpu_hours: 28.75, memory_gb_hours: 28.75, requests: 1834, model_usage: ex.modelUsage } }] },
 );
 export type AccountUsage = Static<typeof AccountUsage>;
 

@@ -1,6 +1,6 @@
 import { Type, type Static } from '@sinclair/typebox';
 import { ACCESS_MODES, AGENT_STATUSES } from '../domain/agent.js';
-import { SCALE_TO_ZERO_AFTER_SECONDS, SESSION_TTL_SECONDS, type DeployRequest } from '../domain/deploy.js';
+import { SCALE_TO_ZERO_AFTER_SECONDS, SESSION_TTL_SECONDS, WARM_PARK_SECONDS, type DeployRequest } from '../domain/deploy.js';
 import { CANARY_BOUNDS, CANARY_DEFAULTS } from '../domain/canary.js';
 import type { RegistryAuthInput } from '../domain/registry-auth.js';
 import { INVOCATION_ID, LOG_LEVELS, LOG_SOURCES, type PublicLogEntry } from '../domain/log-entry.js';
@@ -98,6 +98,11 @@ export const DeployInput = Type.Object(
       maximum: SCALE_TO_ZERO_AFTER_SECONDS.max,
       description: `seconds without edge requests after which an auto-scaled agent with min_replicas 0 goes to 0 replicas (default ${SCALE_TO_ZERO_AFTER_SECONDS.default})`,
     })),
+    warm_park_seconds: Type.Optional(Type.Integer({
+      minimum: WARM_PARK_SECONDS.min,
+      maximum: WARM_PARK_SECONDS.max,
+      description: `seconds a parked agent's replica stays frozen in memory (warm: woken in about a tenth of a second) before it is stopped (cold), 0 to a day (default ${WARM_PARK_SECONDS.default}); 0 parks cold at once. A warm-parked replica counts toward the plan's memory but not its replicas or replica hours. The podman driver only: on Nomad a parked agent is always cold (docs/scaling.md)`,
+    })),
     session_ttl_seconds: Type.Optional(Type.Integer({
       minimum: SESSION_TTL_SECONDS.min,
       maximum: SESSION_TTL_SECONDS.max,
@@ -181,6 +186,7 @@ export const Deploy = Type.Object(
     min_replicas: Type.Integer(),
     max_replicas: Type.Integer(),
     scale_to_zero_after_seconds: Type.Integer(),
+    warm_park_seconds: Type.Integer(),
     session_ttl_seconds: Type.Integer(),
     trace_content: Type.Boolean(),
   },

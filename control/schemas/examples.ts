@@ -41,6 +41,7 @@ export const deploy = {
   min_replicas: 1,
   max_replicas: 4,
   scale_to_zero_after_seconds: 900,
+  warm_park_seconds: 600,
   session_ttl_seconds: 86_400,
   trace_content: false,
 };

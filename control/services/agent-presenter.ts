@@ -1,6 +1,6 @@
 import type { AgentUrlSettings } from '../config/config.js';
 import type { AgentRow } from '../domain/agent.js';
-import { scaleToZeroAfterSeconds, sessionTtlSeconds, traceContent, type StoredDeploy } from '../domain/deploy.js';
+import { scaleToZeroAfterSeconds, sessionTtlSeconds, traceContent, warmParkSeconds, type StoredDeploy } from '../domain/deploy.js';
 import type { Agent, Deploy } from '../schemas/agents.js';
 
 export const MASKED_SECRET = '***';
@@ -53,6 +53,7 @@ export function deployView(deploy: StoredDeploy, settings: PresenterSettings): D
     min_replicas: deploy.min_replicas,
     max_replicas: deploy.max_replicas,
     scale_to_zero_after_seconds: scaleToZeroAfterSeconds(deploy),
+    warm_park_seconds: warmParkSeconds(deploy),
     session_ttl_seconds: sessionTtlSeconds(deploy),
     trace_content: traceContent(deploy),
   };

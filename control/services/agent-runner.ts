@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { observedState, type ObservedState } from '../domain/agent-status.js';
-import { jobSpecFor, type JobSettings } from '../domain/job-spec.js';
+import { jobSpecFor, parkingOf, type JobSettings } from '../domain/job-spec.js';
 import type { Orchestrator } from '../orchestrator/types.js';
 import type { AgentRow } from '../domain/agent.js';
 import type { JobSpec, JobStatus } from '../domain/job.js';
@@ -96,7 +96,7 @@ export class AgentRunner {
     if (!agent || agent.deployed_version === null) return;
     // A driver's scale sizes the job's current version, which is the canary's while one runs: a whole job then.
     if (operation === 'run' || agent.canary) await orchestrator.submit(await this.jobOf(agent));
-    else await orchestrator.scale(agentId, agent.desired_replicas);
+    else await orchestrator.scale(agentId, agent.desired_replicas, parkingOf(agent));
   }
 
   /**

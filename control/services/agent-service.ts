@@ -82,6 +82,7 @@ export class AgentService {
       replicas: 0,
       desired_replicas: deploying ? deploy.replicas : 0,
       parked_at: null,
+      warm_parked_until: null,
       deployed_version: deploying ? 1 : null,
       deploy,
       api_key_sealed: input.api_key ? this.parts.box.seal(input.api_key) : null,

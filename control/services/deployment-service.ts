@@ -152,6 +152,7 @@ export class DeploymentService {
       deployed_version: agent.version + 1,
       status: replicas === 0 ? 'stopped' : agent.replicas > 0 ? agent.status : 'pending',
       parked_at: null,
+      warm_parked_until: null,
       error: null,
     }, clock.now()))!;
     await edge.projectParking(repos, agent, updated);

@@ -1,4 +1,6 @@
 import type { Knex } from 'knex';
+import type { Clock } from '../../contract/clock.js';
+import { warmParkSeconds } from '../domain/deploy.js';
 import { isQuotaExceeded } from '../domain/errors.js';
 import type { AgentRow } from '../domain/agent.js';
 import { SYSTEM_CONTEXT } from '../domain/audit.js';
@@ -35,6 +37,9 @@ export class PlatformScaling {
     private readonly changes: ReplicaChanges,
     /** Tells the driver the count again when a wake finds replicas asked for yet none routable. */
     private readonly runner: AgentRunner,
+    private readonly clock: Clock,
+    /** The driver freezes a parked agent's replica for its warm_park_seconds (Orchestrator.warmParking). */
+    private readonly warmParking: boolean,
   ) {}
 
   /**
@@ -75,6 +80,7 @@ export class PlatformScaling {
    * Parks an idle agent that scales to zero (the idle parker's call): 0 replicas, still
    * `running`, woken by its next request. Only while it is still at `expected` replicas
    * and still scales to zero; deploy.replicas keeps its count, so a redeploy starts it.
+   * Warm until its warm_park_seconds are over where the driver can freeze its replica.
    */
   async park(agentId: string, expected: number): Promise<boolean> {
     const accountId = await this.accountOf(agentId);
@@ -82,8 +88,10 @@ export class PlatformScaling {
     const updated = await inTransaction(this.db, async (repos) => {
       const agent = await lockForChange(repos, accountId, agentId);
       if (!wakeable(agent) || agent.desired_replicas !== expected || expected === 0) return undefined;
-      const parked = await this.changes.set(repos, agent, 0, { parked: true });
-      await this.changes.record(repos, SYSTEM_CONTEXT, parked, 'agent.scale', { replicas_from: expected, replicas_to: 0, by: 'idle_parker' });
+      const warmSeconds = this.warmParking ? warmParkSeconds(agent.deploy) : 0;
+      const warmUntil = warmSeconds > 0 ? new Date(this.clock.now().getTime() + warmSeconds * 1000) : null;
+      const parked = await this.changes.set(repos, agent, 0, { parked: true, warmUntil });
+      await this.changes.record(repos, SYSTEM_CONTEXT, parked, 'agent.scale', { replicas_from: expected, replicas_to: 0, by: 'idle_parker', parking: warmUntil ? 'warm' : 'cold' });
       return parked;
     });
     if (updated) this.changes.apply(updated);

@@ -31,8 +31,11 @@ export interface ReplicaChangeParts {
 export class ReplicaChanges {
   constructor(private readonly parts: ReplicaChangeParts) {}
 
-  /** Sets the agent to `target` replicas; `parked`, for the idle parker, keeps deploy.replicas and marks it parked. */
-  async set(repos: Repositories, agent: AgentRow, target: number, { parked = false } = {}): Promise<AgentRow> {
+  /**
+   * Sets the agent to `target` replicas; `parked`, for the idle parker, keeps deploy.replicas
+   * and marks it parked, warm until `warmUntil` when given (the driver freezes its replica).
+   */
+  async set(repos: Repositories, agent: AgentRow, target: number, { parked = false, warmUntil = null }: { parked?: boolean; warmUntil?: Date | null } = {}): Promise<AgentRow> {
     const { clock, recorder, edge } = this.parts;
     if (target === 0) await recorder.cancelInProgress(repos, agent.id, 'scaled to 0 replicas before the rollout finished');
     const updated = (await repos.agents.update(agent.account_id, agent.id, {
@@ -42,6 +45,7 @@ export class ReplicaChanges {
       deployed_version: agent.deployed_version ?? agent.version + 1,
       status: parked ? 'running' : target === 0 && agent.replicas === 0 ? 'stopped' : 'scaling',
       parked_at: parked ? clock.now() : null,
+      warm_parked_until: parked ? warmUntil : null,
     }, clock.now()))!;
     await edge.projectParking(repos, agent, updated);
     return updated;

@@ -35,7 +35,7 @@ export class UsageService {
       plan: account.plan,
       exempt: account.exempt,
       limits: { ...limitsOf(account.plan) },
-      usage: { agents: running.agents, replicas: running.replicas, vcpu: running.vcpu, memory_mb: running.memory_mb },
+      usage: { agents: running.agents, replicas: running.replicas, vcpu: running.vcpu, memory_mb: running.memory_mb, warm_parked_replicas: running.warm_parked_replicas },
       period: {
         start: start.toISOString(),
         replica_hours: toFourDecimals(totals.replicaHours),

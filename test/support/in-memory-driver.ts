@@ -16,6 +16,7 @@ import { waitFor } from './wait.js';
  */
 export class InMemoryDriver implements Orchestrator {
   readonly name = 'in-memory';
+  readonly warmParking = false;
   private readonly jobs = new Map<string, JobSpec>();
   private readonly listeners: ((agentId: string) => void)[] = [];
   private readonly statusReads = new Map<string, number>();

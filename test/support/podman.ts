@@ -10,6 +10,11 @@ export function containersOf(agentId: string): string[] {
   return podman(['ps', '--all', '--filter', `label=platform.agent-id=${agentId}`, '--format', '{{.Names}}']).split('\n').filter(Boolean);
 }
 
+/** Names of the containers of one agent whose processes run (or are frozen): not exited, not created. */
+export function runningContainersOf(agentId: string): string[] {
+  return podman(['ps', '--filter', `label=platform.agent-id=${agentId}`, '--format', '{{.Names}}']).split('\n').filter(Boolean);
+}
+
 /** Each container of one agent with its state and labels' replica, for a failure message. */
 export function podmanStates(agentId: string): string {
   return podman(['ps', '--all', '--filter', `label=platform.agent-id=${agentId}`, '--format', '{{.Names}} {{.State}} {{.Status}} {{.Labels}}']).trim() || '(none)';

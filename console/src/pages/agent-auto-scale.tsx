@@ -26,4 +26,4 @@ export function AutoScaleForm({ saved, onSave }: { saved: AutoScaleSettings; onS
 
 /** Changes exactly when one of the saved settings does. */
 export const autoScaleKey = (saved: AutoScaleSettings): string =>
-  [saved.auto_scale, saved.min_replicas, saved.max_replicas, saved.scale_to_zero_after_seconds].join('/');
+  [saved.auto_scale, saved.min_replicas, saved.max_replicas, saved.scale_to_zero_after_seconds, saved.warm_park_seconds].join('/');

@@ -64,6 +64,12 @@ const RECONCILE_READS = 8;
  */
 export class NomadDriver implements Orchestrator {
   readonly name = 'nomad';
+  /**
+   * Nomad cannot freeze a task: its driver plugin API has no pause (plugins/drivers/driver.go,
+   * `DriverPlugin`: Start/Stop/Destroy/Signal/Exec), the docker driver never calls Docker's
+   * pause, and Enterprise's `alloc pause` stops the task (docs/nomad.md, "Parking").
+   */
+  readonly warmParking = false;
   private readonly jobs = new Map<string, HeldJob>();
   /** Agents whose registry Variable exists (written here, or read in a job's `secret` block at reconcile). */
   private readonly registryVariables = new Set<string>();

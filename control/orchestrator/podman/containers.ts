@@ -62,6 +62,20 @@ export class AgentContainers {
     await this.cli.run(['start', replicaId]);
   }
 
+  /** Freezes every process of the container (the cgroup freezer): no CPU, its memory kept (parking.ts). */
+  async pause(replicaId: string): Promise<void> {
+    await this.cli.run(['pause', replicaId]);
+  }
+
+  async unpause(replicaId: string): Promise<void> {
+    await this.cli.run(['unpause', replicaId]);
+  }
+
+  /** Stops the container and keeps it, for a later `start`: SIGTERM, then the stop timeout. */
+  async stop(replicaId: string): Promise<void> {
+    await this.cli.run(['stop', '--time', String(this.settings.stopTimeoutSeconds), replicaId], 120_000);
+  }
+
   /** Removes a container that never served (its start failed), if there is one. */
   async discard(replicaId: string): Promise<void> {
     await this.cli.run(['rm', '--force', replicaId]).catch(() => undefined);
@@ -81,12 +95,16 @@ export class AgentContainers {
     this.agentServices.tokens.keepFresh(replicas, { removeOthers });
   }
 
-  /** Stops (SIGTERM, then the stop timeout) and removes; a failure is logged, and the next poll sees what is left. */
+  /**
+   * Stops (SIGTERM, then the stop timeout) and removes; a failure is logged, and the next poll
+   * sees what is left. One `rm` per container: given several names of which one no longer
+   * exists, podman 4.3's `rm --force` removes none of them and still exits 0.
+   */
   async remove(replicaIds: string[]): Promise<void> {
-    if (replicaIds.length === 0) return;
-    await this.cli.run(['rm', '--force', '--time', String(this.settings.stopTimeoutSeconds), ...replicaIds], 120_000).catch((error) => {
-      this.logger.warn({ err: error }, 'removing containers failed');
-    });
+    await Promise.all(replicaIds.map((replicaId) =>
+      this.cli.run(['rm', '--force', '--time', String(this.settings.stopTimeoutSeconds), replicaId], 120_000).catch((error) => {
+        this.logger.warn({ err: error, replica_id: replicaId }, 'removing a container failed');
+      })));
   }
 
   /** The replica's IPv4 address on its agent's network, or null while podman shows none. */

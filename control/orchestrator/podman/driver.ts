@@ -1,12 +1,13 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../../contract/clock.js';
-import type { JobSpec, JobStatus, RolloutProgress } from '../../domain/job.js';
+import type { JobSpec, JobStatus, Parking, RolloutProgress } from '../../domain/job.js';
 import type { LogEntry } from '../../domain/log-entry.js';
 import { selectEntries } from '../log-levels.js';
 import { SerialQueue } from '../serial-queue.js';
 import type { LogQuery, Orchestrator, ReconcileOptions, ReplicaMetrics } from '../types.js';
 import { AgentNetworks } from './agent-networks.js';
 import type { PodmanCli } from './cli.js';
+import { probeCheckpointRestore, type ColdWake } from './checkpoint-probe.js';
 import { ContainerDeaths } from './container-deaths.js';
 import { AgentContainers } from './containers.js';
 import { JobTable } from './job-table.js';
@@ -30,18 +31,22 @@ import { submittedMessage } from '../submitted-message.js';
  */
 export class PodmanDriver implements Orchestrator {
   readonly name = 'podman';
+  /** A parked agent's replica is paused (the cgroup freezer), then stopped at its warm period's end (parked-replicas.ts). */
+  readonly warmParking = true;
   private readonly jobs: JobTable;
   private readonly queue: SerialQueue;
   private readonly containers: AgentContainers;
   private readonly networks: AgentNetworks;
   private readonly supervisor: Supervisor;
   private readonly deaths: ContainerDeaths;
+  /** What the checkpoint probe found at start (sayHowColdWakesWork); null before start. */
+  coldWake: Promise<ColdWake> | null = null;
 
   constructor(
-    cli: PodmanCli,
-    settings: PodmanSettings,
+    private readonly cli: PodmanCli,
+    private readonly settings: PodmanSettings,
     clock: Clock,
-    logger: Logger,
+    private readonly logger: Logger,
     /** What agents must not reach besides the metadata service: the platform's own services. */
     protectedEndpoints: ProtectedEndpoint[],
     /**
@@ -66,6 +71,21 @@ export class PodmanDriver implements Orchestrator {
     void this.queue.run(() => this.networks.start());
     this.supervisor.start();
     this.deaths.start();
+    this.coldWake = this.sayHowColdWakesWork();
+  }
+
+  /**
+   * Whether podman can checkpoint and restore a container on this host, tried once at start
+   * (checkpoint-probe.ts), and what a cold-parked replica's wake does here: always a fresh
+   * start of its stopped container in this version. Restoring from a checkpoint taken at
+   * first readiness is not built: it could not be proven on the hosts this was built on,
+   * where CRIU cannot dump (docs/scaling.md, "Warm and cold parking").
+   */
+  private async sayHowColdWakesWork(): Promise<ColdWake> {
+    const found = await probeCheckpointRestore(this.cli, { busybox: this.settings.probeBusybox, instance: this.settings.instance, nofileLimit: this.settings.nofileLimit, nprocLimit: this.settings.nprocLimit });
+    if (found.mode === 'fresh') this.logger.info({ reason: found.reason }, 'podman cannot checkpoint and restore a container on this host: cold-parked replicas wake by a fresh start of their stopped container');
+    else this.logger.info('podman can checkpoint and restore a container on this host, yet cold-parked replicas wake by a fresh start of their stopped container: restoring from a checkpoint is not built (docs/scaling.md)');
+    return found;
   }
 
   onChange(listener: (agentId: string) => void): void {
@@ -93,11 +113,11 @@ export class PodmanDriver implements Orchestrator {
     });
   }
 
-  scale(agentId: string, count: number): Promise<void> {
+  scale(agentId: string, count: number, parked?: Parking): Promise<void> {
     return this.queue.run(async () => {
-      if (!this.jobs.scale(agentId, count)) return this.supervisor.told(agentId);
+      if (!this.jobs.scale(agentId, count, parked)) return this.supervisor.told(agentId);
       this.jobs.record(agentId, { replicaId: null, type: 'scaled', message: `${count} replica(s)` });
-      await this.supervisor.tick([agentId]);
+      if (!(await this.supervisor.resumeParked(agentId))) await this.supervisor.tick([agentId]);
     });
   }
 

@@ -1,11 +1,12 @@
 import type { Logger } from 'pino';
 import type { Clock } from '../../../contract/clock.js';
 import { EventRing } from '../event-ring.js';
-import type { JobSpec, RolloutProgress } from '../../domain/job.js';
-import { stableBeside, type ReplicaEvent, type ReplicaJob } from './replica-state.js';
+import type { JobSpec, Parking, RolloutProgress } from '../../domain/job.js';
+import type { ParkingJob } from './parking.js';
+import { stableBeside, type ReplicaEvent } from './replica-state.js';
 import { progressOf } from './rollout-phases.js';
 
-export interface PodmanJob extends ReplicaJob {
+export interface PodmanJob extends ParkingJob {
   events: EventRing;
   /** The version whose image step (present, or pulled) was reported: once per version, not per tick. */
   imageReportedFor: number | null;
@@ -39,7 +40,7 @@ export class JobTable {
    */
   want(spec: JobSpec): void {
     const job = this.jobs.get(spec.agentId);
-    if (!job) this.jobs.set(spec.agentId, { spec, replicas: new Map(), events: new EventRing(), imageReportedFor: null });
+    if (!job) this.jobs.set(spec.agentId, { spec, replicas: new Map(), parked: null, events: new EventRing(), imageReportedFor: null });
     else if (spec.version >= job.spec.version) job.spec = spec;
     else if (abortsCanary(job.spec, spec)) {
       job.spec = spec;
@@ -64,11 +65,12 @@ export class JobTable {
     return this.jobs.has(agentId) || this.kept.has(agentId);
   }
 
-  /** False when the agent has no job. */
-  scale(agentId: string, count: number): boolean {
+  /** False when the agent has no job. `parked`: the count of 0 parks the agent (JobSpec.parked); any other scale ends that. */
+  scale(agentId: string, count: number, parked?: Parking): boolean {
     const job = this.jobs.get(agentId);
     if (!job) return false;
-    job.spec = { ...job.spec, count };
+    const { parked: _ended, ...spec } = job.spec;
+    job.spec = parked ? { ...spec, count, parked } : { ...spec, count };
     return true;
   }
 

@@ -25,9 +25,11 @@ import {
   specOfVersion,
   stableBeside,
   stopping,
+  type ReplicaEvent,
   type ReplicaRecord,
   type Sighting,
 } from './replica-state.js';
+import { adoptsAsParked, cooledEvent, parkedEvent, parkingStep, resumedEvent } from './parking.js';
 import { LABEL } from './run-args.js';
 import type { PodmanSettings } from './settings.js';
 
@@ -53,9 +55,10 @@ export interface SupervisorParts {
  * While a replica starts, it is looked at this often rather than every
  * PODMAN_POLL_INTERVAL_MS, so it is routable within this of opening its port: a parked
  * agent's wake waits on exactly this (issue 19, docs/autoscaling.md). Once its address is
- * known a look is a TCP connect, not a `podman ps`; a tick follows only when a port opens.
+ * known a look is a TCP connect, not a `podman ps`; an open port routes the replica at once,
+ * and a tick follows to confirm it.
  */
-const STARTING_POLL_MS = 50;
+const STARTING_POLL_MS = 25;
 /** Only for a replica this young: one slow to open its port is looked at on the normal interval after. */
 const STARTING_POLL_WINDOW_MS = 15_000;
 
@@ -117,14 +120,36 @@ export class Supervisor {
     if (starting.length === 0) return;
     this.soon = setTimeout(() => {
       this.soon = undefined;
-      void this.parts.queue.run(async () => {
-        // A replica whose address is not known yet needs podman's view; the others only their port.
-        const addresses = starting.map((r) => splitAddress(r.address));
-        const ready = addresses.some(([host]) => host === null) || (await Promise.all(addresses.map(([host, port]) => opens(host!, port, STARTING_POLL_MS)))).some(Boolean);
-        if (ready) await this.tick();
-        else this.lookSoonWhileStarting();
-      });
+      void this.lookAtStarting(starting);
     }, STARTING_POLL_MS);
+  }
+
+  /**
+   * One look at starting replicas. The connects run outside the queue, so a tick under way
+   * (a `podman ps` every PODMAN_POLL_INTERVAL_MS) does not hold them back; what they found
+   * is applied in the queue. A replica whose address is not known yet needs podman's view
+   * (a tick); the others only their port.
+   */
+  private async lookAtStarting(starting: ReplicaRecord[]): Promise<void> {
+    const looks = await Promise.all(starting.map(async (record) => {
+      const [host, port] = splitAddress(record.address);
+      return { record, known: host !== null, open: host !== null && (await opens(host, port, STARTING_POLL_MS)) };
+    }));
+    await this.parts.queue.run(async () => {
+      // An open port is what the tick would route it for: routed now, one `podman ps` sooner, and the tick confirms it.
+      for (const { record } of looks.filter((look) => look.open)) this.routeListening(record);
+      if (looks.some((look) => !look.known || look.open)) await this.tick();
+      else this.lookSoonWhileStarting();
+    });
+  }
+
+  /** A starting replica whose port opened: ready, as observe decides for a running container with an open port, and listeners told. */
+  private routeListening(record: ReplicaRecord): void {
+    const job = this.parts.jobs.get(record.spec.agentId);
+    if (!job || job.replicas.get(record.id) !== record || record.state !== 'starting' || record.busy) return;
+    const { events } = observe(record, { container: 'running', portOpen: true }, this.parts.clock.now().getTime(), this.parts.settings);
+    for (const event of events) this.parts.jobs.record(job.spec.agentId, event);
+    this.notify([job.spec.agentId]);
   }
 
   /** Once the jobs are all known: a tick that removes the containers no job claims, then their networks. */
@@ -132,6 +157,27 @@ export class Supervisor {
     this.adopting = false;
     await this.tick();
     await this.parts.networks.removeStrays((agentId) => this.parts.jobs.claims(agentId));
+  }
+
+  /**
+   * A wake's short way, for a scale to 1 of a parked job: its parked replica thawed (or
+   * started, its address read) without the tick's `podman ps`, and listeners told at once, so
+   * a thawed replica is routed one podman call after the scale and a started one is probed
+   * from its start. False when there was nothing to resume: the caller ticks as for any scale.
+   * The periodic tick then sees the replica as any other.
+   */
+  async resumeParked(agentId: string): Promise<boolean> {
+    const job = this.parts.jobs.get(agentId);
+    if (!job?.parked || this.closed || job.spec.count !== 1 || parkingStep(job, this.parts.clock.now().getTime()).step !== 'resume') return false;
+    const resumed = await this.keepParked(job);
+    if (!resumed) return false;
+    if (resumed.state === 'starting') {
+      const ip = await this.parts.containers.addressOf(resumed.id, agentId);
+      resumed.address = ip ? `${ip}:${resumed.spec.port}` : null;
+    }
+    this.notify([agentId]);
+    this.lookSoonWhileStarting();
+    return true;
   }
 
   /** Tells the listeners of an agent a call was for, when it changed nothing to tick for (a scale of a job not held). */
@@ -166,10 +212,18 @@ export class Supervisor {
     const replicaId = container.Names[0]!;
     const job = this.parts.jobs.get(labels[LABEL.agentId] ?? '');
     if (!job) return false;
-    if (job.replicas.has(replicaId)) return true;
+    if (job.replicas.has(replicaId) || job.parked?.record.id === replicaId) return true;
     const found = { id: replicaId, state: container.State, version: Number(labels[LABEL.version] ?? 0) };
     // A stable replica beside a canary keeps the stable's spec: a restart may create its container again.
     const { record, event } = adoptedReplica(specOfVersion(job.spec, found.version), found, this.parts.clock.now());
+    const parkedMode = adoptsAsParked(job, found);
+    if (parkedMode) {
+      // Running as far as its state goes: a thaw routes it once a look has read its address.
+      record.state = 'running';
+      job.parked = { record, mode: parkedMode };
+      this.parts.jobs.record(job.spec.agentId, { ...event, message: `${event.message}: the agent's parked replica (${parkedMode})` });
+      return true;
+    }
     job.replicas.set(replicaId, record);
     this.parts.jobs.record(job.spec.agentId, event);
     changed.add(job.spec.agentId);
@@ -178,7 +232,9 @@ export class Supervisor {
 
   private async converge(job: PodmanJob, containers: Map<string, ContainerInfo>, changed: Set<string>): Promise<void> {
     const before = fingerprint(job);
-    await Promise.all([...job.replicas.values()].filter((r) => !r.busy).map((record) => this.observe(job, record, containers.get(record.id))));
+    // A replica resumed now is not looked at in this tick's listing, taken before it ran again.
+    const resumed = await this.keepParked(job);
+    await Promise.all([...job.replicas.values()].filter((r) => !r.busy && r !== resumed).map((record) => this.observe(job, record, containers.get(record.id))));
     const next = plan(job);
     const stable = stableBeside(job.spec);
     if (next.crashedStable.length > 0) await this.retire(job, next.crashedStable, `crashed past its restart budget beside the canary: replaced by a new replica of version ${stable?.version}`);
@@ -188,6 +244,80 @@ export class Supervisor {
     if (next.aborted.length > 0) await this.retire(job, next.aborted, `canary aborted: version ${job.spec.version} serves alone`);
     if (next.replaced.length > 0) await this.retire(job, next.replaced, `replaced by version ${job.spec.version}`);
     if (fingerprint(job) !== before) changed.add(job.spec.agentId);
+  }
+
+  /**
+   * The job's parked replica, as parking.ts decides: parked (out of routing, then frozen or
+   * stopped), cooled (a frozen one stopped at its warm period's end), resumed for a wake, or
+   * discarded. Returns the replica resumed, if one was. Whatever podman refuses ends the
+   * parking: the container is removed and the plan starts a fresh replica when one is asked.
+   */
+  private async keepParked(job: PodmanJob): Promise<ReplicaRecord | null> {
+    const now = this.parts.clock.now();
+    const step = parkingStep(job, now.getTime());
+    if (step.step === 'none') return null;
+    const { containers, jobs } = this.parts;
+    const agentId = job.spec.agentId;
+    if (step.step === 'park') {
+      const { record, mode } = step;
+      // Out of routing first, and the drain period for a request already on its way, as any retirement.
+      job.replicas.delete(record.id);
+      job.parked = { record, mode };
+      record.busy = true;
+      this.notify([agentId]);
+      if (this.parts.settings.drainMs > 0) await new Promise((resolve) => setTimeout(resolve, this.parts.settings.drainMs));
+      await this.parkingCall(job, record, () => (mode === 'warm' ? containers.pause(record.id) : containers.stop(record.id)), () => parkedEvent(record, mode, job.spec.parked?.warmUntil ?? null));
+      return null;
+    }
+    const parked = job.parked!;
+    const { record } = parked;
+    if (step.step === 'discard') {
+      job.parked = null;
+      // A frozen container takes no signal: thawed first, so the stop timeout's SIGTERM reaches it.
+      if (parked.mode === 'warm') await containers.unpause(record.id).catch(() => undefined);
+      await containers.remove([record.id]);
+      return null;
+    }
+    if (step.step === 'cool') {
+      parked.mode = 'cold';
+      await this.parkingCall(job, record, async () => {
+        await containers.unpause(record.id);
+        await containers.stop(record.id);
+      }, () => cooledEvent(record));
+      return null;
+    }
+    job.parked = null;
+    const resumed = await this.parkingCall(job, record, async () => {
+      if (parked.mode === 'warm') {
+        // Its processes, sockets and network never changed: routable as soon as they run.
+        await containers.unpause(record.id);
+      } else {
+        await this.parts.networks.secure(agentId);
+        await containers.start(record.id);
+        restarted(record, now);
+        record.address = null;
+        record.addressOf = null;
+      }
+    }, () => resumedEvent(record, parked.mode));
+    if (resumed) job.replicas.set(record.id, record);
+    return resumed;
+  }
+
+  /** One podman call of parking for the parked replica; on failure its container goes and the job is parked no more. */
+  private async parkingCall(job: PodmanJob, record: ReplicaRecord, call: () => Promise<void>, event: () => ReplicaEvent): Promise<ReplicaRecord | null> {
+    record.busy = true;
+    try {
+      await call();
+      this.parts.jobs.record(job.spec.agentId, event());
+      return record;
+    } catch (error) {
+      this.parts.jobs.record(job.spec.agentId, { replicaId: record.id, type: 'park_failed', message: `${describe(error)}: removed; a wake starts a fresh replica` });
+      if (job.parked?.record === record) job.parked = null;
+      await this.parts.containers.remove([record.id]);
+      return null;
+    } finally {
+      record.busy = false;
+    }
   }
 
   /**
