@@ -112,9 +112,9 @@ export class NetworkIsolation {
       if (this.hostProblem) throw new IsolationError(this.hostProblem);
     }
     // Each deploy: a route flushed by hand or by a network manager is put back, or nothing runs.
-    const routeProblem = await this.holdRoute();
+    // The network is read meanwhile (two podman calls at once, not one after the other: a cold wake waits on them).
+    const [routeProblem, [info]] = await Promise.all([this.holdRoute(), this.networks(undefined, network)]);
     if (routeProblem) throw new IsolationError(routeProblem);
-    const [info] = await this.networks(undefined, network);
     if (!info) throw new IsolationError(`network ${network} does not exist`);
     if (!insidePool(this.settings.agentSubnets, info.subnets)) {
       const subnets = (info.subnets ?? []).map((s) => s.subnet).join(', ') || 'none';
