@@ -15,6 +15,7 @@ import { loadConfig } from '../control/config/config.js';
 import { connectDatabase, DEFAULT_POOL, migrate } from '../control/db/database.js';
 import { createLogger } from '../control/config/logger.js';
 import { createOrchestrator } from '../control/orchestrator/create.js';
+import { instrumentOrchestrator } from '../control/orchestrator/instrumented.js';
 import { connectRedis } from '../control/db/redis.js';
 import { startLocalEdge } from '../envoy/local-edge/server.js';
 import { freePort, startPostgres, startRedis } from '../scripts/lib/local-services.js';
@@ -22,14 +23,32 @@ import { controlApiClient } from './api-client.js';
 import { summarise, writeResult } from './stats.js';
 
 /**
- * Wake latency (issue 19): a request through the local edge to a parked agent of the
- * default runtime image on podman, from the request sent to the first byte of the answer
- * (the response head). The control API runs in this process, so the bench parks the agent
- * with PlatformScaling.park (the idle parker's call) instead of waiting out its idle
- * period; the wake itself goes the production way: authz's Check, the wake queue, the
- * control API's scale, podman, the projection's routable event, the held Check.
+ * Wake latency (issues 19 and 40): a request through the local edge to a parked agent of
+ * the default runtime image on podman, from the request sent to the first byte of the answer
+ * (the response head), for each way a parked agent wakes:
+ * - warm: its replica frozen (`podman pause`), thawed;
+ * - cold: its replica stopped, started again from its stopped container;
+ * - fresh: no container kept, a new one created and started (the only wake before issue 40).
+ * The control API runs in this process, so the bench parks the agent with
+ * PlatformScaling.park (the idle parker's call) instead of waiting out its idle period; the
+ * wake itself goes the production way: authz's Check, the wake queue, the control API's
+ * scale, podman, the projection's routable event, the held Check.
  */
 const WAKES = Number(process.env.BENCH_WAKES ?? 20);
+
+type WakeKind = 'warm' | 'cold' | 'fresh';
+const KINDS = (process.env.BENCH_WAKE_KINDS ?? 'warm,cold,fresh').split(',') as WakeKind[];
+
+/** Where one wake's time went, in ms from the request sent. */
+interface WakeSample {
+  firstByte: number;
+  /** The scale reached the driver: authz's Check, the wake queue, the control API's pick-up, its transaction and queue. */
+  scaleCalled: number;
+  /** The driver had thawed or started the replica (or created and started one). */
+  replicaUp: number;
+  /** The driver reported the replica routable. */
+  routable: number;
+}
 
 async function main(): Promise<void> {
   const workDir = mkdtempSync(join(tmpdir(), 'platform-bench-wake-'));
@@ -52,7 +71,18 @@ async function main(): Promise<void> {
   const db = connectDatabase(config.databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs);
   await migrate(db);
   const [logger, redis] = [createLogger(config.logLevel), connectRedis(config.redisUrl, config.redisKeyPrefix)];
-  const driver = createOrchestrator(config, systemClock, logger);
+  const started = createOrchestrator(config, systemClock, logger);
+  // When each scale reaches the driver: the end of the control API's part of a wake.
+  const scaleCalls: { agentId: string; at: number }[] = [];
+  let scalesInFlight = 0;
+  const orchestrator = instrumentOrchestrator(started.orchestrator, () => undefined);
+  const scale = orchestrator.scale;
+  orchestrator.scale = (agentId, count, parked) => {
+    scaleCalls.push({ agentId, at: performance.now() });
+    scalesInFlight += 1;
+    return scale(agentId, count, parked).finally(() => (scalesInFlight -= 1));
+  };
+  const driver = { ...started, orchestrator };
   const { app, services, loops } = buildControl({ config, db, redis, clock: systemClock, logger, driver });
   await loops.start();
   const server = app.listen(config.port, config.host);
@@ -67,41 +97,72 @@ async function main(): Promise<void> {
     const call = controlApiClient(`http://${config.host}:${config.port}/v1`);
     const { token, user } = await call('POST', '/auth/register', undefined, { email: 'bench@example.com', password: 'bench password', name: 'Bench' });
     await db('accounts').where({ id: user.account_id }).update({ exempt: true });
-    const agent = await call('POST', '/agents', token, {
-      name: 'sleeper', access: 'public', api_key: 'sk-bench',
-      deploy: { replicas: 1, auto_scale: true, min_replicas: 0, max_replicas: 1, scale_to_zero_after_seconds: 86_400 },
-    });
-    const host = new URL(agent.url).hostname;
-    const upstreams = edgeKeyNames.upstreams(host.split('.')[0]!);
-    await until('routable', async () => (await firstByte(edge.port, host)).status === 200);
-
-    console.log(`${WAKES} wakes of ${config.runtimeImage} through the local edge`);
-    const samples: number[] = [];
-    // Where the time goes: when the driver first reports the replica placed, and routable.
-    const phases = { placed: [] as number[], routable: [] as number[] };
-    let watch: { started: number; placed?: number; routable?: number } | undefined;
-    driver.orchestrator.onChange((id) => {
-      if (id !== agent.id || !watch) return;
-      const seen = watch;
-      void driver.orchestrator.status(id).then((status) => {
-        const at = performance.now() - seen.started;
-        if (seen.placed === undefined && (status?.replicas.length ?? 0) > 0) seen.placed = at;
-        if (seen.routable === undefined && status?.replicas.some((r) => r.state === 'running')) seen.routable = at;
+    const podmanDriver = started.orchestrator as { coldWake?: Promise<{ mode: string; reason?: string }> | null };
+    const coldWake = (await podmanDriver.coldWake) ?? null;
+    const results: Record<WakeKind, WakeSample[]> = { warm: [], cold: [], fresh: [] };
+    for (const kind of KINDS) {
+      const agent = await call('POST', '/agents', token, {
+        name: `sleeper-${kind}`, access: 'public', api_key: 'sk-bench',
+        deploy: { replicas: 1, auto_scale: true, min_replicas: 0, max_replicas: 1, scale_to_zero_after_seconds: 86_400, warm_park_seconds: kind === 'warm' ? 86_400 : 0 },
       });
-    });
-    for (let i = 0; i < WAKES; i++) {
-      if (!(await services.platformScaling.park(agent.id, 1))) throw new Error('could not park the agent');
-      await until('parked: no upstream, no container', async () =>
-        (await redis.scard(upstreams)) === 0 && ((await driver.orchestrator.status(agent.id))?.replicas.length ?? 0) === 0);
-      watch = { started: performance.now() };
-      const answer = await firstByte(edge.port, host);
-      if (answer.status !== 200) throw new Error(`wake ${i + 1} answered ${answer.status}`);
-      samples.push(answer.ms);
-      phases.placed.push(watch.placed ?? NaN);
-      phases.routable.push(watch.routable ?? NaN);
-      console.log(`  wake ${i + 1}: ${answer.ms.toFixed(0)} ms (replica placed at ${watch.placed?.toFixed(0)} ms, routable at ${watch.routable?.toFixed(0)} ms)`);
-      watch = undefined;
+      const host = new URL(agent.url).hostname;
+      const upstreams = edgeKeyNames.upstreams(host.split('.')[0]!);
+      await until('routable', async () => (await firstByte(edge.port, host)).status === 200);
+      console.log(`${WAKES} ${kind} wakes of ${config.runtimeImage} through the local edge`);
+      let watch: { started: number; routable?: number } | undefined;
+      orchestrator.onChange((id) => {
+        if (id !== agent.id || !watch) return;
+        const seen = watch;
+        void orchestrator.status(id).then((status) => {
+          if (seen.routable === undefined && status?.replicas.some((r) => r.state === 'running' && r.address)) seen.routable = performance.now() - seen.started;
+        });
+      });
+      for (let i = 0; i < WAKES; i++) {
+        if (!(await services.platformScaling.park(agent.id, 1))) throw new Error('could not park the agent');
+        await until('parked: no upstream, no replica', async () =>
+          (await redis.scard(upstreams)) === 0 && ((await orchestrator.status(agent.id))?.replicas.length ?? 0) === 0);
+        await until(`the replica ${kind === 'warm' ? 'paused' : 'stopped'}`, async () => containerStates(instance, agent.id).every((state) => state.startsWith(kind === 'warm' ? 'paused' : 'exited')));
+        // Today's fresh start: the parked container is dropped (a count of 0 without parking), so a wake creates one.
+        if (kind === 'fresh') {
+          await orchestrator.scale(agent.id, 0);
+          await until('no container', async () => containerStates(instance, agent.id).length === 0);
+        }
+        scaleCalls.length = 0;
+        // The park's own steps over (its scale's drain, stop and tick; the tick podman's death event asks
+        // for, a second or so later): a real wake comes long after them.
+        await until('the park done', async () => scalesInFlight === 0);
+        await new Promise((resolve) => setTimeout(resolve, 1_500));
+        const wallStart = Date.now();
+        watch = { started: performance.now() };
+        const answer = await firstByte(edge.port, host);
+        if (answer.status !== 200) throw new Error(`${kind} wake ${i + 1} answered ${answer.status}`);
+        const events = (await orchestrator.status(agent.id))?.events.filter((e) => e.at.getTime() >= wallStart) ?? [];
+        const up = events.find((e) => e.type === 'woken' || e.type === 'started');
+        const sample: WakeSample = {
+          firstByte: answer.ms,
+          scaleCalled: (scaleCalls.find((c) => c.agentId === agent.id)?.at ?? NaN) - watch.started,
+          replicaUp: up ? up.at.getTime() - wallStart : NaN,
+          routable: watch.routable ?? NaN,
+        };
+        results[kind].push(sample);
+        console.log(`  ${kind} wake ${i + 1}: ${sample.firstByte.toFixed(0)} ms (scale at ${sample.scaleCalled.toFixed(0)}, replica up at ${sample.replicaUp.toFixed(0)}, routable at ${sample.routable.toFixed(0)} ms)`);
+        watch = undefined;
+      }
     }
+    const phasesOf = (samples: WakeSample[]) => ({
+      wake: summarise(samples.map((s) => s.firstByte)),
+      scale_reached_driver: summarise(samples.map((s) => s.scaleCalled)),
+      replica_up: summarise(samples.map((s) => s.replicaUp)),
+      replica_routable: summarise(samples.map((s) => s.routable)),
+    });
+    if (KINDS.length < 3) {
+      console.log(JSON.stringify(Object.fromEntries(KINDS.map((kind) => [kind, phasesOf(results[kind])])), null, 2));
+      console.log('not written: BENCH_WAKE_KINDS leaves some kinds out');
+      return;
+    }
+    const warm = phasesOf(results.warm);
+    const cold = phasesOf(results.cold);
+    const fresh = phasesOf(results.fresh);
     const result = {
       benchmark: 'wake-podman',
       when: new Date().toISOString(),
@@ -109,10 +170,13 @@ async function main(): Promise<void> {
       image: config.runtimeImage,
       setup: 'local edge → authz (in process) → control API (in process) → podman; request sent to response head, a GET /health to a parked agent',
       podman_poll_interval_ms: config.podman.pollIntervalMs,
-      wake: summarise(samples),
-      // From the request: the driver reporting the replica's container (the wake reached podman and `podman run` returned), then its port open.
-      replica_placed: summarise(phases.placed),
-      replica_routable: summarise(phases.routable),
+      // What the driver's probe found at start: whether cold wakes could restore a checkpoint here.
+      checkpoint_restore: coldWake,
+      warm,
+      cold,
+      fresh,
+      fresh_over_warm_p50: round(fresh.wake.p50_ms / warm.wake.p50_ms),
+      fresh_over_cold_p50: round(fresh.wake.p50_ms / cold.wake.p50_ms),
     };
     console.log(JSON.stringify(result, null, 2));
     console.log(`written to ${writeResult('wake', result)}`);
@@ -123,8 +187,8 @@ async function main(): Promise<void> {
     server.close();
     await loops.stop();
     await services.runner.close();
-    await driver.orchestrator.reconcile([]);
-    await driver.orchestrator.close();
+    await started.orchestrator.reconcile([]);
+    await started.orchestrator.close();
     await db.destroy();
     redis.disconnect();
     authzRedis.disconnect();
@@ -135,6 +199,14 @@ async function main(): Promise<void> {
     rmSync(workDir, { recursive: true, force: true });
   }
 }
+
+/** The states podman shows for one agent's containers, lower case: `paused`, `exited (0) 2 seconds ago`, ... */
+function containerStates(instance: string, agentId: string): string[] {
+  return execFileSync('podman', ['ps', '-a', '--filter', `label=platform.instance=${instance}`, '--filter', `label=platform.agent-id=${agentId}`, '--format', '{{.State}}'], { encoding: 'utf8' })
+    .split('\n').filter(Boolean).map((state) => state.toLowerCase());
+}
+
+const round = (value: number) => Math.round(value * 100) / 100;
 
 async function until(what: string, check: () => Promise<boolean>, timeoutMs = 120_000): Promise<void> {
   const deadline = Date.now() + timeoutMs;
