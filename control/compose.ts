@@ -271,7 +271,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     invocations: new InvocationService(db),
     /** OpenID Connect sign-in per account (issue 39); the provider's answers are verified by openid-client. */
     sso: new SsoService({
-      db, clock, box, auth, logger: logger.child({ component: 'sso' }), publicApiUrl: config.publicApiUrl,
+      db, clock, box, auth, logger: logger.child({ component: 'sso' }), publicApiUrl: config.publicApiUrl, limiter, startsPerMinute: config.ssoStartRateLimitPerMinute,
       oidc: new OidcClient({ allowInsecureIssuers: config.ssoAllowInsecureIssuers, timeoutSeconds: 10 }),
     }),
   };

@@ -203,6 +203,30 @@ describe('single sign-on (OpenID Connect)', function () {
     });
   });
 
+  it('refuses a flood of sign-in starts from one address with 429 before anything is stored, and lets it start again in the next minute', async () => {
+    const limited = await startControl({ PUBLIC_API_URL: PUBLIC, SSO_ALLOW_INSECURE_ISSUERS: 'true', SSO_START_RATE_LIMIT_PER_MINUTE: '3' });
+    try {
+      const owner = await limited.signUp();
+      const slug = `acme-${randomBytes(4).toString('hex')}`;
+      expectStatus(await limited.request('PUT', '/account/sso', { token: owner.token, body: settings({ slug }) }), 200);
+      // Mid-minute by the control API's clock, which counts the windows.
+      limited.clock.set(new Date(Math.floor(Date.now() / 60_000) * 60_000 + 20_000));
+      const start = (path: string) => fetch(`${limited.baseUrl}/auth/sso/${path}/start`, { redirect: 'manual' });
+      for (let i = 1; i <= 3; i += 1) assert.equal((await start(slug)).status, 302, `start ${i}`);
+      const refused = await start(slug);
+      assert.equal(refused.status, 429);
+      assert.equal(((await refused.json()) as { code: string }).code, 'RATE_LIMIT_EXCEEDED');
+      assert.ok(Number(refused.headers.get('retry-after')) > 0 && Number(refused.headers.get('retry-after')) <= 60, refused.headers.get('retry-after') ?? 'no Retry-After');
+      // Counted before the slug is looked up: probing for accounts is refused alike.
+      assert.equal((await start('no-such-account')).status, 429);
+      assert.equal(Number((await limited.db('sso_logins').count({ n: '*' }))[0]!.n), 3, 'only the allowed starts stored a pending sign-in');
+      limited.clock.advance(60_000);
+      assert.equal((await start(slug)).status, 302, 'the next minute');
+    } finally {
+      await limited.close();
+    }
+  });
+
   describe('when SSO is required', () => {
     it("refuses members' password sign-in, password sessions and their API keys (403 SSO_REQUIRED); the owner's break-glass works and is audited", async () => {
       const { owner, slug, accountId } = await ssoAccount();

@@ -42,6 +42,8 @@ export interface Config {
   readonly loginRateLimitPerMinute: number;
   /** Registrations per client address per hour, so one address cannot mint accounts to multiply the per-token limit. */
   readonly registrationRateLimitPerHour: number;
+  /** SSO sign-ins started per client address per minute: each start stores a pending sign-in before anyone is known. */
+  readonly ssoStartRateLimitPerMinute: number;
   /** Trust X-Forwarded-For for the client address (only behind a proxy you run). */
   readonly trustProxy: boolean;
   /**
@@ -188,6 +190,7 @@ export function loadConfig(env: Env): Config {
     tokenRateLimitPerMinute: read.integer('TOKEN_RATE_LIMIT_PER_MINUTE', 600, 1, 1_000_000),
     loginRateLimitPerMinute: read.integer('LOGIN_RATE_LIMIT_PER_MINUTE', 10, 1, 10_000),
     registrationRateLimitPerHour: read.integer('REGISTRATION_RATE_LIMIT_PER_HOUR', 10, 1, 1_000_000),
+    ssoStartRateLimitPerMinute: read.integer('SSO_START_RATE_LIMIT_PER_MINUTE', 30, 1, 1_000_000),
     trustProxy: read.boolean('TRUST_PROXY', false),
     publicApiUrl: read.optionalString('PUBLIC_API_URL') === null ? null : read.url('PUBLIC_API_URL', ['https:', 'http:']).replace(/\/+$/, ''),
     invites: Object.freeze({

@@ -39,6 +39,7 @@ export const CONTROL_SETTING_DOCS: SettingDocs = {
   SMTP_URL: 'The mail server invites are sent through, `smtp://user:password@host:port` (`smtps://` for TLS from the start); needs PUBLIC_API_URL, which the mailed link points at. Unset: invites are not mailed, the inviter passes on the link the API returns.',
   SMTP_FROM: 'The From address of invite mails.',
   PUBLIC_API_URL: 'Where clients reach the API (`https://api.example.com`, without /v1): the OpenAPI document\'s server URL. Unset: a relative `/v1`.',
+  SSO_START_RATE_LIMIT_PER_MINUTE: 'SSO sign-ins started (`GET /auth/sso/{slug}/start`) per client address per minute, counted before the slug is looked up: each start stores a pending sign-in for anyone who asks, so a flood from one address is refused with 429 instead of filling Postgres. Raise it when many users sign in from one address (an office behind NAT, or a proxy without TRUST_PROXY).',
   SSO_ALLOW_INSECURE_ISSUERS: 'Let an account\'s single sign-on use an `http://` OpenID Connect issuer: for tests and labs only, as tokens then cross the network in the clear. The callback the identity provider sends the browser to is `<PUBLIC_API_URL>/v1/auth/sso/callback`; SSO answers 503 without PUBLIC_API_URL.',
   CONTROL_HEADERS_TIMEOUT_MS: "A client's request headers must arrive within this; at most CONTROL_REQUEST_TIMEOUT_MS.",
   CONTROL_REQUEST_TIMEOUT_MS: 'A whole request must arrive within this.',

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import type { AuditContext } from '../domain/audit.js';
-import { notFound, PlatformError, validationError } from '../domain/errors.js';
+import { notFound, PlatformError, rateLimited, validationError } from '../domain/errors.js';
 import { emailDomainAllowed, isLoopbackRedirect, SSO_HANDOFF_TTL_MS, SSO_LOGIN_TTL_MS } from '../domain/sso.js';
 import { hashPassword } from '../crypto/passwords.js';
 import type { SecretBox } from '../crypto/secret-box.js';
@@ -14,6 +14,7 @@ import type { SsoSettings, SsoSettingsBody } from '../schemas/sso.js';
 import type { AuthService, SessionGrant } from './auth-service.js';
 import { recordAudit } from './audit-log.js';
 import type { Principal } from './principal.js';
+import type { FixedWindowLimiter } from './rate-limiter.js';
 import { DiscoveryFailedError, refusalReason, type OidcClient, type OidcIdentity, type OidcProvider } from './sso-client.js';
 
 export interface SsoServiceDependencies {
@@ -25,6 +26,9 @@ export interface SsoServiceDependencies {
   /** PUBLIC_API_URL: where the provider sends the browser back, and where the console is. Null: SSO is unavailable (503). */
   publicApiUrl: string | null;
   logger: Logger;
+  /** Counts sign-ins started per client address (SSO_START_RATE_LIMIT_PER_MINUTE). */
+  limiter: FixedWindowLimiter;
+  startsPerMinute: number;
 }
 
 /** What a one-time code handed to the console or the CLI starts with. */
@@ -80,7 +84,10 @@ export class SsoService {
   }
 
   /** Where to send the browser to sign in to the account named `slug`; `returnTo` is a CLI's loopback listener. */
-  async start(slug: string, returnTo: string | undefined): Promise<string> {
+  async start(slug: string, returnTo: string | undefined, clientIp: string): Promise<string> {
+    // Per address and before anything is looked up: a start writes a pending sign-in for whoever asks.
+    const decision = await this.deps.limiter.hit(`sso-start:${clientIp}`, this.deps.startsPerMinute);
+    if (!decision.allowed) throw rateLimited(decision.retryAfterSeconds);
     if (returnTo !== undefined && !isLoopbackRedirect(returnTo)) {
       throw validationError([{ loc: ['query', 'redirect_uri'], msg: 'must be a loopback address with a port: http://127.0.0.1:<port>/… or http://[::1]:<port>/…', type: 'loopback' }]);
     }

@@ -148,6 +148,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     LOG_LEVEL: process.env.TEST_LOG_LEVEL ?? 'silent',
     // Every signUp comes from 127.0.0.1: a test of the limit sets its own.
     REGISTRATION_RATE_LIMIT_PER_HOUR: '1000000',
+    SSO_START_RATE_LIMIT_PER_MINUTE: '1000000',
     // Redis keys of its own, named after the database so that a resumed control finds them again.
     REDIS_KEY_PREFIX: `${database}:`,
     // The domain worker never leaves the machine and gets its answer at once: nothing listens on

@@ -75,10 +75,11 @@ export const ssoRoutes = (sso: SsoService) => [
       302: { description: 'To the identity provider', headers: ['Location'] },
       404: { description: 'NOT_FOUND: no account has this SSO slug (a malformed one included)', schema: ErrorBody },
       422: { description: 'VALIDATION_ERROR: redirect_uri is not a loopback address', schema: ErrorBody },
+      429: { description: 'RATE_LIMIT_EXCEEDED (per client address, SSO_START_RATE_LIMIT_PER_MINUTE), with Retry-After', schema: ErrorBody },
       502: { description: 'SSO_PROVIDER_FAILED: the identity provider could not be reached', schema: ErrorBody },
       503: { description: 'SSO_NOT_AVAILABLE: PUBLIC_API_URL is not set', schema: ErrorBody },
     },
-    handler: async ({ params, query }) => redirect(await sso.start(params.slug!, query.redirect_uri)),
+    handler: async ({ params, query, clientIp }) => redirect(await sso.start(params.slug!, query.redirect_uri, clientIp)),
   }),
   defineRoute({
     method: 'get',
