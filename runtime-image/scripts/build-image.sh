@@ -33,7 +33,7 @@ source_hash() {
   local base_id="$1"
   {
     echo "$base_id"
-    find Containerfile package.json package-lock.json tsconfig.json tsconfig.build.json src templates -type f -print0 \
+    find Containerfile package.json package-lock.json tsconfig.json tsconfig.build.json src templates scripts/build-image.sh -type f -print0 \
       | sort -z | xargs -0 sha256sum
   } | sha256sum | cut -d' ' -f1
 }
@@ -51,6 +51,14 @@ prepare_context() {
   cp -r templates package.json package-lock.json Containerfile "$context/"
   note "gathering production dependencies"
   (cd "$context" && npm ci --omit=dev --ignore-scripts --prefer-offline --no-audit --no-fund >&2) || fail "npm ci --omit=dev failed"
+  # One file of the compiled code and the production packages it imports, which the image runs:
+  # Node starts about 80 ms sooner than from the hundreds of modules it would otherwise read,
+  # and a replica's start is what a cold wake waits on (issue 40). Bundled from the context's own
+  # node_modules, so it holds exactly the packages the image ships and its bill of materials lists.
+  note "bundling dist/main.bundle.mjs (esbuild)"
+  npx esbuild "$context/dist/main.js" --bundle --platform=node --format=esm --target=node24 --log-level=error \
+    --banner:js="import { createRequire as __platformCreateRequire } from 'node:module'; const require = __platformCreateRequire(import.meta.url);" \
+    --outfile="$context/dist/main.bundle.mjs" >&2 || fail "bundling failed"
   echo "$context"
 }
 
