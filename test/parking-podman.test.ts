@@ -104,6 +104,9 @@ describe('warm and cold parking (podman, the runtime image, the local edge)', fu
     // Not metered: no replica interval stays open, so the month's replica hours stop growing.
     await meter.pass();
     assert.deepEqual(await control.db('replica_intervals').where({ agent_id: agent.id }).whereNull('stopped_at').select('replica_id'), []);
+    // The period runs up to the control API's clock, which follows the wall clock every 100 ms; the
+    // meter closed the interval by the wall clock: once the former has passed that end, the figure holds.
+    await new Promise((resolve) => setTimeout(resolve, 300));
     const { period } = await usage(agent);
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     await meter.pass();
