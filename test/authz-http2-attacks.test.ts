@@ -124,6 +124,25 @@ describe('authz HTTP/2 under attack (one attacking connection, Checks every 20 m
         assertNone([...withstood(title, report, attacker), ...goAwayWith(attacker, ErrorCode.ENHANCE_YOUR_CALM, 'a header block past its bounds')], report, attacker);
       });
     }
+
+    // The floods above meet more than one bound (empty frames also spend the control-frame
+    // budget; 16 KiB frames reach the byte bound first), so each bound is also held alone:
+    // a block that stays under one and passes the other, sent once and left open. Without
+    // that bound nothing ends it before headerBlockTimeoutMs (10 s), well past VERDICT_MS.
+    for (const [title, continuations, bytesEach] of [
+      ['17 CONTINUATION frames of one byte (27 bytes of block in all): past maxContinuationFrames (16), as nghttp2 counts max_continuations', 17, 1],
+      ['4 CONTINUATION frames of 16 KiB (64 KiB and 10 bytes of block in 5 frames): past maxHeaderBlockBytes', 4, 16_384],
+    ] as const) {
+      it(`${title}: GOAWAY ENHANCE_YOUR_CALM`, async function () {
+        const { report, attacker } = await run(async (port) => {
+          const attacker = await connect(port);
+          const continuation = frame(FrameType.CONTINUATION, 0, 1, Buffer.alloc(bytesEach, 0x41));
+          await attacker.write(Buffer.concat([frame(FrameType.HEADERS, Flag.END_STREAM, 1, CHECK_HEAD.subarray(0, 10)), ...Array<Buffer>(continuations).fill(continuation)]));
+          return attacker;
+        });
+        assertNone([...withstood(title, report, attacker), ...goAwayWith(attacker, ErrorCode.ENHANCE_YOUR_CALM, 'a header block past one of its bounds')], report, attacker);
+      });
+    }
   });
 
   describe('HPACK bombs (CVE-2016-6581 and kin)', function () {
@@ -314,8 +333,40 @@ describe('authz HTTP/2 under attack (one attacking connection, Checks every 20 m
     // a message above maxMessageBytes is refused at its 5-byte prefix, with gRPC's
     // RESOURCE_EXHAUSTED (PROTOCOL-HTTP2.md; grpc-js answers the same) or a reset. A peer
     // that overruns the windows gets FLOW_CONTROL_ERROR (§6.9.1).
-    const announced = 4 * MIB;
     const ids = Array.from({ length: 100 }, (_, i) => odd(i));
+    const { report, attacker, sent } = await sendWhatTheWindowsAllow(ids, 4 * MIB);
+    const held = [...sent.values()].reduce((sum, bytes) => sum + bytes, 0);
+    console.log(`      [CVE-2019-9517] request bytes the server let the attacker send: ${(held / MIB).toFixed(1)} MiB`);
+    const problems = refused(attacker, ids, [ErrorCode.CANCEL, ErrorCode.REFUSED_STREAM, ErrorCode.ENHANCE_YOUR_CALM, ErrorCode.FLOW_CONTROL_ERROR], [ErrorCode.ENHANCE_YOUR_CALM, ErrorCode.FLOW_CONTROL_ERROR], {
+      grpcStatus: ['8'],
+      every: true,
+    });
+    assertNone([...withstood('CVE-2019-9517', report, attacker), ...problems], report, attacker);
+  });
+
+  it('CVE-2019-9517, held messages: 100 streams each sending all but the last byte of a 60 KiB message (within maxMessageBytes): no more than the connection window (1 MiB) let in', async function () {
+    // Messages the server may take are held until they are whole, so what bounds them is
+    // the receive window it grants: limits.ts connectionWindow, refilled only as messages
+    // are consumed. These never are, so the attacker is let in at most 1 MiB in all, not
+    // 100 × 60 KiB (Go's http2 Server bounds the same with its connection flow (inflow)).
+    const ids = Array.from({ length: 100 }, (_, i) => odd(i));
+    const { report, attacker, sent } = await sendWhatTheWindowsAllow(ids, 60 << 10);
+    const held = [...sent.values()].reduce((sum, bytes) => sum + bytes, 0);
+    console.log(`      [CVE-2019-9517 held] request bytes the server let the attacker send: ${(held / MIB).toFixed(2)} MiB`);
+    // The bound docs/edge.md states, written out rather than read from limits.ts, so that raising it there fails here.
+    const problems = held <= MIB ? [] : [`the server let ${held} bytes of unfinished messages in, past the 1 MiB connection window`];
+    const answered = ids.filter((id) => attacker.responses.has(id));
+    if (answered.length > 0) problems.push(`streams ${answered.join(', ')} were answered before their message was whole`);
+    assertNone([...withstood('CVE-2019-9517 held', report, attacker), ...problems], report, attacker);
+  });
+
+  /**
+   * Opens `ids` as Check streams and sends on each a gRPC message announced as `announced`
+   * bytes, all but its last byte, as fast as the windows the server grants allow, for
+   * FULL_SPEED. The attacker gives the server no window for its answers (SETTINGS_INITIAL_WINDOW_SIZE 0).
+   * `sent`: each stream's message bytes sent.
+   */
+  async function sendWhatTheWindowsAllow(ids: number[], announced: number) {
     const sent = new Map<number, number>(ids.map((id) => [id, 0]));
     const { report, attacker } = await run(async (port) => {
       const attacker = await connect(port, { settings: [[Setting.INITIAL_WINDOW_SIZE, 0]] });
@@ -325,7 +376,7 @@ describe('authz HTTP/2 under attack (one attacking connection, Checks every 20 m
       const room = (id: number) => {
         const body = sent.get(id)!;
         const space = Math.min(16_384, attacker.connectionWindow, attacker.streamWindows.get(id)!, announced - 1 - body);
-        // The first DATA carries the 5-byte prefix: Compressed-Flag 0, Message-Length 4 MiB.
+        // The first DATA carries the 5-byte prefix: Compressed-Flag 0, Message-Length `announced`.
         return body === 0 && space < 6 ? 0 : space;
       };
       let turn = 0;
@@ -347,14 +398,8 @@ describe('authz HTTP/2 under attack (one attacking connection, Checks every 20 m
       }
       return attacker;
     });
-    const held = [...sent.values()].reduce((sum, bytes) => sum + bytes, 0);
-    console.log(`      [CVE-2019-9517] request bytes the server let the attacker send: ${(held / MIB).toFixed(1)} MiB`);
-    const problems = refused(attacker, ids, [ErrorCode.CANCEL, ErrorCode.REFUSED_STREAM, ErrorCode.ENHANCE_YOUR_CALM, ErrorCode.FLOW_CONTROL_ERROR], [ErrorCode.ENHANCE_YOUR_CALM, ErrorCode.FLOW_CONTROL_ERROR], {
-      grpcStatus: ['8'],
-      every: true,
-    });
-    assertNone([...withstood('CVE-2019-9517', report, attacker), ...problems], report, attacker);
-  });
+    return { report, attacker, sent };
+  }
 
   describe('CVE-2019-9518, empty frames flood', function () {
     it('empty DATA frames without END_STREAM on 100 open streams: GOAWAY ENHANCE_YOUR_CALM', async function () {
