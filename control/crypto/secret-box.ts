@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createSecretKey, randomBytes, type KeyObject } from 'node:crypto';
 
 /**
  * The id of a master key: the first 8 bytes of its SHA-256, base64url (11 characters).
@@ -23,7 +23,8 @@ const TAG_BYTES = 16;
 
 interface MasterKey {
   id: string;
-  key: Buffer;
+  /** A KeyObject made once: given a Buffer, every cipher would import the key again (about 12 µs a value). */
+  key: KeyObject;
 }
 
 /**
@@ -47,7 +48,7 @@ export class SecretBox {
     if (keys.length === 0) throw new Error('SecretBox needs at least one key');
     this.keys = keys.map((key) => {
       if (key.length !== 32) throw new Error('SecretBox needs 32-byte keys');
-      return { id: masterKeyId(key), key };
+      return { id: masterKeyId(key), key: createSecretKey(key) };
     });
     if (new Set(this.keys.map((key) => key.id)).size !== this.keys.length) throw new Error('SecretBox was given the same key twice');
   }
@@ -103,7 +104,7 @@ export class SecretBox {
   }
 }
 
-function decrypt(key: Buffer, header: string | null, nonce: string, tag: string, ciphertext: string): string {
+function decrypt(key: KeyObject, header: string | null, nonce: string, tag: string, ciphertext: string): string {
   // A fixed tag length: otherwise GCM accepts a tag cut to 4 bytes, which is far easier to forge.
   const decipher = createDecipheriv('aes-256-gcm', key, Buffer.from(nonce, 'base64url'), { authTagLength: TAG_BYTES });
   if (header !== null) decipher.setAAD(Buffer.from(header));
