@@ -143,18 +143,24 @@ interface RedisWithCheckScript {
  * when Redis answers NOSCRIPT after a restart or SCRIPT FLUSH) and returns its runner.
  */
 export function defineCheckScript(redis: Redis): RunCheckScript {
-  if (!(COMMAND_NAME in redis)) redis.defineCommand(COMMAND_NAME, { numberOfKeys: 9, lua: CHECK_SCRIPT });
+  if (!(COMMAND_NAME in redis)) redis.defineCommand(COMMAND_NAME, { numberOfKeys: CHECK_SCRIPT_KEY_COUNT, lua: CHECK_SCRIPT });
   const client = redis as unknown as RedisWithCheckScript;
   const batchWrite = batchWritesPerTurn(redis);
   return async (keys, args) => {
     batchWrite();
-    const reply = await client[COMMAND_NAME](
-      keys.agent, keys.keys, keys.upstreams, keys.callerCounter, keys.agentCounter, keys.usage, keys.wake, keys.domains, keys.canaryUpstreams,
-      args.keyHash, args.counterTtlSeconds, args.wakeTtlSeconds, WAKE_REQUESTED, WAKE_REFUSED_PREFIX, args.customHost,
-      args.previewDeployment, args.randomBucket, args.callerSeed, args.addressSeed,
-    );
-    return parseReply(reply);
+    return parseReply(await client[COMMAND_NAME](...checkScriptKeysThenArgs(keys, args)));
   };
+}
+
+export const CHECK_SCRIPT_KEY_COUNT = 9;
+
+/** KEYS then ARGV of one run of the script, in the order it reads them (also what bench/authz.bench.ts gives redis-benchmark). */
+export function checkScriptKeysThenArgs(keys: CheckScriptKeys, args: CheckScriptArgs): (string | number)[] {
+  return [
+    keys.agent, keys.keys, keys.upstreams, keys.callerCounter, keys.agentCounter, keys.usage, keys.wake, keys.domains, keys.canaryUpstreams,
+    args.keyHash, args.counterTtlSeconds, args.wakeTtlSeconds, WAKE_REQUESTED, WAKE_REFUSED_PREFIX, args.customHost,
+    args.previewDeployment, args.randomBucket, args.callerSeed, args.addressSeed,
+  ];
 }
 
 function parseReply(reply: unknown): CheckScriptReply {

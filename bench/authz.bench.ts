@@ -10,8 +10,8 @@ import { systemClock } from '../contract/clock.js';
 import { loadAuthorizationService } from '../proto/load.js';
 import { loadAuthzConfig } from '../authz/config.js';
 import { startAuthz } from '../authz/server.js';
-import { CHECK_SCRIPT, CHECK_SCRIPT_SHA } from '../authz/check-script.js';
-import { COUNTER_TTL_SECONDS, edgeKeyNames, usageMonthOf, WAKE_REFUSED_PREFIX, WAKE_REQUESTED, windowOf } from '../contract/edge-keys.js';
+import { CHECK_SCRIPT, CHECK_SCRIPT_KEY_COUNT, CHECK_SCRIPT_SHA, checkScriptKeysThenArgs } from '../authz/check-script.js';
+import { COUNTER_TTL_SECONDS, edgeKeyNames, usageMonthOf, windowOf } from '../contract/edge-keys.js';
 import { startEdgeFixture } from './edge-fixture.js';
 import { measureAuthzCpu } from './authz-cpu.js';
 import { measureEdgeOverhead } from './edge-overhead.js';
@@ -87,7 +87,7 @@ async function main(): Promise<void> {
       measured_at: new Date().toISOString(),
       machine: { cpus: cpus().length, cpu_model: cpus()[0]?.model ?? 'unknown', node: process.version },
       check: checks,
-      redis_ceiling: { tool: 'redis-benchmark', command: 'EVALSHA <check script> 6 keys', clients: 64, requests: REDIS_BENCHMARK_REQUESTS, per_second: ceiling },
+      redis_ceiling: { tool: 'redis-benchmark', command: `EVALSHA <check script> ${CHECK_SCRIPT_KEY_COUNT} keys`, clients: 64, requests: REDIS_BENCHMARK_REQUESTS, per_second: ceiling },
       check_fraction_of_redis_ceiling: fraction,
       cpu_per_check: cpu,
       edge_overhead: overhead,
@@ -108,18 +108,24 @@ async function redisBenchmarkCeiling(redis: Redis, url: string): Promise<number>
   await redis.script('LOAD', CHECK_SCRIPT);
   const { port } = new URL(url);
   const window = windowOf(new Date());
-  const keys = [
-    edgeKeyNames.agent(SLUG),
-    edgeKeyNames.keys(SLUG),
-    edgeKeyNames.upstreams(SLUG),
-    edgeKeyNames.callerCounter(SLUG, '198.51.100.1', window),
-    edgeKeyNames.agentCounter(SLUG, window),
-    edgeKeyNames.usage(SLUG, usageMonthOf(new Date())),
-    edgeKeyNames.wake(SLUG),
-  ];
+  const keysThenArgs = checkScriptKeysThenArgs(
+    {
+      agent: edgeKeyNames.agent(SLUG),
+      keys: edgeKeyNames.keys(SLUG),
+      upstreams: edgeKeyNames.upstreams(SLUG),
+      callerCounter: edgeKeyNames.callerCounter(SLUG, '198.51.100.1', window),
+      agentCounter: edgeKeyNames.agentCounter(SLUG, window),
+      usage: edgeKeyNames.usage(SLUG, usageMonthOf(new Date())),
+      wake: edgeKeyNames.wake(SLUG),
+      domains: edgeKeyNames.domains(SLUG),
+      canaryUpstreams: edgeKeyNames.canaryUpstreams(SLUG),
+    },
+    // A public agent's Check on its platform hostname, no canary running: what the load above sends.
+    { keyHash: '', counterTtlSeconds: COUNTER_TTL_SECONDS, wakeTtlSeconds: 30, customHost: '', previewDeployment: '', randomBucket: 0, callerSeed: 0, addressSeed: 0 },
+  );
   const { stdout } = await promisify(execFile)('redis-benchmark', [
     '-h', '127.0.0.1', '-p', port, '-n', String(REDIS_BENCHMARK_REQUESTS), '-c', '64', '--csv',
-    'EVALSHA', CHECK_SCRIPT_SHA, '7', ...keys, '', String(COUNTER_TTL_SECONDS), '30', WAKE_REQUESTED, WAKE_REFUSED_PREFIX,
+    'EVALSHA', CHECK_SCRIPT_SHA, String(CHECK_SCRIPT_KEY_COUNT), ...keysThenArgs.map(String),
   ]);
   const line = stdout.trim().split('\n').at(-1) ?? '';
   const perSecond = Number(line.split(',')[1]?.replace(/"/g, ''));
