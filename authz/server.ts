@@ -10,6 +10,7 @@ import type { Clock } from '../contract/clock.js';
 import type { AuthzConfig, AuthzServerKind } from './config.js';
 import type { RequestFacts } from './check-request.js';
 import { checkRequestDeserializer } from './check-request-decoder.js';
+import { encodeOkCheckResponse, isOkCheckResponse } from './ok-response-encoder.js';
 import { buildCheckResponse, type CheckResponseMessage } from './check-response.js';
 import { createDecider } from './decider.js';
 import { REDIS_ERROR_LOG_INTERVAL_MS, throttled } from './throttled.js';
@@ -131,12 +132,20 @@ export async function startAuthz(config: AuthzConfig, deps: AuthzDeps, { serveOp
 
 /**
  * Envoy's Authorization service as proto-loader defines it, but Check's request decoded
- * by the fast walk to the request facts (proto-loader's full decode only when it is unsure).
- * Responses stay proto-loader's: encoding an allowed one directly measured 2.0 µs against
- * 2.8 µs, under 1% of a Check's CPU, not worth a second encoder to keep in step.
+ * by the fast walk to the request facts (proto-loader's full decode only when it is unsure),
+ * and an allowed Check's response written straight to the wire (authz/ok-response-encoder.ts:
+ * 3.5 µs against proto-loader's 7 to 12 µs, once the answer carried six metadata fields and
+ * a traceparent). Denials stay proto-loader's.
  */
 function authorizationService(trustExternalAddress: boolean): Record<string, GrpcMethodDefinition> {
   const { service } = loadAuthorizationService();
   const check = service.Check!;
-  return { ...service, Check: { ...check, requestDeserialize: checkRequestDeserializer(check.requestDeserialize, trustExternalAddress) } };
+  return {
+    ...service,
+    Check: {
+      ...check,
+      requestDeserialize: checkRequestDeserializer(check.requestDeserialize, trustExternalAddress),
+      responseSerialize: (response: unknown) => (isOkCheckResponse(response) ? encodeOkCheckResponse(response) : check.responseSerialize(response as never)),
+    },
+  };
 }
