@@ -9,6 +9,9 @@ import { LABEL, networkName, runArguments, splitEnvironment } from './run-args.j
 import type { PodmanSettings } from './settings.js';
 import { parseStats, STATS_FORMAT, type ContainerStats } from './stats.js';
 
+/** Containers removed in parallel; more wait their turn (remove). */
+const REMOVALS_AT_ONCE = 10;
+
 /** One row of `podman ps --format json`. */
 export interface ContainerInfo {
   Names: string[];
@@ -98,13 +101,20 @@ export class AgentContainers {
   /**
    * Stops (SIGTERM, then the stop timeout) and removes; a failure is logged, and the next poll
    * sees what is left. One `rm` per container: given several names of which one no longer
-   * exists, podman 4.3's `rm --force` removes none of them and still exits 0.
+   * exists, podman 4.3's `rm --force` removes none of them and still exits 0. At most
+   * REMOVALS_AT_ONCE at a time: an agent has ten replicas at most, but the strays a restart
+   * finds have no such bound, and each `rm` is a podman process of its own.
    */
   async remove(replicaIds: string[]): Promise<void> {
-    await Promise.all(replicaIds.map((replicaId) =>
-      this.cli.run(['rm', '--force', '--time', String(this.settings.stopTimeoutSeconds), replicaId], 120_000).catch((error) => {
-        this.logger.warn({ err: error, replica_id: replicaId }, 'removing a container failed');
-      })));
+    const waiting = [...replicaIds];
+    const removeNext = async (): Promise<void> => {
+      for (let replicaId = waiting.shift(); replicaId !== undefined; replicaId = waiting.shift()) {
+        await this.cli.run(['rm', '--force', '--time', String(this.settings.stopTimeoutSeconds), replicaId], 120_000).catch((error) => {
+          this.logger.warn({ err: error, replica_id: replicaId }, 'removing a container failed');
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(REMOVALS_AT_ONCE, waiting.length) }, removeNext));
   }
 
   /** The replica's IPv4 address on its agent's network, or null while podman shows none. */

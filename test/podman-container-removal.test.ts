@@ -1,0 +1,49 @@
+import { strict as assert } from 'node:assert';
+import { pino } from 'pino';
+import type { PodmanCli } from '../control/orchestrator/podman/cli.js';
+import { AgentContainers } from '../control/orchestrator/podman/containers.js';
+import type { PodmanSettings } from '../control/orchestrator/podman/settings.js';
+
+/**
+ * How AgentContainers.remove schedules its `podman rm`s (one per container, since podman
+ * 4.3 removes none of several names when one is missing; test/orchestration-recovery.test.ts covers
+ * the removal itself on real podman): a bounded number at once, each container once, a
+ * failure not stopping the rest. The CLI here only records the calls it is given.
+ */
+describe('podman driver: removing many containers', function () {
+  it('runs one rm per container, ten at a time at most, and goes on past a failure', async function () {
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const removed: string[] = [];
+    const cli = {
+      run: async (args: string[]) => {
+        inFlight += 1;
+        mostInFlight = Math.max(mostInFlight, inFlight);
+        await new Promise((resolve) => setTimeout(resolve, 5));
+        inFlight -= 1;
+        const name = args.at(-1)!;
+        if (name === 'replica-7') throw new Error('no such container');
+        removed.push(name);
+        return { stdout: '', stderr: '' };
+      },
+    } as unknown as PodmanCli;
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) });
+    const containers = new AgentContainers(cli, { stopTimeoutSeconds: 10 } as PodmanSettings, logger);
+
+    const ids = Array.from({ length: 35 }, (_, i) => `replica-${i}`);
+    await containers.remove(ids);
+
+    assert.equal(mostInFlight, 10);
+    assert.deepEqual([...removed].sort(), ids.filter((id) => id !== 'replica-7').sort());
+    assert.equal(warnings.length, 1);
+    assert.match(warnings[0]!, /removing a container failed.*replica-7|replica-7.*removing a container failed/);
+  });
+
+  it('removes nothing, and runs nothing, when given no container', async function () {
+    let calls = 0;
+    const cli = { run: async () => ((calls += 1), { stdout: '', stderr: '' }) } as unknown as PodmanCli;
+    await new AgentContainers(cli, { stopTimeoutSeconds: 10 } as PodmanSettings, pino({ level: 'silent' })).remove([]);
+    assert.equal(calls, 0);
+  });
+});
