@@ -55,13 +55,14 @@ export const isLive = (session: Pick<AgentSessionRow, 'expires_at'>, now: Date):
 export const expiryAfter = (lastUse: Date, ttlSeconds: number): Date => new Date(lastUse.getTime() + ttlSeconds * 1000);
 
 /**
- * The JSON of `existing` (a JSON array) with the items of `added` (another) after its own,
- * spliced as text: the stored messages are never parsed, only opened, extended and sealed.
+ * The JSON arrays `arrays` as one, their items in order, spliced as text: the stored
+ * messages are never parsed, only opened, joined and sealed. One join, so the text is
+ * copied once however many arrays there are (splicing them two at a time copied the
+ * growing whole at each step).
  */
-export function appendedJson(existing: string, added: string): string {
-  if (added === '[]') return existing;
-  if (existing === '[]') return added;
-  return `${existing.slice(0, -1)},${added.slice(1)}`;
+export function concatenatedJsonArrays(arrays: readonly string[]): string {
+  const items = arrays.filter((array) => array !== '[]').map((array) => array.slice(1, -1));
+  return `[${items.join(',')}]`;
 }
 
 export const jsonBytes = (json: string): number => Buffer.byteLength(json, 'utf8');

@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import {
-  appendedJson,
+  concatenatedJsonArrays,
   expiryAfter,
   isLive,
   jsonBytes,
@@ -186,7 +186,7 @@ export class AgentSessionService {
   /** The base's messages followed by each append's, as one JSON array. */
   private openMessages(session: StoredSession): string {
     const { box } = this.deps;
-    return session.appended_sealed.reduce((json, sealed) => appendedJson(json, box.open(sealed)), box.open(session.messages_sealed));
+    return concatenatedJsonArrays([box.open(session.messages_sealed), ...session.appended_sealed.map((sealed) => box.open(sealed))]);
   }
 
   /**
