@@ -93,6 +93,9 @@ return {'allowed', agent[1], upstream, version}
 /** SHA-1 of the script, as EVALSHA and SCRIPT LOAD name it. */
 export const CHECK_SCRIPT_SHA = createHash('sha1').update(CHECK_SCRIPT).digest('hex');
 
+/** The KEYS the script takes (checkScriptKeysThenArgs lists them). */
+export const CHECK_SCRIPT_KEY_COUNT = 9;
+
 export interface CheckScriptKeys {
   agent: string;
   keys: string;
@@ -152,7 +155,6 @@ export function defineCheckScript(redis: Redis): RunCheckScript {
   };
 }
 
-export const CHECK_SCRIPT_KEY_COUNT = 9;
 
 /** KEYS then ARGV of one run of the script, in the order it reads them (also what bench/authz.bench.ts gives redis-benchmark). */
 export function checkScriptKeysThenArgs(keys: CheckScriptKeys, args: CheckScriptArgs): (string | number)[] {
