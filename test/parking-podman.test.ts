@@ -77,6 +77,16 @@ describe('warm and cold parking (podman, the runtime image, the local edge)', fu
     await waitFor('no replica listed', async () => ((await shown(agent)).replicas === 0 && (await control.driver!.status(agent.id))?.replicas.length === 0 ? true : undefined), 60_000, 100);
   }
 
+  /** A running private agent that has answered `firstTurn` of a conversation: its session and its one container. */
+  async function agentInConversation(name: string, warmParkSeconds: number, firstTurn: string) {
+    const agent = await privateAgent(name, warmParkSeconds);
+    provider.reset();
+    provider.defaultReply = { text: 'noted' };
+    const sessionId = await turn(agent, firstTurn);
+    const [container] = containersOf(agent.id);
+    return { agent, sessionId, container };
+  }
+
   async function refusedWithoutWaking(agent: PrivateAgent): Promise<void> {
     for (const authorization of [undefined, 'Bearer agk_wrong']) {
       const answer = await edgeRequest({ port: edge.port, host: agent.host, path: '/invoke', method: 'POST', headers: { 'content-type': 'application/json', ...(authorization ? { authorization } : {}) }, body: '{"input":"hi"}' });
@@ -87,11 +97,7 @@ describe('warm and cold parking (podman, the runtime image, the local edge)', fu
   }
 
   it('warm-parks an idle agent (its container paused, 0 replicas, not metered, its memory counted) and a request thaws it into the same conversation', async () => {
-    const agent = await privateAgent('warm', 600);
-    provider.reset();
-    provider.defaultReply = { text: 'noted' };
-    const sessionId = await turn(agent, 'remember the number 7');
-    const [container] = containersOf(agent.id);
+    const { agent, sessionId, container } = await agentInConversation('warm', 600, 'remember the number 7');
     const meter = control.control.loops.meter!;
     await meter.pass();
 
@@ -125,11 +131,7 @@ describe('warm and cold parking (podman, the runtime image, the local edge)', fu
   });
 
   it('cold-parks once warm_park_seconds are over (no process left), and a request starts it again', async () => {
-    const agent = await privateAgent('cold', 2);
-    provider.reset();
-    provider.defaultReply = { text: 'noted' };
-    const sessionId = await turn(agent, 'before the park');
-    const [container] = containersOf(agent.id);
+    const { agent, sessionId, container } = await agentInConversation('cold', 2, 'before the park');
 
     await park(agent);
     const cooled = async () => (await control.driver!.status(agent.id))!.events.some((e) => `${e.type}: ${e.message}` === 'parked: warm period over: stopped (cold)');
