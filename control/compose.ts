@@ -68,7 +68,7 @@ import { AuthService } from './services/auth-service.js';
 import { SsoService } from './services/sso-service.js';
 import { OidcClient } from './services/sso-client.js';
 import { ssoRoutes } from './http/routes/sso.js';
-import { FixedWindowLimiter } from './services/rate-limiter.js';
+import { FixedWindowLimiter, LeasedWindowLimiter } from './services/rate-limiter.js';
 import { UsageService } from './services/usage-service.js';
 import { EdgeSync } from './services/edge-sync.js';
 import { EdgeProjection } from './edge/projection.js';
@@ -265,7 +265,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     agentTokens,
     /** Who a bearer token at the agent services speaks for: a platform token, or on Nomad a task's workload identity. */
     replicaCredentials: new ReplicaCredentials(agentTokens, clock, nomadIdentities),
-    agentSessions: new AgentSessionService({ db, box, clock, limiter, limits: config.agentServices.sessions }),
+    agentSessions: new AgentSessionService({ db, box, clock, limiter: new LeasedWindowLimiter(limiter), limits: config.agentServices.sessions }),
     sessionOwners: new SessionOwnerService(db, clock),
     traceIngest: new TraceIngest({ db, redis, clock, limiter, settings: config.traces, onDropped: onSpansDropped, forwarder }),
     invocations: new InvocationService(db),

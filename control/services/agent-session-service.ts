@@ -20,13 +20,14 @@ import type { AgentRow } from '../domain/agent.js';
 import type { AgentSessionRepository } from '../repositories/agent-sessions.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { SessionWritten } from '../schemas/agent-sessions.js';
-import type { FixedWindowLimiter } from './rate-limiter.js';
+import type { LeasedWindowLimiter } from './rate-limiter.js';
 
 export interface AgentSessionDependencies {
   db: Knex;
   box: SecretBox;
   clock: Clock;
-  limiter: FixedWindowLimiter;
+  /** Every session call is counted: leased, so a call rarely waits on Redis for it. */
+  limiter: LeasedWindowLimiter;
   limits: SessionLimits;
 }
 
@@ -207,7 +208,7 @@ export class AgentSessionService {
     if (excess > 0) await repos.agentSessions.evictLeastRecentlyUsed(agentId, excess);
   }
 
-  /** Fixed one-second windows in Redis, shared by every copy of the control API, as the edge counts its limits. */
+  /** Fixed one-second windows in Redis, shared by every copy of the control API in leases, as the edge counts its limits. */
   private async assertUnderRate(agentId: string, what: 'reads' | 'writes', perSecond: number): Promise<void> {
     const decision = await this.deps.limiter.hit(`agent-sessions:${what}:${agentId}`, perSecond, SECOND_MS);
     if (decision.allowed) return;
