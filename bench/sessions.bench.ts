@@ -29,7 +29,8 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  *   the runtime, multiplied by the queue of 50.
  * - `one_caller`: one conversation, the provider answering at once: a session's cost
  *   when nothing waits in a queue.
- * Goal (issue 37): added p50 ≤ 2 ms, p99 ≤ 10 ms.
+ * Goal (issue 37): added p50 ≤ 2 ms, p99 ≤ 10 ms. Both runtimes run with RUNTIME_TRACES=off:
+ * what tracing costs is its own, and without agent services there is none to compare with.
  *
  * BENCH_UNPINNED=1 lets every process run on any CPU; BENCH_CONTROL_NODE_ARGS passes
  * arguments to the control API's node (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
@@ -51,7 +52,9 @@ async function main(): Promise<void> {
   const runtimes: ChildProcess[] = [];
 
   try {
-    const base = platformEnv(provider, 'openai', { LOG_LEVEL: 'error' });
+    // Without agent services the runtime traces nothing, and with them it sends every invoke's
+    // spans there (issue 38): both run untraced, so the difference is what sessions add alone.
+    const base = platformEnv(provider, 'openai', { LOG_LEVEL: 'error', RUNTIME_TRACES: 'off' });
     const memory = await startRuntimeProcess(base, pinned, runtimes);
     const remote = await startRuntimeProcess({ ...base, AGENT_SERVICES_URL: control.info.agentServicesUrl, AGENT_SERVICES_TOKEN_FILE: control.info.tokenFile }, pinned, runtimes);
 
@@ -83,6 +86,7 @@ async function main(): Promise<void> {
       benchmark: 'sessions',
       when: new Date().toISOString(),
       machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
+      traces: 'off in both runtimes',
       layout: pinned ? `control API, Postgres and Redis on CPU ${CONTROL_CPU}; runtimes, provider and callers on CPU ${RUNTIME_CPU}` : 'unpinned (no taskset or one CPU)',
       sessions_stored: await control.sessionsStored(),
       model_paced: modelPaced,
