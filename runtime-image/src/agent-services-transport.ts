@@ -1,6 +1,8 @@
+import http, { type IncomingMessage, type OutgoingHttpHeaders, type RequestOptions } from 'node:http';
+import https from 'node:https';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { urlToHttpOptions } from 'node:url';
 import { TokenFileError, type TokenSource } from './bearer-token-file.js';
-import type { Fetch } from './language-model.js';
 import { SessionsUnavailableError } from './sessions-api-errors.js';
 
 export type Method = 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -16,8 +18,6 @@ export interface TransportOptions {
   /** AGENT_SERVICES_URL, without a trailing slash. */
   baseUrl: string;
   token: TokenSource;
-  /** Node's fetch keeps connections alive between requests (undici's pool), so a call costs no new connection. */
-  fetch: Fetch;
   /** Deadline of one request, its answer's body included. */
   timeoutMs?: number;
   /** Tries of one call, the first included. */
@@ -26,6 +26,8 @@ export interface TransportOptions {
   backoffMs?: number;
   /** A 429 asking for a longer wait than this fails at once: a caller is waiting. */
   maxRetryAfterMs?: number;
+  /** An answer whose body is larger fails the call; MAX_ANSWER_BYTES unless a test wants less. */
+  maxAnswerBytes?: number;
   wait?: (ms: number) => Promise<unknown>;
 }
 
@@ -35,8 +37,34 @@ export interface TransportOptions {
  */
 export const TRANSPORT_DEFAULTS = { timeoutMs: 2000, attempts: 3, backoffMs: 50, maxRetryAfterMs: 1000 } as const;
 
+/**
+ * The most of an answer's body read before the call fails. The largest body agent
+ * services send is a session's GET: its messages, at most SESSION_MAX_BYTES of compact
+ * JSON (16 MiB at most, on both sides, 1 MiB by default), and a short envelope. Four times
+ * that leaves room for any re-encoding on the way while still bounding what a faulty or
+ * hostile answer can make this process hold.
+ */
+export const MAX_ANSWER_BYTES = 64 * 1_048_576;
+
+/** Connections kept open to agent services; more requests at once wait for one, within their deadline. */
+const MAX_SOCKETS = 64;
+
 // Failures before a request leaves this process, after which even a write can be sent again.
-const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'UND_ERR_CONNECT_TIMEOUT']);
+const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH']);
+
+/** The answer's body passed the transport's maxAnswerBytes; it was not read further. */
+export class AnswerTooLargeError extends Error {
+  override readonly name = 'AnswerTooLargeError';
+}
+
+/** The deadline passed before the answer was read whole. */
+class DeadlineError extends Error {
+  override readonly name = 'TimeoutError';
+}
+
+interface RawAnswer extends Answer {
+  retryAfter: string | null;
+}
 
 /**
  * One call to agent services: the bearer token, a deadline, bounded retries. Reads and
@@ -44,19 +72,35 @@ const NOT_SENT_CODES = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOST
  * apply them (no connection made, 401, 429), since a write sent twice could add a turn
  * twice. What is left after the tries is a SessionsUnavailableError, with
  * `mayHaveCommitted` when a write's outcome is unknown.
+ *
+ * Requests go through node:http (node:https for an https URL) and one keep-alive agent of
+ * this transport's own: every invoke makes two calls, and a call through the global fetch
+ * (undici) costs well over twice the CPU of one through http.request.
  */
 export class AgentServicesTransport {
+  private readonly client: typeof http | typeof https;
+  private readonly agent: http.Agent;
+  /** Where and how to connect, from AGENT_SERVICES_URL; `pathPrefix` goes before each call's path. */
+  private readonly target: Pick<RequestOptions, 'hostname' | 'port'> & { pathPrefix: string };
   private readonly timeoutMs: number;
   private readonly attempts: number;
   private readonly backoffMs: number;
   private readonly maxRetryAfterMs: number;
+  private readonly maxAnswerBytes: number;
   private readonly wait: (ms: number) => Promise<unknown>;
 
   constructor(private readonly options: TransportOptions) {
+    const url = new URL(options.baseUrl);
+    this.client = url.protocol === 'https:' ? https : http;
+    this.agent = new this.client.Agent({ keepAlive: true, maxSockets: MAX_SOCKETS });
+    // urlToHttpOptions unbrackets an IPv6 host, as http.request wants it.
+    const { hostname, port } = urlToHttpOptions(url);
+    this.target = { hostname, port, pathPrefix: url.pathname.replace(/\/+$/, '') };
     this.timeoutMs = options.timeoutMs ?? TRANSPORT_DEFAULTS.timeoutMs;
     this.attempts = options.attempts ?? TRANSPORT_DEFAULTS.attempts;
     this.backoffMs = options.backoffMs ?? TRANSPORT_DEFAULTS.backoffMs;
     this.maxRetryAfterMs = options.maxRetryAfterMs ?? TRANSPORT_DEFAULTS.maxRetryAfterMs;
+    this.maxAnswerBytes = options.maxAnswerBytes ?? MAX_ANSWER_BYTES;
     this.wait = options.wait ?? sleep;
   }
 
@@ -66,17 +110,18 @@ export class AgentServicesTransport {
     for (let attempt = 1; ; attempt += 1) {
       const final = attempt >= this.attempts;
       const tries = attempt > 1 ? ` after ${attempt} tries` : '';
-      let answer: Answer & { retryAfter: string | null };
+      let answer: RawAnswer;
       try {
         answer = await this.exchange(method, path, body, reloadToken);
       } catch (error) {
         if (error instanceof TokenFileError) throw new SessionsUnavailableError(error.message, false, { cause: error });
         const notSent = wasNotSent(error);
-        if (!final && (repeatable || notSent)) {
+        // An answer too large would be as large the next time.
+        if (!final && (repeatable || notSent) && !(error instanceof AnswerTooLargeError)) {
           await this.wait(this.backoff(attempt));
           continue;
         }
-        throw new SessionsUnavailableError(`agent services ${transportFailure(error, this.timeoutMs)}${tries}`, !repeatable && !notSent, { cause: error });
+        throw new SessionsUnavailableError(`agent services ${this.describeFailure(error)}${tries}`, !repeatable && !notSent, { cause: error });
       }
       reloadToken = false;
       if (answer.status === 401) {
@@ -106,18 +151,50 @@ export class AgentServicesTransport {
     }
   }
 
-  private async exchange(method: Method, path: string, body: unknown, reloadToken: boolean) {
+  /** Closes the kept connections; requests still running fail. */
+  close(): void {
+    this.agent.destroy();
+  }
+
+  private async exchange(method: Method, path: string, body: unknown, reloadToken: boolean): Promise<RawAnswer> {
     const token = await (reloadToken ? this.options.token.reload() : this.options.token.current());
-    const headers: Record<string, string> = { authorization: `Bearer ${token}`, accept: 'application/json' };
-    if (body !== undefined) headers['content-type'] = 'application/json';
-    const response = await this.options.fetch(`${this.options.baseUrl}${path}`, {
-      method,
-      headers,
-      body: body === undefined ? undefined : JSON.stringify(body),
-      signal: AbortSignal.timeout(this.timeoutMs),
+    const headers: OutgoingHttpHeaders = { authorization: `Bearer ${token}`, accept: 'application/json' };
+    const payload = body === undefined ? undefined : JSON.stringify(body);
+    if (payload !== undefined) {
+      headers['content-type'] = 'application/json';
+      headers['content-length'] = Buffer.byteLength(payload);
+    }
+    return this.send(method, path, headers, payload);
+  }
+
+  /** One request and its whole answer, within the deadline; past it the request is destroyed, its connection with it. */
+  private send(method: Method, path: string, headers: OutgoingHttpHeaders, payload: string | undefined): Promise<RawAnswer> {
+    const { hostname, port, pathPrefix } = this.target;
+    return new Promise((resolve, reject) => {
+      const request = this.client.request({ hostname, port, path: pathPrefix + path, method, headers, agent: this.agent });
+      const fail = (error: unknown) => {
+        clearTimeout(deadline);
+        request.destroy();
+        reject(error);
+      };
+      const deadline = setTimeout(() => fail(new DeadlineError(`no answer within ${this.timeoutMs} ms`)), this.timeoutMs);
+      // Errors after the answer was settled (the destroy above, a late reset) find the promise settled and change nothing.
+      request.on('error', fail);
+      request.on('response', (response) => {
+        readBody(response, this.maxAnswerBytes).then((text) => {
+          clearTimeout(deadline);
+          resolve({ status: response.statusCode ?? 0, body: parseJson(text), retryAfter: response.headers['retry-after'] ?? null });
+        }, fail);
+      });
+      request.end(payload);
     });
-    const text = await response.text();
-    return { status: response.status, body: parseJson(text), retryAfter: response.headers.get('retry-after') };
+  }
+
+  private describeFailure(error: unknown): string {
+    if (error instanceof DeadlineError) return `did not answer within ${this.timeoutMs} ms`;
+    if (error instanceof AnswerTooLargeError) return `answered with a body larger than ${this.maxAnswerBytes} bytes`;
+    const code = codeOf(error) ?? codeOf(error instanceof Error ? error.cause : undefined);
+    return `could not be reached (${code ?? (error instanceof Error ? error.name : 'unknown error')})`;
   }
 
   private backoff(attempt: number): number {
@@ -139,11 +216,29 @@ function wasNotSent(error: unknown): boolean {
   return codes.length > 0 && codes.every((code) => NOT_SENT_CODES.has(code));
 }
 
-function transportFailure(error: unknown, timeoutMs: number): string {
-  if (error instanceof Error && error.name === 'TimeoutError') return `did not answer within ${timeoutMs} ms`;
-  const cause = error instanceof Error ? error.cause : undefined;
-  const code = typeof cause === 'object' && cause !== null && 'code' in cause ? String(cause.code) : undefined;
-  return `could not be reached (${code ?? (error instanceof Error ? error.name : 'unknown error')})`;
+function codeOf(value: unknown): string | undefined {
+  return typeof value === 'object' && value !== null && 'code' in value ? String(value.code) : undefined;
+}
+
+/** The body as text, refused once it passes `maxBytes` (before reading any, when Content-Length says so). */
+function readBody(response: IncomingMessage, maxBytes: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    if (Number(response.headers['content-length']) > maxBytes) {
+      reject(new AnswerTooLargeError(`the answer declares ${response.headers['content-length']} bytes`));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let received = 0;
+    response.on('data', (chunk: Buffer) => {
+      received += chunk.length;
+      // The caller destroys the request on this rejection, which stops the body.
+      if (received > maxBytes) reject(new AnswerTooLargeError(`the answer passed ${maxBytes} bytes`));
+      else chunks.push(chunk);
+    });
+    response.on('end', () => resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8')));
+    // A connection lost mid-body: 'error' (ECONNRESET, "aborted") comes before 'close'.
+    response.on('error', reject);
+  });
 }
 
 /** Retry-After in seconds or as an HTTP date; undefined when absent or unreadable. */

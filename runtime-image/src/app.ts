@@ -92,7 +92,7 @@ function createSessionStore(config: RuntimeConfig, deps: RuntimeDeps, token: Bea
       deps.clock,
     );
   }
-  const transport = new AgentServicesTransport({ baseUrl: services.url, token, fetch: deps.fetch });
+  const transport = new AgentServicesTransport({ baseUrl: services.url, token });
   return new RemoteSessionStore<ModelMessage>(
     new SessionsApiClient(transport),
     {

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer as createHttpServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,13 +14,20 @@ const fixedToken = (token: string): TokenSource => ({ current: async () => token
 
 describe('Sessions API v1 client', () => {
   let services: FakeAgentServices;
-  const client = (options: Partial<TransportOptions> = {}) =>
-    new SessionsApiClient<unknown>(new AgentServicesTransport({ baseUrl: services.url, token: fixedToken('t'), fetch: globalThis.fetch, ...options }));
+  const transports: AgentServicesTransport[] = [];
+  const client = (options: Partial<TransportOptions> = {}) => {
+    const transport = new AgentServicesTransport({ baseUrl: services.url, token: fixedToken('t'), ...options });
+    transports.push(transport);
+    return new SessionsApiClient<unknown>(transport);
+  };
 
   beforeEach(async () => {
     services = await FakeAgentServices.start(['t']);
   });
-  afterEach(() => services.close());
+  afterEach(async () => {
+    for (const transport of transports.splice(0)) transport.close();
+    await services.close();
+  });
 
   it('reads an unknown session as version 0, appends at versions, replaces and deletes', async () => {
     const api = client();
@@ -110,7 +118,7 @@ describe('agent services transport deadline', () => {
 
   it('gives up on a request past its deadline, and on a write whose fate is unknown says so', async () => {
     const { port } = silent.address() as { port: number };
-    const transport = new AgentServicesTransport({ baseUrl: `http://127.0.0.1:${port}`, token: fixedToken('t'), fetch: globalThis.fetch, timeoutMs: 50, attempts: 2, wait: async () => {} });
+    const transport = new AgentServicesTransport({ baseUrl: `http://127.0.0.1:${port}`, token: fixedToken('t'), timeoutMs: 50, attempts: 2, wait: async () => {} });
     const api = new SessionsApiClient<unknown>(transport);
 
     const read = await api.get('s').catch((caught: unknown) => caught);
@@ -121,6 +129,115 @@ describe('agent services transport deadline', () => {
     assert.ok(write instanceof SessionsUnavailableError);
     assert.equal(write.mayHaveCommitted, true);
     assert.match(write.message, /did not answer within 50 ms$/, 'a write that may have landed is not sent again');
+    transport.close();
+  });
+});
+
+describe('agent services transport over HTTP', () => {
+  type Handler = (request: IncomingMessage, response: ServerResponse) => void;
+  let handle: Handler;
+  let server: ReturnType<typeof createHttpServer>;
+  let transport: AgentServicesTransport;
+  const open = (options: Partial<TransportOptions> = {}) => {
+    const { port } = server.address() as { port: number };
+    transport = new AgentServicesTransport({ baseUrl: `http://127.0.0.1:${port}`, token: fixedToken('t'), attempts: 2, wait: async () => {}, ...options });
+    return transport;
+  };
+
+  beforeEach(async () => {
+    server = createHttpServer((request, response) => handle(request, response));
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  });
+  afterEach(async () => {
+    transport.close();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it('sends a body with its Content-Length and reads the JSON answer, over one kept connection', async () => {
+    const seen: Array<{ length: string | undefined; body: string; port: number | undefined }> = [];
+    handle = (request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      request.on('end', () => {
+        seen.push({ length: request.headers['content-length'], body, port: request.socket.remotePort });
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{"version":1}');
+      });
+    };
+    open();
+    const body = { messages: ['é'] };
+    assert.deepEqual(await transport.request('POST', '/v1/sessions/s/messages', body), { status: 200, body: { version: 1 } });
+    assert.deepEqual(await transport.request('POST', '/v1/sessions/s/messages', body), { status: 200, body: { version: 1 } });
+    assert.equal(seen[0]!.length, String(Buffer.byteLength(JSON.stringify(body))), 'bytes, not characters');
+    assert.equal(seen[0]!.body, JSON.stringify(body));
+    assert.equal(seen[1]!.port, seen[0]!.port, 'the second request reuses the connection');
+  });
+
+  it('fails a call whose answer is larger than its bound, declared or streamed, without trying again', async () => {
+    let served = 0;
+    handle = (request, response) => {
+      served += 1;
+      if (request.url === '/declared') response.writeHead(200, { 'content-length': '2000' }).end('x'.repeat(2000));
+      else {
+        response.writeHead(200); // chunked: no length known in advance
+        response.write('x'.repeat(600));
+        response.end('x'.repeat(600));
+      }
+    };
+    open({ maxAnswerBytes: 1000 });
+    for (const path of ['/declared', '/streamed']) {
+      const error = await transport.request('GET', path).catch((caught: unknown) => caught);
+      assert.ok(error instanceof SessionsUnavailableError);
+      assert.equal(error.message, 'agent services answered with a body larger than 1000 bytes');
+    }
+    assert.equal(served, 2, 'a read is not repeated to meet the same answer');
+
+    handle = (_request, response) => void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify('y'.repeat(998)));
+    assert.equal((await transport.request('GET', '/v1/sessions/s')).body, 'y'.repeat(998), 'an answer of exactly the bound is read');
+  });
+
+  it('counts reading the answer in the deadline: a body that stalls fails the call in time, a write as maybe applied', async () => {
+    handle = (_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('{"version":'); // and nothing more
+    };
+    open({ timeoutMs: 100 });
+    const started = Date.now();
+    const read = await transport.request('GET', '/v1/sessions/s').catch((caught: unknown) => caught);
+    assert.ok(read instanceof SessionsUnavailableError);
+    assert.equal(read.message, 'agent services did not answer within 100 ms after 2 tries');
+    const write = await transport.request('POST', '/v1/sessions/s/messages', { expected_version: 0, messages: ['m'] }).catch((caught: unknown) => caught);
+    assert.ok(write instanceof SessionsUnavailableError);
+    assert.equal(write.message, 'agent services did not answer within 100 ms');
+    assert.equal(write.mayHaveCommitted, true);
+    assert.ok(Date.now() - started < 1000, `three deadlines of 100 ms took ${Date.now() - started} ms`);
+  });
+
+  it('sends a write again when no connection could be made, since it surely did not apply', async () => {
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as { port: number };
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const waits: number[] = [];
+    transport = new AgentServicesTransport({ baseUrl: `http://127.0.0.1:${port}`, token: fixedToken('t'), wait: async (ms) => waits.push(ms) });
+    const error = await transport.request('POST', '/v1/sessions/s/messages', { expected_version: 0, messages: ['m'] }).catch((caught: unknown) => caught);
+    assert.ok(error instanceof SessionsUnavailableError);
+    assert.equal(error.message, 'agent services could not be reached (ECONNREFUSED) after 3 tries');
+    assert.equal(error.mayHaveCommitted, false);
+    assert.deepEqual(waits, [50, 100]);
+  });
+
+  it('reads a 429 Retry-After given as an HTTP date', async () => {
+    let calls = 0;
+    handle = (_request, response) => {
+      calls += 1;
+      if (calls === 1) response.writeHead(429, { 'retry-after': new Date(Date.now() + 60_000).toUTCString() }).end();
+      else response.writeHead(204).end();
+    };
+    const waits: number[] = [];
+    open({ wait: async (ms) => waits.push(ms), maxRetryAfterMs: 120_000 });
+    assert.deepEqual(await transport.request('DELETE', '/v1/sessions/s'), { status: 204, body: undefined });
+    assert.ok(waits.length === 1 && waits[0]! > 55_000 && waits[0]! <= 60_000, `waited ${waits.join()}`);
   });
 });
 
