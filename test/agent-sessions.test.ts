@@ -35,6 +35,7 @@ describe('agent services: sessions', () => {
     body?: unknown;
     rawBody?: string;
     authorization?: string;
+    ifNoneMatch?: string;
   }
 
   /** A request a replica would send: `path` under /v1, with its token. */
@@ -42,6 +43,7 @@ describe('agent services: sessions', () => {
     const headers: Record<string, string> = {};
     if (options.authorization !== undefined) headers.authorization = options.authorization;
     else if (options.token) headers.authorization = `Bearer ${options.token}`;
+    if (options.ifNoneMatch !== undefined) headers['if-none-match'] = options.ifNoneMatch;
     const body = options.body !== undefined ? JSON.stringify(options.body) : options.rawBody;
     if (body !== undefined) headers['content-type'] = 'application/json';
     const response = await fetch(`${control.agentServicesUrl}/v1${path}`, { method, headers, body });
@@ -257,6 +259,47 @@ describe('agent services: sessions', () => {
       const again = await append(token, 'conv-1', 0, [turn(5)]);
       assert.equal(again.body.version, 1);
       assert.deepEqual((await read(token, 'conv-1')).body.messages, [turn(5)]);
+    });
+
+    it('answers a GET naming the session it holds (If-None-Match: the ETag of its last read or write) with 304 and no messages, as a use; after any write, or under a new session of the id, with 200', async () => {
+      const { agent, token } = await agentWithToken();
+      const readHolding = (etag: string) => call('GET', '/sessions/conv-1', { token, ifNoneMatch: etag });
+      const created = await append(token, 'conv-1', 0, [turn(0)]);
+      expectStatus(created, 200);
+      const firstTag = created.headers.get('etag')!;
+      assert.match(firstTag, /^"1\.\d+"$/);
+      const full = await read(token, 'conv-1');
+      expectStatus(full, 200);
+      assert.equal(full.headers.get('etag'), firstTag, 'a read of the same session and version has the same tag');
+
+      const usedBefore = (await control.db('agent_sessions').where({ agent_id: agent.id }).first()).last_used_at;
+      control.clock.advance(5_000);
+      const unchanged = await readHolding(firstTag);
+      assert.equal(unchanged.status, 304);
+      assert.equal(unchanged.body, undefined);
+      assert.equal(unchanged.headers.get('etag'), firstTag);
+      assert.equal((await readHolding(`W/${firstTag}`)).status, 304, 'If-None-Match compares weakly');
+      const usedAfter = (await control.db('agent_sessions').where({ agent_id: agent.id }).first()).last_used_at;
+      assert.equal(usedAfter.getTime() - usedBefore.getTime(), 5_000, 'a 304 is a use: the expiry moves');
+
+      const appended = await append(token, 'conv-1', 1, [turn(1)]);
+      expectStatus(appended, 200);
+      const changed = await readHolding(firstTag);
+      expectStatus(changed, 200);
+      assert.deepEqual(changed.body.messages, [turn(0), turn(1)]);
+      assert.equal(changed.headers.get('etag'), appended.headers.get('etag'));
+      for (const other of ['*', `${firstTag}, ${appended.headers.get('etag')}`, '"2"', 'garbage']) {
+        assert.equal((await readHolding(other)).status, 200, `If-None-Match: ${other} gets the messages`);
+      }
+
+      // A session deleted and started again under its id is at version 1 again: its tag still differs.
+      expectStatus(await call('DELETE', '/sessions/conv-1', { token }), 204);
+      control.clock.advance(1_000);
+      expectStatus(await append(token, 'conv-1', 0, [turn(7)]), 200);
+      const anew = await readHolding(firstTag);
+      expectStatus(anew, 200);
+      assert.deepEqual(anew.body.messages, [turn(7)]);
+      assert.notEqual(anew.headers.get('etag'), firstTag);
     });
 
     it('validates the session id and the body: 422 VALIDATION_ERROR at the field', async () => {

@@ -48,6 +48,33 @@ export interface StoredSession extends AgentSessionRow {
   appended_sealed: string[];
 }
 
+/**
+ * Which messages a reader holds: a session's version, and its creation, which tells it from
+ * a session started anew under the same id after it expired or was deleted.
+ */
+export interface SessionTag {
+  version: number;
+  createdAt: Date;
+}
+
+/** A session's entity tag (ETag): `"<version>.<created_at in Unix ms>"`, which names its messages exactly. */
+export const entityTagOf = (session: Pick<AgentSessionRow, 'version' | 'created_at'>): string => `"${session.version}.${session.created_at.getTime()}"`;
+
+/** The tag an If-None-Match holds when it holds exactly one of ours (RFC 9110 §13.1.2: weak comparison, so W/ is ignored); undefined for anything else. */
+export function sessionTagOf(header: string | string[] | undefined): SessionTag | undefined {
+  const match = typeof header === 'string' ? /^\s*(?:W\/)?"([1-9][0-9]{0,9})\.([0-9]{1,15})"\s*$/.exec(header) : null;
+  if (!match) return undefined;
+  const version = Number(match[1]);
+  const createdAt = new Date(Number(match[2]));
+  return version <= 2 ** 31 - 1 && !Number.isNaN(createdAt.getTime()) ? { version, createdAt } : undefined;
+}
+
+/**
+ * A live session as a read finds it: with its messages, or, when it is still the session and
+ * version the reader says it holds (If-None-Match), without them, since the reader has them.
+ */
+export type ReadSession = (StoredSession & { unchanged: false }) | (SessionSummary & { base_version: number; unchanged: true });
+
 /** A session past its expiry is gone to every reader, whether or not the sweep has deleted its row yet. */
 export const isLive = (session: Pick<AgentSessionRow, 'expires_at'>, now: Date): boolean => session.expires_at.getTime() > now.getTime();
 

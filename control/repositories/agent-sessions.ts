@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { AgentSessionRow, SessionSummary, StoredSession } from '../domain/agent-session.js';
+import type { AgentSessionRow, ReadSession, SessionSummary, SessionTag } from '../domain/agent-session.js';
 import { pageOf, type Page } from './page.js';
 
 /** First key of the advisory lock that makes one agent's session creations take turns (loop-locks.ts has "agn"). */
@@ -62,22 +62,28 @@ export class AgentSessionRepository {
   /**
    * Reads a session live at `now` and records the read as a use, in one statement: its last
    * use moves to `now` and its expiry to its agent's TTL later. With the session come the
-   * sealed messages of its appends after the base, in order. Undefined when none is live.
+   * sealed messages of its appends after the base, in order, unless it is the
+   * session and version `known`, which the reader holds already: then none of its messages are
+   * read, not even from TOAST. Undefined when none is live.
    *
    * The statement commits without waiting for the write-ahead log to reach disk
    * (synchronous_commit off, for this transaction only): a crash of Postgres can lose a
    * read's last use, never a message, and the read does not wait on a disk flush.
    */
-  async touchAndRead(agentId: string, sessionId: string, now: Date, defaultTtlSeconds: number): Promise<StoredSession | undefined> {
-    const { rows } = await this.db.raw<{ rows: StoredSession[] }>(
+  async touchAndRead(agentId: string, sessionId: string, now: Date, defaultTtlSeconds: number, known?: SessionTag): Promise<ReadSession | undefined> {
+    // Versions start at 1, so version 0 is one no session is at: the reader holds none. created_at tells a session from one made anew under its id.
+    const unchanged = `s.version = CAST(:knownVersion AS integer) AND date_trunc('milliseconds', s.created_at) = CAST(:knownCreatedAt AS timestamptz)`;
+    const { rows } = await this.db.raw<{ rows: ReadSession[] }>(
       `UPDATE agent_sessions s SET last_used_at = :now, expires_at = ${EXPIRY_SQL}
        FROM agents, (SELECT set_config('synchronous_commit', 'off', true)) AS lazy_commit
        WHERE ${LIVE_AT_SQL}
-       RETURNING s.*, ARRAY(
-         SELECT a.messages_sealed FROM agent_session_appends a
-         WHERE a.agent_id = s.agent_id AND a.session_id = s.session_id AND a.version > s.base_version ORDER BY a.version
-       ) AS appended_sealed`,
-      { agent: agentId, session: sessionId, now, ttl: defaultTtlSeconds },
+       RETURNING ${SUMMARY_SQL}, s.base_version, ${unchanged} AS unchanged,
+         CASE WHEN ${unchanged} THEN NULL ELSE s.messages_sealed END AS messages_sealed,
+         CASE WHEN ${unchanged} THEN NULL ELSE ARRAY(
+           SELECT a.messages_sealed FROM agent_session_appends a
+           WHERE a.agent_id = s.agent_id AND a.session_id = s.session_id AND a.version > s.base_version ORDER BY a.version
+         ) END AS appended_sealed`,
+      { agent: agentId, session: sessionId, now, ttl: defaultTtlSeconds, knownVersion: known?.version ?? 0, knownCreatedAt: known?.createdAt ?? now },
     ).options({ name: PREPARED.touchAndRead });
     return rows[0];
   }

@@ -3,6 +3,7 @@ import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import {
   concatenatedJsonArrays,
+  entityTagOf,
   expiryAfter,
   isLive,
   jsonBytes,
@@ -12,6 +13,7 @@ import {
   type AgentSessionRow,
   type SessionLimits,
   type SessionSummary,
+  type SessionTag,
   type StoredSession,
 } from '../domain/agent-session.js';
 import { SESSION_TTL_SECONDS, sessionTtlSeconds } from '../domain/deploy.js';
@@ -32,8 +34,18 @@ export interface AgentSessionDependencies {
 }
 
 /** A session as read: its messages as the JSON text they were stored as, for the transport to send without parsing them. */
-export interface SessionContents extends SessionWritten {
+export interface SessionContents extends SessionTagged {
   messagesJson: string;
+}
+
+/** A session as a write or read leaves it, and its entity tag (entityTagOf), which the transport sends as ETag. */
+export interface SessionTagged extends SessionWritten {
+  entityTag: string;
+}
+
+/** A session read at the version its reader holds: everything but the messages, which the reader has. */
+export interface SessionUnchanged extends SessionTagged {
+  unchanged: true;
 }
 
 /** Messages as one JSON array, and how many. */
@@ -66,25 +78,29 @@ const WRITE_ATTEMPTS = 3;
 export class AgentSessionService {
   constructor(private readonly deps: AgentSessionDependencies) {}
 
-  /** The live session; a read is a use, so its expiry moves too. */
-  async get(agentId: string, sessionId: string): Promise<SessionContents> {
+  /**
+   * The live session; a read is a use, so its expiry moves too. When it is still the one
+   * `known` names, which the reader holds, its messages are neither read nor opened.
+   */
+  async get(agentId: string, sessionId: string, known?: SessionTag): Promise<SessionContents | SessionUnchanged> {
     const repos = this.repositories();
     // Counted beside the read rather than before it: a refused read has only moved the session's last use.
     const [session] = await Promise.all([
-      repos.agentSessions.touchAndRead(agentId, sessionId, this.deps.clock.now(), SESSION_TTL_SECONDS.default),
+      repos.agentSessions.touchAndRead(agentId, sessionId, this.deps.clock.now(), SESSION_TTL_SECONDS.default, known),
       this.assertUnderRate(agentId, 'reads', this.deps.limits.readsPerSecond),
     ]);
     if (!session) {
       await this.agentOf(repos.agents.findAny(agentId));
       throw sessionNotFound();
     }
+    if (session.unchanged) return { ...writtenView(session), unchanged: true };
     const messagesJson = this.openMessages(session);
     if (session.appended_sealed.length >= COMPACT_AFTER_APPENDS) await repos.agentSessions.compact(session, session.version, this.deps.box.seal(messagesJson));
     return { ...writtenView(session), messagesJson };
   }
 
   /** Adds `messages` after the session's own; expected version 0 creates it. */
-  async append(agentId: string, sessionId: string, expectedVersion: number, messages: unknown[]): Promise<SessionWritten> {
+  async append(agentId: string, sessionId: string, expectedVersion: number, messages: unknown[]): Promise<SessionTagged> {
     await this.assertUnderRate(agentId, 'writes', this.deps.limits.writesPerSecond);
     const added: Messages = { json: JSON.stringify(messages), count: messages.length };
     const bytes = jsonBytes(added.json);
@@ -98,7 +114,7 @@ export class AgentSessionService {
   }
 
   /** Puts `messages` in place of all the session's (the runtime drops its oldest turns this way); expected version 0 creates it. */
-  async replace(agentId: string, sessionId: string, expectedVersion: number, messages: unknown[]): Promise<SessionWritten> {
+  async replace(agentId: string, sessionId: string, expectedVersion: number, messages: unknown[]): Promise<SessionTagged> {
     await this.assertUnderRate(agentId, 'writes', this.deps.limits.writesPerSecond);
     const whole: Messages = { json: JSON.stringify(messages), count: messages.length };
     const base = this.sealedBase(whole);
@@ -127,7 +143,7 @@ export class AgentSessionService {
     expectedVersion: number,
     whenNew: Messages,
     write: { apply: (sessions: AgentSessionRepository, now: Date) => Promise<SessionSummary | undefined>; refusal?: (live: AgentSessionRow) => PlatformError },
-  ): Promise<SessionWritten> {
+  ): Promise<SessionTagged> {
     if (expectedVersion === 0) return this.createOrReuse(agentId, sessionId, whenNew);
     const { agentSessions } = this.repositories();
     for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt += 1) {
@@ -148,7 +164,7 @@ export class AgentSessionService {
    * A write at expected version 0: a new session, or a new one in place of one that expired,
    * in one transaction under the agent's creation turn, which keeps the count exact.
    */
-  private createOrReuse(agentId: string, sessionId: string, messages: Messages): Promise<SessionWritten> {
+  private createOrReuse(agentId: string, sessionId: string, messages: Messages): Promise<SessionTagged> {
     const base = this.sealedBase(messages);
     return inTransaction(this.deps.db, async (repos) => {
       // Key-shared, so the agent cannot be deleted under the write and the session's foreign key always holds.
@@ -229,6 +245,6 @@ export class AgentSessionService {
   }
 }
 
-function writtenView(row: SessionSummary): SessionWritten {
-  return { session_id: row.session_id, version: row.version, size_bytes: row.size_bytes, expires_at: row.expires_at.toISOString() };
+function writtenView(row: SessionSummary): SessionTagged {
+  return { session_id: row.session_id, version: row.version, size_bytes: row.size_bytes, expires_at: row.expires_at.toISOString(), entityTag: entityTagOf(row) };
 }

@@ -10,10 +10,13 @@ export interface AgentRouteInput<Body> {
   credential: AgentCredential;
   params: Record<string, string>;
   body: Body;
+  /** The request's headers, lower-cased. */
+  headers: Record<string, string | string[] | undefined>;
 }
 
 export interface AgentRouteResult {
   status: number;
+  headers?: Record<string, string>;
   /** Serialised as JSON, unless it is text already JSON (a session's messages, sent as they were stored). */
   body?: unknown;
   jsonText?: string;
@@ -82,8 +85,9 @@ export function mountAgentRoutes(router: Router, routes: AgentRoute[], maxSessio
           throw error;
         }
       }
-      const result = await route.handler({ credential, params: ctx.params, body });
+      const result = await route.handler({ credential, params: ctx.params, body, headers: ctx.headers });
       ctx.status = result.status;
+      if (result.headers) ctx.set(result.headers);
       if (encoding) {
         ctx.type = encoding.contentType;
         ctx.body = Buffer.from(encoding.encode(result.body));
