@@ -12,6 +12,8 @@ export interface Answer {
   status: number;
   /** The parsed JSON body; undefined when there was none or it was not JSON. */
   body: unknown;
+  /** The ETag header: which session and version a Sessions API answer is of. */
+  etag?: string;
 }
 
 export interface TransportOptions {
@@ -104,7 +106,8 @@ export class AgentServicesTransport {
     this.wait = options.wait ?? sleep;
   }
 
-  async request(method: Method, path: string, body?: unknown): Promise<Answer> {
+  /** `headers` go with the request besides the transport's own (If-None-Match, for a read). */
+  async request(method: Method, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
     const repeatable = method === 'GET' || method === 'DELETE';
     let reloadToken = false;
     for (let attempt = 1; ; attempt += 1) {
@@ -112,7 +115,7 @@ export class AgentServicesTransport {
       const tries = attempt > 1 ? ` after ${attempt} tries` : '';
       let answer: RawAnswer;
       try {
-        answer = await this.exchange(method, path, body, reloadToken);
+        answer = await this.exchange(method, path, body, reloadToken, headers);
       } catch (error) {
         if (error instanceof TokenFileError) throw new SessionsUnavailableError(error.message, false, { cause: error });
         const notSent = wasNotSent(error);
@@ -147,7 +150,8 @@ export class AgentServicesTransport {
         }
         throw new SessionsUnavailableError(`agent services answered HTTP ${answer.status}${tries}`, !repeatable);
       }
-      return { status: answer.status, body: answer.body };
+      const { status, body: answered, etag } = answer;
+      return etag === undefined ? { status, body: answered } : { status, body: answered, etag };
     }
   }
 
@@ -156,9 +160,9 @@ export class AgentServicesTransport {
     this.agent.destroy();
   }
 
-  private async exchange(method: Method, path: string, body: unknown, reloadToken: boolean): Promise<RawAnswer> {
+  private async exchange(method: Method, path: string, body: unknown, reloadToken: boolean, extraHeaders: Record<string, string>): Promise<RawAnswer> {
     const token = await (reloadToken ? this.options.token.reload() : this.options.token.current());
-    const headers: OutgoingHttpHeaders = { authorization: `Bearer ${token}`, accept: 'application/json' };
+    const headers: OutgoingHttpHeaders = { ...extraHeaders, authorization: `Bearer ${token}`, accept: 'application/json' };
     const payload = body === undefined ? undefined : JSON.stringify(body);
     if (payload !== undefined) {
       headers['content-type'] = 'application/json';
@@ -183,7 +187,7 @@ export class AgentServicesTransport {
       request.on('response', (response) => {
         readBody(response, this.maxAnswerBytes).then((text) => {
           clearTimeout(deadline);
-          resolve({ status: response.statusCode ?? 0, body: parseJson(text), retryAfter: response.headers['retry-after'] ?? null });
+          resolve({ status: response.statusCode ?? 0, body: parseJson(text), retryAfter: response.headers['retry-after'] ?? null, etag: response.headers.etag });
         }, fail);
       });
       request.end(payload);

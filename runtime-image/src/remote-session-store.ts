@@ -1,10 +1,11 @@
 import { isDeepStrictEqual } from 'node:util';
 import { sessionsUnavailable, sessionTooLarge } from './errors.js';
 import type { Logger } from './logger.js';
-import type { SessionsApi, StoredSession } from './sessions-api-client.js';
+import { HeldSessions } from './held-sessions.js';
+import type { SessionsApi, SessionVersion, StoredSession } from './sessions-api-client.js';
 import { SessionsUnavailableError, SessionTooLargeError, SessionVersionConflictError } from './sessions-api-errors.js';
 import type { OpenSession, SessionStore } from './session-store.js';
-import { sessionWithTurn, type SessionBounds } from './session-trim.js';
+import { sessionWithTurn, type SessionBounds, type SessionWithTurn } from './session-trim.js';
 
 export interface RemoteSessionOptions<M> extends SessionBounds {
   /** Writes of one turn before giving up, the first included: conflicts and refusals as too large each cost one. */
@@ -31,6 +32,8 @@ export class RemoteSessionStore<M> implements SessionStore<M> {
     private readonly api: SessionsApi<M>,
     private readonly options: RemoteSessionOptions<M>,
     private readonly logger: Logger,
+    /** What this replica wrote last of each session, so that reading it back costs a 304 (held-sessions.ts). */
+    private readonly held: HeldSessions<M> = new HeldSessions(),
   ) {}
 
   async open(id: string): Promise<OpenSession<M>> {
@@ -49,8 +52,8 @@ export class RemoteSessionStore<M> implements SessionStore<M> {
       }
       try {
         // Only the turn travels while nothing is dropped; once old turns go, the trimmed whole replaces the session.
-        if (next.dropped === 0) await this.api.append(id, base.version, turn);
-        else await this.api.replace(id, base.version, next.messages);
+        const written = next.dropped === 0 ? await this.api.append(id, base.version, turn) : await this.api.replace(id, base.version, next.messages);
+        this.holdWritten(id, written, next, turn);
         return;
       } catch (error) {
         lastFailure = error;
@@ -82,9 +85,19 @@ export class RemoteSessionStore<M> implements SessionStore<M> {
   }
 
   private async read(id: string): Promise<StoredSession<M>> {
-    return this.api.get(id).catch((error: unknown) => {
+    return this.api.get(id, this.held.get(id)).catch((error: unknown) => {
       throw this.unavailable(id, error);
     });
+  }
+
+  /**
+   * Holds the session as agent services now have it: what was there and the turn, as the
+   * JSON they stored it as, so that a later 304 gives exactly what another replica would read.
+   */
+  private holdWritten(id: string, written: SessionVersion, next: SessionWithTurn<M>, turn: readonly M[]): void {
+    const kept = next.messages.slice(0, next.messages.length - turn.length);
+    const stored = JSON.parse(JSON.stringify(turn)) as M[];
+    this.held.hold(id, { ...written, messages: [...kept, ...stored] }, next.bytes);
   }
 
   /** The caller's error for agent services failing, logged for operators (the reason holds no token and no user text). */

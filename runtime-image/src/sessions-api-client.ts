@@ -1,19 +1,26 @@
 import type { AgentServicesTransport, Answer, Method } from './agent-services-transport.js';
 import { SessionsUnavailableError, SessionTooLargeError, SessionVersionConflictError } from './sessions-api-errors.js';
 
-/** A session as agent services hold it; version 0 and no messages for one that does not exist. */
-export interface StoredSession<M> {
+/** Which session and version a read or write left: the version to write at next, and the ETag agent services gave it. */
+export interface SessionVersion {
   version: number;
+  /** Absent from an agent services that sends none: then every read fetches the messages. */
+  tag?: string;
+}
+
+/** A session as agent services hold it; version 0 and no messages for one that does not exist. */
+export interface StoredSession<M> extends SessionVersion {
   messages: M[];
 }
 
 /** Sessions API v1 of agent services (docs/contract.md), as the session store uses it. */
 export interface SessionsApi<M> {
-  get(id: string): Promise<StoredSession<M>>;
+  /** The session; `held`, when given, is what this replica holds of it, answered as is when still current (If-None-Match, 304). */
+  get(id: string, held?: StoredSession<M>): Promise<StoredSession<M>>;
   /** Adds messages after the session's, if it is still at `expectedVersion` (0: it must not exist yet). Resolves with its new version. */
-  append(id: string, expectedVersion: number, messages: readonly M[]): Promise<number>;
+  append(id: string, expectedVersion: number, messages: readonly M[]): Promise<SessionVersion>;
   /** Replaces all of the session's messages, on the same condition. */
-  replace(id: string, expectedVersion: number, messages: readonly M[]): Promise<number>;
+  replace(id: string, expectedVersion: number, messages: readonly M[]): Promise<SessionVersion>;
   delete(id: string): Promise<void>;
 }
 
@@ -25,18 +32,19 @@ export interface SessionsApi<M> {
 export class SessionsApiClient<M> implements SessionsApi<M> {
   constructor(private readonly transport: AgentServicesTransport) {}
 
-  async get(id: string): Promise<StoredSession<M>> {
-    const answer = await this.transport.request('GET', sessionPath(id));
+  async get(id: string, held?: StoredSession<M>): Promise<StoredSession<M>> {
+    const answer = await this.transport.request('GET', sessionPath(id), undefined, held?.tag ? { 'if-none-match': held.tag } : {});
     if (answer.status === 404 && codeOf(answer.body) === 'SESSION_NOT_FOUND') return { version: 0, messages: [] };
-    if (answer.status === 200 && isStoredSession(answer.body)) return { version: answer.body.version, messages: answer.body.messages as M[] };
+    if (answer.status === 304 && held && answer.etag === held.tag) return held;
+    if (answer.status === 200 && isStoredSession(answer.body)) return { version: answer.body.version, messages: answer.body.messages as M[], tag: answer.etag };
     throw unexpected('GET', answer);
   }
 
-  append(id: string, expectedVersion: number, messages: readonly M[]): Promise<number> {
+  append(id: string, expectedVersion: number, messages: readonly M[]): Promise<SessionVersion> {
     return this.write('POST', `${sessionPath(id)}/messages`, expectedVersion, messages);
   }
 
-  replace(id: string, expectedVersion: number, messages: readonly M[]): Promise<number> {
+  replace(id: string, expectedVersion: number, messages: readonly M[]): Promise<SessionVersion> {
     return this.write('PUT', sessionPath(id), expectedVersion, messages);
   }
 
@@ -46,10 +54,10 @@ export class SessionsApiClient<M> implements SessionsApi<M> {
     throw unexpected('DELETE', answer);
   }
 
-  private async write(method: 'POST' | 'PUT', path: string, expectedVersion: number, messages: readonly M[]): Promise<number> {
+  private async write(method: 'POST' | 'PUT', path: string, expectedVersion: number, messages: readonly M[]): Promise<SessionVersion> {
     const answer = await this.transport.request(method, path, { expected_version: expectedVersion, messages });
     const code = codeOf(answer.body);
-    if (answer.status === 200 && isVersioned(answer.body)) return answer.body.version;
+    if (answer.status === 200 && isVersioned(answer.body)) return { version: answer.body.version, tag: answer.etag };
     // The conflict's current_version is not read: the store reads the session again anyway, for its messages.
     if (answer.status === 409 && code === 'SESSION_VERSION_CONFLICT') throw new SessionVersionConflictError(`the session is past version ${expectedVersion}`);
     if (answer.status === 413 && code === 'SESSION_TOO_LARGE') throw new SessionTooLargeError('agent services refused the session as too large');

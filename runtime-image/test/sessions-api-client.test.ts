@@ -6,9 +6,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AgentServicesTransport, type TransportOptions } from '../src/agent-services-transport.js';
 import { BearerTokenFile, type TokenSource } from '../src/bearer-token-file.js';
-import { SessionsApiClient } from '../src/sessions-api-client.js';
+import { createJsonLogger } from '../src/logger.js';
+import { RemoteSessionStore } from '../src/remote-session-store.js';
+import { SessionsApiClient, type StoredSession } from '../src/sessions-api-client.js';
 import { SessionsUnavailableError, SessionTooLargeError, SessionVersionConflictError } from '../src/sessions-api-errors.js';
 import { FakeAgentServices } from './helpers/fake-agent-services.js';
+
+const silentLogger = createJsonLogger(() => {}, 'error');
 
 const fixedToken = (token: string): TokenSource => ({ current: async () => token, reload: async () => token });
 
@@ -31,16 +35,44 @@ describe('Sessions API v1 client', () => {
 
   it('reads an unknown session as version 0, appends at versions, replaces and deletes', async () => {
     const api = client();
-    assert.deepEqual(await api.get('a:1'), { version: 0, messages: [] });
-    assert.equal(await api.append('a:1', 0, ['m1']), 1);
-    assert.equal(await api.append('a:1', 1, ['m2']), 2);
-    assert.deepEqual(await api.get('a:1'), { version: 2, messages: ['m1', 'm2'] });
-    assert.equal(await api.replace('a:1', 2, ['m2']), 3);
-    assert.deepEqual(await api.get('a:1'), { version: 3, messages: ['m2'] });
+    assert.deepEqual(untagged(await api.get('a:1')), { version: 0, messages: [] });
+    assert.equal((await api.append('a:1', 0, ['m1'])).version, 1);
+    assert.equal((await api.append('a:1', 1, ['m2'])).version, 2);
+    assert.deepEqual(untagged(await api.get('a:1')), { version: 2, messages: ['m1', 'm2'] });
+    assert.equal((await api.replace('a:1', 2, ['m2'])).version, 3);
+    assert.deepEqual(untagged(await api.get('a:1')), { version: 3, messages: ['m2'] });
     await api.delete('a:1');
     await api.delete('a:1'); // already gone: nothing to do
-    assert.deepEqual(await api.get('a:1'), { version: 0, messages: [] });
+    assert.deepEqual(untagged(await api.get('a:1')), { version: 0, messages: [] });
     assert.equal(services.requests[0]!.path, '/v1/sessions/a%3A1');
+  });
+
+  it('asks again with If-None-Match for the session it holds: the held one back on 304, the whole after another write', async () => {
+    const api = client();
+    const written = await api.append('s', 0, ['m1']);
+    assert.match(written.tag ?? '', /^"1\.\d+"$/, 'a write answers with the ETag of what it left');
+    const held = { ...written, messages: ['m1'] };
+    assert.equal(await api.get('s', held), held, 'unchanged: what the caller holds, as it is');
+    assert.deepEqual(services.requests.at(-1), { method: 'GET', path: '/v1/sessions/s', authorization: 'Bearer t', status: 304 });
+    const other = await api.append('s', 1, ['m2']);
+    const read = await api.get('s', held);
+    assert.deepEqual(read, { version: 2, messages: ['m1', 'm2'], tag: other.tag });
+  });
+
+  it('keeps what a turn wrote, so the next turn of the conversation reads it back as a 304', async () => {
+    const store = new RemoteSessionStore<string>(client() as SessionsApiClient<string>, { maxBytes: 1_000, maxTurns: 100, writeAttempts: 3, startsTurn: (message) => message.startsWith('user') }, silentLogger);
+    for (const n of [1, 2, 3]) {
+      const session = await store.open('conversation');
+      assert.deepEqual(session.history, [1, 2, 3].filter((before) => before < n).flatMap((before) => [`user ${before}`, `agent ${before}`]));
+      await session.appendTurn([`user ${n}`, `agent ${n}`]);
+    }
+    const reads = services.requests.filter((request) => request.method === 'GET').map((request) => request.status);
+    assert.deepEqual(reads, [404, 304, 304]);
+    // Another replica's turn: the held copy is stale, and the next read fetches the whole.
+    const { version } = await client().append('conversation', 3, ['user x', 'agent x']);
+    assert.equal(version, 4);
+    assert.deepEqual((await store.open('conversation')).history.slice(-2), ['user x', 'agent x']);
+    assert.equal(services.requests.at(-1)!.status, 200);
   });
 
   it('reports a conflict and a session too large as their own errors', async () => {
@@ -49,14 +81,14 @@ describe('Sessions API v1 client', () => {
     await assert.rejects(api.append('s', 0, ['again']), SessionVersionConflictError);
     services.maxBytes = 10;
     await assert.rejects(api.append('s', 1, ['a long message']), SessionTooLargeError);
-    assert.deepEqual(await api.get('s'), { version: 1, messages: ['m1'] });
+    assert.deepEqual(untagged(await api.get('s')), { version: 1, messages: ['m1'] });
   });
 
   it('reads the token again after a 401 and sends the request once more', async () => {
     services.tokens.clear();
     services.tokens.add('fresh');
     const api = client({ token: { current: async () => 'stale', reload: async () => 'fresh' } });
-    assert.deepEqual(await api.get('s'), { version: 0, messages: [] });
+    assert.deepEqual(untagged(await api.get('s')), { version: 0, messages: [] });
     assert.deepEqual(services.requests.map((request) => [request.authorization, request.status]), [['Bearer stale', 401], ['Bearer fresh', 404]]);
   });
 
@@ -71,21 +103,21 @@ describe('Sessions API v1 client', () => {
   it('tries a read again after a 5xx, but not a write, which may have been applied', async () => {
     const api = client();
     services.fail('GET', { status: 500, code: 'INTERNAL_ERROR' });
-    assert.deepEqual(await api.get('s'), { version: 0, messages: [] });
+    assert.deepEqual(untagged(await api.get('s')), { version: 0, messages: [] });
 
     services.fail('POST', { applyThenAnswer: 502 });
     const error = await api.append('s', 0, ['m1']).catch((caught: unknown) => caught);
     assert.ok(error instanceof SessionsUnavailableError);
     assert.equal(error.mayHaveCommitted, true);
     assert.equal(services.requests.filter((request) => request.method === 'POST').length, 1);
-    assert.deepEqual(await api.get('s'), { version: 1, messages: ['m1'] });
+    assert.deepEqual(untagged(await api.get('s')), { version: 1, messages: ['m1'] });
   });
 
   it('sends a write again after a 429 within the wait it allows', async () => {
     const waits: number[] = [];
     const api = client({ wait: async (ms) => waits.push(ms) });
     services.fail('POST', { status: 429, code: 'SESSION_RATE_LIMITED', retryAfter: '1' });
-    assert.equal(await api.append('s', 0, ['m1']), 1);
+    assert.equal((await api.append('s', 0, ['m1'])).version, 1);
     assert.deepEqual(waits, [1000]);
   });
 
@@ -271,3 +303,8 @@ describe('bearer token file', () => {
     await assert.rejects(new BearerTokenFile(join(dir, 'missing')).current(), /token file .*missing cannot be read \(ENOENT\)/);
   });
 });
+
+/** A read without its ETag, for comparing what it holds. */
+function untagged<M>({ tag: _tag, ...session }: StoredSession<M>): Omit<StoredSession<M>, 'tag'> {
+  return session;
+}

@@ -4,6 +4,8 @@ import type { AddressInfo } from 'node:net';
 export interface StoredFakeSession {
   version: number;
   messages: unknown[];
+  /** Unix ms; with the version, the session's ETag, as agent services make it (control/domain/agent-session.ts, entityTagOf). */
+  createdAt?: number;
 }
 
 export interface RecordedSessionsRequest {
@@ -149,7 +151,13 @@ export class FakeAgentServices {
     const route = `${method} ${match[2] ?? ''}`;
     const session = this.sessions.get(id);
 
-    if (route === 'GET ') return session ? { status: 200, body: this.describe(id, session, true) } : error(404, 'SESSION_NOT_FOUND');
+    if (route === 'GET ') {
+      if (!session) return error(404, 'SESSION_NOT_FOUND');
+      const etag = entityTag(session);
+      // Agent services compare If-None-Match weakly and take exactly one tag (session-routes.ts, sessionTagOf).
+      if (headers['if-none-match']?.replace(/^W\//, '') === etag) return { status: 304, headers: { etag } };
+      return { status: 200, body: this.describe(id, session, true), headers: { etag } };
+    }
     if (route === 'DELETE ') {
       if (!session) return error(404, 'SESSION_NOT_FOUND');
       this.sessions.delete(id);
@@ -163,9 +171,9 @@ export class FakeAgentServices {
     if (write.expected_version !== current) return error(409, 'SESSION_VERSION_CONFLICT', { current_version: current });
     const messages = route === 'PUT ' ? write.messages : [...(session?.messages ?? []), ...write.messages];
     if (Buffer.byteLength(JSON.stringify(messages)) > this.maxBytes) return error(413, 'SESSION_TOO_LARGE');
-    const stored = { version: current + 1, messages };
+    const stored = { version: current + 1, messages, createdAt: session?.createdAt ?? Date.now() };
     this.sessions.set(id, stored);
-    return { status: 200, body: this.describe(id, stored, false) };
+    return { status: 200, body: this.describe(id, stored, false), headers: { etag: entityTag(stored) } };
   }
 
   private describe(id: string, session: StoredFakeSession, withMessages: boolean) {
@@ -178,6 +186,8 @@ export class FakeAgentServices {
     };
   }
 }
+
+const entityTag = (session: StoredFakeSession) => `"${session.version}.${session.createdAt ?? 0}"`;
 
 /** `{expected_version, messages}` and nothing else, as JSON; an append of no messages is refused. */
 function parseWrite(headers: IncomingMessage['headers'], text: string, append: boolean): { expected_version: number; messages: unknown[] } | undefined {
