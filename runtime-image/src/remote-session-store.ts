@@ -5,7 +5,7 @@ import { HeldSessions } from './held-sessions.js';
 import type { SessionsApi, SessionVersion, StoredSession } from './sessions-api-client.js';
 import { SessionsUnavailableError, SessionTooLargeError, SessionVersionConflictError } from './sessions-api-errors.js';
 import type { OpenSession, SessionStore } from './session-store.js';
-import { sessionWithTurn, type SessionBounds, type SessionWithTurn } from './session-trim.js';
+import { sessionWithTurnTrimmingAhead, type SessionBounds, type SessionWithTurn } from './session-trim.js';
 
 export interface RemoteSessionOptions<M> extends SessionBounds {
   /** Writes of one turn before giving up, the first included: conflicts and refusals as too large each cost one. */
@@ -21,7 +21,8 @@ export const DEFAULT_WRITE_ATTEMPTS = 5;
  * continues them. A turn is read at one version and written at it; when another replica
  * wrote meanwhile (409) the session is read again and the turn goes after what is there
  * now. The runtime keeps each session within SESSION_MAX_BYTES and the turn limit itself,
- * dropping its oldest turns, so agent services' 413 is the exception, met by trimming more.
+ * dropping its oldest turns, a quarter's room more than it must (sessionWithTurnTrimmingAhead),
+ * so agent services' 413 is the exception, met by trimming more.
  *
  * When agent services cannot serve, the invoke fails with SESSIONS_UNAVAILABLE rather
  * than going on without the history: an answer that silently forgets the conversation is
@@ -46,7 +47,7 @@ export class RemoteSessionStore<M> implements SessionStore<M> {
     let maxBytes = this.options.maxBytes;
     let lastFailure: unknown;
     for (let attempt = 1; attempt <= this.options.writeAttempts; attempt += 1) {
-      const next = sessionWithTurn(base.messages, turn, { maxBytes, maxTurns: this.options.maxTurns }, this.options.startsTurn);
+      const next = sessionWithTurnTrimmingAhead(base.messages, turn, { maxBytes, maxTurns: this.options.maxTurns }, this.options.startsTurn);
       if (next === undefined) {
         throw sessionTooLarge(`this turn alone is larger than the ${maxBytes} bytes a conversation may hold (SESSION_MAX_BYTES), so it was not kept`);
       }

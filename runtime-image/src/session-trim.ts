@@ -45,6 +45,28 @@ export function sessionWithTurn<M>(
   return { messages: [...history.slice(dropped), ...turn], dropped, bytes: size() };
 }
 
+/** What a trim goes down to, of each bound: once it must drop turns, it drops a quarter's room more. */
+export const TRIM_TO_FRACTION = 3 / 4;
+
+/**
+ * sessionWithTurn, but a session that must drop turns drops them down to TRIM_TO_FRACTION of
+ * `bounds`, when the turn fits there. A trim rewrites the whole session (agent services'
+ * PUT: the runtime sends it, agent services parse, seal and store it whole), so trimming to
+ * the limit would rewrite it on every turn of a long conversation; with room left, the turns
+ * after a trim are appended, and the next trim comes a quarter of the limit later.
+ */
+export function sessionWithTurnTrimmingAhead<M>(
+  history: readonly M[],
+  turn: readonly M[],
+  bounds: SessionBounds,
+  startsTurn: (message: M) => boolean,
+): SessionWithTurn<M> | undefined {
+  const next = sessionWithTurn(history, turn, bounds, startsTurn);
+  if (next === undefined || next.dropped === 0) return next;
+  const roomier = { maxBytes: Math.floor(bounds.maxBytes * TRIM_TO_FRACTION), maxTurns: Math.max(1, Math.floor(bounds.maxTurns * TRIM_TO_FRACTION)) };
+  return sessionWithTurn(history, turn, roomier, startsTurn) ?? next;
+}
+
 /** Where each turn of `history` begins; messages before the first user message count as a turn of their own. */
 function turnStarts<M>(history: readonly M[], startsTurn: (message: M) => boolean): number[] {
   const starts: number[] = [];

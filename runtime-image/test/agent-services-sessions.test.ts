@@ -147,11 +147,15 @@ describe('conversations kept by agent services (AGENT_SERVICES_URL)', () => {
     assert.deepEqual(services.sessions.get('big')!.messages.map(textOf), ['small', 'default answer']);
   });
 
-  it('applies RUNTIME_MAX_TURNS_PER_SESSION to the stored conversation', async () => {
-    const runtime = await start({ RUNTIME_MAX_TURNS_PER_SESSION: '2' });
-    for (const input of ['one', 'two', 'three', 'four']) await postInvoke(runtime.url, { input, session_id: 's' });
-    assert.deepEqual(userTexts(fake.requests[3]!.body.messages), ['two', 'three', 'four']);
-    assert.deepEqual(userTexts(services.sessions.get('s')!.messages), ['three', 'four']);
+  it('applies RUNTIME_MAX_TURNS_PER_SESSION to the stored conversation, trimming to 3/4 of it so that the turns after a trim are appended', async () => {
+    const runtime = await start({ RUNTIME_MAX_TURNS_PER_SESSION: '4' });
+    for (const input of ['one', 'two', 'three', 'four', 'five', 'six', 'seven']) await postInvoke(runtime.url, { input, session_id: 's' });
+    // The fifth turn would make five: three are kept (3/4 of 4), the fifth included; the sixth fits again, the seventh trims again.
+    assert.deepEqual(userTexts(fake.requests[4]!.body.messages), ['one', 'two', 'three', 'four', 'five']);
+    assert.deepEqual(userTexts(fake.requests[6]!.body.messages), ['three', 'four', 'five', 'six', 'seven']);
+    assert.deepEqual(userTexts(services.sessions.get('s')!.messages), ['five', 'six', 'seven']);
+    const writes = services.requests.filter((request) => request.method !== 'GET').map((request) => request.method);
+    assert.deepEqual(writes, ['POST', 'POST', 'POST', 'POST', 'PUT', 'POST', 'PUT'], 'the whole is sent only at a trim');
   });
 
   it('fails the invoke with 503 SESSIONS_UNAVAILABLE when agent services cannot be reached, without answering from an empty history', async () => {

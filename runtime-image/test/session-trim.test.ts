@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { sessionWithTurn } from '../src/session-trim.js';
+import { sessionWithTurn, sessionWithTurnTrimmingAhead } from '../src/session-trim.js';
 
 interface Message {
   role: 'user' | 'assistant' | 'tool';
@@ -64,5 +64,36 @@ describe('sessionWithTurn', () => {
     const next = sessionWithTurn([], turn, UNBOUNDED, startsTurn)!;
     assert.deepEqual(next.messages, turn);
     assert.equal(next.bytes, bytes(turn));
+  });
+});
+
+describe('sessionWithTurnTrimmingAhead', () => {
+  const turns = (count: number) => Array.from({ length: count }, (_, n) => [user(`u${n}`), assistant(`a${n}`)]).flat();
+
+  it('drops nothing while the turn fits, exactly as sessionWithTurn', () => {
+    const next = sessionWithTurnTrimmingAhead(turns(7), turns(1), { ...UNBOUNDED, maxTurns: 8 }, startsTurn)!;
+    assert.equal(next.dropped, 0);
+  });
+
+  it('once it must drop, keeps 3/4 of maxTurns, so the next turns are appended again', () => {
+    const next = sessionWithTurnTrimmingAhead(turns(8), [user('new'), assistant('new')], { ...UNBOUNDED, maxTurns: 8 }, startsTurn)!;
+    assert.equal(next.messages.length / 2, 6, 'six turns kept, the new one included');
+    assert.deepEqual(next.messages.slice(0, 2), [user('u3'), assistant('a3')]);
+    assert.equal(next.dropped, 6);
+  });
+
+  it('once it must drop bytes, keeps at most 3/4 of maxBytes', () => {
+    const history = turns(20);
+    const maxBytes = bytes(history);
+    const next = sessionWithTurnTrimmingAhead(history, [user('new'), assistant('new')], { ...UNBOUNDED, maxBytes }, startsTurn)!;
+    assert.ok(next.bytes <= Math.floor((maxBytes * 3) / 4), `${next.bytes} bytes kept of ${maxBytes}`);
+    assert.ok(next.bytes > maxBytes / 2, 'no more than needed for that room');
+  });
+
+  it('trims only to the limit when the turn alone takes more than 3/4 of it', () => {
+    const big = [user('x'.repeat(300)), assistant('y')];
+    const maxBytes = bytes(big) + 20;
+    const next = sessionWithTurnTrimmingAhead([user('a'), assistant('b')], big, { ...UNBOUNDED, maxBytes }, startsTurn)!;
+    assert.deepEqual(next.messages, big);
   });
 });
