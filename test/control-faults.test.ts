@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { connectDatabase, migrate } from '../control/db/database.js';
 import { freePort, startPostgres, startRedis, type RunningService } from '../scripts/lib/local-services.js';
 import { startControl, type ApiResponse, type TestControl } from './support/control-harness.js';
-import { createAgent, expectError, expectStatus } from './support/control-api.js';
+import { agentServicesRequest, createAgent, expectError, expectStatus } from './support/control-api.js';
 import { TEMPLATE_DATABASE } from './support/global.js';
 import { operationsOf } from './support/fuzz/operations.js';
 import { waitFor } from './support/wait.js';
@@ -137,11 +137,22 @@ describe('control API: Postgres and Redis outages', function () {
 
   describe('Postgres stopped, then started again', () => {
     let namesBefore: string[];
+    /** A replica's token for an agent with a session of one turn, made before the outage. */
+    let replicaToken: string;
+    const turn = { role: 'user', content: 'kept through the outage' };
 
     before(async () => {
-      await createAgent(control, token, { name: 'made before the Postgres outage' });
+      const agent = await createAgent(control, token, { name: 'made before the Postgres outage' });
+      replicaToken = control.mintAgentToken(agent.id);
+      expectStatus(await agentServicesRequest(control, replicaToken, 'POST', '/sessions/conv/messages', { expected_version: 0, messages: [turn] }), 200);
       namesBefore = await agentNames();
       await postgres!.stop();
+    });
+
+    it("answers an agent's session reads and writes with 503 DATABASE_UNAVAILABLE and Retry-After", async () => {
+      expectOutage(await agentServicesRequest(control, replicaToken, 'GET', '/sessions/conv'), 'DATABASE_UNAVAILABLE');
+      expectOutage(await agentServicesRequest(control, replicaToken, 'POST', '/sessions/conv/messages', { expected_version: 1, messages: [turn] }), 'DATABASE_UNAVAILABLE');
+      expectOutage(await agentServicesRequest(control, replicaToken, 'PUT', '/sessions/conv', { expected_version: 1, messages: [] }), 'DATABASE_UNAVAILABLE');
     });
 
     it('answers every documented operation that uses the database with 503 DATABASE_UNAVAILABLE and Retry-After', async () => {
@@ -170,6 +181,11 @@ describe('control API: Postgres and Redis outages', function () {
       expectStatus(await login(), 200);
       expectStatus(await health(), 200);
       await createAgent(control, token, { name: 'made after the Postgres outage' });
+      // The session as it was before: the writes refused during the outage wrote nothing.
+      const written = await agentServicesRequest(control, replicaToken, 'POST', '/sessions/conv/messages', { expected_version: 1, messages: [turn] });
+      expectStatus(written, 200);
+      assert.equal(written.body.version, 2);
+      assert.deepEqual((await agentServicesRequest(control, replicaToken, 'GET', '/sessions/conv')).body.messages, [turn, turn]);
     });
   });
 });

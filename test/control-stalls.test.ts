@@ -7,7 +7,7 @@ import { connectDatabase, migrate } from '../control/db/database.js';
 import { ConfigError } from '../contract/settings-reader.js';
 import { freePort, startPostgres, startRedis, type RunningService } from '../scripts/lib/local-services.js';
 import { startControl, type ApiResponse, type TestControl } from './support/control-harness.js';
-import { createAgent, expectError, expectStatus } from './support/control-api.js';
+import { agentServicesRequest, createAgent, expectError, expectStatus } from './support/control-api.js';
 import { whileFrozen } from './support/freeze.js';
 import { TEMPLATE_DATABASE } from './support/global.js';
 import { waitFor } from './support/wait.js';
@@ -35,6 +35,8 @@ describe('control API: Postgres and Redis stalled', function () {
   let token: string;
   let email: string;
   let password: string;
+  /** A replica's token for an agent with a session, made before the stalls. */
+  let replicaToken: string;
 
   before(async () => {
     workDir = mkdtempSync(join(tmpdir(), 'platform-stalls-'));
@@ -47,7 +49,9 @@ describe('control API: Postgres and Redis stalled', function () {
     control = await startControl({}, { services: { templateDatabaseUrl: postgres.url, redisUrl: redis.url } });
     ({ token, password } = await control.signUp());
     email = (await control.request('GET', '/auth/me', { token })).body.email;
-    await createAgent(control, token, { name: 'made before the stalls' });
+    const agent = await createAgent(control, token, { name: 'made before the stalls' });
+    replicaToken = control.mintAgentToken(agent.id);
+    expectStatus(await agentServicesRequest(control, replicaToken, 'POST', '/sessions/conv/messages', { expected_version: 0, messages: ['before'] }), 200);
   });
 
   after(async () => {
@@ -111,6 +115,22 @@ describe('control API: Postgres and Redis stalled', function () {
     expectStatus(await readiness(), 200);
   });
 
+  it("Postgres stalled: an agent's session read and write, on connections the pool holds, answer 503 DATABASE_UNAVAILABLE in time, and leave the session whole", async () => {
+    // Statements prepared outside knex's runner (control/db/prepared-statement.ts): the pool's idle connections take them, and the stall is met mid-query.
+    const [sessionRead, sessionWrite] = await whileFrozen(postgres!.pid, () =>
+      Promise.all([
+        timed(() => agentServicesRequest(control, replicaToken, 'GET', '/sessions/conv')),
+        timed(() => agentServicesRequest(control, replicaToken, 'POST', '/sessions/conv/messages', { expected_version: 1, messages: ['during'] })),
+      ]),
+    );
+    expectOutageInTime(sessionRead, 'DATABASE_UNAVAILABLE', 'a session read');
+    expectOutageInTime(sessionWrite, 'DATABASE_UNAVAILABLE', 'a session write');
+    await waitFor('a session read to succeed again', async () => ((await agentServicesRequest(control, replicaToken, 'GET', '/sessions/conv')).status === 200 ? true : undefined), 30_000);
+    // The write's statement may have run once Postgres thawed; if it did, it is whole and the only one.
+    const messages = (await agentServicesRequest(control, replicaToken, 'GET', '/sessions/conv')).body.messages;
+    assert.ok(JSON.stringify(messages) === '["before"]' || JSON.stringify(messages) === '["before","during"]', JSON.stringify(messages));
+  });
+
   it('Postgres stalled: reads and concurrent writes answer 503 DATABASE_UNAVAILABLE in time, what needs no database is served, /readyz names Postgres', async () => {
     await whileFrozen(postgres!.pid, async () => {
       const [writes, reads] = await Promise.all([
@@ -119,6 +139,7 @@ describe('control API: Postgres and Redis stalled', function () {
       ]);
       writes.forEach((write, i) => expectOutageInTime(write, 'DATABASE_UNAVAILABLE', `write ${i}`));
       reads.forEach((read, i) => expectOutageInTime(read, 'DATABASE_UNAVAILABLE', `GET /agents ${i}`));
+
       // Once the pool's connections were given up on, a new request meets the stall through a new connection.
       expectOutageInTime(await timed(() => control.request('GET', '/agents', { token })), 'DATABASE_UNAVAILABLE', 'GET /agents, later');
       // The registration mode is configuration: no database involved.

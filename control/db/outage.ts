@@ -33,6 +33,11 @@ export function markOutages(db: Knex): void {
   });
 }
 
+/** Marks `error` as an outage: for statements run on the pool without knex's query events (prepared-statement.ts). */
+export function markOutage(error: unknown): void {
+  mark(error);
+}
+
 function mark(error: unknown): void {
   if (typeof error === 'object' && error !== null) outages.add(error);
 }

@@ -1,5 +1,6 @@
 import type { Knex } from 'knex';
 import type { AgentSessionRow, ReadSession, SessionSummary, SessionTag } from '../domain/agent-session.js';
+import { PreparedStatement } from '../db/prepared-statement.js';
 import { pageOf, type Page } from './page.js';
 
 /** First key of the advisory lock that makes one agent's session creations take turns (loop-locks.ts has "agn"). */
@@ -10,20 +11,6 @@ const LIVE_AT_SQL = 'agents.id = s.agent_id AND s.agent_id = :agent AND s.sessio
 
 /** :now plus the agent's TTL: sessionTtlSeconds (domain/deploy.ts) in SQL, the deploy field or :ttl, the default. */
 const EXPIRY_SQL = `CAST(:now AS timestamptz) + make_interval(secs => COALESCE((agents.deploy->>'session_ttl_seconds')::int, :ttl))`;
-
-/**
- * The statements every session call makes, prepared once per connection under these names
- * (node-postgres sends Parse with the name once, then only Bind and Execute; knex passes
- * `.options()` through to its query config, dialects/postgres `_query`). Planning the
- * joins and the appends' subquery was half of Postgres's CPU for each: the read took
- * 317 µs of it unnamed and 157 µs prepared, measured on one backend over 3,000 calls.
- * A name stands for one text on a connection, so each is used by one method only.
- */
-const PREPARED = {
-  touchAndRead: 'agent_sessions_touch_and_read',
-  appendAtVersion: 'agent_sessions_append_at_version',
-  replaceAtVersion: 'agent_sessions_replace_at_version',
-} as const;
 
 /** A session's base: its messages as a whole, as a create or a replace writes them. */
 export type SessionBase = Pick<AgentSessionRow, 'messages_sealed' | 'size_bytes' | 'message_count'>;
@@ -37,6 +24,63 @@ export interface SessionAppend {
 
 const SUMMARY_COLUMNS = ['agent_id', 'session_id', 'version', 'size_bytes', 'message_count', 'created_at', 'last_used_at', 'expires_at'] as const;
 const SUMMARY_SQL = SUMMARY_COLUMNS.map((column) => `s.${column}`).join(', ');
+
+/*
+ * The statements every session call makes, prepared once per connection (PreparedStatement):
+ * planning the joins and the appends' subquery was half of Postgres's CPU for each, the
+ * read taking 317 µs of it unplanned and 157 µs prepared, measured on one backend over
+ * 3,000 calls. A name stands for one text on a connection, so each has one statement.
+ */
+
+/** Whether the session is the one the reader holds: versions start at 1, so version 0 is held by no one; created_at tells a session from one made anew under its id. */
+const UNCHANGED_SQL = `s.version = CAST(:knownVersion AS integer) AND date_trunc('milliseconds', s.created_at) = CAST(:knownCreatedAt AS timestamptz)`;
+
+const TOUCH_AND_READ = new PreparedStatement<ReadSession>(
+  'agent_sessions_touch_and_read',
+  `UPDATE agent_sessions s SET last_used_at = :now, expires_at = ${EXPIRY_SQL}
+   FROM agents, (SELECT set_config('synchronous_commit', 'off', true)) AS lazy_commit
+   WHERE ${LIVE_AT_SQL}
+   RETURNING ${SUMMARY_SQL}, s.base_version, ${UNCHANGED_SQL} AS unchanged,
+     CASE WHEN ${UNCHANGED_SQL} THEN NULL ELSE s.messages_sealed END AS messages_sealed,
+     CASE WHEN ${UNCHANGED_SQL} THEN NULL ELSE ARRAY(
+       SELECT a.messages_sealed FROM agent_session_appends a
+       WHERE a.agent_id = s.agent_id AND a.session_id = s.session_id AND a.version > s.base_version ORDER BY a.version
+     ) END AS appended_sealed`,
+);
+
+/** The stored array and the appended one join as text: '[a]' and '[b]' make '[a,b]', one byte fewer than both; '[]' and '[b]' make '[b]'. */
+const GROWN_BY_SQL = `(CASE WHEN s.size_bytes <= 2 THEN CAST(:intoEmpty AS integer) ELSE CAST(:intoOthers AS integer) END)`;
+
+const APPEND_AT_VERSION = new PreparedStatement<SessionSummary>(
+  'agent_sessions_append_at_version',
+  `WITH head AS (
+     UPDATE agent_sessions s
+     SET version = s.version + 1, size_bytes = s.size_bytes + ${GROWN_BY_SQL}, message_count = s.message_count + CAST(:count AS integer),
+         last_used_at = :now, expires_at = ${EXPIRY_SQL}
+     FROM agents
+     WHERE ${LIVE_AT_SQL} AND s.version = CAST(:version AS integer) AND s.size_bytes + ${GROWN_BY_SQL} <= CAST(:maxBytes AS integer)
+     RETURNING ${SUMMARY_SQL}
+   ), appended AS (
+     INSERT INTO agent_session_appends (agent_id, session_id, version, messages_sealed)
+     SELECT agent_id, session_id, version, CAST(:sealed AS text) FROM head WHERE CAST(:sealed AS text) IS NOT NULL
+   )
+   SELECT * FROM head`,
+);
+
+const REPLACE_AT_VERSION = new PreparedStatement<SessionSummary>(
+  'agent_sessions_replace_at_version',
+  `WITH head AS (
+     UPDATE agent_sessions s
+     SET version = s.version + 1, base_version = s.version + 1, messages_sealed = CAST(:sealed AS text), size_bytes = CAST(:bytes AS integer), message_count = CAST(:count AS integer),
+         last_used_at = :now, expires_at = ${EXPIRY_SQL}
+     FROM agents
+     WHERE ${LIVE_AT_SQL} AND s.version = CAST(:version AS integer)
+     RETURNING ${SUMMARY_SQL}
+   ), folded AS (
+     DELETE FROM agent_session_appends a USING head WHERE a.agent_id = head.agent_id AND a.session_id = head.session_id
+   )
+   SELECT * FROM head`,
+);
 
 /**
  * Agents' conversation sessions (migrations 010 and 011): a base and the appends after it. Every method names the agent: a session id
@@ -71,21 +115,15 @@ export class AgentSessionRepository {
    * read's last use, never a message, and the read does not wait on a disk flush.
    */
   async touchAndRead(agentId: string, sessionId: string, now: Date, defaultTtlSeconds: number, known?: SessionTag): Promise<ReadSession | undefined> {
-    // Versions start at 1, so version 0 is one no session is at: the reader holds none. created_at tells a session from one made anew under its id.
-    const unchanged = `s.version = CAST(:knownVersion AS integer) AND date_trunc('milliseconds', s.created_at) = CAST(:knownCreatedAt AS timestamptz)`;
-    const { rows } = await this.db.raw<{ rows: ReadSession[] }>(
-      `UPDATE agent_sessions s SET last_used_at = :now, expires_at = ${EXPIRY_SQL}
-       FROM agents, (SELECT set_config('synchronous_commit', 'off', true)) AS lazy_commit
-       WHERE ${LIVE_AT_SQL}
-       RETURNING ${SUMMARY_SQL}, s.base_version, ${unchanged} AS unchanged,
-         CASE WHEN ${unchanged} THEN NULL ELSE s.messages_sealed END AS messages_sealed,
-         CASE WHEN ${unchanged} THEN NULL ELSE ARRAY(
-           SELECT a.messages_sealed FROM agent_session_appends a
-           WHERE a.agent_id = s.agent_id AND a.session_id = s.session_id AND a.version > s.base_version ORDER BY a.version
-         ) END AS appended_sealed`,
-      { agent: agentId, session: sessionId, now, ttl: defaultTtlSeconds, knownVersion: known?.version ?? 0, knownCreatedAt: known?.createdAt ?? now },
-    ).options({ name: PREPARED.touchAndRead });
-    return rows[0];
+    const [row] = await TOUCH_AND_READ.run(this.db, {
+      agent: agentId,
+      session: sessionId,
+      now,
+      ttl: defaultTtlSeconds,
+      knownVersion: known?.version ?? 0,
+      knownCreatedAt: known?.createdAt ?? now,
+    });
+    return row;
   }
 
   /** The session's row, unlocked, expired or not: what a write that did not apply looks at to say why. */
@@ -101,35 +139,19 @@ export class AgentSessionRepository {
    * expired, or it would grow too large): then find() tells which.
    */
   async appendAtVersion(agentId: string, sessionId: string, version: number, append: SessionAppend, now: Date, defaultTtlSeconds: number, maxBytes: number): Promise<SessionSummary | undefined> {
-    // The stored array and the appended one join as text: '[a]' and '[b]' make '[a,b]', one byte fewer than both; '[]' and '[b]' make '[b]'.
-    const grownBy = `(CASE WHEN s.size_bytes <= 2 THEN CAST(:intoEmpty AS integer) ELSE CAST(:intoOthers AS integer) END)`;
-    const { rows } = await this.db.raw<{ rows: SessionSummary[] }>(
-      `WITH head AS (
-         UPDATE agent_sessions s
-         SET version = s.version + 1, size_bytes = s.size_bytes + ${grownBy}, message_count = s.message_count + :count,
-             last_used_at = :now, expires_at = ${EXPIRY_SQL}
-         FROM agents
-         WHERE ${LIVE_AT_SQL} AND s.version = :version AND s.size_bytes + ${grownBy} <= :maxBytes
-         RETURNING ${SUMMARY_SQL}
-       ), appended AS (
-         INSERT INTO agent_session_appends (agent_id, session_id, version, messages_sealed)
-         SELECT agent_id, session_id, version, CAST(:sealed AS text) FROM head WHERE CAST(:sealed AS text) IS NOT NULL
-       )
-       SELECT * FROM head`,
-      {
-        agent: agentId,
-        session: sessionId,
-        version,
-        now,
-        ttl: defaultTtlSeconds,
-        maxBytes,
-        count: append.messageCount,
-        sealed: append.sealed,
-        intoEmpty: append.sealed === null ? 0 : append.bytes - 2,
-        intoOthers: append.sealed === null ? 0 : append.bytes - 1,
-      },
-    ).options({ name: PREPARED.appendAtVersion });
-    return rows[0];
+    const [row] = await APPEND_AT_VERSION.run(this.db, {
+      agent: agentId,
+      session: sessionId,
+      version,
+      now,
+      ttl: defaultTtlSeconds,
+      maxBytes,
+      count: append.messageCount,
+      sealed: append.sealed,
+      intoEmpty: append.sealed === null ? 0 : append.bytes - 2,
+      intoOthers: append.sealed === null ? 0 : append.bytes - 1,
+    });
+    return row;
   }
 
   /**
@@ -137,21 +159,17 @@ export class AgentSessionRepository {
    * in one statement, its appends folded away. The summary, or undefined when it did not apply.
    */
   async replaceAtVersion(agentId: string, sessionId: string, version: number, base: SessionBase, now: Date, defaultTtlSeconds: number): Promise<SessionSummary | undefined> {
-    const { rows } = await this.db.raw<{ rows: SessionSummary[] }>(
-      `WITH head AS (
-         UPDATE agent_sessions s
-         SET version = s.version + 1, base_version = s.version + 1, messages_sealed = :sealed, size_bytes = :bytes, message_count = :count,
-             last_used_at = :now, expires_at = ${EXPIRY_SQL}
-         FROM agents
-         WHERE ${LIVE_AT_SQL} AND s.version = :version
-         RETURNING ${SUMMARY_SQL}
-       ), folded AS (
-         DELETE FROM agent_session_appends a USING head WHERE a.agent_id = head.agent_id AND a.session_id = head.session_id
-       )
-       SELECT * FROM head`,
-      { agent: agentId, session: sessionId, version, now, ttl: defaultTtlSeconds, sealed: base.messages_sealed, bytes: base.size_bytes, count: base.message_count },
-    ).options({ name: PREPARED.replaceAtVersion });
-    return rows[0];
+    const [row] = await REPLACE_AT_VERSION.run(this.db, {
+      agent: agentId,
+      session: sessionId,
+      version,
+      now,
+      ttl: defaultTtlSeconds,
+      sealed: base.messages_sealed,
+      bytes: base.size_bytes,
+      count: base.message_count,
+    });
+    return row;
   }
 
   /**

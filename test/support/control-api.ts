@@ -31,6 +31,15 @@ export function expectError(response: ApiResponse, status: number, code: string,
   }
 }
 
+/** A request a replica sends to the agent services endpoint (Sessions API v1): `path` under /v1, with the replica's token. */
+export async function agentServicesRequest(control: TestControl, token: string, method: string, path: string, body?: unknown): Promise<ApiResponse> {
+  const headers: Record<string, string> = { authorization: `Bearer ${token}` };
+  if (body !== undefined) headers['content-type'] = 'application/json';
+  const response = await fetch(`${control.agentServicesUrl}/v1${path}`, { method, headers, body: body === undefined ? undefined : JSON.stringify(body) });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : undefined, headers: response.headers };
+}
+
 /** Asserts a status, showing the body when it differs. */
 export function expectStatus(response: ApiResponse, status: number): void {
   assert.equal(response.status, status, `expected ${status}, got ${response.status} ${JSON.stringify(response.body)}`);
