@@ -46,6 +46,9 @@ export async function startBenchControl(): Promise<BenchControl> {
     MASTER_KEY: randomBytes(32).toString('base64'),
     LOG_LEVEL: 'silent',
     TOKEN_RATE_LIMIT_PER_MINUTE: '1000000',
+    // One agent takes every benchmark's load: its per-agent limits would be what is measured.
+    SESSION_WRITES_PER_SECOND: '100000',
+    SESSION_READS_PER_SECOND: '100000',
   });
   const db = connectDatabase(config.databaseUrl);
   await migrate(db);
