@@ -6,8 +6,13 @@ export interface HeldSessionBounds {
   maxBytes: number;
 }
 
-/** 1,024 conversations or 64 MiB of their messages as JSON, whichever comes first. */
-export const HELD_SESSION_BOUNDS: HeldSessionBounds = { maxSessions: 1024, maxBytes: 64 * 1_048_576 };
+/**
+ * 1,024 conversations or 16 MiB of their messages as JSON, whichever comes first: parsed,
+ * that is about 22 MiB of heap (measured for text messages of 150 to 400 characters), a
+ * small part of an agent's default 512 MiB, and a conversation of a few tens of KiB fits
+ * hundreds of times.
+ */
+export const HELD_SESSION_BOUNDS: HeldSessionBounds = { maxSessions: 1024, maxBytes: 16 * 1_048_576 };
 
 interface Held<M> {
   session: StoredSession<M>;
