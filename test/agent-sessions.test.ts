@@ -419,6 +419,21 @@ describe('agent services: sessions', () => {
       assert.equal((await control.db('agent_sessions').where({ agent_id: agent.id })).length, MAX_PER_AGENT);
       expectStatus(await read(other.token, 'old'), 200);
     });
+
+    it('keeps SESSIONS_MAX_PER_AGENT exact when many sessions are created at once, never evicting one just created', async () => {
+      const { agent, token } = await agentWithToken();
+      control.clock.advance(1000); // a write window of its own
+      const ids = Array.from({ length: 8 }, (_, i) => `burst-${i}`);
+      const created = await Promise.all(ids.map((id) => append(token, id, 0, [turn(0)])));
+      created.forEach((response) => expectStatus(response, 200));
+      const kept = (await control.db('agent_sessions').where({ agent_id: agent.id })).map((row: { session_id: string }) => row.session_id);
+      assert.equal(kept.length, MAX_PER_AGENT, `kept ${kept.join(', ')}`);
+
+      // Used at the same instant as all the others and first by id, so first in line to go, the session just created stays.
+      expectStatus(await append(token, 'a-first-by-id', 0, [turn(0)]), 200);
+      expectStatus(await read(token, 'a-first-by-id'), 200);
+      assert.equal((await control.db('agent_sessions').where({ agent_id: agent.id })).length, MAX_PER_AGENT);
+    });
   });
 
   describe('time to live', () => {

@@ -190,8 +190,19 @@ export class AgentSessionRepository {
     return rowCount > 0;
   }
 
-  async insert(row: AgentSessionRow): Promise<void> {
-    await this.db('agent_sessions').insert(row);
+  /**
+   * Inserts `row` unless its id is taken, and counts the agent's other sessions, in one
+   * statement: its snapshot does not hold the row it inserts, so the count is of the others
+   * (exact in the agent's creation turn, lockCreations). Undefined when the id was taken.
+   */
+  async insertCountingOthers(row: AgentSessionRow): Promise<number | undefined> {
+    const insert = this.db('agent_sessions').insert(row).onConflict(['agent_id', 'session_id']).ignore().returning('agent_id').toSQL();
+    const { rows } = await this.db.raw<{ rows: { others: string }[] }>(
+      `WITH inserted AS (${insert.sql})
+       SELECT (SELECT count(*) FROM agent_sessions WHERE agent_id = inserted.agent_id) AS others FROM inserted`,
+      insert.bindings as Knex.RawBinding[],
+    );
+    return rows[0] === undefined ? undefined : Number(rows[0].others);
   }
 
   /** Rewrites a locked session whole, bookkeeping and created_at too (an expired row is reused as a new session), its appends gone. */
@@ -207,20 +218,23 @@ export class AgentSessionRepository {
     return row?.expires_at;
   }
 
-  async countForAgent(agentId: string): Promise<number> {
-    const row = await this.db('agent_sessions').where({ agent_id: agentId }).count({ count: '*' }).first();
-    return Number(row?.count ?? 0);
-  }
-
   /**
-   * Deletes the agent's `count` least recently used sessions. A session another request
-   * holds is being used right now, so it is skipped for the next one rather than waited for.
+   * Deletes the agent's `count` least recently used sessions but `keep` (the one just
+   * created). A session another request holds is being used right now, so it is skipped for
+   * the next one rather than waited for.
    */
-  async evictLeastRecentlyUsed(agentId: string, count: number): Promise<number> {
+  async evictLeastRecentlyUsed(agentId: string, count: number, keep: string): Promise<number> {
     return this.db('agent_sessions')
       .whereIn(
         ['agent_id', 'session_id'],
-        this.db('agent_sessions').select('agent_id', 'session_id').where({ agent_id: agentId }).orderBy([{ column: 'last_used_at' }, { column: 'session_id' }]).limit(count).forUpdate().skipLocked(),
+        this.db('agent_sessions')
+          .select('agent_id', 'session_id')
+          .where({ agent_id: agentId })
+          .whereNot({ session_id: keep })
+          .orderBy([{ column: 'last_used_at' }, { column: 'session_id' }])
+          .limit(count)
+          .forUpdate()
+          .skipLocked(),
       )
       .delete();
   }

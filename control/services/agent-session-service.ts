@@ -162,16 +162,18 @@ export class AgentSessionService {
 
   /**
    * A write at expected version 0: a new session, or a new one in place of one that expired,
-   * in one transaction under the agent's creation turn, which keeps the count exact.
+   * in one transaction. A new id takes the agent's creation turn, which keeps the count
+   * exact, and holds it for as few round trips as it can: the insert counts the agent's
+   * other sessions in the same statement, and only an agent at SESSIONS_MAX_PER_AGENT
+   * evicts before the commit. Fifty new conversations of one agent at once take their turns
+   * one after another, so each round trip under the turn is paid fifty times by the last.
    */
   private createOrReuse(agentId: string, sessionId: string, messages: Messages): Promise<SessionTagged> {
     const base = this.sealedBase(messages);
     return inTransaction(this.deps.db, async (repos) => {
       // Key-shared, so the agent cannot be deleted under the write and the session's foreign key always holds.
       const agent = await this.agentOf(repos.agents.findAnyKeyShared(agentId));
-      const stored = await this.lockSession(repos, agentId, sessionId);
       const now = this.deps.clock.now();
-      if (stored && isLive(stored, now)) throw versionConflict(0, stored.version);
       const row: AgentSessionRow = {
         agent_id: agentId,
         session_id: sessionId,
@@ -182,15 +184,27 @@ export class AgentSessionService {
         last_used_at: now,
         expires_at: expiryAfter(now, sessionTtlSeconds(agent.deploy)),
       };
-      if (stored) {
-        // An expired row is a session gone: writing the id again starts a new one in its place.
-        await repos.agentSessions.rewrite(row);
-      } else {
-        await this.makeRoom(repos, agentId);
-        await repos.agentSessions.insert(row);
-      }
+      const stored = (await repos.agentSessions.findForUpdate(agentId, sessionId)) ?? (await this.createInTurn(repos, row));
+      if (stored === 'created') return writtenView(row);
+      if (isLive(stored, now)) throw versionConflict(0, stored.version);
+      // An expired row is a session gone: writing the id again starts a new one in its place.
+      await repos.agentSessions.rewrite(row);
       return writtenView(row);
     });
+  }
+
+  /**
+   * Inserts `row` in the agent's creation turn, making room at SESSIONS_MAX_PER_AGENT by
+   * evicting the least recently used others; or, when a creator of the same id committed
+   * while this one waited for its turn, that session, locked.
+   */
+  private async createInTurn(repos: Repositories, row: AgentSessionRow): Promise<'created' | AgentSessionRow> {
+    await repos.agentSessions.lockCreations(row.agent_id);
+    const others = await repos.agentSessions.insertCountingOthers(row);
+    if (others === undefined) return (await repos.agentSessions.findForUpdate(row.agent_id, row.session_id))!;
+    const excess = others + 1 - this.deps.limits.maxPerAgent;
+    if (excess > 0) await repos.agentSessions.evictLeastRecentlyUsed(row.agent_id, excess, row.session_id);
+    return 'created';
   }
 
   /** Messages as a session's sealed base, refused past SESSION_MAX_BYTES. */
@@ -204,24 +218,6 @@ export class AgentSessionService {
   private openMessages(session: StoredSession): string {
     const { box } = this.deps;
     return concatenatedJsonArrays([box.open(session.messages_sealed), ...session.appended_sealed.map((sealed) => box.open(sealed))]);
-  }
-
-  /**
-   * The session's row, locked. When there is none yet, the write may create it: it first
-   * takes the agent's creation turn, then looks again, as a creator of the same id may
-   * have committed while it waited (its write then meets that session's version).
-   */
-  private async lockSession(repos: Repositories, agentId: string, sessionId: string): Promise<AgentSessionRow | undefined> {
-    const found = await repos.agentSessions.findForUpdate(agentId, sessionId);
-    if (found) return found;
-    await repos.agentSessions.lockCreations(agentId);
-    return repos.agentSessions.findForUpdate(agentId, sessionId);
-  }
-
-  /** At SESSIONS_MAX_PER_AGENT, the least recently used go, in the creating write's transaction. */
-  private async makeRoom(repos: Repositories, agentId: string): Promise<void> {
-    const excess = (await repos.agentSessions.countForAgent(agentId)) - this.deps.limits.maxPerAgent + 1;
-    if (excess > 0) await repos.agentSessions.evictLeastRecentlyUsed(agentId, excess);
   }
 
   /** Fixed one-second windows in Redis, shared by every copy of the control API in leases, as the edge counts its limits. */
