@@ -19,6 +19,17 @@ import { isConnectionFailure, markOutage } from './outage.js';
  * is dropped by the pool on release (knex dialects/postgres `_acquireOnlyConnection`).
  */
 export class PreparedStatement<Row> {
+  /**
+   * Pools whose server would not keep a name: a connection pooler in transaction mode that
+   * does not track prepared statements (PgBouncer before 1.21, or with
+   * `max_prepared_statements = 0`, its FAQ "How to use prepared statements with
+   * transaction pooling?") hands each transaction whichever server connection is free, so
+   * a name parsed on one is missing on the next (26000) or already taken (42P05). Either
+   * fails at Parse or Bind, before anything runs, so the statement is sent again unnamed,
+   * and so is every statement on that pool from then on.
+   */
+  private static readonly namesRefused = new WeakSet<object>();
+
   private readonly text: string;
   private readonly parameters: string[] = [];
 
@@ -36,12 +47,17 @@ export class PreparedStatement<Row> {
   /** The rows the statement returns, run on `db`'s pool; never in a transaction, whose connection it would not be on. */
   async run(db: Knex, values: Record<string, unknown>): Promise<Row[]> {
     if ((db as { isTransaction?: boolean }).isTransaction) throw new Error(`${this.name} runs on the pool, outside any transaction`);
-    const config = { name: this.name, text: this.text, values: this.parameters.map((parameter) => valueOf(values, parameter)) };
+    const ordered = this.parameters.map((parameter) => valueOf(values, parameter));
+    const named = !PreparedStatement.namesRefused.has(db.client);
     const connection = (await db.client.acquireConnection()) as pg.Client;
     try {
-      return await new Promise<Row[]>((resolve, reject) => {
-        connection.query(config, (error: Error | null, result: pg.QueryResult) => (error ? reject(error) : resolve(result.rows as Row[])));
-      });
+      try {
+        return await query<Row>(connection, named ? { name: this.name, text: this.text, values: ordered } : { text: this.text, values: ordered });
+      } catch (error) {
+        if (!named || !NAME_LOST.has((error as { code?: string }).code ?? '')) throw error;
+        PreparedStatement.namesRefused.add(db.client);
+        return await query<Row>(connection, { text: this.text, values: ordered });
+      }
     } catch (error) {
       if (isConnectionFailure(error)) markOutage(error);
       throw error;
@@ -49,6 +65,16 @@ export class PreparedStatement<Row> {
       await db.client.releaseConnection(connection);
     }
   }
+}
+
+/** SQLSTATEs of a name the server does not hold as it was parsed: 26000 invalid_sql_statement_name, 42P05 duplicate_prepared_statement. */
+const NAME_LOST = new Set(['26000', '42P05']);
+
+/** Through `connection.query(config, callback)`, the form closeOnQueryTimeout (database.ts) hooks. */
+function query<Row>(connection: pg.Client, config: pg.QueryConfig): Promise<Row[]> {
+  return new Promise<Row[]>((resolve, reject) => {
+    connection.query(config, (error: Error | null, result: pg.QueryResult) => (error ? reject(error) : resolve(result.rows as Row[])));
+  });
 }
 
 function valueOf(values: Record<string, unknown>, parameter: string): unknown {
