@@ -27,5 +27,12 @@ fi
 # Counted over both runs; `|| true` because grep finds no "failing" line in a green run.
 passed=$( (grep -Eo '[0-9]+ passing' "$log" || true) | awk '{s+=$1} END {print s+0}')
 failed=$( (grep -Eo '[0-9]+ failing' "$log" || true) | awk '{s+=$1} END {print s+0}')
+# CI shows only the tail of what ran, and the runtime suites print after the main one's
+# failures: name them again here, last, so a red run says what failed.
+if [ "$failed" -gt 0 ]; then
+  echo "What failed (mocha's account, repeated):"
+  sed -E 's/\x1b\[[0-9;]*m//g' "$log" \
+    | awk '/^ *[0-9]+ failing/ {show=1} /^ *[0-9]+ passing/ || /^Runtime image suites/ {show=0} show' | head -n 300
+fi
 echo "tests: ${passed} passed, ${failed} failed"
 exit $status
