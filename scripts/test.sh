@@ -13,26 +13,29 @@ npx tsc --noEmit -p tsconfig.json
 npx tsc --noEmit -p console/tsconfig.json
 node --import tsx scripts/build-console.ts
 
-log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+main_log=$(mktemp)
+runtime_log=$(mktemp)
+trap 'rm -f "$main_log" "$runtime_log"' EXIT
 status=0
-npx mocha --color "${@:-test/**/*.test.ts}" 2>&1 | tee "$log" || status=$?
+npx mocha --color "${@:-test/**/*.test.ts}" 2>&1 | tee "$main_log" || status=$?
 
 # The default runtime is its own package with its own suites (and its image build).
 if [ $# -eq 0 ]; then
   echo "Runtime image suites (runtime-image/)"
-  npm test --prefix runtime-image 2>&1 | tee -a "$log" || status=$?
+  npm test --prefix runtime-image 2>&1 | tee "$runtime_log" || status=$?
 fi
 
 # Counted over both runs; `|| true` because grep finds no "failing" line in a green run.
-passed=$( (grep -Eo '[0-9]+ passing' "$log" || true) | awk '{s+=$1} END {print s+0}')
-failed=$( (grep -Eo '[0-9]+ failing' "$log" || true) | awk '{s+=$1} END {print s+0}')
+passed=$( (grep -Eo '[0-9]+ passing' "$main_log" "$runtime_log" || true) | awk -F: '{split($NF, n, " "); s+=n[1]} END {print s+0}')
+failed=$( (grep -Eo '[0-9]+ failing' "$main_log" "$runtime_log" || true) | awk -F: '{split($NF, n, " "); s+=n[1]} END {print s+0}')
 # CI shows only the tail of what ran, and the runtime suites print after the main one's
-# failures: name them again here, last, so a red run says what failed.
+# failures: name them again here, last, so a red run says what failed. Mocha ends a run with
+# its account of the failures, from "N failing" on.
 if [ "$failed" -gt 0 ]; then
   echo "What failed (mocha's account, repeated):"
-  sed -E 's/\x1b\[[0-9;]*m//g' "$log" \
-    | awk '/^ *[0-9]+ failing/ {show=1} /^ *[0-9]+ passing/ || /^Runtime image suites/ {show=0} show' | head -n 300
+  for log in "$main_log" "$runtime_log"; do
+    sed -E 's/\x1b\[[0-9;]*m//g' "$log" | awk '/^ *[0-9]+ failing/ {show=1} show' | head -n 200
+  done
 fi
 echo "tests: ${passed} passed, ${failed} failed"
 exit $status
