@@ -130,6 +130,7 @@ export function lifecycleSuite(driver: LifecycleDriver): void {
         while (streaming) {
           const addresses = await runningAddresses(created.id);
           const address = addresses[sent % Math.max(1, addresses.length)];
+          const routedAt = Date.now();
           sent += 1;
           try {
             if (!address) throw new Error('no routable replica');
@@ -137,7 +138,10 @@ export function lifecycleSuite(driver: LifecycleDriver): void {
             if (response.status !== 200) failures.push(`status ${response.status}`);
             await response.text();
           } catch (error) {
-            failures.push((error as Error).message);
+            // What went wrong, where, and how long after the replica was seen routed: a failure
+            // later than the drain period is a request slower than the drain, not a lost one.
+            const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+            failures.push(`${(error as Error).message} (${cause?.code ?? cause?.message ?? 'no cause'}) at ${address}, ${Date.now() - routedAt} ms after it was seen routed`);
             // A driver that answers status from memory never yields: let its watches run.
             await new Promise((resolve) => setImmediate(resolve));
           }
