@@ -4,6 +4,7 @@ import { freePort } from '../scripts/lib/local-services.js';
 import { buildConsole, launchChromium } from './support/browser.js';
 import { stepsInOrder } from './support/console-steps.js';
 import { startControl, type TestControl } from './support/control-harness.js';
+import { edgeRequest } from './support/edge-upstream.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
 
 /**
@@ -33,7 +34,9 @@ describe('the web console: agent actions', function () {
     const edgePort = await freePort();
     control = await startControl({ AGENT_URL_PORT: String(edgePort) }, { orchestrate: true });
     root = control.baseUrl.replace(/\/v1$/, '');
-    edge = await startLocalEdgeStack(control, { port: edgePort, consoleOrigin: root });
+    // authz's Redis deadline raised as for the canary suite: this one starts containers while
+    // its steps call through the edge, and a Check slowed by that is not what a step is about.
+    edge = await startLocalEdgeStack(control, { port: edgePort, consoleOrigin: root, authzRedisTimeoutMs: 2_000 });
     user = await control.signUp();
     const created = await control.request('POST', '/agents', {
       token: user.token,
@@ -132,14 +135,37 @@ describe('the web console: agent actions', function () {
       assert.equal((await api('GET', `/agents/${agentId}`)).body.access, 'private');
     });
 
-    it('the Metrics tab charts the requests Try it sent through the edge', async function () {
+    it('the Metrics tab charts the requests sent through the edge', async function () {
+      // Two more through the edge now, as a caller with a key of its own: the chart counts the
+      // last 60 s, which on a loaded CI machine no longer held Try it's first answer (a run saw
+      // the count stay at 1).
+      const key = await api('POST', `/agents/${agentId}/access-keys`, { label: 'metrics' });
+      assert.equal(key.status, 201, JSON.stringify(key.body));
+      for (const input of ['one', 'two']) {
+        const answer = await edgeRequest({
+          port: edge.port,
+          host: new URL(agentUrl).host,
+          path: '/invoke',
+          method: 'POST',
+          headers: { authorization: `Bearer ${key.body.key}`, 'content-type': 'application/json' },
+          body: JSON.stringify({ input }),
+        });
+        assert.equal(answer.status, 200, answer.body);
+      }
       await tab('Metrics');
-      // Two answered through the edge above (the wrong key's 401 is not the agent's answer);
-      // the edge writes each second's figures once, so they show within a sample or two.
-      await page.waitForFunction(() => {
-        const caption = document.querySelector('figure[aria-label="Requests, last minute chart"] figcaption')?.textContent ?? '';
-        return Number(/: ([\d.]+) requests/.exec(caption)?.[1] ?? 0) >= 2;
-      }, undefined, { timeout: 30_000 });
+      // The edge writes each second's figures once, so they show within a sample or two.
+      await page
+        .waitForFunction(() => {
+          const caption = document.querySelector('figure[aria-label="Requests, last minute chart"] figcaption')?.textContent ?? '';
+          return Number(/: ([\d.]+) requests/.exec(caption)?.[1] ?? 0) >= 2;
+        }, undefined, { timeout: 30_000 })
+        .catch(async (error: Error) => {
+          // What the page showed and what the API says now, so a timeout tells which side lagged.
+          const captions = await page.locator('figure figcaption').allInnerTexts();
+          const alerts = await page.getByRole('alert').allInnerTexts();
+          const sample = await api('GET', `/agents/${agentId}/metrics`);
+          throw new Error(`${error.message}\ncharts: ${captions.join(' | ')}\nalerts: ${alerts.join(' | ') || 'none'}\nGET metrics: ${JSON.stringify(sample.body)}`);
+        });
       assert.equal(await page.locator('figure[aria-label="Latency p95, last minute chart"] canvas').count(), 1);
     });
 
@@ -335,7 +361,9 @@ describe('the web console: agent actions', function () {
     // 21 agents: past the free plan's 10, so this account is on pro (as control-quotas.test.ts does).
     await control.db('accounts').where({ id: (many.user as { account_id: string }).account_id }).update({ plan: 'pro' });
     for (let index = 1; index <= 21; index += 1) {
-      const created = await control.request('POST', '/agents', { token: many.token, body: { name: `paged-${String(index).padStart(2, '0')}` } });
+      // At 0 replicas: the list is what pages, and 21 containers starting would load the machine
+      // through every step after this one (a CI run's Metrics step timed out while they started).
+      const created = await control.request('POST', '/agents', { token: many.token, body: { name: `paged-${String(index).padStart(2, '0')}`, deploy: { replicas: 0 } } });
       assert.equal(created.status, 201);
     }
     const reader = await context.newPage();
