@@ -29,6 +29,10 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  *   the runtime, multiplied by the queue of 50.
  * - `one_caller`: one conversation, the provider answering at once: a session's cost
  *   when nothing waits in a queue.
+ * `model_paced` also runs through a third runtime whose agent services are Sessions API v1
+ * in a Map behind bare node:http (sessions-floor-services.ts), on the control API's CPU:
+ * `added_by_the_http_calls_alone` is what the runtime's two calls per invoke cost here
+ * whatever stores the sessions, the floor under `added_by_durable_sessions`.
  * Goal (issue 37): added p50 ≤ 2 ms, p99 ≤ 10 ms. Both runtimes run with RUNTIME_TRACES=off:
  * what tracing costs is its own, and without agent services there is none to compare with.
  *
@@ -38,6 +42,8 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
 const CONCURRENCY = 50;
 const TURNS_PER_CALLER = Number(process.env.BENCH_SESSION_TURNS ?? 40);
 const WARMUP_TURNS = 4;
+/** Each load's turns are run in this many rounds, the runtimes taking turns (compare). */
+const ROUNDS = 4;
 const MODEL_MS = 200;
 
 const RUNTIME_CPU = 0;
@@ -50,6 +56,7 @@ async function main(): Promise<void> {
   const provider = await FakeProvider.start();
   provider.recording = false;
   const runtimes: ChildProcess[] = [];
+  const stops: (() => Promise<void>)[] = [];
 
   try {
     // Without agent services the runtime traces nothing, and with them it sends every invoke's
@@ -57,6 +64,9 @@ async function main(): Promise<void> {
     const base = platformEnv(provider, 'openai', { LOG_LEVEL: 'error', RUNTIME_TRACES: 'off' });
     const memory = await startRuntimeProcess(base, pinned, runtimes);
     const remote = await startRuntimeProcess({ ...base, AGENT_SERVICES_URL: control.info.agentServicesUrl, AGENT_SERVICES_TOKEN_FILE: control.info.tokenFile }, pinned, runtimes);
+    const floor = await startFloorServices(pinned);
+    stops.push(floor.close);
+    const floorRuntime = await startRuntimeProcess({ ...base, AGENT_SERVICES_URL: floor.info.agentServicesUrl, AGENT_SERVICES_TOKEN_FILE: floor.info.tokenFile }, pinned, runtimes);
 
     const conversation = async (runtimeUrl: string, label: string, turns: number, callers: number) => {
       const sessions = Array.from({ length: callers }, (_, caller) => `${label}-${caller}`);
@@ -67,18 +77,39 @@ async function main(): Promise<void> {
         await response.arrayBuffer();
       });
     };
-    /** One load, memory then remote, each after a warm-up of its own. */
-    const compare = async (name: string, modelMs: number, turns: number, callers: number) => {
+    /**
+     * One load through each runtime, each warmed up first. The runtimes take turns, a round
+     * each, ROUNDS times: a drift of the machine over the run then falls on all of them alike,
+     * where one runtime's whole run after the other's would carry it into the difference.
+     */
+    const compare = async (name: string, modelMs: number, turns: number, callers: number, withFloor = false) => {
       provider.defaultReply = modelMs > 0 ? { text: 'noted', delayMs: modelMs } : { text: 'noted' };
-      console.log(`${name}: ${turns} turns of ${callers} conversation(s), the model answering in ${modelMs} ms`);
-      await conversation(memory, `${name}-warm-memory`, WARMUP_TURNS, callers);
-      const inMemory = summarise(await conversation(memory, `${name}-memory`, turns, callers));
-      await conversation(remote, `${name}-warm-remote`, WARMUP_TURNS, callers);
-      const throughServices = summarise(await conversation(remote, `${name}-remote`, turns, callers));
-      return { concurrency: callers, model_ms: modelMs, turns_per_conversation: turns, invoke_sessions_in_memory: inMemory, invoke_sessions_through_agent_services: throughServices, added_by_durable_sessions: added(inMemory, throughServices) };
+      console.log(`${name}: ${turns} turns of ${callers} conversation(s), the model answering in ${modelMs} ms, in ${ROUNDS} rounds`);
+      const runs = [
+        { key: 'memory', url: memory },
+        { key: 'remote', url: remote },
+        ...(withFloor ? [{ key: 'floor', url: floorRuntime }] : []),
+      ];
+      const samples = new Map(runs.map((run) => [run.key, [] as number[]]));
+      for (const run of runs) await conversation(run.url, `${name}-warm-${run.key}`, WARMUP_TURNS, callers);
+      for (let round = 0; round < ROUNDS; round += 1) {
+        for (const run of runs) samples.get(run.key)!.push(...(await conversation(run.url, `${name}-${run.key}`, turns / ROUNDS, callers)));
+      }
+      const inMemory = summarise(samples.get('memory')!);
+      const throughServices = summarise(samples.get('remote')!);
+      const floor = withFloor ? summarise(samples.get('floor')!) : undefined;
+      return {
+        concurrency: callers,
+        model_ms: modelMs,
+        turns_per_conversation: turns,
+        invoke_sessions_in_memory: inMemory,
+        invoke_sessions_through_agent_services: throughServices,
+        added_by_durable_sessions: added(inMemory, throughServices),
+        ...(floor ? { invoke_sessions_through_floor: floor, added_by_the_http_calls_alone: added(inMemory, floor) } : {}),
+      };
     };
 
-    const modelPaced = await compare('model_paced', MODEL_MS, TURNS_PER_CALLER, CONCURRENCY);
+    const modelPaced = await compare('model_paced', MODEL_MS, TURNS_PER_CALLER, CONCURRENCY, true);
     const saturated = await compare('saturated', 0, TURNS_PER_CALLER, CONCURRENCY);
     const oneCaller = await compare('one_caller', 0, TURNS_PER_CALLER * 5, 1);
     const { added_by_durable_sessions: judged } = modelPaced;
@@ -99,6 +130,7 @@ async function main(): Promise<void> {
     console.log(`written to ${writeResult('sessions', result)}`);
   } finally {
     for (const runtime of runtimes) runtime.kill();
+    for (const stop of stops) await stop();
     await provider.close();
     await control.close();
   }
@@ -139,6 +171,21 @@ async function startControl(pinned: boolean) {
       child.stdin!.write('count\n');
       return ((await next()) as { sessions: number }).sessions;
     },
+    close: async () => {
+      child.stdin!.end();
+      await once(child, 'exit');
+    },
+  };
+}
+
+/** bench/sessions-floor-services.ts in its own process, on the control API's CPU. */
+async function startFloorServices(pinned: boolean) {
+  const child = spawnNode(['--import', 'tsx', 'bench/sessions-floor-services.ts'], process.env, pinned ? CONTROL_CPU : undefined);
+  const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
+  const info = JSON.parse(((await lines.next()).value as string | undefined) ?? 'null') as { agentServicesUrl: string; tokenFile: string } | null;
+  if (!info) throw new Error('the floor services process ended before it was ready');
+  return {
+    info,
     close: async () => {
       child.stdin!.end();
       await once(child, 'exit');
