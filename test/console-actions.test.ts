@@ -136,9 +136,9 @@ describe('the web console: agent actions', function () {
     });
 
     it('the Metrics tab charts the requests sent through the edge', async function () {
-      // Two more through the edge now, as a caller with a key of its own: the chart counts the
-      // last 60 s, which on a loaded CI machine no longer held Try it's first answer (a run saw
-      // the count stay at 1).
+      // Two more through the edge now, as a caller with a key of its own, so the count this step
+      // waits for comes from requests it made and saw answered, not from steps before it. (A CI
+      // run timed out here with the steps before it under a second; which side lagged is unknown.)
       const key = await api('POST', `/agents/${agentId}/access-keys`, { label: 'metrics' });
       assert.equal(key.status, 201, JSON.stringify(key.body));
       for (const input of ['one', 'two']) {

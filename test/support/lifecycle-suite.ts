@@ -139,7 +139,7 @@ export function lifecycleSuite(driver: LifecycleDriver): void {
             await response.text();
           } catch (error) {
             // What went wrong, where, and how long after the replica was seen routed: a failure
-            // later than the drain period is a request slower than the drain, not a lost one.
+            // long past the drain period is a request an old replica took and never answered.
             const cause = (error as { cause?: { code?: string; message?: string } }).cause;
             failures.push(`${(error as Error).message} (${cause?.code ?? cause?.message ?? 'no cause'}) at ${address}, ${Date.now() - routedAt} ms after it was seen routed`);
             // A driver that answers status from memory never yields: let its watches run.
