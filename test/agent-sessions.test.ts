@@ -228,6 +228,38 @@ describe('agent services: sessions', () => {
       assert.deepEqual(final.body.messages, [{ by: winnerOf(created, ['first', 'second']) }, { by: winnerOf(appended, ['third', 'fourth']) }]);
     });
 
+    it('answers many calls made at once, which go to Postgres together, each as if alone: one of eight writes at a version applies; two agents\' sessions of one id stay apart', async () => {
+      const a = await agentWithToken();
+      const b = await agentWithToken();
+      expectStatus(await append(a.token, 'crowd', 0, [{ by: 'a' }]), 200);
+      expectStatus(await append(b.token, 'crowd', 0, [{ by: 'b' }]), 200);
+      const writers = Array.from({ length: 8 }, (_, writer) => writer);
+      control.clock.advance(1000); // each round below within SESSION_WRITES_PER_SECOND
+
+      const writes = await Promise.all(writers.map((writer) => append(a.token, 'crowd', 1, [{ by: `a${writer}` }])));
+      assert.deepEqual(writes.filter((response) => response.status === 200).length, 1, JSON.stringify(writes.map((response) => response.status)));
+      for (const lost of writes.filter((response) => response.status !== 200)) {
+        expectError(lost, 409, 'SESSION_VERSION_CONFLICT');
+        assert.equal(lost.body.details.current_version, 2);
+      }
+      const winner = writers[writes.findIndex((response) => response.status === 200)];
+      control.clock.advance(1000);
+
+      const reads = await Promise.all(writers.map((writer) => read(writer % 2 === 0 ? a.token : b.token, 'crowd')));
+      reads.forEach((response, writer) => {
+        expectStatus(response, 200);
+        assert.deepEqual(response.body.messages, writer % 2 === 0 ? [{ by: 'a' }, { by: `a${winner}` }] : [{ by: 'b' }], `read ${writer}`);
+      });
+      // Writers of different sessions of both agents, all at once (each agent holds SESSIONS_MAX_PER_AGENT = 3).
+      const own = [a, b].flatMap((agent, owner) => [0, 1].map((n) => ({ token: agent.token, id: `own-${n}`, n: owner * 10 + n })));
+      (await Promise.all(own.map(({ token, id, n }) => append(token, id, 0, [turn(n)])))).forEach((response) => expectStatus(response, 200));
+      control.clock.advance(1000);
+      const next = await Promise.all(own.map(({ token, id, n }) => append(token, id, 1, [turn(n + 100)])));
+      next.forEach((response) => assert.equal(response.body.version, 2, JSON.stringify(response.body)));
+      const mine = await Promise.all(own.map(({ token, id }) => read(token, id)));
+      mine.forEach((response, k) => assert.deepEqual(response.body.messages, [turn(own[k]!.n), turn(own[k]!.n + 100)]));
+    });
+
     it('replaces every message with PUT, to fewer or none, or creates with expected version 0', async () => {
       const { owner, agent, token } = await agentWithToken();
       const made = await replace(token, 'conv-1', 0, [turn(0), turn(1), turn(2), turn(3)]);
@@ -281,6 +313,16 @@ describe('agent services: sessions', () => {
       assert.equal((await readHolding(`W/${firstTag}`)).status, 304, 'If-None-Match compares weakly');
       const usedAfter = (await control.db('agent_sessions').where({ agent_id: agent.id }).first()).last_used_at;
       assert.equal(usedAfter.getTime() - usedBefore.getTime(), 5_000, 'a 304 is a use: the expiry moves');
+      // Last uses are kept to the second: a read within one of the last use writes nothing.
+      const rowVersion = async () => (await control.db.raw('SELECT xmin::text AS xmin FROM agent_sessions WHERE agent_id = ?', [agent.id])).rows[0].xmin;
+      const versionBefore = await rowVersion();
+      control.clock.advance(999);
+      assert.equal((await readHolding(firstTag)).status, 304);
+      assert.equal(await rowVersion(), versionBefore, 'a read 999 ms after the last use wrote the row');
+      assert.equal((await control.db('agent_sessions').where({ agent_id: agent.id }).first()).last_used_at.getTime(), usedAfter.getTime());
+      control.clock.advance(1);
+      assert.equal((await readHolding(firstTag)).status, 304);
+      assert.equal((await control.db('agent_sessions').where({ agent_id: agent.id }).first()).last_used_at.getTime() - usedAfter.getTime(), 1_000, 'a read a second after the last use moves it');
 
       const appended = await append(token, 'conv-1', 1, [turn(1)]);
       expectStatus(appended, 200);

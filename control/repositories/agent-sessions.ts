@@ -6,11 +6,38 @@ import { pageOf, type Page } from './page.js';
 /** First key of the advisory lock that makes one agent's session creations take turns (loop-locks.ts has "agn"). */
 const CREATION_LOCK_NAMESPACE = 0x61_67_73; // "ags"
 
-/** The session `s` named by :agent and :session, live at :now, joined to its agent (`UPDATE agent_sessions s … FROM agents`). */
-const LIVE_AT_SQL = 'agents.id = s.agent_id AND s.agent_id = :agent AND s.session_id = :session AND s.expires_at > :now';
+/** The session `s` named by `agent` and `session`, live at :now, joined to its agent (`UPDATE agent_sessions s … FROM agents`). */
+const liveAt = (agent: string, session: string) => `agents.id = s.agent_id AND s.agent_id = ${agent} AND s.session_id = ${session} AND s.expires_at > :now`;
 
-/** :now plus the agent's TTL: sessionTtlSeconds (domain/deploy.ts) in SQL, the deploy field or :ttl, the default. */
-const EXPIRY_SQL = `CAST(:now AS timestamptz) + make_interval(secs => COALESCE((agents.deploy->>'session_ttl_seconds')::int, :ttl))`;
+/** The one session of :agent and :session, live at :now. */
+const LIVE_AT_SQL = liveAt(':agent', ':session');
+
+/** The agent's TTL in seconds: sessionTtlSeconds (domain/deploy.ts) in SQL, the deploy field or :ttl, the default. */
+const TTL_SQL = `COALESCE((agents.deploy->>'session_ttl_seconds')::int, CAST(:ttl AS integer))`;
+
+/** :now plus the agent's TTL. */
+const EXPIRY_SQL = `CAST(:now AS timestamptz) + make_interval(secs => ${TTL_SQL})`;
+
+/** One read of a batch: the session, and the version of it the reader holds, if any. */
+export interface SessionRead {
+  agentId: string;
+  sessionId: string;
+  known?: SessionTag;
+}
+
+/** One append of a batch: its session, the version it expects, and its messages. */
+export interface SessionAppendAtVersion extends SessionAppend {
+  agentId: string;
+  sessionId: string;
+  version: number;
+}
+
+/** A batch statement's rows, each carrying `i`, its call's place from 1, as one answer per call: undefined for a call with no row. */
+function inCallOrder<Row>(calls: number, rows: (Row & { i: number })[]): (Row | undefined)[] {
+  const answers = new Array<Row | undefined>(calls).fill(undefined);
+  for (const row of rows) answers[row.i - 1] = row;
+  return answers;
+}
 
 /** A session's base: its messages as a whole, as a create or a replace writes them. */
 export type SessionBase = Pick<AgentSessionRow, 'messages_sealed' | 'size_bytes' | 'message_count'>;
@@ -30,41 +57,75 @@ const SUMMARY_SQL = SUMMARY_COLUMNS.map((column) => `s.${column}`).join(', ');
  * planning the joins and the appends' subquery was half of Postgres's CPU for each, the
  * read taking 317 µs of it unplanned and 157 µs prepared, measured on one backend over
  * 3,000 calls. A name stands for one text on a connection, so each has one statement.
+ *
+ * Reads and appends come in batches (StatementBatches, in AgentSessionService): one statement
+ * answers many calls, each a row of `r`, the calls' arrays unnested in order, `r.i` its place.
  */
 
-/** Whether the session is the one the reader holds: versions start at 1, so version 0 is held by no one; created_at tells a session from one made anew under its id. */
-const UNCHANGED_SQL = `s.version = CAST(:knownVersion AS integer) AND date_trunc('milliseconds', s.created_at) = CAST(:knownCreatedAt AS timestamptz)`;
+/**
+ * A read moves a session's last use, and its expiry, only when a second or more has passed
+ * since: last uses are kept to the second, and a read of a session used a moment ago, as
+ * each turn's read of the turn before's write is, is not a write (a new row version and an
+ * entry in each of the table's three indexes, for every read).
+ */
+export const TOUCH_GRANULARITY_SECONDS = 1;
 
-const TOUCH_AND_READ = new PreparedStatement<ReadSession>(
-  'agent_sessions_touch_and_read',
-  `UPDATE agent_sessions s SET last_used_at = :now, expires_at = ${EXPIRY_SQL}
-   FROM agents, (SELECT set_config('synchronous_commit', 'off', true)) AS lazy_commit
-   WHERE ${LIVE_AT_SQL}
-   RETURNING ${SUMMARY_SQL}, s.base_version, ${UNCHANGED_SQL} AS unchanged,
+/** Whether the session is the one the reader holds: versions start at 1, so version 0 is held by no one; created_at tells a session from one made anew under its id. */
+const UNCHANGED_SQL = `s.version = r.known_version AND date_trunc('milliseconds', s.created_at) = r.known_created_at`;
+
+/** The renewed expiry is the granularity or more past the stored one, or before it (the TTL was shortened). */
+const TOUCH_DUE_SQL = `(${EXPIRY_SQL} >= s.expires_at + make_interval(secs => ${TOUCH_GRANULARITY_SECONDS}) OR ${EXPIRY_SQL} < s.expires_at)`;
+
+const TOUCH_AND_READ_EACH = new PreparedStatement<ReadSession & { i: number }>(
+  'agent_sessions_touch_and_read_each',
+  `WITH r AS (
+     SELECT * FROM unnest(CAST(:agents AS text[]), CAST(:sessions AS text[]), CAST(:knownVersions AS integer[]), CAST(:knownCreatedAts AS timestamptz[]))
+       WITH ORDINALITY AS r(agent, session, known_version, known_created_at, i)
+   ), touched AS (
+     UPDATE agent_sessions s SET last_used_at = :now, expires_at = ${EXPIRY_SQL}
+     FROM r, agents, (SELECT set_config('synchronous_commit', 'off', true)) AS lazy_commit
+     WHERE ${liveAt('r.agent', 'r.session')} AND ${TOUCH_DUE_SQL}
+     RETURNING s.agent_id, s.session_id, s.last_used_at, s.expires_at
+   )
+   SELECT CAST(r.i AS integer) AS i, s.agent_id, s.session_id, s.version, s.size_bytes, s.message_count, s.created_at,
+     COALESCE(t.last_used_at, s.last_used_at) AS last_used_at, COALESCE(t.expires_at, s.expires_at) AS expires_at,
+     s.base_version, ${UNCHANGED_SQL} AS unchanged,
      CASE WHEN ${UNCHANGED_SQL} THEN NULL ELSE s.messages_sealed END AS messages_sealed,
      CASE WHEN ${UNCHANGED_SQL} THEN NULL ELSE ARRAY(
        SELECT a.messages_sealed FROM agent_session_appends a
        WHERE a.agent_id = s.agent_id AND a.session_id = s.session_id AND a.version > s.base_version ORDER BY a.version
-     ) END AS appended_sealed`,
+     ) END AS appended_sealed
+   FROM r JOIN agent_sessions s ON s.agent_id = r.agent AND s.session_id = r.session AND s.expires_at > :now
+   JOIN agents ON agents.id = s.agent_id
+   LEFT JOIN touched t ON t.agent_id = s.agent_id AND t.session_id = s.session_id`,
 );
 
 /** The stored array and the appended one join as text: '[a]' and '[b]' make '[a,b]', one byte fewer than both; '[]' and '[b]' make '[b]'. */
-const GROWN_BY_SQL = `(CASE WHEN s.size_bytes <= 2 THEN CAST(:intoEmpty AS integer) ELSE CAST(:intoOthers AS integer) END)`;
+const GROWN_BY_SQL = `(CASE WHEN s.size_bytes <= 2 THEN r.into_empty ELSE r.into_others END)`;
 
-const APPEND_AT_VERSION = new PreparedStatement<SessionSummary>(
-  'agent_sessions_append_at_version',
-  `WITH head AS (
+/**
+ * Each call's compare-and-set: Postgres updates a row once however many rows of `r` it joins
+ * (the UPDATE … FROM rule), so of two appends of one session at one version in a batch,
+ * one applies and the other finds no row, as if it had come second.
+ */
+const APPEND_EACH_AT_VERSION = new PreparedStatement<SessionSummary & { i: number }>(
+  'agent_sessions_append_each_at_version',
+  `WITH r AS (
+     SELECT * FROM unnest(CAST(:agents AS text[]), CAST(:sessions AS text[]), CAST(:versions AS integer[]), CAST(:counts AS integer[]), CAST(:sealed AS text[]),
+         CAST(:intoEmpty AS integer[]), CAST(:intoOthers AS integer[]))
+       WITH ORDINALITY AS r(agent, session, version, count, sealed, into_empty, into_others, i)
+   ), head AS (
      UPDATE agent_sessions s
-     SET version = s.version + 1, size_bytes = s.size_bytes + ${GROWN_BY_SQL}, message_count = s.message_count + CAST(:count AS integer),
+     SET version = s.version + 1, size_bytes = s.size_bytes + ${GROWN_BY_SQL}, message_count = s.message_count + r.count,
          last_used_at = :now, expires_at = ${EXPIRY_SQL}
-     FROM agents
-     WHERE ${LIVE_AT_SQL} AND s.version = CAST(:version AS integer) AND s.size_bytes + ${GROWN_BY_SQL} <= CAST(:maxBytes AS integer)
-     RETURNING ${SUMMARY_SQL}
+     FROM r, agents
+     WHERE ${liveAt('r.agent', 'r.session')} AND s.version = r.version AND s.size_bytes + ${GROWN_BY_SQL} <= CAST(:maxBytes AS integer)
+     RETURNING CAST(r.i AS integer) AS i, r.sealed, ${SUMMARY_SQL}
    ), appended AS (
      INSERT INTO agent_session_appends (agent_id, session_id, version, messages_sealed)
-     SELECT agent_id, session_id, version, CAST(:sealed AS text) FROM head WHERE CAST(:sealed AS text) IS NOT NULL
+     SELECT agent_id, session_id, version, sealed FROM head WHERE sealed IS NOT NULL
    )
-   SELECT * FROM head`,
+   SELECT i, ${SUMMARY_COLUMNS.join(', ')} FROM head`,
 );
 
 const REPLACE_AT_VERSION = new PreparedStatement<SessionSummary>(
@@ -104,26 +165,27 @@ export class AgentSessionRepository {
   }
 
   /**
-   * Reads a session live at `now` and records the read as a use, in one statement: its last
-   * use moves to `now` and its expiry to its agent's TTL later. With the session come the
-   * sealed messages of its appends after the base, in order, unless it is the
-   * session and version `known`, which the reader holds already: then none of its messages are
-   * read, not even from TOAST. Undefined when none is live.
+   * Reads each session of `reads` live at `now`, in one statement, and records each read as
+   * a use: its last use moves to `now` and its expiry to its agent's TTL later, when a
+   * second or more has passed since (TOUCH_GRANULARITY_SECONDS). With each session come the sealed
+   * messages of its appends after the base, in order, unless it is the session and version
+   * the read says it holds (`known`): then none of its messages are read, not even from
+   * TOAST. One answer per read, in order: undefined where none is live.
    *
-   * The statement commits without waiting for the write-ahead log to reach disk
-   * (synchronous_commit off, for this transaction only): a crash of Postgres can lose a
+   * A read that moves an expiry commits without waiting for the write-ahead log to reach
+   * disk (synchronous_commit off, for this statement only): a crash of Postgres can lose a
    * read's last use, never a message, and the read does not wait on a disk flush.
    */
-  async touchAndRead(agentId: string, sessionId: string, now: Date, defaultTtlSeconds: number, known?: SessionTag): Promise<ReadSession | undefined> {
-    const [row] = await TOUCH_AND_READ.run(this.db, {
-      agent: agentId,
-      session: sessionId,
+  async touchAndReadEach(reads: readonly SessionRead[], now: Date, defaultTtlSeconds: number): Promise<(ReadSession | undefined)[]> {
+    const rows = await TOUCH_AND_READ_EACH.run(this.db, {
+      agents: reads.map((read) => read.agentId),
+      sessions: reads.map((read) => read.sessionId),
+      knownVersions: reads.map((read) => read.known?.version ?? 0),
+      knownCreatedAts: reads.map((read) => read.known?.createdAt ?? now),
       now,
       ttl: defaultTtlSeconds,
-      knownVersion: known?.version ?? 0,
-      knownCreatedAt: known?.createdAt ?? now,
     });
-    return row;
+    return inCallOrder(reads.length, rows);
   }
 
   /** The session's row, unlocked, expired or not: what a write that did not apply looks at to say why. */
@@ -132,26 +194,27 @@ export class AgentSessionRepository {
   }
 
   /**
-   * Appends one write's messages if the session is still live at `version` and stays within
-   * `maxBytes`: a compare-and-set in one statement, with no read before it and no lock held
-   * after it, which seals and logs only the appended messages. The session's summary, or
-   * undefined when it did not apply (another write came first, the session is gone or
-   * expired, or it would grow too large): then find() tells which.
+   * Appends each write's messages if its session is still live at its `version` and stays
+   * within `maxBytes`, in one statement: each a compare-and-set, with no read before it and
+   * no lock held after it, which seals and logs only the appended messages. One answer per
+   * write, in order: the session's summary, or undefined when it did not apply (another
+   * write came first, the session is gone or expired, or it would grow too large): then
+   * find() tells which.
    */
-  async appendAtVersion(agentId: string, sessionId: string, version: number, append: SessionAppend, now: Date, defaultTtlSeconds: number, maxBytes: number): Promise<SessionSummary | undefined> {
-    const [row] = await APPEND_AT_VERSION.run(this.db, {
-      agent: agentId,
-      session: sessionId,
-      version,
+  async appendEachAtVersion(appends: readonly SessionAppendAtVersion[], now: Date, defaultTtlSeconds: number, maxBytes: number): Promise<(SessionSummary | undefined)[]> {
+    const rows = await APPEND_EACH_AT_VERSION.run(this.db, {
+      agents: appends.map((append) => append.agentId),
+      sessions: appends.map((append) => append.sessionId),
+      versions: appends.map((append) => append.version),
+      counts: appends.map((append) => append.messageCount),
+      sealed: appends.map((append) => append.sealed),
+      intoEmpty: appends.map((append) => (append.sealed === null ? 0 : append.bytes - 2)),
+      intoOthers: appends.map((append) => (append.sealed === null ? 0 : append.bytes - 1)),
       now,
       ttl: defaultTtlSeconds,
       maxBytes,
-      count: append.messageCount,
-      sealed: append.sealed,
-      intoEmpty: append.sealed === null ? 0 : append.bytes - 2,
-      intoOthers: append.sealed === null ? 0 : append.bytes - 1,
     });
-    return row;
+    return inCallOrder(appends.length, rows);
   }
 
   /**

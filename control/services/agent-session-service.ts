@@ -11,6 +11,7 @@ import {
   sessionTooLarge,
   versionConflict,
   type AgentSessionRow,
+  type ReadSession,
   type SessionLimits,
   type SessionSummary,
   type SessionTag,
@@ -19,7 +20,8 @@ import {
 import { SESSION_TTL_SECONDS, sessionTtlSeconds } from '../domain/deploy.js';
 import { PlatformError } from '../domain/errors.js';
 import type { AgentRow } from '../domain/agent.js';
-import type { AgentSessionRepository } from '../repositories/agent-sessions.js';
+import type { SessionAppendAtVersion, SessionRead } from '../repositories/agent-sessions.js';
+import { StatementBatches } from '../db/statement-batches.js';
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { SessionWritten } from '../schemas/agent-sessions.js';
 import type { LeasedWindowLimiter } from './rate-limiter.js';
@@ -59,6 +61,12 @@ const SECOND_MS = 1000;
 /** Appends a read opens beyond the base before it folds them in: each is a decryption on every read. */
 const COMPACT_AFTER_APPENDS = 16;
 
+/**
+ * How session statements are batched: two at a time of each kind, so a lone call never waits
+ * behind another's round trip, up to 100 calls or 4 MiB of sealed messages in one.
+ */
+const BATCHES = { maxInFlight: 2, maxCalls: 100, maxWeight: 4 * 1_048_576 };
+
 /** Compare-and-sets of one write: each one lost to a race with the expiry is tried again, from a fresh look. */
 const WRITE_ATTEMPTS = 3;
 
@@ -76,7 +84,19 @@ const WRITE_ATTEMPTS = 3;
  * evicts. Messages are opaque and sealed; nothing here logs them.
  */
 export class AgentSessionService {
-  constructor(private readonly deps: AgentSessionDependencies) {}
+  /** Reads made at once go to Postgres as one statement (StatementBatches). */
+  private readonly reads: StatementBatches<SessionRead, ReadSession | undefined>;
+  /** Appends made at once, likewise: one statement, and one commit of the write-ahead log. */
+  private readonly appends: StatementBatches<SessionAppendAtVersion, SessionSummary | undefined>;
+
+  constructor(private readonly deps: AgentSessionDependencies) {
+    this.reads = new StatementBatches((reads) => this.repositories().agentSessions.touchAndReadEach(reads, deps.clock.now(), SESSION_TTL_SECONDS.default), BATCHES);
+    this.appends = new StatementBatches(
+      (appends) => this.repositories().agentSessions.appendEachAtVersion(appends, deps.clock.now(), SESSION_TTL_SECONDS.default, deps.limits.maxBytes),
+      BATCHES,
+      (append) => append.sealed?.length ?? 0,
+    );
+  }
 
   /**
    * The live session; a read is a use, so its expiry moves too. When it is still the one
@@ -85,10 +105,7 @@ export class AgentSessionService {
   async get(agentId: string, sessionId: string, known?: SessionTag): Promise<SessionContents | SessionUnchanged> {
     const repos = this.repositories();
     // Counted beside the read rather than before it: a refused read has only moved the session's last use.
-    const [session] = await Promise.all([
-      repos.agentSessions.touchAndRead(agentId, sessionId, this.deps.clock.now(), SESSION_TTL_SECONDS.default, known),
-      this.assertUnderRate(agentId, 'reads', this.deps.limits.readsPerSecond),
-    ]);
+    const [session] = await Promise.all([this.reads.submit({ agentId, sessionId, known }), this.assertUnderRate(agentId, 'reads', this.deps.limits.readsPerSecond)]);
     if (!session) {
       await this.agentOf(repos.agents.findAny(agentId));
       throw sessionNotFound();
@@ -104,10 +121,10 @@ export class AgentSessionService {
     await this.assertUnderRate(agentId, 'writes', this.deps.limits.writesPerSecond);
     const added: Messages = { json: JSON.stringify(messages), count: messages.length };
     const bytes = jsonBytes(added.json);
-    const append = { sealed: messages.length > 0 ? this.deps.box.seal(added.json) : null, bytes, messageCount: messages.length };
+    const append = { agentId, sessionId, version: expectedVersion, sealed: messages.length > 0 ? this.deps.box.seal(added.json) : null, bytes, messageCount: messages.length };
     const { maxBytes } = this.deps.limits;
     return this.writeAtVersion(agentId, sessionId, expectedVersion, added, {
-      apply: (sessions, now) => sessions.appendAtVersion(agentId, sessionId, expectedVersion, append, now, SESSION_TTL_SECONDS.default, maxBytes),
+      apply: () => this.appends.submit(append),
       // Live at the expected version, yet not applied: the messages did not fit.
       refusal: (live) => sessionTooLarge(live.size_bytes + (messages.length === 0 ? 0 : live.size_bytes <= 2 ? bytes - 2 : bytes - 1), maxBytes),
     });
@@ -119,7 +136,7 @@ export class AgentSessionService {
     const whole: Messages = { json: JSON.stringify(messages), count: messages.length };
     const base = this.sealedBase(whole);
     return this.writeAtVersion(agentId, sessionId, expectedVersion, whole, {
-      apply: (sessions, now) => sessions.replaceAtVersion(agentId, sessionId, expectedVersion, base, now, SESSION_TTL_SECONDS.default),
+      apply: () => this.repositories().agentSessions.replaceAtVersion(agentId, sessionId, expectedVersion, base, this.deps.clock.now(), SESSION_TTL_SECONDS.default),
     });
   }
 
@@ -142,12 +159,12 @@ export class AgentSessionService {
     sessionId: string,
     expectedVersion: number,
     whenNew: Messages,
-    write: { apply: (sessions: AgentSessionRepository, now: Date) => Promise<SessionSummary | undefined>; refusal?: (live: AgentSessionRow) => PlatformError },
+    write: { apply: () => Promise<SessionSummary | undefined>; refusal?: (live: AgentSessionRow) => PlatformError },
   ): Promise<SessionTagged> {
     if (expectedVersion === 0) return this.createOrReuse(agentId, sessionId, whenNew);
     const { agentSessions } = this.repositories();
     for (let attempt = 1; attempt <= WRITE_ATTEMPTS; attempt += 1) {
-      const written = await write.apply(agentSessions, this.deps.clock.now());
+      const written = await write.apply();
       if (written) return writtenView(written);
       const stored = await agentSessions.find(agentId, sessionId);
       const live = stored && isLive(stored, this.deps.clock.now()) ? stored : undefined;
