@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AgentTokens } from '../control/crypto/agent-token.js';
 import { controlApiClient } from './api-client.js';
@@ -8,7 +8,7 @@ import { startBenchControl } from './control-fixture.js';
  * The control API side of bench/sessions.bench.ts, in a process of its own as in a
  * deployment (its Postgres and Redis are its children, on the CPU it is pinned to): one
  * agent, a replica token for it in a file, and on stdout one JSON line saying where they
- * are. It stops, and removes what it made, when its stdin closes.
+ * are and which process is Postgres's. It stops, and removes what it made, when its stdin closes.
  */
 async function main(): Promise<void> {
   const control = await startBenchControl();
@@ -25,7 +25,9 @@ async function main(): Promise<void> {
     process.stdout.write(`${JSON.stringify({ sessions: Number(row?.count ?? 0) })}\n`);
   });
   process.stdin.on('end', () => void control.close().then(() => process.exit(0)));
-  process.stdout.write(`${JSON.stringify({ agentServicesUrl: control.agentServicesUrl, tokenFile })}\n`);
+  // The postmaster leaves pg_ctl's process tree: its pid, from the first line of postmaster.pid, is how its CPU is found.
+  const postgresPid = Number(readFileSync(join(control.workDir, 'pg', 'postmaster.pid'), 'utf8').split('\n')[0]);
+  process.stdout.write(`${JSON.stringify({ agentServicesUrl: control.agentServicesUrl, tokenFile, postgresPid })}\n`);
 }
 
 main().catch((error) => {

@@ -6,6 +6,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { FakeProvider } from '../runtime-image/test/helpers/fake-provider.js';
 import { platformEnv } from '../runtime-image/test/helpers/runtime.js';
 import { freePort } from '../scripts/lib/local-services.js';
+import { treeCpuSeconds } from './process-cpu.js';
 import { runConcurrently, summarise, writeResult, type LatencySummary } from './stats.js';
 
 /**
@@ -33,6 +34,10 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  * in a Map behind bare node:http (sessions-floor-services.ts), on the control API's CPU:
  * `added_by_the_http_calls_alone` is what the runtime's two calls per invoke cost here
  * whatever stores the sessions, the floor under `added_by_durable_sessions`.
+ * `control_plane_cpu_ms_per_invoke` is the CPU the control API, its Postgres and its Redis
+ * spent per invoke of the durable runtime (from /proc, process-cpu.ts), and
+ * `floor_cpu_ms_per_invoke` the floor's: unlike the latencies, which move by ±10 ms from
+ * run to run with how the 50 arrivals happen to line up, these hold to a few percent.
  * Goal (issue 37): added p50 ≤ 2 ms, p99 ≤ 10 ms. Both runtimes run with RUNTIME_TRACES=off:
  * what tracing costs is its own, and without agent services there is none to compare with.
  *
@@ -64,9 +69,9 @@ async function main(): Promise<void> {
     const base = platformEnv(provider, 'openai', { LOG_LEVEL: 'error', RUNTIME_TRACES: 'off' });
     const memory = await startRuntimeProcess(base, pinned, runtimes);
     const remote = await startRuntimeProcess({ ...base, AGENT_SERVICES_URL: control.info.agentServicesUrl, AGENT_SERVICES_TOKEN_FILE: control.info.tokenFile }, pinned, runtimes);
-    const floor = await startFloorServices(pinned);
-    stops.push(floor.close);
-    const floorRuntime = await startRuntimeProcess({ ...base, AGENT_SERVICES_URL: floor.info.agentServicesUrl, AGENT_SERVICES_TOKEN_FILE: floor.info.tokenFile }, pinned, runtimes);
+    const floorServices = await startFloorServices(pinned);
+    stops.push(floorServices.close);
+    const floorRuntime = await startRuntimeProcess({ ...base, AGENT_SERVICES_URL: floorServices.info.agentServicesUrl, AGENT_SERVICES_TOKEN_FILE: floorServices.info.tokenFile }, pinned, runtimes);
 
     const conversation = async (runtimeUrl: string, label: string, turns: number, callers: number) => {
       const sessions = Array.from({ length: callers }, (_, caller) => `${label}-${caller}`);
@@ -91,10 +96,18 @@ async function main(): Promise<void> {
         ...(withFloor ? [{ key: 'floor', url: floorRuntime }] : []),
       ];
       const samples = new Map(runs.map((run) => [run.key, [] as number[]]));
+      // CPU the store's side spent while each runtime ran: the control API with Postgres and Redis, or the floor's process.
+      const storeCpuSeconds = new Map(runs.map((run) => [run.key, 0]));
+      const storeCpu = (key: string) => (key === 'remote' ? control.cpuSeconds() : key === 'floor' ? floorServices.cpuSeconds() : 0);
       for (const run of runs) await conversation(run.url, `${name}-warm-${run.key}`, WARMUP_TURNS, callers);
       for (let round = 0; round < ROUNDS; round += 1) {
-        for (const run of runs) samples.get(run.key)!.push(...(await conversation(run.url, `${name}-${run.key}`, turns / ROUNDS, callers)));
+        for (const run of runs) {
+          const cpuBefore = storeCpu(run.key);
+          samples.get(run.key)!.push(...(await conversation(run.url, `${name}-${run.key}`, turns / ROUNDS, callers)));
+          storeCpuSeconds.set(run.key, storeCpuSeconds.get(run.key)! + storeCpu(run.key) - cpuBefore);
+        }
       }
+      const cpuMsPerInvoke = (key: string) => round((storeCpuSeconds.get(key)! * 1000) / samples.get(key)!.length);
       const inMemory = summarise(samples.get('memory')!);
       const throughServices = summarise(samples.get('remote')!);
       const floor = withFloor ? summarise(samples.get('floor')!) : undefined;
@@ -105,7 +118,8 @@ async function main(): Promise<void> {
         invoke_sessions_in_memory: inMemory,
         invoke_sessions_through_agent_services: throughServices,
         added_by_durable_sessions: added(inMemory, throughServices),
-        ...(floor ? { invoke_sessions_through_floor: floor, added_by_the_http_calls_alone: added(inMemory, floor) } : {}),
+        control_plane_cpu_ms_per_invoke: cpuMsPerInvoke('remote'),
+        ...(floor ? { invoke_sessions_through_floor: floor, added_by_the_http_calls_alone: added(inMemory, floor), floor_cpu_ms_per_invoke: cpuMsPerInvoke('floor') } : {}),
       };
     };
 
@@ -163,10 +177,12 @@ async function startControl(pinned: boolean) {
   const child = spawnNode([...(process.env.BENCH_CONTROL_NODE_ARGS ?? '').split(' ').filter(Boolean), '--import', 'tsx', 'bench/sessions-control.ts'], process.env, pinned ? CONTROL_CPU : undefined);
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const next = async () => JSON.parse(((await lines.next()).value as string | undefined) ?? 'null');
-  const info = (await next()) as { agentServicesUrl: string; tokenFile: string } | null;
+  const info = (await next()) as { agentServicesUrl: string; tokenFile: string; postgresPid: number } | null;
   if (!info) throw new Error('the control API process ended before it was ready');
   return {
     info,
+    /** CPU seconds of the control API's process, its Redis (a child) and its Postgres, so far. */
+    cpuSeconds: () => treeCpuSeconds(child.pid!) + treeCpuSeconds(info.postgresPid),
     sessionsStored: async () => {
       child.stdin!.write('count\n');
       return ((await next()) as { sessions: number }).sessions;
@@ -186,6 +202,7 @@ async function startFloorServices(pinned: boolean) {
   if (!info) throw new Error('the floor services process ended before it was ready');
   return {
     info,
+    cpuSeconds: () => treeCpuSeconds(child.pid!),
     close: async () => {
       child.stdin!.end();
       await once(child, 'exit');

@@ -76,7 +76,7 @@ const WRITE_ATTEMPTS = 3;
  * never reaches another's session, whatever id it sends.
  *
  * A write to a live session is one compare-and-set statement at the version the writer
- * expects (AgentSessionRepository.appendAtVersion, replaceAtVersion): of two writers
+ * expects (AgentSessionRepository.appendEachAtVersion, replaceAtVersion): of two writers
  * expecting the same version exactly one wins, and versions never skip or repeat. Only a
  * write that did not apply reads the session, to say why. An append stores only its own
  * messages; reads join them to the base and fold them in now and then. A write that
