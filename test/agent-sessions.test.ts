@@ -124,7 +124,7 @@ describe('agent services: sessions', () => {
       const [older, current] = [randomBytes(32), randomBytes(32)];
       const now = new Date('2025-12-01T10:00:00Z');
       const minted = new AgentTokens([older], 3600).mint('agt_rotating', 'replica-1', now);
-      assert.deepEqual(new AgentTokens([current, older], 3600).verify(minted.token, now), { agentId: 'agt_rotating', replicaId: 'replica-1' });
+      assert.deepEqual(new AgentTokens([current, older], 3600).verify(minted.token, now), { agentId: 'agt_rotating', replicaId: 'replica-1', validUntil: minted.expiresAt });
       assert.equal(new AgentTokens([current], 3600).verify(minted.token, now), null);
       assert.equal(minted.expiresAt.toISOString(), '2025-12-01T11:00:00.000Z');
       assert.match(minted.token, /^ast1\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]{43}$/);

@@ -121,7 +121,7 @@ describe('the fake Nomad: the identities it signs', function () {
     const jwks = await (await fetch(`${cluster.nomadAddr}/.well-known/jwks.json`)).json();
     const keys = parseKeySet(jwks);
     const identity = await verifyWorkloadIdentity(token, async (kid) => keys.get(kid) ?? null, { audience: 'agent-services', now });
-    assert.deepEqual(identity, { namespace: 'default', jobId: request.Job.ID, allocationId: alloc.ID, task: 'agent' });
+    assert.deepEqual(identity, { namespace: 'default', jobId: request.Job.ID, allocationId: alloc.ID, task: 'agent', validUntil: new Date((claims.exp + 60) * 1000) });
     assert.throws(() => cluster.identityToken(alloc.ID, 'vault_default'), /identity not found/);
     assert.throws(() => cluster.identityToken('no-such-alloc', 'agent-services'), /allocation not found/);
     // A named identity counts for the implicit identity constraint, once.

@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { createHmac, generateKeyPairSync } from 'node:crypto';
+import { createHmac, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { AgentTokens } from '../control/crypto/agent-token.js';
 import { KeySetCache, parseKeySet } from '../control/crypto/json-web-key-set.js';
 import { verifyWorkloadIdentity, type KeyLookup } from '../control/crypto/nomad-workload-identity.js';
+import { ReplicaCredentials } from '../control/services/replica-credentials.js';
 import { FakeKeyring, signJws, workloadIdentityClaims } from './support/fake-nomad/identities.js';
 import { ManualClock } from './support/manual-clock.js';
 
@@ -47,6 +49,8 @@ describe('Nomad workload identities: the check', function () {
     assert.equal(claims.sub, 'global:agents:agent-agt_7Qm2XbR9kLp4TzW1nVc8:agent:agent:agent-services');
     assert.deepEqual(await check(keyring.sign(claims)), {
       namespace: 'agents', jobId: 'agent-agt_7Qm2XbR9kLp4TzW1nVc8', allocationId: '5f0d1f0e-8f43-4a8b-9d36-0c2a3b1e7d11', task: 'agent',
+      // Its expiry, and the minute of leeway go-jose's DefaultLeeway allows past it.
+      validUntil: new Date((claims.exp + 60) * 1000),
     });
     // Several audiences are a list; one of them must be ours.
     assert.ok(await check(keyring.sign(claimsAt(NOW, { Audience: ['vault.io', AUDIENCE] }))));
@@ -194,5 +198,37 @@ describe('Nomad workload identities: the key set', function () {
     assert.equal(failures.length, 1);
     assert.equal(await cache.keyFor('unknown'), null);
     assert.equal(fetches, 4, 'a failure counts as an attempt: no fetch for 10 s');
+  });
+});
+
+describe('the agent services: replica credentials verified once and kept', () => {
+  const keyring = new FakeKeyring('RS256');
+
+  it('keeps a verified identity at most a minute, so a signing key Nomad removed stops working within one', async () => {
+    const clock = new ManualClock(NOW);
+    let keys = lookupOf(keyring);
+    const credentials = new ReplicaCredentials(new AgentTokens([randomBytes(32)], 3600), clock, { keys: (kid) => keys(kid), namespace: 'agents' });
+    const token = keyring.sign(claimsAt(NOW));
+    const expected = { agentId: 'agt_7Qm2XbR9kLp4TzW1nVc8', replicaId: '5f0d1f0e-8f43-4a8b-9d36-0c2a3b1e7d11' };
+    assert.deepEqual(await credentials.verify(token), expected);
+
+    keys = async () => null; // the key is gone from Nomad's key set
+    clock.advance(59_999);
+    assert.deepEqual(await credentials.verify(token), expected, 'kept for a minute');
+    clock.advance(1);
+    assert.equal(await credentials.verify(token), null, 'verified again after a minute, without the key');
+    assert.equal(await credentials.verify('garbage'), null);
+  });
+
+  it('keeps a token no longer than it is valid', async () => {
+    const clock = new ManualClock(NOW);
+    const tokens = new AgentTokens([randomBytes(32)], 30);
+    const credentials = new ReplicaCredentials(tokens, clock, null);
+    const minted = tokens.mint('agt_short', 'replica-1', NOW);
+    assert.deepEqual(await credentials.verify(minted.token), { agentId: 'agt_short', replicaId: 'replica-1' });
+    clock.advance(29_999);
+    assert.ok(await credentials.verify(minted.token));
+    clock.advance(1);
+    assert.equal(await credentials.verify(minted.token), null, 'accepted past its expiry');
   });
 });

@@ -6,6 +6,11 @@ export interface AgentCredential {
   replicaId: string;
 }
 
+/** A credential as a token proved it, and until when the token holds. */
+export interface VerifiedCredential extends AgentCredential {
+  validUntil: Date;
+}
+
 export interface MintedAgentToken {
   token: string;
   expiresAt: Date;
@@ -62,8 +67,8 @@ export class AgentTokens {
     return { token: `${signed}.${mac(this.keys[0]!, signed)}`, expiresAt: new Date(expiry * 1000) };
   }
 
-  /** The token's agent and replica, or null when it is malformed, signed by no configured key, or expired at `now`. */
-  verify(token: string, now: Date): AgentCredential | null {
+  /** The token's agent and replica, and its expiry, or null when it is malformed, signed by no configured key, or expired at `now`. */
+  verify(token: string, now: Date): VerifiedCredential | null {
     if (token.length > MAX_TOKEN_LENGTH) return null;
     const parts = token.split('.');
     if (parts.length !== 3 || parts[0] !== VERSION) return null;
@@ -73,7 +78,7 @@ export class AgentTokens {
     if (!this.keys.some((key) => sameBytes(given, Buffer.from(mac(key, signed))))) return null;
     const claims = parseClaims(parts[1]!);
     if (!claims || claims.e * 1000 <= now.getTime()) return null;
-    return { agentId: claims.a, replicaId: claims.r };
+    return { agentId: claims.a, replicaId: claims.r, validUntil: new Date(claims.e * 1000) };
   }
 }
 

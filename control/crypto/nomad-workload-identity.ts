@@ -15,6 +15,8 @@ export interface WorkloadIdentity {
   allocationId: string;
   /** Null for a service's identity, which names no task. */
   task: string | null;
+  /** Until when it is accepted: `exp` and the leeway. */
+  validUntil: Date;
 }
 
 export interface IdentityExpectations {
@@ -66,7 +68,8 @@ export async function verifyWorkloadIdentity(token: string, keys: KeyLookup, exp
   if (!signatureHolds(key, `${encodedHeader}.${encodedClaims}`, signature)) return null;
   const claims = decodeJson(encodedClaims);
   if (!claims || !inTime(claims, expected.now) || !audienceIncludes(claims.aud, expected.audience)) return null;
-  return identityOf(claims);
+  const identity = identityOf(claims);
+  return identity && { ...identity, validUntil: new Date(((claims.exp as number) + LEEWAY_SECONDS) * 1000) };
 }
 
 function signatureHolds(key: VerificationKey, signed: string, signature: string): boolean {
@@ -103,7 +106,7 @@ function audienceIncludes(aud: unknown, audience: string): boolean {
   return aud === audience || (Array.isArray(aud) && aud.includes(audience));
 }
 
-function identityOf(claims: Record<string, unknown>): WorkloadIdentity | null {
+function identityOf(claims: Record<string, unknown>): Omit<WorkloadIdentity, 'validUntil'> | null {
   const { nomad_namespace: namespace, nomad_job_id: jobId, nomad_allocation_id: allocationId, nomad_task: task } = claims;
   const named = (value: unknown): value is string => typeof value === 'string' && value !== '';
   if (!named(namespace) || !named(jobId) || !named(allocationId)) return null;
