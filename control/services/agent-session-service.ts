@@ -62,8 +62,9 @@ const SECOND_MS = 1000;
 const COMPACT_AFTER_APPENDS = 16;
 
 /**
- * How session statements are batched: two at a time of each kind, so a lone call never waits
- * behind another's round trip, up to 100 calls or 4 MiB of sealed messages in one.
+ * How session statements are batched: two at a time of each kind, so a call that finds one
+ * running still goes at once, and one batch held up by a row's lock does not stop the rest;
+ * up to 100 calls or 4 MiB of sealed messages in one.
  */
 const BATCHES = { maxInFlight: 2, maxCalls: 100, maxWeight: 4 * 1_048_576 };
 
