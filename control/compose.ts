@@ -6,6 +6,7 @@ import { systemClock, type Clock } from '../contract/clock.js';
 import type { Config } from './config/config.js';
 import { SecretBox } from './crypto/secret-box.js';
 import { AgentTokens } from './crypto/agent-token.js';
+import { nomadAllocationLiveness } from './orchestrator/nomad/allocation-liveness.js';
 import { nomadIdentityKeys } from './orchestrator/nomad/identity-keys.js';
 import { ReplicaCredentials } from './services/replica-credentials.js';
 import { createAgentServicesApp } from './http/agent-services/app.js';
@@ -228,7 +229,9 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const nomadKeys = config.orchestrator === 'nomad' && config.nomad ? nomadIdentityKeys(config.nomad, clock, logger.child({ component: 'agent-services' })) : null;
   const { forwarding } = config.traces;
   const forwarder = forwarding ? new TraceForwarder(forwarding, logger.child({ component: 'trace-forwarder' }), onForwardDropped) : undefined;
-  const nomadIdentities = nomadKeys && config.nomad ? { keys: (kid: string) => nomadKeys.keyFor(kid), namespace: config.nomad.namespace } : null;
+  const nomadIdentities = nomadKeys && config.nomad
+    ? { keys: (kid: string) => nomadKeys.keyFor(kid), namespace: config.nomad.namespace, allocationLive: nomadAllocationLiveness(config.nomad, logger.child({ component: 'agent-services' })) }
+    : null;
   return {
     edge,
     runner,

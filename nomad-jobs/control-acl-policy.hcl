@@ -11,7 +11,8 @@ namespace "agents" {
     # GET /v1/jobs (adopt agent-* jobs at start).
     "list-jobs",
     # GET job, GET /v1/allocations (the one blocking query over all agent allocations),
-    # GET /v1/client/allocation/:id/stats.
+    # GET /v1/client/allocation/:id/stats, GET /v1/allocation/:id (agent services: does a
+    # workload identity's allocation still run).
     "read-job",
     # POST /v1/jobs (register, update) and DELETE /v1/job/:id?purge=true (deregister).
     "submit-job",

@@ -1,9 +1,13 @@
 import assert from 'node:assert/strict';
 import { createHmac, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createServer, type AddressInfo } from 'node:net';
+import { Writable } from 'node:stream';
+import pino from 'pino';
 import { AgentTokens } from '../control/crypto/agent-token.js';
 import { KeySetCache, parseKeySet } from '../control/crypto/json-web-key-set.js';
 import { verifyWorkloadIdentity, type KeyLookup } from '../control/crypto/nomad-workload-identity.js';
 import { ReplicaCredentials } from '../control/services/replica-credentials.js';
+import { nomadAllocationLiveness } from '../control/orchestrator/nomad/allocation-liveness.js';
 import { FakeKeyring, signJws, workloadIdentityClaims } from './support/fake-nomad/identities.js';
 import { ManualClock } from './support/manual-clock.js';
 
@@ -207,7 +211,7 @@ describe('the agent services: replica credentials verified once and kept', () =>
   it('keeps a verified identity at most a minute, so a signing key Nomad removed stops working within one', async () => {
     const clock = new ManualClock(NOW);
     let keys = lookupOf(keyring);
-    const credentials = new ReplicaCredentials(new AgentTokens([randomBytes(32)], 3600), clock, { keys: (kid) => keys(kid), namespace: 'agents' });
+    const credentials = new ReplicaCredentials(new AgentTokens([randomBytes(32)], 3600), clock, { keys: (kid) => keys(kid), namespace: 'agents', allocationLive: async () => true });
     const token = keyring.sign(claimsAt(NOW));
     const expected = { agentId: 'agt_7Qm2XbR9kLp4TzW1nVc8', replicaId: '5f0d1f0e-8f43-4a8b-9d36-0c2a3b1e7d11' };
     assert.deepEqual(await credentials.verify(token), expected);
@@ -218,6 +222,50 @@ describe('the agent services: replica credentials verified once and kept', () =>
     clock.advance(1);
     assert.equal(await credentials.verify(token), null, 'verified again after a minute, without the key');
     assert.equal(await credentials.verify('garbage'), null);
+  });
+
+  it("asks Nomad whether the identity's allocation still runs, and keeps a stopped one's JWT a minute at most", async () => {
+    const clock = new ManualClock(NOW);
+    const asked: string[] = [];
+    let running = true;
+    const credentials = new ReplicaCredentials(new AgentTokens([randomBytes(32)], 3600), clock, {
+      keys: lookupOf(keyring),
+      namespace: 'agents',
+      allocationLive: async (identity) => {
+        asked.push(identity.allocationId);
+        return running;
+      },
+    });
+    const token = keyring.sign(claimsAt(NOW));
+    assert.ok(await credentials.verify(token));
+    assert.deepEqual(asked, ['5f0d1f0e-8f43-4a8b-9d36-0c2a3b1e7d11'], 'asked of the allocation the JWT names');
+
+    running = false; // Nomad stopped it
+    clock.advance(59_999);
+    assert.ok(await credentials.verify(token), 'kept for a minute');
+    assert.equal(asked.length, 1, 'without asking again');
+    clock.advance(1);
+    assert.equal(await credentials.verify(token), null, "refused once verified again: the allocation's claims are treated as expired");
+
+    // Forged or foreign identities are refused before Nomad is asked anything.
+    assert.equal(await credentials.verify(keyring.sign(claimsAt(NOW, { Audience: ['vault.io'] }))), null);
+    assert.equal(asked.length, 2);
+  });
+
+  it('refuses every identity while Nomad cannot say whether its allocation runs, and says so once per outage', async () => {
+    // A port nothing listens on: every attempt is refused at once.
+    const server = createServer().listen(0, '127.0.0.1');
+    await new Promise((resolve) => server.once('listening', resolve));
+    const { port } = server.address() as AddressInfo;
+    await new Promise((resolve) => server.close(resolve));
+    const warnings: string[] = [];
+    const logger = pino({ level: 'warn' }, new Writable({ write: (chunk, _encoding, done) => (warnings.push(JSON.parse(String(chunk)).msg), done()) }));
+    const live = nomadAllocationLiveness({ nomad: { address: `http://127.0.0.1:${port}`, token: 'nomad-token', ca: null, cert: null, key: null, skipVerify: false } }, logger);
+    const identity = { namespace: 'agents', jobId: 'agent-agt_7Qm2XbR9kLp4TzW1nVc8', allocationId: '5f0d1f0e-8f43-4a8b-9d36-0c2a3b1e7d11', task: 'agent', validUntil: NOW };
+    assert.equal(await live(identity), false);
+    assert.equal(await live(identity), false);
+    assert.equal(warnings.length, 1, JSON.stringify(warnings));
+    assert.match(warnings[0]!, /could not read an allocation from Nomad/);
   });
 
   it('keeps a token no longer than it is valid', async () => {

@@ -48,12 +48,12 @@ describe('agent services on Nomad: the workload identity as the replica credenti
   const read = (token: string, sessionId: string) => call('GET', `/sessions/${sessionId}`, token);
 
   /** An agent of a new account, once Nomad runs an allocation of its job. */
-  async function agentOnNomad(name: string): Promise<{ id: string; jobId: string; allocId: string }> {
+  async function agentOnNomad(name: string): Promise<{ id: string; jobId: string; allocId: string; ownerToken: string }> {
     const owner = await control.signUp();
     const agent = await createAgent(control, owner.token, { name, api_key: 'sk-test', deploy: { replicas: 1 } });
     const jobId = `agent-${agent.id}`;
     const allocId = await waitFor(`an allocation of ${jobId}`, async () => cluster.allocations(jobId).find((alloc) => alloc.ClientStatus === 'running')?.ID as string | undefined, 30_000);
-    return { id: agent.id, jobId, allocId };
+    return { id: agent.id, jobId, allocId, ownerToken: owner.token };
   }
 
   /** The JWT Nomad would write to the allocation's secrets/nomad_agent-services.jwt, issued at the control API's now. */
@@ -140,6 +140,25 @@ describe('agent services on Nomad: the workload identity as the replica credenti
     }
     // Nothing refused changed the session.
     assert.deepEqual((await read(good, 'conv-1')).body.messages, [{ role: 'user', content: 'kept' }]);
+  });
+
+  it('refuses the JWT of an allocation Nomad stopped, as Nomad does, within the minute a verified JWT is kept; and of one Nomad never had', async () => {
+    const agent = await agentOnNomad('stopped');
+    const token = identityOf(agent.allocId);
+    expectStatus(await append(token, 'conv-1', 0, [{ role: 'user', content: 'before the stop' }]), 200);
+    // Signed by the cluster's own key for this agent's job, but naming an allocation Nomad does not have.
+    expectError(await read(signedAs({ ...agent, allocId: '00000000-0000-4000-8000-000000000000' }), 'conv-1'), 401, 'UNAUTHENTICATED');
+
+    const scaled = await control.request('POST', `/agents/${agent.id}/scale`, { token: agent.ownerToken, body: { direction: 'down', count: 1 } });
+    expectStatus(scaled, 200);
+    await waitFor('the allocation to stop', async () => (['complete', 'failed', 'lost'].includes(cluster.allocations(agent.jobId).find((alloc) => alloc.ID === agent.allocId)?.ClientStatus) ? true : undefined), 30_000);
+    // nomad/auth/auth.go, verifyWorkloadIdentityClaim: a terminal allocation's claims are treated as expired.
+    control.clock.advance(60_000);
+    expectError(await read(token, 'conv-1'), 401, 'UNAUTHENTICATED');
+    const lookups = cluster.requests.filter((request) => request.path === `/v1/allocation/${agent.allocId}`);
+    assert.ok(lookups.length >= 2, 'asked of Nomad when first verified, and again after the minute');
+    // The session itself stays, for the agent's next replica.
+    assert.equal((await control.db('agent_sessions').where({ agent_id: agent.id, session_id: 'conv-1' })).length, 1);
   });
 
   it('expires the JWT at its exp (with a minute of leeway), and takes the one Nomad renews', async () => {

@@ -2,12 +2,15 @@ import type { Clock } from '../../contract/clock.js';
 import { AGENT_TOKEN_PREFIX, type AgentCredential, type AgentTokens } from '../crypto/agent-token.js';
 import { verifyWorkloadIdentity, type KeyLookup } from '../crypto/nomad-workload-identity.js';
 import { AGENT_SERVICES_AUDIENCE } from '../orchestrator/nomad/agent-identity.js';
+import type { AllocationLiveness } from '../orchestrator/nomad/allocation-liveness.js';
 import { agentCredentialOf } from '../orchestrator/nomad/identity-credential.js';
 
-/** Where Nomad's identities are checked: its signing keys, and the namespace agent jobs run in (NOMAD_NAMESPACE). */
+/** Where Nomad's identities are checked: its signing keys, the namespace agent jobs run in (NOMAD_NAMESPACE), and whether an allocation still runs. */
 export interface NomadIdentities {
   keys: KeyLookup;
   namespace: string;
+  /** Asked last, of a signed identity of one of our agents: a stopped replica's JWT is refused as Nomad refuses it (allocation-liveness.ts). */
+  allocationLive: AllocationLiveness;
 }
 
 /** Tokens verified and kept, at most: one per replica a copy of the control API hears from, with room. */
@@ -16,7 +19,8 @@ const KEPT_TOKENS = 4096;
 /**
  * How long a verified token is taken without verifying it again, at most: within its own
  * expiry always, and within a minute, so a Nomad signing key removed from the key set
- * (which the lookup notices within 15 minutes) is not honoured a minute longer for it.
+ * (which the lookup notices within 15 minutes) is not honoured a minute longer for it,
+ * nor the JWT of an allocation Nomad has stopped.
  */
 const KEEP_FOR_MS = 60_000;
 
@@ -61,7 +65,8 @@ export class ReplicaCredentials {
     if (!this.nomad) return null;
     const identity = await verifyWorkloadIdentity(token, this.nomad.keys, { audience: AGENT_SERVICES_AUDIENCE, now });
     const credential = identity && agentCredentialOf(identity, this.nomad.namespace);
-    return credential && { ...credential, validUntil: identity!.validUntil };
+    if (!credential || !(await this.nomad.allocationLive(identity!))) return null;
+    return { ...credential, validUntil: identity!.validUntil };
   }
 
   private keep(token: string, credential: AgentCredential, untilMs: number): void {

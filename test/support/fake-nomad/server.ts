@@ -240,8 +240,14 @@ export function nomadHandler(state: FakeNomadState, token: string, faults: Fault
       return send(response, 200, { EvalID: crypto.randomUUID(), EvalCreateIndex: state.index, JobModifyIndex: scaled.modifyIndex, Index: state.index }, index);
     }
     if ((match = /^\/v1\/allocation\/([^/]+)$/.exec(path))) {
+      // command/agent/alloc_endpoint.go, `allocGet`: GET only, 404 "alloc not found"; the
+      // allocation whatever the namespace asked (nomad/alloc_endpoint.go, `Alloc.GetAlloc`
+      // looks it up by id and checks read-job in its own namespace), with the job it runs.
+      if (method !== 'GET') return send(response, 405, 'Invalid method');
       const alloc = state.allocation(decodeURIComponent(match[1]!));
-      return alloc ? send(response, 200, alloc, index) : send(response, 404, 'alloc not found');
+      if (!alloc) return send(response, 404, 'alloc not found');
+      const stored = state.jobs.get(alloc.JobID);
+      return send(response, 200, { ...alloc, Job: stored ? stored.job : { ID: alloc.JobID, Namespace: alloc.Namespace } }, index);
     }
     if ((match = /^\/v1\/client\/fs\/logs\/(.*)$/.exec(path)) && method === 'GET') {
       return serveLogs(state, decodeURIComponent(match[1]!), url.searchParams, response);
