@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the platform needs and is missing: Debian packages (PostgreSQL,
-# Redis; with --containers podman, runc, netavark + aardvark-dns, nftables, iptables, conntrack, criu and
+# Redis; with --containers podman, runc, netavark + aardvark-dns, nftables, iptables, criu and
 # a static busybox; with --test-tools the same busybox, from which the orchestration
 # tests build their tiny image, Chromium for the console's browser tests, and
 # docker-registry with openssl for the registry tests, pebble for the ACME tests,
@@ -40,9 +40,6 @@ if $want_containers; then
   command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || missing+=(iptables)
   # The agent subnet pool's unreachable route (control/orchestrator/podman/pool-route.ts).
   command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
-  # A reused agent address's old connections leave conntrack before a new replica there is
-  # routed (control/orchestrator/podman/conntrack.ts).
-  command -v conntrack >/dev/null 2>&1 || [ -x /usr/sbin/conntrack ] || missing+=(conntrack)
   # Checkpoint/restore for cold-parked replicas (issue 40): the driver tries it at start and
   # says whether it works on this host (control/orchestrator/podman/checkpoint-probe.ts).
   command -v criu >/dev/null 2>&1 || [ -x /usr/sbin/criu ] || missing+=(criu)

@@ -9,7 +9,6 @@ import { AgentNetworks } from './agent-networks.js';
 import type { PodmanCli } from './cli.js';
 import { probeCheckpointRestore, type ColdWake } from './checkpoint-probe.js';
 import { ContainerDeaths } from './container-deaths.js';
-import { ConnectionTracking, conntrackRunner } from './conntrack.js';
 import { AgentContainers } from './containers.js';
 import { JobTable } from './job-table.js';
 import { parseLogOutput } from './log-lines.js';
@@ -63,8 +62,7 @@ export class PodmanDriver implements Orchestrator {
     this.containers = new AgentContainers(cli, settings, logger, tokens);
     const fenced = agentServices ? { ...settings, agentHostPorts: [...new Set([...settings.agentHostPorts, agentServices.port])] } : settings;
     this.networks = new AgentNetworks(cli, fenced, protectedEndpoints, logger, agentServices?.port ?? null);
-    const connections = new ConnectionTracking(conntrackRunner(settings.environment), logger);
-    this.supervisor = new Supervisor({ jobs: this.jobs, containers: this.containers, networks: this.networks, queue: this.queue, cli, connections, settings, clock });
+    this.supervisor = new Supervisor({ jobs: this.jobs, containers: this.containers, networks: this.networks, queue: this.queue, cli, settings, clock });
     this.deaths = new ContainerDeaths(cli, settings.instance, (death) => this.supervisor.containerDied(death), logger);
   }
 

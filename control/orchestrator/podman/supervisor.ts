@@ -4,7 +4,6 @@ import type { JobSpec } from '../../domain/job.js';
 import type { SerialQueue } from '../serial-queue.js';
 import type { AgentNetworks } from './agent-networks.js';
 import type { PodmanCli } from './cli.js';
-import type { ConnectionTracking } from './conntrack.js';
 import type { AgentContainers, ContainerInfo } from './containers.js';
 import type { ContainerDeath } from './container-deaths.js';
 import { ImagePulls } from './image-pulls.js';
@@ -41,8 +40,6 @@ export interface SupervisorParts {
   /** The driver's queue: every tick runs in it, so ticks and API calls never act on a replica at the same time. */
   queue: SerialQueue;
   cli: PodmanCli;
-  /** What the host's conntrack holds of an address's previous container, forgotten before a new one there is routed. */
-  connections: Pick<ConnectionTracking, 'forgetConnectionsTo'>;
   settings: PodmanSettings;
   clock: Clock;
 }
@@ -175,7 +172,7 @@ export class Supervisor {
     const resumed = await this.keepParked(job);
     if (!resumed) return false;
     if (resumed.state === 'starting') {
-      const ip = await this.addressOf(resumed);
+      const ip = await this.parts.containers.addressOf(resumed.id, agentId);
       resumed.address = ip ? `${ip}:${resumed.spec.port}` : null;
     }
     this.notify([agentId]);
@@ -349,7 +346,7 @@ export class Supervisor {
     if (container?.State === 'running') {
       // No port is published: the edge reaches the replica at its address on the agent's network.
       if (record.addressOf !== container.StartedAt) {
-        const ip = await this.addressOf(record);
+        const ip = await this.parts.containers.addressOf(record.id, record.spec.agentId);
         record.address = ip ? `${ip}:${record.spec.port}` : null;
         record.addressOf = ip ? container.StartedAt : null;
       }
@@ -361,17 +358,6 @@ export class Supervisor {
     const { next, events } = observe(record, sighting, now, this.parts.settings);
     for (const event of events) this.parts.jobs.record(job.spec.agentId, event);
     if (next.restart) await this.restart(job, record, next.containerExists);
-  }
-
-  /**
-   * The replica's address on its agent's network, read once per start of its container and
-   * before it can be routed: connections the host's conntrack still holds to that address, from
-   * a container that held it before, are forgotten first (conntrack.ts says what they break).
-   */
-  private async addressOf(record: ReplicaRecord): Promise<string | null> {
-    const ip = await this.parts.containers.addressOf(record.id, record.spec.agentId);
-    if (ip) await this.parts.connections.forgetConnectionsTo(ip);
-    return ip;
   }
 
   private async restart(job: PodmanJob, record: ReplicaRecord, containerExists: boolean): Promise<void> {
