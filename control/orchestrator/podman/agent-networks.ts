@@ -1,6 +1,8 @@
 import type { Logger } from 'pino';
+import { interfaceOnSubnetOf, pinBridgeAddress } from './bridge-address.js';
 import type { PodmanCli } from './cli.js';
 import { NetworkIsolation } from './isolation.js';
+import { ipRunner, type IpRunner } from './pool-route.js';
 import { createPoolNetwork } from './pool-networks.js';
 import type { ProtectedEndpoint } from './protected-endpoints.js';
 import { LABEL, networkName } from './run-args.js';
@@ -9,21 +11,26 @@ import type { PodmanSettings } from './settings.js';
 /**
  * Each agent's own podman network, on a /24 of the agent subnet pool, and its fence
  * (isolation.ts): a replica runs on its network only once isolation there is proven, and
- * a network that goes leaves the firewall.
+ * a network that goes leaves the firewall. Its bridge's MAC address is pinned once a
+ * replica runs there (bridge-address.ts), so that removing a replica never cuts the others off.
  */
 export class AgentNetworks {
   private readonly isolation: NetworkIsolation;
+  private readonly ip: IpRunner;
+  /** Bridges whose address could not be pinned, said once each. */
+  private readonly unpinned = new Set<string>();
 
   constructor(
     private readonly cli: PodmanCli,
     private readonly settings: PodmanSettings,
     /** What agents must not reach besides the metadata service: the platform's own services. */
     protectedEndpoints: ProtectedEndpoint[],
-    logger: Logger,
+    private readonly logger: Logger,
     /** The agent services' port, which replicas must reach (isolation.ts checks it); null when there are none. */
     agentServicesPort: number | null = null,
   ) {
     this.isolation = new NetworkIsolation(cli, settings, [...protectedEndpoints, ...settings.protectedEndpoints], logger, agentServicesPort);
+    this.ip = ipRunner(settings.environment);
   }
 
   /** Fences the networks already there and checks the host; never throws (isolation.ts). */
@@ -44,6 +51,25 @@ export class AgentNetworks {
   /** Throws unless the agent's existing network is (still) isolated: checked again before a restart. */
   secure(agentId: string): Promise<void> {
     return this.isolation.secure(networkName(agentId));
+  }
+
+  /**
+   * Pins the MAC address of the bridge a replica at `address` is on (netavark creates the
+   * bridge with the network's first container, and removes it with the last). Never throws:
+   * a bridge that cannot be pinned (podman rootless, no CAP_NET_ADMIN) still carries its
+   * replicas, with the stall bridge-address.ts describes after a removal; said once per bridge.
+   */
+  async pinBridgeOf(address: string): Promise<void> {
+    const bridge = interfaceOnSubnetOf(address);
+    try {
+      if (bridge === null) throw new Error(`no interface of this host is on the subnet of ${address}`);
+      if (await pinBridgeAddress(bridge, this.ip)) this.logger.debug({ bridge }, 'pinned the MAC address of an agent bridge');
+    } catch (error) {
+      const key = bridge ?? address;
+      if (this.unpinned.has(key)) return;
+      this.unpinned.add(key);
+      this.logger.warn({ err: error, address }, "could not pin the MAC address of an agent bridge: when a replica on it is removed, the others may not reach the host for up to two minutes");
+    }
   }
 
   async remove(agentId: string): Promise<void> {

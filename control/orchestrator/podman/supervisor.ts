@@ -172,7 +172,7 @@ export class Supervisor {
     const resumed = await this.keepParked(job);
     if (!resumed) return false;
     if (resumed.state === 'starting') {
-      const ip = await this.parts.containers.addressOf(resumed.id, agentId);
+      const ip = await this.addressOf(resumed);
       resumed.address = ip ? `${ip}:${resumed.spec.port}` : null;
     }
     this.notify([agentId]);
@@ -346,7 +346,7 @@ export class Supervisor {
     if (container?.State === 'running') {
       // No port is published: the edge reaches the replica at its address on the agent's network.
       if (record.addressOf !== container.StartedAt) {
-        const ip = await this.parts.containers.addressOf(record.id, record.spec.agentId);
+        const ip = await this.addressOf(record);
         record.address = ip ? `${ip}:${record.spec.port}` : null;
         record.addressOf = ip ? container.StartedAt : null;
       }
@@ -358,6 +358,17 @@ export class Supervisor {
     const { next, events } = observe(record, sighting, now, this.parts.settings);
     for (const event of events) this.parts.jobs.record(job.spec.agentId, event);
     if (next.restart) await this.restart(job, record, next.containerExists);
+  }
+
+  /**
+   * The replica's address on its agent's network, read once per start of its container; its
+   * network's bridge then has a port, and its MAC address is pinned (agent-networks.ts) before
+   * any replica on it can be removed.
+   */
+  private async addressOf(record: ReplicaRecord): Promise<string | null> {
+    const ip = await this.parts.containers.addressOf(record.id, record.spec.agentId);
+    if (ip) await this.parts.networks.pinBridgeOf(ip);
+    return ip;
   }
 
   private async restart(job: PodmanJob, record: ReplicaRecord, containerExists: boolean): Promise<void> {
