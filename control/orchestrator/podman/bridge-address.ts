@@ -17,8 +17,10 @@ const INTERFACE_NAME = /^[A-Za-z0-9_.-]{1,15}$/;
  * every new replica kept sending to the gateway's old address, and its answers to the edge
  * and to health checks went nowhere until its ARP entry was checked again, 30 s to two
  * minutes later. Seen as requests stalled for up to two minutes in the podman lifecycle
- * suite's redeploy under a stream (2 of 5 runs back to back; once in CI): nftables counters
- * showed the answers entering the bridge and never reaching the host. netavark itself sets a
+ * suite's redeploy under a stream (4 of 14 runs back to back; once in CI, 0 of 10 pinned):
+ * the stalled replica's ARP entry for its gateway named the bridge's old address, and its
+ * answers entered the bridge and were dropped as meant for another host (kfree_skb reason
+ * OTHERHOST in ip_rcv_core). netavark itself sets a
  * fixed address on its bridges since October 2023, for this reason (containers/netavark pull
  * 833, "bridge: force static mac on bridge interface"); Debian bookworm's netavark 1.4 does not.
  *
