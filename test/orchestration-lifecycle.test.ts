@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { interfaceOnSubnetOf } from '../control/orchestrator/podman/bridge-address.js';
 import { startControl } from './support/control-harness.js';
 import { lifecycleSuite } from './support/lifecycle-suite.js';
 import { containersOf, networkExists } from './support/podman.js';
@@ -14,4 +16,6 @@ lifecycleSuite({
   replicasLeft: async (_control, agentId) => containersOf(agentId).length,
   leftovers: async (_control, agentId) => (networkExists(`agent-${agentId}`) ? [`network agent-${agentId}`] : []),
   silentReplica: 'routed-after-grace',
+  // NET_ADDR_SET (include/uapi/linux/netdevice.h): the kernel keeps the address.
+  bridgeAddressPinned: (ip) => readFileSync(`/sys/class/net/${interfaceOnSubnetOf(ip)}/addr_assign_type`, 'utf8').trim() === '3',
 });

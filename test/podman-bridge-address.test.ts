@@ -84,7 +84,8 @@ describe('podman driver: an agent bridge keeps its MAC address when a replica go
     assert.equal(interfaceOnSubnetOf(replicas[0]!.address), bridge);
     if (pin) assert.equal(await pinBridgeAddress(bridge, ipRunner(PATH_ENV)), true);
     const before = sysfs(bridge, 'address');
-    const lender = replicas.find((replica) => replica.portMac === before);
+    // The kernel gives an unset bridge its lowest port's address; one set (by netavark or by the pin) lends nothing, and any replica goes.
+    const lender = replicas.find((replica) => replica.portMac === before) ?? (sysfs(bridge, 'addr_assign_type') === '3' ? replicas[0] : undefined);
     assert.ok(lender, `the bridge has the address of one of its ports (${before})`);
     const survivor = replicas.find((replica) => replica !== lender)!;
     // Both answer: each learned the gateway's address (the bridge's) in doing so.
@@ -93,10 +94,12 @@ describe('podman driver: an agent bridge keeps its MAC address when a replica go
     return { before, after: sysfs(bridge, 'address'), survivorAnswers: await answers(survivor.address), assignType: sysfs(bridge, 'addr_assign_type') };
   }
 
-  it("unpinned (the kernel's default), the bridge takes another address when the port it had it from goes", async () => {
+  it("unpinned, the bridge takes another address when the port it had it from goes, unless its address was set (the kernel's rule)", async () => {
     const seen = await removeTheAddressLender(false);
-    assert.equal(seen.assignType, '1', 'NET_ADDR_RANDOM: never set');
-    assert.notEqual(seen.after, seen.before, 'the bridge took another address');
+    // netavark 1.4 (Debian bookworm's) never sets it: NET_ADDR_RANDOM. Later versions set it
+    // themselves (containers/netavark pull 833), and then the driver's pin changes nothing.
+    if (seen.assignType === '3') assert.equal(seen.after, seen.before, 'a set address is kept');
+    else assert.notEqual(seen.after, seen.before, 'the bridge took another address');
   });
 
   it('pinned, the bridge keeps its address and the other replica goes on answering', async () => {

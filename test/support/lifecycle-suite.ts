@@ -17,6 +17,8 @@ export interface LifecycleDriver {
    * period (so the edge answers 502); on Nomad its Consul check never passes, so it never is.
    */
   silentReplica: 'routed-after-grace' | 'never-routed';
+  /** Whether the host's bridge a replica at `ip` is on keeps its MAC address when a port goes (podman: bridge-address.ts); absent where the driver makes no bridge. */
+  bridgeAddressPinned?(ip: string): boolean;
   /** Stops what `start` started besides the control API (a fake cluster). */
   finish?(): Promise<void>;
 }
@@ -67,6 +69,7 @@ export function lifecycleSuite(driver: LifecycleDriver): void {
       assert.match(address!, /^\d+\.\d+\.\d+\.\d+:\d+$/);
       const health = await fetch(`http://${address}/health`);
       assert.equal(health.status, 200);
+      if (driver.bridgeAddressPinned) assert.equal(driver.bridgeAddressPinned(address!.split(':')[0]!), true, "the agent bridge's MAC address is pinned once a replica runs on it");
     });
 
     it('scales 1 → 3 → 1 with the right replica counts', async () => {

@@ -65,7 +65,8 @@ export class AgentNetworks {
       if (bridge === null) throw new Error(`no interface of this host is on the subnet of ${address}`);
       if (await pinBridgeAddress(bridge, this.ip)) this.logger.debug({ bridge }, 'pinned the MAC address of an agent bridge');
     } catch (error) {
-      const key = bridge ?? address;
+      // Without an interface on the subnet (podman rootless), every replica would say the same: once.
+      const key = bridge ?? 'no interface';
       if (this.unpinned.has(key)) return;
       this.unpinned.add(key);
       this.logger.warn({ err: error, address }, "could not pin the MAC address of an agent bridge: when a replica on it is removed, the others may not reach the host for up to two minutes");

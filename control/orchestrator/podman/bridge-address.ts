@@ -1,5 +1,6 @@
 import { access, readFile } from 'node:fs/promises';
 import { networkInterfaces, type NetworkInterfaceInfo } from 'node:os';
+import { inSubnet } from './pool-networks.js';
 import type { IpRunner } from './pool-route.js';
 
 /** include/uapi/linux/netdevice.h, `NET_ADDR_SET`: the address was set by hand, and the bridge keeps it. */
@@ -25,7 +26,8 @@ const INTERFACE_NAME = /^[A-Za-z0-9_.-]{1,15}$/;
  * 833, "bridge: force static mac on bridge interface"); Debian bookworm's netavark 1.4 does not.
  *
  * Setting the address it already has is enough: the kernel then marks it as set by hand
- * (net/core/dev.c, `dev_set_mac_address`: `addr_assign_type = NET_ADDR_SET`) and keeps it.
+ * (net/core/dev.c, `dev_set_mac_address`, `netif_set_mac_address` in later kernels:
+ * `addr_assign_type = NET_ADDR_SET`) and keeps it ("user has chosen a value so keep it").
  * Resolves with whether it had to pin it; throws when it could not read or set it.
  */
 export async function pinBridgeAddress(bridge: string, ip: IpRunner, sysfs = '/sys/class/net'): Promise<boolean> {
@@ -45,21 +47,9 @@ export async function pinBridgeAddress(bridge: string, ip: IpRunner, sysfs = '/s
  * is on that subnet (podman rootless keeps its bridges in a namespace of its own).
  */
 export function interfaceOnSubnetOf(address: string, interfaces: NodeJS.Dict<NetworkInterfaceInfo[]> = networkInterfaces()): string | null {
-  const target = ipv4ToInt(address);
-  if (target === null) return null;
   for (const [name, infos] of Object.entries(interfaces)) {
-    for (const info of infos ?? []) {
-      if (info.family !== 'IPv4' || info.internal) continue;
-      const own = ipv4ToInt(info.address);
-      const mask = ipv4ToInt(info.netmask);
-      if (own !== null && mask !== null && own !== target && ((own & mask) >>> 0) === ((target & mask) >>> 0)) return name;
-    }
+    const onSubnet = (infos ?? []).some((info) => info.family === 'IPv4' && !info.internal && info.cidr !== null && info.address !== address && inSubnet(address, info.cidr));
+    if (onSubnet) return name;
   }
   return null;
-}
-
-function ipv4ToInt(address: string): number | null {
-  const octets = address.split('.');
-  if (octets.length !== 4 || !octets.every((octet) => /^\d{1,3}$/.test(octet) && Number(octet) <= 255)) return null;
-  return octets.reduce((value, octet) => ((value << 8) | Number(octet)) >>> 0, 0);
 }

@@ -8,7 +8,7 @@ import { randomBase62 } from '../../crypto/tokens.js';
 import type { PodmanCli } from './cli.js';
 import { AgentFirewall, nftRunner } from './firewall.js';
 import { probeArguments, probeProblems, probeScript, probeTargets } from './isolation-probe.js';
-import { createPoolNetwork, insidePool, usedSubnets } from './pool-networks.js';
+import { createPoolNetwork, inSubnet, insidePool, usedSubnets } from './pool-networks.js';
 import { holdPoolRoute, ipRunner, type IpRunner } from './pool-route.js';
 import { resolveEndpoints, type ProtectedEndpoint, type ResolvedEndpoint } from './protected-endpoints.js';
 import { LABEL } from './run-args.js';
@@ -312,13 +312,6 @@ function localAddresses(): Set<string> {
   return new Set(addresses);
 }
 
-function inSubnet(address: string, cidr: string): boolean {
-  const [base, bits] = cidr.split('/');
-  const toInt = (ip: string) => ip.split('.').reduce((n, octet) => (n << 8) + Number(octet), 0) >>> 0;
-  if (!base || bits === undefined || base.includes(':') || address.includes(':')) return false;
-  const mask = Number(bits) === 0 ? 0 : (~0 << (32 - Number(bits))) >>> 0;
-  return (toInt(address) & mask) === (toInt(base) & mask);
-}
 
 /** Polls a TCP connect from the host until it opens or `withinMs` passes (a container's listener takes a moment). */
 async function opensWithin(host: string, port: number, withinMs: number): Promise<boolean> {

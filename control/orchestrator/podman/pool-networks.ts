@@ -17,6 +17,15 @@ export async function usedSubnets(cli: PodmanCli): Promise<string[]> {
 export const interfaceSubnets = (interfaces: NodeJS.Dict<NetworkInterfaceInfo[]>): string[] =>
   Object.values(interfaces).flatMap((list) => list ?? []).filter((a) => a.family === 'IPv4' && a.cidr !== null).map((a) => a.cidr!);
 
+/** Whether IPv4 `address` lies in `cidr` (`a.b.c.d/n`); false for IPv6 on either side. Pure. */
+export function inSubnet(address: string, cidr: string): boolean {
+  const [base, bits] = cidr.split('/');
+  const toInt = (ip: string) => ip.split('.').reduce((n, octet) => (n << 8) + Number(octet), 0) >>> 0;
+  if (!base || bits === undefined || base.includes(':') || address.includes(':')) return false;
+  const mask = Number(bits) === 0 ? 0 : (~0 << (32 - Number(bits))) >>> 0;
+  return (toInt(address) & mask) === (toInt(base) & mask);
+}
+
 /** How many times a create is tried again when another process took the chosen /24 in between. */
 const ATTEMPTS = 5;
 
