@@ -478,6 +478,121 @@ describe('agent services: sessions', () => {
     });
   });
 
+  describe('several calls in one request (POST /v1/batch)', () => {
+    interface BatchCall {
+      method: string;
+      path: string;
+      headers?: Record<string, string>;
+      body?: unknown;
+    }
+    /** A batch, and each of its results as a response of its own, for the same checks as a call alone. */
+    async function batch(token: string, calls: BatchCall[]): Promise<ApiResponse[]> {
+      const response = await call('POST', '/batch', { token, body: { calls } });
+      expectStatus(response, 200);
+      assert.equal(response.body.results.length, calls.length);
+      return response.body.results.map((result: { status: number; headers: Record<string, string>; body?: unknown }) => ({ status: result.status, body: result.body, headers: new Headers(result.headers) }));
+    }
+    const write = (id: string, expected_version: number, messages: unknown[]): BatchCall => ({ method: 'POST', path: `/sessions/${id}/messages`, body: { expected_version, messages } });
+
+    it('answers each call as it would have been answered alone, in the order of the calls', async () => {
+      const { token } = await agentWithToken();
+      control.clock.advance(1000);
+      const [first, second, encoded] = await batch(token, [write('conv-1', 0, [turn(0)]), write('conv-2', 0, [turn(0)]), write(encodeURIComponent('team:7'), 0, [turn(0)])]);
+      expectStatus(first!, 200);
+      assert.deepEqual([first!.body.session_id, first!.body.version, second!.body.session_id], ['conv-1', 1, 'conv-2']);
+      assert.equal(encoded!.body.session_id, 'team:7', 'the path is decoded as a URL path is');
+      assert.match(first!.headers.get('etag') ?? '', /^"1\.\d+"$/);
+      control.clock.advance(1000);
+
+      const [unchanged, whole, appended, conflict, missing, badId, badBody, notSessions, nested, wrongMethod] = await batch(token, [
+        { method: 'GET', path: '/sessions/conv-1', headers: { 'if-none-match': first!.headers.get('etag')! } },
+        { method: 'GET', path: '/sessions/conv-2' },
+        write('conv-1', 1, [turn(1)]),
+        write('conv-2', 5, [turn(1)]),
+        { method: 'GET', path: '/sessions/conv-9' },
+        { method: 'GET', path: `/sessions/${encodeURIComponent('no spaces')}` },
+        { method: 'POST', path: '/sessions/conv-2/messages', body: { expected_version: 1 } },
+        { method: 'POST', path: '/traces', body: {} },
+        { method: 'POST', path: '/batch', body: { calls: [] } },
+        { method: 'PATCH', path: '/sessions/conv-1' },
+      ]);
+      assert.equal(unchanged!.status, 304);
+      assert.equal(unchanged!.body, undefined, 'a 304 carries no body');
+      assert.equal(unchanged!.headers.get('etag'), first!.headers.get('etag'));
+      expectStatus(whole!, 200);
+      assert.deepEqual(whole!.body.messages, [turn(0)]);
+      assert.equal(whole!.headers.get('etag'), second!.headers.get('etag'));
+      assert.equal(appended!.body.version, 2);
+      expectError(conflict!, 409, 'SESSION_VERSION_CONFLICT');
+      assert.equal(conflict!.body.details.current_version, 1);
+      expectError(missing!, 404, 'SESSION_NOT_FOUND');
+      expectError(badId!, 422, 'VALIDATION_ERROR', ['path', 'session_id']);
+      expectError(badBody!, 422, 'VALIDATION_ERROR', ['body', 'messages']);
+      expectError(notSessions!, 404, 'NOT_FOUND');
+      expectError(nested!, 404, 'NOT_FOUND');
+      expectError(wrongMethod!, 405, 'METHOD_NOT_ALLOWED');
+      // What the batch wrote is what a call alone reads.
+      assert.deepEqual((await read(token, 'conv-1')).body.messages, [turn(0), turn(1)]);
+      assert.equal((await read(token, 'conv-2')).body.version, 1);
+    });
+
+    it("scopes every call to the request's token: another agent's session of the same id is neither read nor written", async () => {
+      const a = await agentWithToken();
+      const b = await agentWithToken();
+      expectStatus(await append(b.token, 'shared-name', 0, [{ secret: 'of b' }]), 200);
+      const [readOther, writeOther, deleteOther] = await batch(a.token, [
+        { method: 'GET', path: '/sessions/shared-name' },
+        write('shared-name', 1, [{ by: 'a' }]),
+        { method: 'DELETE', path: '/sessions/shared-name' },
+      ]);
+      expectError(readOther!, 404, 'SESSION_NOT_FOUND');
+      expectError(writeOther!, 409, 'SESSION_VERSION_CONFLICT');
+      assert.equal(writeOther!.body.details.current_version, 0);
+      expectError(deleteOther!, 404, 'SESSION_NOT_FOUND');
+      assert.deepEqual((await read(b.token, 'shared-name')).body.messages, [{ secret: 'of b' }]);
+    });
+
+    it('refuses the whole request without a valid token (401), with a malformed envelope (422) or a body past the limit (413)', async () => {
+      const { token } = await agentWithToken();
+      const calls = [{ method: 'GET', path: '/sessions/conv-1' }];
+      expectError(await call('POST', '/batch', { body: { calls } }), 401, 'UNAUTHENTICATED');
+      expectError(await call('POST', '/batch', { token: 'ast1.forged', body: { calls } }), 401, 'UNAUTHENTICATED');
+      expectError(await call('POST', '/batch', { token, body: { calls: [] } }), 422, 'VALIDATION_ERROR', ['body', 'calls']);
+      expectError(await call('POST', '/batch', { token, body: { calls: Array.from({ length: 101 }, () => calls[0]) } }), 422, 'VALIDATION_ERROR', ['body', 'calls']);
+      expectError(await call('POST', '/batch', { token, body: { calls, also: 1 } }), 422, 'VALIDATION_ERROR');
+      expectError(await call('POST', '/batch', { token, body: { calls: [{ path: '/sessions/conv-1' }] } }), 422, 'VALIDATION_ERROR', ['body', 'calls', 0, 'method']);
+      expectError(await call('POST', '/batch', { token }), 422, 'VALIDATION_ERROR', ['body', 'calls']);
+      const huge = JSON.stringify({ calls: [write('conv-1', 0, ['x'.repeat(MAX_BYTES + 70 * 1024)])] });
+      expectError(await call('POST', '/batch', { token, rawBody: huge }), 413, 'SESSION_TOO_LARGE');
+      expectError(await call('GET', '/batch', { token }), 405, 'METHOD_NOT_ALLOWED');
+    });
+
+    it('counts each call against the rates as if it came alone: calls past SESSION_READS_PER_SECOND are 429 with retry-after', async () => {
+      const { token } = await agentWithToken();
+      control.clock.set(new Date(Math.ceil(control.clock.now().getTime() / 1000) * 1000 + 100)); // early in a second
+      expectStatus(await append(token, 'conv-1', 0, [turn(0)]), 200);
+      const results = await batch(token, Array.from({ length: READS_PER_SECOND + 5 }, () => ({ method: 'GET', path: '/sessions/conv-1' })));
+      assert.equal(results.filter((result) => result.status === 200).length, READS_PER_SECOND);
+      const refused = results.filter((result) => result.status !== 200);
+      assert.equal(refused.length, 5);
+      for (const result of refused) expectError(result, 429, 'SESSION_RATE_LIMITED');
+      assert.equal(refused[0]!.headers.get('retry-after'), '1');
+      control.clock.advance(1000);
+    });
+
+    it('answers a read past SESSION_MAX_BYTES of other sessions in the same answer with 503 BATCH_ANSWER_FULL, which a read alone then serves', async () => {
+      const { token } = await agentWithToken();
+      const large = (n: number) => [{ role: 'user', content: `${n}`.repeat(MAX_BYTES * 0.7) }];
+      control.clock.advance(1000);
+      for (const n of [1, 2, 3]) expectStatus(await append(token, `big-${n}`, 0, large(n)), 200);
+      control.clock.advance(1000);
+      const [one, two, three] = await batch(token, [1, 2, 3].map((n) => ({ method: 'GET', path: `/sessions/big-${n}` })));
+      assert.deepEqual([one!.body.messages, two!.body.messages], [large(1), large(2)], 'the first session, and the next within SESSION_MAX_BYTES');
+      expectError(three!, 503, 'BATCH_ANSWER_FULL');
+      assert.deepEqual((await read(token, 'big-3')).body.messages, large(3));
+    });
+  });
+
   describe('time to live', () => {
     it('keeps a session session_ttl_seconds after its last read or write, then it is gone and its id starts over', async () => {
       const { token } = await agentWithToken({ deploy: { session_ttl_seconds: 60 } });

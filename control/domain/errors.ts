@@ -57,6 +57,7 @@ export const errorCatalogue = {
   DATABASE_UNAVAILABLE: { status: 503, message: 'The database (Postgres) cannot be reached; retry after the time in Retry-After', headers: ['Retry-After'] },
   CACHE_UNAVAILABLE: { status: 503, message: 'The cache (Redis) cannot be reached; retry after the time in Retry-After', headers: ['Retry-After'] },
   NOT_READY: { status: 503, message: 'A dependency of the control API (Postgres or Redis) does not answer' },
+  BATCH_ANSWER_FULL: { status: 503, message: 'Not answered in this batch: its answer already holds SESSION_MAX_BYTES of messages; send this call alone' },
 } as const satisfies Record<string, { status: number; message: string; headers?: readonly ErrorHeader[] }>;
 
 export type ErrorCode = keyof typeof errorCatalogue;

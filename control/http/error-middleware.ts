@@ -22,16 +22,35 @@ export function errorMiddleware(logger: Logger): Middleware {
         ctx.status = CLIENT_CLOSED_REQUEST;
         return;
       }
-      const error = caught instanceof PlatformError ? caught : fromOutage(caught, logger, requestId) ?? fromUnexpected(caught, logger, requestId);
-      ctx.status = errorCatalogue[error.code].status;
-      // The catalogue names each code's headers, so the OpenAPI document declares exactly these.
-      for (const header of errorHeaders(error.code)) {
-        const value = header === 'WWW-Authenticate' ? 'Bearer' : retryAfterOf(error);
-        if (value !== undefined) ctx.set(header, value);
-      }
-      ctx.body = { code: error.code, message: error.message, details: error.details };
+      const answer = errorAnswer(caught, logger, requestId);
+      ctx.status = answer.status;
+      ctx.set(answer.headers);
+      ctx.body = answer.body;
     }
   };
+}
+
+/** How an error is answered: its status, the headers its catalogue entry names, and `{code, message, details}`. */
+export interface ErrorAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: { code: string; message: string; details: Record<string, unknown> };
+}
+
+/**
+ * The answer to `caught`, logging what an operator must see (an outage, an unexpected
+ * error with its cause). Used by the middleware above, and by agent services' batch for
+ * each of its calls, so a call answers alike alone and in a batch.
+ */
+export function errorAnswer(caught: unknown, logger: Logger, requestId: string): ErrorAnswer {
+  const error = caught instanceof PlatformError ? caught : fromOutage(caught, logger, requestId) ?? fromUnexpected(caught, logger, requestId);
+  const headers: Record<string, string> = {};
+  // The catalogue names each code's headers, so the OpenAPI document declares exactly these.
+  for (const header of errorHeaders(error.code)) {
+    const value = header === 'WWW-Authenticate' ? 'Bearer' : retryAfterOf(error);
+    if (value !== undefined) headers[header] = value;
+  }
+  return { status: errorCatalogue[error.code].status, headers, body: { code: error.code, message: error.message, details: error.details } };
 }
 
 /**

@@ -3,7 +3,7 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import type { AgentCredential } from '../../crypto/agent-token.js';
 import { PlatformError, validationError } from '../../domain/errors.js';
 import { readBodyBytes, readJsonBody, type BodyLimit } from '../json-body.js';
-import { compileValidator } from '../validation.js';
+import { compileValidator, type Validator } from '../validation.js';
 
 export interface AgentRouteInput<Body> {
   /** The caller's agent and replica, from its token: what every route is scoped to. */
@@ -62,24 +62,48 @@ export const defineAgentRoute = <B extends TSchema>(route: AgentRoute<B>) => rou
  */
 export const BODY_ROOM_BYTES = 64 * 1024;
 
-export function mountAgentRoutes(router: Router, routes: AgentRoute[], maxSessionBytes: number): void {
+/** The body limit of agent services' requests: SESSION_MAX_BYTES and BODY_ROOM_BYTES, past which a body is refused unread. */
+export function agentServicesBodyLimit(maxSessionBytes: number): BodyLimit {
   const maxBytes = maxSessionBytes + BODY_ROOM_BYTES;
-  const limit: BodyLimit = {
+  return {
     maxBytes,
     tooLarge: () => new PlatformError('SESSION_TOO_LARGE', `The request body is larger than ${maxBytes} bytes; a session holds at most ${maxSessionBytes} bytes of messages`, { max_bytes: maxSessionBytes }),
   };
+}
+
+/** A route with its body's validator compiled once. */
+export interface CompiledAgentRoute {
+  route: AgentRoute;
+  validateBody: Validator | undefined;
+}
+
+export const compileAgentRoute = (route: AgentRoute): CompiledAgentRoute => ({ route, validateBody: route.body ? compileValidator(route.body, 'body') : undefined });
+
+/**
+ * A call of a batch (batch-route.ts), its body parsed with the batch's, answered as
+ * mountAgentRoutes answers it alone: admitted, its body checked (an absent one as {}, so
+ * each missing required field is reported by name), handled.
+ */
+export async function answerAgentCall({ route, validateBody }: CompiledAgentRoute, input: AgentRouteInput<unknown>): Promise<AgentRouteResult> {
+  await route.admit?.(input.credential);
+  const body = validateBody ? (input.body ?? {}) : undefined;
+  validateBody?.(body);
+  return route.handler({ ...input, body });
+}
+
+export function mountAgentRoutes(router: Router, routes: AgentRoute[], maxSessionBytes: number): void {
+  const limit = agentServicesBodyLimit(maxSessionBytes);
   for (const route of routes) {
-    const validateBody = route.body ? compileValidator(route.body, 'body') : undefined;
+    const compiled = compileAgentRoute(route);
     router[route.method](`/v1${route.path}`, async (ctx) => {
       const credential = ctx.state.credential as AgentCredential;
       await route.admit?.(credential);
       const encoding = route.alternateEncoding && hasContentType(ctx.get('content-type'), route.alternateEncoding.contentType) ? route.alternateEncoding : undefined;
       let body: unknown = undefined;
-      if (validateBody) {
-        // An absent body is checked as {} so each missing required field is reported by name.
+      if (compiled.validateBody) {
         try {
           body = encoding ? decodeBody(encoding, await readBodyBytes(ctx.req, route.limit ?? limit)) : ((await readJsonBody(ctx.req, route.limit ?? limit)) ?? {});
-          validateBody(body);
+          compiled.validateBody(body);
         } catch (error) {
           if (route.invalidBody && error instanceof PlatformError && error.code === 'VALIDATION_ERROR') throw route.invalidBody(error);
           throw error;

@@ -9,6 +9,7 @@ import { errorMiddleware, unansweredAsErrors } from '../error-middleware.js';
 import { requestLog } from '../request-log.js';
 import { requestObserver, type RequestObserver } from '../request-observer.js';
 import { mountAgentRoutes } from './agent-route.js';
+import { mountBatchRoute } from './batch-route.js';
 import { sessionRoutes } from './session-routes.js';
 import { traceRoutes } from './trace-routes.js';
 
@@ -45,7 +46,9 @@ export function createAgentServicesApp(deps: AgentServicesAppDependencies): Koa 
   // Before routing: without a valid token, not even which paths exist is told.
   app.use(replicaAuthentication(deps.verifyToken));
   const router = new Router();
-  mountAgentRoutes(router, [...sessionRoutes(deps.sessions), ...traceRoutes(deps.traces)], deps.maxSessionBytes);
+  const sessions = sessionRoutes(deps.sessions);
+  mountAgentRoutes(router, [...sessions, ...traceRoutes(deps.traces)], deps.maxSessionBytes);
+  mountBatchRoute(router, sessions, { maxSessionBytes: deps.maxSessionBytes, logger: deps.logger });
   app.use(unansweredAsErrors());
   app.use(router.routes());
   app.use(router.allowedMethods());

@@ -1,0 +1,147 @@
+import type Router from '@koa/router';
+import type { Logger } from 'pino';
+import type { AgentCredential } from '../../crypto/agent-token.js';
+import { PlatformError } from '../../domain/errors.js';
+import { BatchBody, type BatchCall } from '../../schemas/agent-services-batch.js';
+import { errorAnswer } from '../error-middleware.js';
+import { readJsonBody } from '../json-body.js';
+import { compileValidator } from '../validation.js';
+import { agentServicesBodyLimit, answerAgentCall, compileAgentRoute, type AgentRoute, type AgentRouteResult, type CompiledAgentRoute } from './agent-route.js';
+
+export interface BatchRouteOptions {
+  /** SESSION_MAX_BYTES: the batch's body is bounded as a write's, and its answer's messages by it too. */
+  maxSessionBytes: number;
+  /** For the calls that fail unexpectedly or meet an outage, logged as the middleware logs a request's. */
+  logger: Logger;
+}
+
+/** One call's answer, as the batch's answer carries it. */
+interface CallAnswer {
+  status: number;
+  headers: Record<string, string>;
+  /** JSON text, spliced into the answer as it is: a session's messages are sent as they were stored. */
+  bodyText?: string;
+  /** Whether it holds a session's messages (a read's answer), which the answer's budget counts. */
+  holdsMessages?: boolean;
+}
+
+/** The headers a call's answer keeps in a batch: the ones a Sessions API client reads. */
+const KEPT_HEADERS = ['etag', 'retry-after'];
+
+/**
+ * `POST /v1/batch` (docs/contract.md, "Several calls in one request"): calls of `routes`,
+ * each answered as it would have been alone, in one request. A replica serving fifty
+ * conversations makes fifty calls at once; sent alone, each pays for its own request here
+ * and in the runtime, and the last waits behind the other forty-nine.
+ *
+ * The calls run at once, so that the reads among them reach Postgres as one statement
+ * (AgentSessionService's StatementBatches), and in no order. Each is checked, counted and
+ * applied by the route that serves it alone (answerAgentCall), and its error rendered by
+ * the one renderer (errorAnswer). The request's credential is every call's.
+ */
+export function mountBatchRoute(router: Router, routes: AgentRoute[], options: BatchRouteOptions): void {
+  const limit = agentServicesBodyLimit(options.maxSessionBytes);
+  const validateBatch = compileValidator(BatchBody, 'body');
+  const findRoute = routeFinder(routes.map(compileAgentRoute));
+  router.post('/v1/batch', async (ctx) => {
+    const body = (await readJsonBody(ctx.req, limit)) ?? {};
+    validateBatch(body);
+    const credential = ctx.state.credential as AgentCredential;
+    const requestId = ctx.state.requestId as string;
+    const answers = await Promise.all(
+      (body as BatchBody).calls.map((call) => answerCall(findRoute, call, credential).catch((error: unknown) => fromError(errorAnswer(error, options.logger, requestId)))),
+    );
+    const full = fromError(errorAnswer(new PlatformError('BATCH_ANSWER_FULL', `This answer already holds ${options.maxSessionBytes} bytes of other sessions; read this one alone`), options.logger, requestId));
+    ctx.type = 'application/json';
+    ctx.body = `{"results":[${withinAnswerBudget(answers, options.maxSessionBytes, full).map(resultText).join(',')}]}`;
+  });
+}
+
+async function answerCall(findRoute: RouteFinder, call: BatchCall, credential: AgentCredential): Promise<CallAnswer> {
+  const found = findRoute(call.method, call.path);
+  if ('refusal' in found) throw found.refusal;
+  const headers = call.headers ?? {};
+  return fromResult(await answerAgentCall(found.compiled, { credential, params: found.params, body: call.body, headers }));
+}
+
+function fromResult(result: AgentRouteResult): CallAnswer {
+  const headers = keptHeaders(result.headers ?? {});
+  if (result.jsonText !== undefined) return { status: result.status, headers, bodyText: result.jsonText, holdsMessages: true };
+  return { status: result.status, headers, ...(result.body === undefined ? {} : { bodyText: JSON.stringify(result.body) }) };
+}
+
+const fromError = (answer: ReturnType<typeof errorAnswer>): CallAnswer => ({ status: answer.status, headers: keptHeaders(answer.headers), bodyText: JSON.stringify(answer.body) });
+
+function keptHeaders(headers: Record<string, string>): Record<string, string> {
+  const kept: Record<string, string> = {};
+  for (const [name, value] of Object.entries(headers)) if (KEPT_HEADERS.includes(name.toLowerCase())) kept[name.toLowerCase()] = value;
+  return kept;
+}
+
+/**
+ * The answers, in order, each session read past `maxSessionBytes` of others replaced by
+ * `full` (503 BATCH_ANSWER_FULL), the first always kept: so a batch's answer holds at most
+ * what two reads alone could, and a replica's bound on an answer (the runtime's
+ * MAX_ANSWER_BYTES) holds for a batch as for a single read.
+ */
+function withinAnswerBudget(answers: CallAnswer[], maxSessionBytes: number, full: CallAnswer): CallAnswer[] {
+  let budget: number | undefined;
+  return answers.map((answer) => {
+    if (!answer.holdsMessages) return answer;
+    const bytes = Buffer.byteLength(answer.bodyText!);
+    if (budget === undefined) {
+      budget = maxSessionBytes;
+      return answer;
+    }
+    if (bytes > budget) return full;
+    budget -= bytes;
+    return answer;
+  });
+}
+
+const resultText = (answer: CallAnswer) =>
+  `{"status":${answer.status},"headers":${JSON.stringify(answer.headers)}${answer.bodyText === undefined ? '' : `,"body":${answer.bodyText}`}}`;
+
+type RouteFinder = (method: string, path: string) => { compiled: CompiledAgentRoute; params: Record<string, string> } | { refusal: PlatformError };
+
+/**
+ * Which route a call's method and path name, as the router would find it: a path no route
+ * has is 404 NOT_FOUND, one with other methods 405. Parameters are URL-decoded as
+ * @koa/router decodes them (left as sent when they do not decode).
+ */
+function routeFinder(routes: CompiledAgentRoute[]): RouteFinder {
+  const matchers = routes.map((compiled) => ({ compiled, ...pathPattern(compiled.route.path) }));
+  return (method, path) => {
+    let pathKnown = false;
+    for (const { compiled, pattern, names } of matchers) {
+      const match = pattern.exec(path);
+      if (!match) continue;
+      pathKnown = true;
+      if (compiled.route.method !== method.toLowerCase()) continue;
+      return { compiled, params: Object.fromEntries(names.map((name, index) => [name, decoded(match[index + 1]!)])) };
+    }
+    return { refusal: pathKnown ? new PlatformError('METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}`) : new PlatformError('NOT_FOUND', 'No such Sessions API call') };
+  };
+}
+
+/** A Koa-style path (`/sessions/:session_id`) as a pattern of whole paths, and its parameters' names in order. */
+function pathPattern(path: string): { pattern: RegExp; names: string[] } {
+  const names: string[] = [];
+  const source = path
+    .split('/')
+    .map((segment) => {
+      if (!segment.startsWith(':')) return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      names.push(segment.slice(1));
+      return '([^/]+)';
+    })
+    .join('/');
+  return { pattern: new RegExp(`^${source}$`), names };
+}
+
+function decoded(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
