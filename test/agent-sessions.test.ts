@@ -4,6 +4,11 @@ import { request as httpRequest } from 'node:http';
 import { AgentTokens } from '../control/crypto/agent-token.js';
 import { masterKeyId, SecretBox } from '../control/crypto/secret-box.js';
 import { KeyRotation } from '../control/services/key-rotation.js';
+import { AgentServicesTransport, type AgentServicesCalls } from '../runtime-image/src/agent-services-transport.js';
+import { BatchedCalls } from '../runtime-image/src/batched-calls.js';
+import { createJsonLogger } from '../runtime-image/src/logger.js';
+import { RemoteSessionStore } from '../runtime-image/src/remote-session-store.js';
+import { SessionsApiClient } from '../runtime-image/src/sessions-api-client.js';
 import { startControl, type ApiResponse, type TestControl } from './support/control-harness.js';
 import { createAgent, databaseText, expectError, expectStatus, signUpMember } from './support/control-api.js';
 import { auditEvents, expectOneEvent, userActor } from './support/audit.js';
@@ -590,6 +595,57 @@ describe('agent services: sessions', () => {
       assert.deepEqual([one!.body.messages, two!.body.messages], [large(1), large(2)], 'the first session, and the next within SESSION_MAX_BYTES');
       expectError(three!, 503, 'BATCH_ANSWER_FULL');
       assert.deepEqual((await read(token, 'big-3')).body.messages, large(3));
+    });
+  });
+
+  describe("the default runtime's client (batched calls) against this endpoint", () => {
+    // Limits of their own: eight conversations at once, each turn's calls in one second.
+    let roomy: TestControl;
+    before(async () => {
+      roomy = await startControl({ SESSION_MAX_BYTES: String(MAX_BYTES) });
+    });
+    after(async () => roomy?.close());
+
+    it('keeps conversations served at once in batches, each turn once and in order', async () => {
+      const owner = await roomy.signUp();
+      const agent = await createAgent(roomy, owner.token);
+      const token = roomy.mintAgentToken(agent.id);
+      const sent: string[] = [];
+      const transport = new AgentServicesTransport({ baseUrl: roomy.agentServicesUrl, token: { current: async () => token, reload: async () => token } });
+      const counted: AgentServicesCalls = {
+        request: (method, path, body, headers) => {
+          sent.push(`${method} ${path}${path === '/v1/batch' ? ` ${(body as { calls: unknown[] }).calls.length}` : ''}`);
+          return transport.request(method, path, body, headers);
+        },
+      };
+      const store = new RemoteSessionStore<{ role: string; content: string }>(
+        new SessionsApiClient(new BatchedCalls(counted)),
+        { maxBytes: MAX_BYTES, maxTurns: 100, writeAttempts: 3, startsTurn: (message) => message.role === 'user' },
+        createJsonLogger(() => {}, 'error'),
+      );
+      const conversations = Array.from({ length: 8 }, (_, n) => `talk-${n}`);
+      try {
+        for (let turnNumber = 0; turnNumber < 3; turnNumber += 1) {
+          roomy.clock.advance(1000);
+          await Promise.all(
+            conversations.map(async (id) => {
+              const session = await store.open(id);
+              assert.equal(session.history.length, turnNumber * 2, `${id} holds every turn before ${turnNumber}`);
+              await session.appendTurn([{ role: 'user', content: `${id} asks ${turnNumber}` }, { role: 'assistant', content: `${id} answers ${turnNumber}` }]);
+            }),
+          );
+        }
+      } finally {
+        transport.close();
+      }
+      const batches = sent.filter((request) => request.startsWith('POST /v1/batch'));
+      assert.ok(batches.length > 0 && sent.length < conversations.length * 3 * 2, `requests sent: ${sent.join(', ')}`);
+      for (const id of conversations) {
+        const stored = await roomy.db('agent_sessions').where({ agent_id: agent.id, session_id: id }).first();
+        assert.equal(stored.version, 3, id);
+        const answer = await fetch(`${roomy.agentServicesUrl}/v1/sessions/${id}`, { headers: { authorization: `Bearer ${token}` } });
+        assert.deepEqual(((await answer.json()) as { messages: { content: string }[] }).messages.map((message: { content: string }) => message.content), [0, 1, 2].flatMap((n) => [`${id} asks ${n}`, `${id} answers ${n}`]));
+      }
     });
   });
 

@@ -17,7 +17,7 @@ interface WaitingCall<Call, Result> {
 
 /**
  * Calls of one statement, run together: a call made while fewer than `maxInFlight` batches
- * run goes at once, with whatever calls wait; a call made while that many run waits, and
+ * run goes as soon as the calls made with it are in (scheduleStart), with whatever calls wait; a call made while that many run waits, and
  * goes with the others that came meanwhile in the next batch. When calls come one at a
  * time each is a batch of one and waits for nothing; when fifty come at once, as fifty
  * conversations' turns do, they cost one round trip and one statement of Postgres's, where
@@ -29,6 +29,7 @@ interface WaitingCall<Call, Result> {
 export class StatementBatches<Call, Result> {
   private readonly waiting: WaitingCall<Call, Result>[] = [];
   private inFlight = 0;
+  private startScheduled = false;
 
   constructor(
     private readonly run: (calls: Call[]) => Promise<Result[]>,
@@ -39,8 +40,26 @@ export class StatementBatches<Call, Result> {
   submit(call: Call): Promise<Result> {
     return new Promise<Result>((resolve, reject) => {
       this.waiting.push({ call, weight: this.weightOf(call), resolve, reject });
-      this.startBatches();
+      this.scheduleStart();
     });
+  }
+
+  /**
+   * Starts batches once the promise jobs queued so far have run, as DataLoader schedules its
+   * dispatch (graphql/dataloader, src/index.js, enqueuePostPromiseJob): the calls of one
+   * request, made a few awaits deep each (a batch of a replica's calls, POST /v1/batch), then
+   * go as one statement, where starting at once would send the first two alone. No I/O or
+   * timer is waited for, so a lone call goes as soon as it did.
+   */
+  private scheduleStart(): void {
+    if (this.startScheduled) return;
+    this.startScheduled = true;
+    void Promise.resolve().then(() =>
+      process.nextTick(() => {
+        this.startScheduled = false;
+        this.startBatches();
+      }),
+    );
   }
 
   private startBatches(): void {

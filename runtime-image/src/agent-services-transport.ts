@@ -16,6 +16,16 @@ export interface Answer {
   etag?: string;
 }
 
+/**
+ * What the Sessions API client needs of agent services: one call, answered. The transport
+ * makes each call a request of its own; BatchedCalls (batched-calls.ts) groups calls made
+ * at once into fewer requests. Either answers a call the same way.
+ */
+export interface AgentServicesCalls {
+  /** `headers` go with the call (If-None-Match, for a read). */
+  request(method: Method, path: string, body?: unknown, headers?: Record<string, string>): Promise<Answer>;
+}
+
 export interface TransportOptions {
   /** AGENT_SERVICES_URL, without a trailing slash. */
   baseUrl: string;
@@ -79,7 +89,7 @@ interface RawAnswer extends Answer {
  * this transport's own: every invoke makes two calls, and a call through the global fetch
  * (undici) costs well over twice the CPU of one through http.request.
  */
-export class AgentServicesTransport {
+export class AgentServicesTransport implements AgentServicesCalls {
   private readonly client: typeof http | typeof https;
   private readonly agent: http.Agent;
   /** Where and how to connect, from AGENT_SERVICES_URL; `pathPrefix` goes before each call's path. */

@@ -3,6 +3,7 @@ import type { Server, ServerResponse } from 'node:http';
 import type { ModelMessage, ToolSet } from 'ai';
 import { createAgentRunner, type AgentRunner } from './agent-runner.js';
 import { AgentServicesTransport } from './agent-services-transport.js';
+import { BatchedCalls } from './batched-calls.js';
 import { BearerTokenFile } from './bearer-token-file.js';
 import type { Clock } from './clock.js';
 import type { AgentConfig, RuntimeConfig } from './config.js';
@@ -94,7 +95,8 @@ function createSessionStore(config: RuntimeConfig, deps: RuntimeDeps, token: Bea
   }
   const transport = new AgentServicesTransport({ baseUrl: services.url, token });
   return new RemoteSessionStore<ModelMessage>(
-    new SessionsApiClient(transport),
+    // Conversations served at once share requests: their reads and appends go in batches.
+    new SessionsApiClient(new BatchedCalls(transport)),
     {
       maxBytes: settings.sessionMaxBytes,
       maxTurns: settings.maxTurnsPerSession,

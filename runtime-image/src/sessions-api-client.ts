@@ -1,4 +1,4 @@
-import type { AgentServicesTransport, Answer, Method } from './agent-services-transport.js';
+import type { AgentServicesCalls, Answer, Method } from './agent-services-transport.js';
 import { SessionsUnavailableError, SessionTooLargeError, SessionVersionConflictError } from './sessions-api-errors.js';
 
 /** Which session and version a read or write left: the version to write at next, and the ETag agent services gave it. */
@@ -25,15 +25,15 @@ export interface SessionsApi<M> {
 }
 
 /**
- * Sessions API v1 over the agent services transport: what each answer means. Messages
- * are opaque JSON to agent services; this client only carries them. Failures are the
- * classes of sessions-api-errors.ts.
+ * Sessions API v1 over agent services calls (sent alone or batched, the answers are the
+ * same): what each answer means. Messages are opaque JSON to agent services; this client
+ * only carries them. Failures are the classes of sessions-api-errors.ts.
  */
 export class SessionsApiClient<M> implements SessionsApi<M> {
-  constructor(private readonly transport: AgentServicesTransport) {}
+  constructor(private readonly agentServices: AgentServicesCalls) {}
 
   async get(id: string, held?: StoredSession<M>): Promise<StoredSession<M>> {
-    const answer = await this.transport.request('GET', sessionPath(id), undefined, held?.tag ? { 'if-none-match': held.tag } : {});
+    const answer = await this.agentServices.request('GET', sessionPath(id), undefined, held?.tag ? { 'if-none-match': held.tag } : {});
     if (answer.status === 404 && codeOf(answer.body) === 'SESSION_NOT_FOUND') return { version: 0, messages: [] };
     if (answer.status === 304 && held && answer.etag === held.tag) return held;
     if (answer.status === 200 && isStoredSession(answer.body)) return { version: answer.body.version, messages: answer.body.messages as M[], tag: answer.etag };
@@ -49,13 +49,13 @@ export class SessionsApiClient<M> implements SessionsApi<M> {
   }
 
   async delete(id: string): Promise<void> {
-    const answer = await this.transport.request('DELETE', sessionPath(id));
+    const answer = await this.agentServices.request('DELETE', sessionPath(id));
     if (answer.status === 204 || (answer.status === 404 && codeOf(answer.body) === 'SESSION_NOT_FOUND')) return;
     throw unexpected('DELETE', answer);
   }
 
   private async write(method: 'POST' | 'PUT', path: string, expectedVersion: number, messages: readonly M[]): Promise<SessionVersion> {
-    const answer = await this.transport.request(method, path, { expected_version: expectedVersion, messages });
+    const answer = await this.agentServices.request(method, path, { expected_version: expectedVersion, messages });
     const code = codeOf(answer.body);
     if (answer.status === 200 && isVersioned(answer.body)) return { version: answer.body.version, tag: answer.etag };
     // The conflict's current_version is not read: the store reads the session again anyway, for its messages.

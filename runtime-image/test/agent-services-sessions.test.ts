@@ -77,6 +77,17 @@ describe('conversations kept by agent services (AGENT_SERVICES_URL)', () => {
     for (const replica of replicas) assert.ok(!replica.logText().includes('token-1'), 'the token is never logged');
   });
 
+  it('serves conversations invoked at once with fewer requests to agent services than calls (POST /v1/batch)', async () => {
+    const runtime = await start();
+    const conversations = Array.from({ length: 30 }, (_, i) => `many-${i}`);
+    const responses = await Promise.all(conversations.map((session_id) => postInvoke(runtime.url, { input: `hi from ${session_id}`, session_id })));
+
+    assert.ok(responses.every((response) => response.status === 200));
+    for (const id of conversations) assert.deepEqual(services.sessions.get(id)!.messages.map(textOf), [`hi from ${id}`, 'default answer']);
+    assert.ok(services.batches().length > 0 && services.batches().every((batch) => batch.status === 200));
+    assert.ok(services.httpRequests().length < 60, `${services.httpRequests().length} requests for 60 calls`);
+  });
+
   it('appends a turn after the one another replica wrote meanwhile (409), keeping both', async () => {
     const [a, b] = [await start(), await start()];
     let release!: () => void;

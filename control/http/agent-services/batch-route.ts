@@ -51,7 +51,7 @@ export function mountBatchRoute(router: Router, routes: AgentRoute[], options: B
     const answers = await Promise.all(
       (body as BatchBody).calls.map((call) => answerCall(findRoute, call, credential).catch((error: unknown) => fromError(errorAnswer(error, options.logger, requestId)))),
     );
-    const full = fromError(errorAnswer(new PlatformError('BATCH_ANSWER_FULL', `This answer already holds ${options.maxSessionBytes} bytes of other sessions; read this one alone`), options.logger, requestId));
+    const full = () => fromError(errorAnswer(new PlatformError('BATCH_ANSWER_FULL', `This answer already holds ${options.maxSessionBytes} bytes of other sessions; read this one alone`), options.logger, requestId));
     ctx.type = 'application/json';
     ctx.body = `{"results":[${withinAnswerBudget(answers, options.maxSessionBytes, full).map(resultText).join(',')}]}`;
   });
@@ -80,11 +80,11 @@ function keptHeaders(headers: Record<string, string>): Record<string, string> {
 
 /**
  * The answers, in order, each session read past `maxSessionBytes` of others replaced by
- * `full` (503 BATCH_ANSWER_FULL), the first always kept: so a batch's answer holds at most
+ * `full()` (503 BATCH_ANSWER_FULL), the first always kept: so a batch's answer holds at most
  * what two reads alone could, and a replica's bound on an answer (the runtime's
  * MAX_ANSWER_BYTES) holds for a batch as for a single read.
  */
-function withinAnswerBudget(answers: CallAnswer[], maxSessionBytes: number, full: CallAnswer): CallAnswer[] {
+function withinAnswerBudget(answers: CallAnswer[], maxSessionBytes: number, full: () => CallAnswer): CallAnswer[] {
   let budget: number | undefined;
   return answers.map((answer) => {
     if (!answer.holdsMessages) return answer;
@@ -93,7 +93,7 @@ function withinAnswerBudget(answers: CallAnswer[], maxSessionBytes: number, full
       budget = maxSessionBytes;
       return answer;
     }
-    if (bytes > budget) return full;
+    if (bytes > budget) return full();
     budget -= bytes;
     return answer;
   });

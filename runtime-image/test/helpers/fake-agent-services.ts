@@ -8,12 +8,21 @@ export interface StoredFakeSession {
   createdAt?: number;
 }
 
+/**
+ * One request to the Sessions API, or one call inside a POST /v1/batch: the batch is recorded
+ * as a request of its own (`calls` set), then each of its calls with the path it would have
+ * had alone and `batched` set. HTTP requests are the records without `batched`.
+ */
 export interface RecordedSessionsRequest {
   method: string;
   path: string;
   authorization: string | undefined;
   /** What was answered. */
   status: number;
+  /** A call inside a batch, not a request of its own. */
+  batched?: true;
+  /** A POST /v1/batch: how many calls it carried (0 when it was refused whole). */
+  calls?: number;
 }
 
 /** One OTLP/HTTP export the runtime sent to POST /v1/traces. */
@@ -29,14 +38,21 @@ export interface RecordedTraceExport {
 /** How POST /v1/traces answers: 200 `{}` by default. */
 export type TracesBehaviour = { accept: true; rejectedSpans?: number } | { status: number } | { hang: true };
 
-/** Something to do to the next request instead of, or after, serving it. */
+/** Something to do to the next request (or call in a batch) instead of, or after, serving it. */
 export type SessionsFault =
   | { status: number; code: string; retryAfter?: string }
   /** Serve the request (a write is applied), then answer `status` as if it had failed. */
   | { applyThenAnswer: number };
 
+type FakeAnswer = { status: number; body?: unknown; headers?: Record<string, string> };
+
 const SESSION_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const TTL_MS = 24 * 3600 * 1000;
+/** What a batch's body may hold beyond `maxBytes` (docs/contract.md, "Several calls in one request"). */
+const BATCH_BODY_ALLOWANCE = 64 * 1024;
+const MAX_BATCH_CALLS = 100;
+/** The key of `failBatch`'s faults among those of each method. */
+const BATCH_FAULTS = 'BATCH';
 
 /**
  * A stand-in for the platform's agent services, Sessions API v1 only, until the control
@@ -47,6 +63,12 @@ const TTL_MS = 24 * 3600 * 1000;
  * not exist; a mismatch is 409 with current_version), a write that would take the session
  * past `maxBytes` (its messages as one JSON array) refused with 413 and nothing written,
  * an unknown session 404 SESSION_NOT_FOUND. Error bodies are `{code, message, ...}`.
+ *
+ * POST /v1/batch is served as the contract says: the token checked once (401 for the whole),
+ * the envelope checked (422), each call served as if alone, faults of `fail` included, and an
+ * answer already holding `maxBytes` of session reads besides its first answers a further GET
+ * 503 BATCH_ANSWER_FULL instead. With `batchSupported` false it is an unknown path (404), as to
+ * an agent services from before it.
  */
 export class FakeAgentServices {
   readonly sessions = new Map<string, StoredFakeSession>();
@@ -58,6 +80,8 @@ export class FakeAgentServices {
   /** Trace exports left unanswered under `{hang: true}`. */
   tracesHeld = 0;
   maxBytes = 1_048_576;
+  /** Whether POST /v1/batch is served; false answers it 404 NOT_FOUND, as an unknown path. */
+  batchSupported = true;
   private readonly faults = new Map<string, SessionsFault[]>();
 
   private constructor(
@@ -74,14 +98,33 @@ export class FakeAgentServices {
     return fake;
   }
 
-  /** Queues faults for the next requests of `method`, one each, in order. */
+  /** Queues faults for the next calls of `method`, one each, in order, whether they come alone or in a batch. */
   fail(method: 'GET' | 'POST' | 'PUT' | 'DELETE', ...faults: SessionsFault[]): void {
-    this.faults.set(method, [...(this.faults.get(method) ?? []), ...faults]);
+    this.queueFaults(method, faults);
   }
 
-  /** The requests of one method and answer, to count retries and conflicts. */
+  /** Queues faults for the next POST /v1/batch requests as a whole (`applyThenAnswer` serves all its calls). */
+  failBatch(...faults: SessionsFault[]): void {
+    this.queueFaults(BATCH_FAULTS, faults);
+  }
+
+  private queueFaults(key: string, faults: SessionsFault[]): void {
+    this.faults.set(key, [...(this.faults.get(key) ?? []), ...faults]);
+  }
+
+  /** The calls (alone or batched) of one method and answer, to count retries and conflicts; batch requests are not calls. */
   answered(method: string, status: number): RecordedSessionsRequest[] {
-    return this.requests.filter((request) => request.method === method && request.status === status);
+    return this.requests.filter((request) => request.calls === undefined && request.method === method && request.status === status);
+  }
+
+  /** The POST /v1/batch requests received, each with how many calls it carried. */
+  batches(): RecordedSessionsRequest[] {
+    return this.requests.filter((request) => request.calls !== undefined);
+  }
+
+  /** The HTTP requests received: batches and calls alone, not the calls inside batches. */
+  httpRequests(): RecordedSessionsRequest[] {
+    return this.requests.filter((request) => !request.batched);
   }
 
   async close(): Promise<void> {
@@ -98,20 +141,57 @@ export class FakeAgentServices {
     }
     const record: RecordedSessionsRequest = { method: request.method ?? '', path, authorization: request.headers.authorization, status: 0 };
     this.requests.push(record);
-    const send = (status: number, body?: unknown, headers: Record<string, string> = {}) => {
-      record.status = status;
-      if (body === undefined) response.writeHead(status, headers).end();
-      else response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(body));
-    };
+    const answer = path === '/v1/batch' ? this.serveBatch(request, text, record) : this.serveWithFaults(record.method, path, request.headers, text);
+    record.status = answer.status;
+    const headers = answer.headers ?? {};
+    if (answer.body === undefined) response.writeHead(answer.status, headers).end();
+    else response.writeHead(answer.status, { 'content-type': 'application/json', ...headers }).end(JSON.stringify(answer.body));
+  }
 
-    const fault = this.faults.get(record.method)?.shift();
+  /** A call served as `serve` does, or the next fault queued for its method instead. */
+  private serveWithFaults(method: string, path: string, headers: IncomingMessage['headers'], text: string): FakeAnswer {
+    const fault = this.faults.get(method)?.shift();
     if (fault !== undefined && 'status' in fault) {
-      send(fault.status, { code: fault.code, message: 'injected by the test' }, fault.retryAfter === undefined ? {} : { 'retry-after': fault.retryAfter });
-      return;
+      return { status: fault.status, body: { code: fault.code, message: 'injected by the test' }, headers: fault.retryAfter === undefined ? {} : { 'retry-after': fault.retryAfter } };
     }
-    const answer = this.serve(request.method ?? '', path, request.headers, text);
-    if (fault !== undefined) send(fault.applyThenAnswer, { code: 'INTERNAL_ERROR', message: 'injected by the test after applying' });
-    else send(answer.status, answer.body, answer.headers);
+    const answer = this.serve(method, path, headers, text);
+    if (fault !== undefined) return { status: fault.applyThenAnswer, body: { code: 'INTERNAL_ERROR', message: 'injected by the test after applying' } };
+    return answer;
+  }
+
+  /** POST /v1/batch: each call answered as if alone, in order, within the answer's budget of messages. */
+  private serveBatch(request: IncomingMessage, text: string, record: RecordedSessionsRequest): FakeAnswer {
+    record.calls = 0;
+    if (!this.batchSupported) return errorAnswer(404, 'NOT_FOUND');
+    const token = /^Bearer (\S+)$/.exec(request.headers.authorization ?? '')?.[1];
+    if (token === undefined || !this.tokens.has(token)) return { ...errorAnswer(401, 'UNAUTHENTICATED'), headers: { 'www-authenticate': 'Bearer' } };
+    if (request.method !== 'POST') return errorAnswer(405, 'METHOD_NOT_ALLOWED');
+    if (Buffer.byteLength(text) > this.maxBytes + BATCH_BODY_ALLOWANCE) return errorAnswer(413, 'SESSION_TOO_LARGE');
+    if (!(request.headers['content-type'] ?? '').startsWith('application/json')) return errorAnswer(415, 'UNSUPPORTED_MEDIA_TYPE');
+    const calls = parseBatch(text);
+    if (calls === undefined) return errorAnswer(422, 'VALIDATION_ERROR');
+    record.calls = calls.length;
+    const whole = this.faults.get(BATCH_FAULTS)?.shift();
+    if (whole !== undefined && 'status' in whole) return { ...errorAnswer(whole.status, whole.code), headers: whole.retryAfter === undefined ? {} : { 'retry-after': whole.retryAfter } };
+
+    // As agent services do (batch-route.ts, withinAnswerBudget): the first session read is answered whatever its size, the others within maxBytes of answer together.
+    let budget: number | undefined;
+    const results = calls.map((call) => {
+      const path = `/v1${call.path}`;
+      const headers: IncomingMessage['headers'] = { authorization: request.headers.authorization, 'if-none-match': call.headers['if-none-match'] };
+      if (call.body !== undefined) headers['content-type'] = 'application/json';
+      let answer = this.serveWithFaults(call.method, path, headers, call.body === undefined ? '' : JSON.stringify(call.body));
+      if (call.method === 'GET' && answer.status === 200) {
+        const bytes = Buffer.byteLength(JSON.stringify(answer.body));
+        if (budget === undefined) budget = this.maxBytes;
+        else if (bytes > budget) answer = errorAnswer(503, 'BATCH_ANSWER_FULL');
+        else budget -= bytes;
+      }
+      this.requests.push({ method: call.method, path, authorization: request.headers.authorization, status: answer.status, batched: true });
+      return batchResult(answer);
+    });
+    if (whole !== undefined) return errorAnswer(whole.applyThenAnswer, 'INTERNAL_ERROR');
+    return { status: 200, body: { results } };
   }
 
   /** The OTLP/HTTP JSON receiver beside the Sessions API, with the same bearer tokens. */
@@ -140,37 +220,36 @@ export class FakeAgentServices {
     return this.traceExports.flatMap((entry) => entry.body.resourceSpans.flatMap((rs: any) => rs.scopeSpans.flatMap((ss: any) => ss.spans)));
   }
 
-  private serve(method: string, path: string, headers: IncomingMessage['headers'], text: string): { status: number; body?: unknown; headers?: Record<string, string> } {
-    const error = (status: number, code: string, extra: Record<string, unknown> = {}) => ({ status, body: { code, message: code.toLowerCase().replace(/_/g, ' '), ...extra } });
+  private serve(method: string, path: string, headers: IncomingMessage['headers'], text: string): FakeAnswer {
     const match = /^\/v1\/sessions\/([^/]+)(\/messages)?$/.exec(path);
-    if (match === null) return error(404, 'NOT_FOUND');
+    if (match === null) return errorAnswer(404, 'NOT_FOUND');
     const token = /^Bearer (\S+)$/.exec(headers.authorization ?? '')?.[1];
-    if (token === undefined || !this.tokens.has(token)) return { ...error(401, 'UNAUTHENTICATED'), headers: { 'www-authenticate': 'Bearer' } };
+    if (token === undefined || !this.tokens.has(token)) return { ...errorAnswer(401, 'UNAUTHENTICATED'), headers: { 'www-authenticate': 'Bearer' } };
     const id = decodeURIComponent(match[1]!);
-    if (!SESSION_ID.test(id)) return error(400, 'INVALID_REQUEST');
+    if (!SESSION_ID.test(id)) return errorAnswer(400, 'INVALID_REQUEST');
     const route = `${method} ${match[2] ?? ''}`;
     const session = this.sessions.get(id);
 
     if (route === 'GET ') {
-      if (!session) return error(404, 'SESSION_NOT_FOUND');
+      if (!session) return errorAnswer(404, 'SESSION_NOT_FOUND');
       const etag = entityTag(session);
       // Agent services compare If-None-Match weakly and take exactly one tag (session-routes.ts, sessionTagOf).
       if (headers['if-none-match']?.replace(/^W\//, '') === etag) return { status: 304, headers: { etag } };
       return { status: 200, body: this.describe(id, session, true), headers: { etag } };
     }
     if (route === 'DELETE ') {
-      if (!session) return error(404, 'SESSION_NOT_FOUND');
+      if (!session) return errorAnswer(404, 'SESSION_NOT_FOUND');
       this.sessions.delete(id);
       return { status: 204 };
     }
-    if (route !== 'POST /messages' && route !== 'PUT ') return error(405, 'METHOD_NOT_ALLOWED');
+    if (route !== 'POST /messages' && route !== 'PUT ') return errorAnswer(405, 'METHOD_NOT_ALLOWED');
 
     const write = parseWrite(headers, text, route === 'POST /messages');
-    if (write === undefined) return error(400, 'INVALID_REQUEST');
+    if (write === undefined) return errorAnswer(400, 'INVALID_REQUEST');
     const current = session?.version ?? 0;
-    if (write.expected_version !== current) return error(409, 'SESSION_VERSION_CONFLICT', { current_version: current });
+    if (write.expected_version !== current) return errorAnswer(409, 'SESSION_VERSION_CONFLICT', { current_version: current });
     const messages = route === 'PUT ' ? write.messages : [...(session?.messages ?? []), ...write.messages];
-    if (Buffer.byteLength(JSON.stringify(messages)) > this.maxBytes) return error(413, 'SESSION_TOO_LARGE');
+    if (Buffer.byteLength(JSON.stringify(messages)) > this.maxBytes) return errorAnswer(413, 'SESSION_TOO_LARGE');
     const stored = { version: current + 1, messages, createdAt: session?.createdAt ?? Date.now() };
     this.sessions.set(id, stored);
     return { status: 200, body: this.describe(id, stored, false), headers: { etag: entityTag(stored) } };
@@ -185,6 +264,16 @@ export class FakeAgentServices {
       expires_at: new Date(Date.now() + TTL_MS).toISOString(),
     };
   }
+}
+
+function errorAnswer(status: number, code: string, extra: Record<string, unknown> = {}): FakeAnswer {
+  return { status, body: { code, message: code.toLowerCase().replace(/_/g, ' '), ...extra } };
+}
+
+/** A call's answer as a batch's result: its status, its ETag and Retry-After headers, its body. */
+function batchResult({ status, headers = {}, body }: FakeAnswer): { status: number; headers?: Record<string, string>; body?: unknown } {
+  const kept = Object.fromEntries(Object.entries(headers).filter(([name]) => name === 'etag' || name === 'retry-after'));
+  return { status, ...(Object.keys(kept).length > 0 ? { headers: kept } : {}), ...(body === undefined ? {} : { body }) };
 }
 
 const entityTag = (session: StoredFakeSession) => `"${session.version}.${session.createdAt ?? 0}"`;
@@ -203,6 +292,42 @@ function parseWrite(headers: IncomingMessage['headers'], text: string, append: b
   if (Object.keys(rest).length > 0 || !Number.isInteger(version) || (version as number) < 0 || !Array.isArray(messages)) return undefined;
   if (append && messages.length === 0) return undefined;
   return { expected_version: version as number, messages };
+}
+
+interface BatchedCall {
+  method: string;
+  path: string;
+  headers: { 'if-none-match'?: string };
+  body?: unknown;
+}
+
+/**
+ * `{calls}` of 1 to 100 `{method, path, headers?, body?}`, `headers` holding at most
+ * `if-none-match`, nothing else (control/schemas/agent-services-batch.ts); undefined for any other body.
+ */
+function parseBatch(text: string): BatchedCall[] | undefined {
+  let envelope: unknown;
+  try {
+    envelope = JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+  if (!isPlainObject(envelope) || Object.keys(envelope).join() !== 'calls') return undefined;
+  const { calls } = envelope;
+  if (!Array.isArray(calls) || calls.length < 1 || calls.length > MAX_BATCH_CALLS) return undefined;
+  const parsed: BatchedCall[] = [];
+  for (const call of calls) {
+    if (!isPlainObject(call) || Object.keys(call).some((key) => !['method', 'path', 'headers', 'body'].includes(key))) return undefined;
+    const { method, path, headers = {}, body } = call;
+    if (typeof method !== 'string' || method.length < 1 || method.length > 16 || typeof path !== 'string' || path.length < 1 || path.length > 1024) return undefined;
+    if (!isPlainObject(headers) || Object.keys(headers).some((name) => name !== 'if-none-match') || !['string', 'undefined'].includes(typeof headers['if-none-match'])) return undefined;
+    parsed.push({ method, path, headers: headers as BatchedCall['headers'], ...(body === undefined ? {} : { body }) });
+  }
+  return parsed;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
 }
 
 async function readText(request: IncomingMessage): Promise<string> {
