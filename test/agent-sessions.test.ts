@@ -3,7 +3,9 @@ import { createHash, randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { AgentTokens } from '../control/crypto/agent-token.js';
 import { masterKeyId, SecretBox } from '../control/crypto/secret-box.js';
+import { AgentSessionService } from '../control/services/agent-session-service.js';
 import { KeyRotation } from '../control/services/key-rotation.js';
+import type { LeasedWindowLimiter } from '../control/services/rate-limiter.js';
 import { AgentServicesTransport, type AgentServicesCalls } from '../runtime-image/src/agent-services-transport.js';
 import { BatchedCalls } from '../runtime-image/src/batched-calls.js';
 import { createJsonLogger } from '../runtime-image/src/logger.js';
@@ -539,6 +541,61 @@ describe('agent services: sessions', () => {
       // What the batch wrote is what a call alone reads.
       assert.deepEqual((await read(token, 'conv-1')).body.messages, [turn(0), turn(1)]);
       assert.equal((await read(token, 'conv-2')).body.version, 1);
+    });
+
+    it('creates the sessions of one batch together as each would be created alone: a second creation of an id, or one of a live id, is 409; an expired id starts anew', async () => {
+      const { token } = await agentWithToken({ deploy: { session_ttl_seconds: 60 } });
+      control.clock.advance(1000);
+      expectStatus(await append(token, 'lives', 0, [turn(0)]), 200);
+      expectStatus(await append(token, 'lives', 1, [turn(1)]), 200);
+      const expired = await append(token, 'expired', 0, [turn(0)]);
+      control.clock.advance(45_000);
+      expectStatus(await read(token, 'lives'), 200); // used again: lives on past 'expired'
+      control.clock.advance(30_000);
+      const [one, other, live, anew] = await batch(token, [write('new-1', 0, [turn(10)]), write('new-1', 0, [turn(11)]), write('lives', 0, [turn(12)]), write('expired', 0, [turn(13)])]);
+      // The calls of a batch run in no order: either creation of new-1 may be the one that applies.
+      const winner = one!.status === 200 ? 0 : 1;
+      expectStatus([one, other][winner]!, 200);
+      const again = [one, other][1 - winner]!;
+      expectError(again, 409, 'SESSION_VERSION_CONFLICT');
+      assert.equal(again.body.details.current_version, 1);
+      expectError(live!, 409, 'SESSION_VERSION_CONFLICT');
+      assert.equal(live!.body.details.current_version, 2);
+      expectStatus(anew!, 200);
+      assert.notEqual(anew!.headers.get('etag'), expired.headers.get('etag'), 'a new session in place of the expired one');
+      assert.deepEqual((await read(token, 'new-1')).body.messages, [turn(10 + winner)]);
+      assert.deepEqual((await read(token, 'expired')).body.messages, [turn(13)]);
+      assert.deepEqual((await read(token, 'lives')).body.messages, [turn(0), turn(1)]);
+    });
+
+    it('creates sessions asked for at once in one transaction per agent, each as if alone: a second creation of an id is 409, an agent gone fails only its own, the count stays exact', async () => {
+      const [a, b, c] = [await agentWithToken(), await agentWithToken(), await agentWithToken()];
+      // The service itself, with a limiter that never waits on Redis, so every creation below is made in one tick and grouped.
+      const service = new AgentSessionService({
+        db: control.db,
+        box: new SecretBox(control.config.masterKeys),
+        clock: control.clock,
+        limiter: { hit: async () => ({ allowed: true, retryAfterSeconds: 1 }) } as unknown as LeasedWindowLimiter,
+        limits: control.config.agentServices.sessions,
+      });
+      const outcomes = await Promise.allSettled([
+        service.append(a.agent.id, 'same', 0, [{ by: 'a1' }]),
+        service.append(a.agent.id, 'same', 0, [{ by: 'a2' }]),
+        service.append(b.agent.id, 'same', 0, [{ by: 'b' }]),
+        service.append('agt_neverExisted0000000', 'same', 0, [{ by: 'nobody' }]),
+        ...Array.from({ length: MAX_PER_AGENT + 2 }, (_, n) => service.append(c.agent.id, `c-${n}`, 0, [{ by: `c${n}` }])),
+      ]);
+      const [first, second, ofB, ofNobody, ...ofC] = outcomes;
+      assert.equal(first!.status, 'fulfilled');
+      assert.equal(second!.status, 'rejected');
+      assert.equal((second as PromiseRejectedResult).reason.code, 'SESSION_VERSION_CONFLICT');
+      assert.equal((second as PromiseRejectedResult).reason.details.current_version, 1);
+      assert.equal(ofB!.status, 'fulfilled', 'another agent\'s session of the same id is its own');
+      assert.equal((ofNobody as PromiseRejectedResult).reason.code, 'UNAUTHENTICATED');
+      assert.ok(ofC.every((outcome) => outcome.status === 'fulfilled'));
+      assert.deepEqual((await read(a.token, 'same')).body.messages, [{ by: 'a1' }]);
+      assert.deepEqual((await read(b.token, 'same')).body.messages, [{ by: 'b' }]);
+      assert.equal((await control.db('agent_sessions').where({ agent_id: c.agent.id })).length, MAX_PER_AGENT);
     });
 
     it("scopes every call to the request's token: another agent's session of the same id is neither read nor written", async () => {

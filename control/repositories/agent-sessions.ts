@@ -254,18 +254,28 @@ export class AgentSessionRepository {
   }
 
   /**
-   * Inserts `row` unless its id is taken, and counts the agent's other sessions, in one
-   * statement: its snapshot does not hold the row it inserts, so the count is of the others
-   * (exact in the agent's creation turn, lockCreations). Undefined when the id was taken.
+   * The agent's sessions of `sessionIds`, locked until the transaction ends, expired or not,
+   * by id: what a group of creations finds already there.
    */
-  async insertCountingOthers(row: AgentSessionRow): Promise<number | undefined> {
-    const insert = this.db('agent_sessions').insert(row).onConflict(['agent_id', 'session_id']).ignore().returning('agent_id').toSQL();
-    const { rows } = await this.db.raw<{ rows: { others: string }[] }>(
+  async findEachForUpdate(agentId: string, sessionIds: readonly string[]): Promise<Map<string, AgentSessionRow>> {
+    const rows = await this.db<AgentSessionRow>('agent_sessions').where({ agent_id: agentId }).whereIn('session_id', sessionIds).forUpdate();
+    return new Map(rows.map((row) => [row.session_id, row]));
+  }
+
+  /**
+   * Inserts the rows (all of one agent) whose ids are not taken, and counts the agent's
+   * other sessions, in one statement: its snapshot does not hold the rows it inserts, so
+   * the count is of the others (exact in the agent's creation turn, lockCreations). The ids
+   * inserted; one missing was taken meanwhile.
+   */
+  async insertEachCountingOthers(rows: readonly AgentSessionRow[]): Promise<{ others: number; inserted: Set<string> }> {
+    const insert = this.db('agent_sessions').insert(rows).onConflict(['agent_id', 'session_id']).ignore().returning('session_id').toSQL();
+    const { rows: [counted] } = await this.db.raw<{ rows: { others: string; inserted: string[] | null }[] }>(
       `WITH inserted AS (${insert.sql})
-       SELECT (SELECT count(*) FROM agent_sessions WHERE agent_id = inserted.agent_id) AS others FROM inserted`,
-      insert.bindings as Knex.RawBinding[],
+       SELECT (SELECT count(*) FROM agent_sessions WHERE agent_id = ?) AS others, array_agg(session_id) AS inserted FROM inserted`,
+      [...(insert.bindings as Knex.RawBinding[]), rows[0]!.agent_id],
     );
-    return rows[0] === undefined ? undefined : Number(rows[0].others);
+    return { others: Number(counted!.others), inserted: new Set(counted!.inserted ?? []) };
   }
 
   /** Rewrites a locked session whole, bookkeeping and created_at too (an expired row is reused as a new session), its appends gone. */
@@ -282,18 +292,18 @@ export class AgentSessionRepository {
   }
 
   /**
-   * Deletes the agent's `count` least recently used sessions but `keep` (the one just
+   * Deletes the agent's `count` least recently used sessions but `keep` (the ones just
    * created). A session another request holds is being used right now, so it is skipped for
    * the next one rather than waited for.
    */
-  async evictLeastRecentlyUsed(agentId: string, count: number, keep: string): Promise<number> {
+  async evictLeastRecentlyUsed(agentId: string, count: number, keep: readonly string[]): Promise<number> {
     return this.db('agent_sessions')
       .whereIn(
         ['agent_id', 'session_id'],
         this.db('agent_sessions')
           .select('agent_id', 'session_id')
           .where({ agent_id: agentId })
-          .whereNot({ session_id: keep })
+          .whereNotIn('session_id', keep)
           .orderBy([{ column: 'last_used_at' }, { column: 'session_id' }])
           .limit(count)
           .forUpdate()

@@ -50,6 +50,16 @@ export interface SessionUnchanged extends SessionTagged {
   unchanged: true;
 }
 
+/** A write creating a session (expected version 0), its messages sealed. */
+interface Creation {
+  agentId: string;
+  sessionId: string;
+  base: { messages_sealed: string; size_bytes: number; message_count: number };
+}
+
+/** What a creation came to: the session written, or why not (a conflict, the agent gone, Postgres failing). */
+type CreationOutcome = SessionTagged | { refused: unknown };
+
 /** Messages as one JSON array, and how many. */
 interface Messages {
   json: string;
@@ -89,6 +99,8 @@ export class AgentSessionService {
   private readonly reads: StatementBatches<SessionRead, ReadSession | undefined>;
   /** Appends made at once, likewise: one statement, and one commit of the write-ahead log. */
   private readonly appends: StatementBatches<SessionAppendAtVersion, SessionSummary | undefined>;
+  /** Sessions created at once: one transaction, and one creation turn, per agent (createEach). */
+  private readonly creations: StatementBatches<Creation, CreationOutcome>;
 
   constructor(private readonly deps: AgentSessionDependencies) {
     this.reads = new StatementBatches((reads) => this.repositories().agentSessions.touchAndReadEach(reads, deps.clock.now(), SESSION_TTL_SECONDS.default), BATCHES);
@@ -97,6 +109,7 @@ export class AgentSessionService {
       BATCHES,
       (append) => append.sealed?.length ?? 0,
     );
+    this.creations = new StatementBatches((creations) => this.createEach(creations), BATCHES, (creation) => creation.base.messages_sealed.length);
   }
 
   /**
@@ -178,21 +191,51 @@ export class AgentSessionService {
     throw versionConflict(expectedVersion, 0);
   }
 
+  /** A write at expected version 0: a new session, or a new one in place of one that expired (createEach). */
+  private async createOrReuse(agentId: string, sessionId: string, messages: Messages): Promise<SessionTagged> {
+    const outcome = await this.creations.submit({ agentId, sessionId, base: this.sealedBase(messages) });
+    if ('refused' in outcome) throw outcome.refused;
+    return outcome;
+  }
+
   /**
-   * A write at expected version 0: a new session, or a new one in place of one that expired,
-   * in one transaction. A new id takes the agent's creation turn, which keeps the count
-   * exact, and holds it for as few round trips as it can: the insert counts the agent's
-   * other sessions in the same statement, and only an agent at SESSIONS_MAX_PER_AGENT
-   * evicts before the commit. Fifty new conversations of one agent at once take their turns
-   * one after another, so each round trip under the turn is paid fifty times by the last.
+   * Creations made at once, one transaction per agent (and per SESSIONS_MAX_PER_AGENT of
+   * them, so that a group never evicts its own). Each answers with the session written, or
+   * the conflict it met.
    */
-  private createOrReuse(agentId: string, sessionId: string, messages: Messages): Promise<SessionTagged> {
-    const base = this.sealedBase(messages);
+  private async createEach(creations: Creation[]): Promise<CreationOutcome[]> {
+    const groups = new Map<string, Creation[]>();
+    for (const creation of creations) groups.set(creation.agentId, [...(groups.get(creation.agentId) ?? []), creation]);
+    const outcomes = new Map<Creation, CreationOutcome>();
+    await Promise.all(
+      [...groups.values()].map(async (group) => {
+        for (let from = 0; from < group.length; from += this.deps.limits.maxPerAgent) {
+          const part = group.slice(from, from + this.deps.limits.maxPerAgent);
+          // One agent's failure (gone, or Postgres failing its transaction) is its creations' alone.
+          const answered = await this.createInOneTransaction(part).catch((error: unknown) => part.map(() => ({ refused: error })));
+          answered.forEach((outcome, index) => outcomes.set(part[index]!, outcome));
+        }
+      }),
+    );
+    return creations.map((creation) => outcomes.get(creation)!);
+  }
+
+  /**
+   * Creations of one agent's sessions, in one transaction. A new id takes the agent's
+   * creation turn, which keeps the count exact, and holds it for as few round trips as it
+   * can: one insert of every new id, which counts the agent's other sessions in the same
+   * statement, and only an agent past SESSIONS_MAX_PER_AGENT evicts before the commit. So
+   * fifty new conversations of one agent at once take one turn, not fifty one after another.
+   * An id already live is a conflict; an expired one is started anew in place. Of two
+   * creations of one id, the second meets the first's session, as it would alone.
+   */
+  private createInOneTransaction(group: Creation[]): Promise<CreationOutcome[]> {
+    const { agentId } = group[0]!;
     return inTransaction(this.deps.db, async (repos) => {
-      // Key-shared, so the agent cannot be deleted under the write and the session's foreign key always holds.
+      // Key-shared, so the agent cannot be deleted under the write and the sessions' foreign key always holds.
       const agent = await this.agentOf(repos.agents.findAnyKeyShared(agentId));
       const now = this.deps.clock.now();
-      const row: AgentSessionRow = {
+      const rowOf = ({ sessionId, base }: Creation): AgentSessionRow => ({
         agent_id: agentId,
         session_id: sessionId,
         version: 1,
@@ -201,28 +244,43 @@ export class AgentSessionService {
         created_at: now,
         last_used_at: now,
         expires_at: expiryAfter(now, sessionTtlSeconds(agent.deploy)),
+      });
+      const firsts = new Map<string, AgentSessionRow>();
+      for (const creation of group) if (!firsts.has(creation.sessionId)) firsts.set(creation.sessionId, rowOf(creation));
+      const outcomes = new Map<string, CreationOutcome>();
+      const existing = await repos.agentSessions.findEachForUpdate(agentId, [...firsts.keys()]);
+      const inPlaceOf = async (stored: AgentSessionRow, row: AgentSessionRow): Promise<CreationOutcome> => {
+        if (isLive(stored, now)) return { refused: versionConflict(0, stored.version) };
+        // An expired row is a session gone: writing the id again starts a new one in its place.
+        await repos.agentSessions.rewrite(row);
+        return writtenView(row);
       };
-      const stored = (await repos.agentSessions.findForUpdate(agentId, sessionId)) ?? (await this.createInTurn(repos, row));
-      if (stored === 'created') return writtenView(row);
-      if (isLive(stored, now)) throw versionConflict(0, stored.version);
-      // An expired row is a session gone: writing the id again starts a new one in its place.
-      await repos.agentSessions.rewrite(row);
-      return writtenView(row);
+      const fresh: AgentSessionRow[] = [];
+      for (const [sessionId, row] of firsts) {
+        const stored = existing.get(sessionId);
+        if (stored) outcomes.set(sessionId, await inPlaceOf(stored, row));
+        else fresh.push(row);
+      }
+      if (fresh.length > 0) {
+        await repos.agentSessions.lockCreations(agentId);
+        const { others, inserted } = await repos.agentSessions.insertEachCountingOthers(fresh);
+        for (const row of fresh) {
+          // Taken while this waited for the turn: a creator of the same id committed first.
+          outcomes.set(row.session_id, inserted.has(row.session_id) ? writtenView(row) : await inPlaceOf((await repos.agentSessions.findForUpdate(agentId, row.session_id))!, row));
+        }
+        const excess = others + inserted.size - this.deps.limits.maxPerAgent;
+        if (excess > 0) await repos.agentSessions.evictLeastRecentlyUsed(agentId, excess, [...inserted]);
+      }
+      const seen = new Set<string>();
+      return group.map(({ sessionId }) => {
+        const outcome = outcomes.get(sessionId)!;
+        if (!seen.has(sessionId)) {
+          seen.add(sessionId);
+          return outcome;
+        }
+        return 'refused' in outcome ? outcome : { refused: versionConflict(0, outcome.version) };
+      });
     });
-  }
-
-  /**
-   * Inserts `row` in the agent's creation turn, making room at SESSIONS_MAX_PER_AGENT by
-   * evicting the least recently used others; or, when a creator of the same id committed
-   * while this one waited for its turn, that session, locked.
-   */
-  private async createInTurn(repos: Repositories, row: AgentSessionRow): Promise<'created' | AgentSessionRow> {
-    await repos.agentSessions.lockCreations(row.agent_id);
-    const others = await repos.agentSessions.insertCountingOthers(row);
-    if (others === undefined) return (await repos.agentSessions.findForUpdate(row.agent_id, row.session_id))!;
-    const excess = others + 1 - this.deps.limits.maxPerAgent;
-    if (excess > 0) await repos.agentSessions.evictLeastRecentlyUsed(row.agent_id, excess, row.session_id);
-    return 'created';
   }
 
   /** Messages as a session's sealed base, refused past SESSION_MAX_BYTES. */
