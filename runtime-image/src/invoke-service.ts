@@ -16,6 +16,17 @@ export interface InvokeRequest {
 export interface InvokeResult {
   output: string;
   sessionId: string;
+  /** Where the invoke's time went, in milliseconds: what the route sends as Server-Timing. */
+  timings: InvokeTimings;
+}
+
+export interface InvokeTimings {
+  /** Reading the session's history, from agent services or memory. */
+  sessionReadMs: number;
+  /** The agent's turn: the model, and any tools it called. */
+  turnMs: number;
+  /** Keeping the turn in the session. */
+  sessionWriteMs: number;
 }
 
 export interface InvokeServiceDeps {
@@ -29,6 +40,8 @@ export interface InvokeServiceDeps {
   newSessionId: () => string;
   /** Maps a failure of the model call to a caller-safe error, or undefined when it is not the provider's. */
   classifyFailure: (error: unknown) => RuntimeError | undefined;
+  /** Milliseconds on a monotonic clock, for the timings; performance.now unless a test sets it. */
+  now?: () => number;
 }
 
 export interface InvokeService {
@@ -41,20 +54,26 @@ export interface InvokeService {
  * a session that cannot be read, since no turn runs without its history.
  */
 export function createInvokeService(deps: InvokeServiceDeps): InvokeService {
+  const now = deps.now ?? (() => performance.now());
   return {
     async invoke(request) {
       const runner = deps.runner;
       if (runner === undefined) throw notConfigured(deps.notConfiguredReason ?? 'no model');
       const sessionId = request.sessionId ?? deps.newSessionId();
       return deps.sessionLock.run(sessionId, async () => {
+        // Timed once the session is this invoke's: waiting for another invoke of it is the caller's doing, not the store's.
+        const started = now();
         const session = await deps.sessions.open(sessionId);
+        const read = now();
         const turn = await runner
           .runTurn({ history: session.history, input: request.input, onTextDelta: request.onTextDelta, trace: request.trace })
           .catch((error: unknown) => {
             throw deps.classifyFailure(error) ?? error;
           });
+        const turned = now();
         await session.appendTurn(turn.messages);
-        return { output: turn.output, sessionId };
+        const timings = { sessionReadMs: read - started, turnMs: turned - read, sessionWriteMs: now() - turned };
+        return { output: turn.output, sessionId, timings };
       });
     },
   };

@@ -50,6 +50,25 @@ describe('POST /invoke', () => {
       ]);
     });
 
+    it('says in Server-Timing how long the session read, the turn and the session write took; a stream, whose headers go first, does not', async () => {
+      fake.reply({ text: 'slow model', delayMs: 150 }, { text: 'streamed' });
+      const response = await postInvoke(runtime.url, { input: 'Time me.' });
+      assert.equal(response.status, 200);
+      const timings = Object.fromEntries(
+        (response.headers.get('server-timing') ?? '').split(', ').map((metric) => {
+          const [name, duration] = metric.split(';dur=');
+          return [name, Number(duration)];
+        }),
+      );
+      assert.deepEqual(Object.keys(timings), ['session-read', 'turn', 'session-write']);
+      assert.ok(timings.turn! >= 150, `the model's 150 ms are the turn's: ${response.headers.get('server-timing')}`);
+      assert.ok(timings['session-read']! < 150 && timings['session-write']! < 150, 'sessions in memory take no part of the model\'s time');
+
+      const streamed = await fetch(`${runtime.url}/invoke`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify({ input: 'Stream.' }) });
+      await streamed.text();
+      assert.equal(streamed.headers.get('server-timing'), null);
+    });
+
     it('keeps sessions apart', async () => {
       const a = await postInvoke(runtime.url, { input: 'I am in session A.' });
       const b = await postInvoke(runtime.url, { input: 'I am in session B.' });

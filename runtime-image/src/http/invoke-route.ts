@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { invalidRequest, RuntimeError } from '../errors.js';
-import type { InvokeRequest, InvokeService } from '../invoke-service.js';
+import type { InvokeRequest, InvokeService, InvokeTimings } from '../invoke-service.js';
 import type { LogContext } from '../log-context.js';
 import type { InvokeTrace, Tracer } from '../tracing/spans.js';
 import { parseTraceParent } from '../tracing/trace-context.js';
@@ -62,7 +62,17 @@ async function serveInvoke(
   }
   const result = await service.invoke(invoke);
   context.sessionId = result.sessionId;
-  sendJson(response, 200, { output: result.output, session_id: result.sessionId, agent_id: agentId });
+  sendJson(response, 200, { output: result.output, session_id: result.sessionId, agent_id: agentId }, { 'server-timing': serverTiming(result.timings) });
+}
+
+/**
+ * The invoke's timings as Server-Timing (W3C Server Timing, `name;dur=milliseconds`), which
+ * browsers' developer tools and `curl -i` show: whether a slow answer was the model or the
+ * conversation's store. Only a whole answer has it; a stream's headers go before the turn.
+ */
+export function serverTiming(timings: InvokeTimings): string {
+  const metric = (name: string, ms: number) => `${name};dur=${ms.toFixed(3)}`;
+  return [metric('session-read', timings.sessionReadMs), metric('turn', timings.turnMs), metric('session-write', timings.sessionWriteMs)].join(', ');
 }
 
 /** A failure is named by its catalogue code; only a RuntimeError's message, which is the caller's to see anyway, is kept. */
