@@ -105,3 +105,27 @@ export const sessionTooLarge = (sizeBytes: number, maxBytes: number) =>
     size_bytes: sizeBytes,
     max_bytes: maxBytes,
   });
+
+/**
+ * How many bytes of sessions' messages one answer may still carry: the first session
+ * always, then others while they add up to `maxBytes`. A batch of reads (POST /v1/batch)
+ * takes one, and each read claims its session's size before its messages are opened, so
+ * neither what the answer holds nor what the control API decrypts for it grows with the
+ * number of calls.
+ */
+export class MessagesBudget {
+  private first = true;
+
+  constructor(private left: number) {}
+
+  /** Whether a session of `bytes` fits; if so, it is counted. */
+  claim(bytes: number): boolean {
+    if (this.first) {
+      this.first = false;
+      return true;
+    }
+    if (bytes > this.left) return false;
+    this.left -= bytes;
+    return true;
+  }
+}

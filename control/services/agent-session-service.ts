@@ -7,6 +7,7 @@ import {
   expiryAfter,
   isLive,
   jsonBytes,
+  type MessagesBudget,
   sessionNotFound,
   sessionTooLarge,
   versionConflict,
@@ -114,9 +115,11 @@ export class AgentSessionService {
 
   /**
    * The live session; a read is a use, so its expiry moves too. When it is still the one
-   * `known` names, which the reader holds, its messages are neither read nor opened.
+   * `known` names, which the reader holds, its messages are neither read nor opened. With a
+   * `budget` (a batch's answer), a session it has no room for is 503 BATCH_ANSWER_FULL,
+   * its messages not opened, though it was read and counted.
    */
-  async get(agentId: string, sessionId: string, known?: SessionTag): Promise<SessionContents | SessionUnchanged> {
+  async get(agentId: string, sessionId: string, known?: SessionTag, budget?: MessagesBudget): Promise<SessionContents | SessionUnchanged> {
     const repos = this.repositories();
     // Counted beside the read rather than before it: a refused read has only moved the session's last use.
     const [session] = await Promise.all([this.reads.submit({ agentId, sessionId, known }), this.assertUnderRate(agentId, 'reads', this.deps.limits.readsPerSecond)]);
@@ -125,6 +128,9 @@ export class AgentSessionService {
       throw sessionNotFound();
     }
     if (session.unchanged) return { ...writtenView(session), unchanged: true };
+    if (budget && !budget.claim(session.size_bytes)) {
+      throw new PlatformError('BATCH_ANSWER_FULL', `This answer already holds ${this.deps.limits.maxBytes} bytes of other sessions; read this one alone`);
+    }
     const messagesJson = this.openMessages(session);
     if (session.appended_sealed.length >= COMPACT_AFTER_APPENDS) await repos.agentSessions.compact(session, session.version, this.deps.box.seal(messagesJson));
     return { ...writtenView(session), messagesJson };

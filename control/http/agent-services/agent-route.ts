@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
 import type { Static, TSchema } from '@sinclair/typebox';
 import type { AgentCredential } from '../../crypto/agent-token.js';
+import type { MessagesBudget } from '../../domain/agent-session.js';
 import { PlatformError, validationError } from '../../domain/errors.js';
 import { readBodyBytes, readJsonBody, type BodyLimit } from '../json-body.js';
 import { compileValidator, type Validator } from '../validation.js';
@@ -12,6 +13,8 @@ export interface AgentRouteInput<Body> {
   body: Body;
   /** The request's headers, lower-cased. */
   headers: Record<string, string | string[] | undefined>;
+  /** In a batch, what its answer may still carry of sessions' messages (batch-route.ts). */
+  answerBudget?: MessagesBudget;
 }
 
 export interface AgentRouteResult {

@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
 import type { Logger } from 'pino';
 import type { AgentCredential } from '../../crypto/agent-token.js';
+import { MessagesBudget } from '../../domain/agent-session.js';
 import { PlatformError } from '../../domain/errors.js';
 import { BatchBody, type BatchCall } from '../../schemas/agent-services-batch.js';
 import { errorAnswer } from '../error-middleware.js';
@@ -9,7 +10,7 @@ import { compileValidator } from '../validation.js';
 import { agentServicesBodyLimit, answerAgentCall, compileAgentRoute, type AgentRoute, type AgentRouteResult, type CompiledAgentRoute } from './agent-route.js';
 
 export interface BatchRouteOptions {
-  /** SESSION_MAX_BYTES: the batch's body is bounded as a write's, and its answer's messages by it too. */
+  /** SESSION_MAX_BYTES: the batch's body is bounded as a write's, and its answer's messages by it too (MessagesBudget). */
   maxSessionBytes: number;
   /** For the calls that fail unexpectedly or meet an outage, logged as the middleware logs a request's. */
   logger: Logger;
@@ -21,8 +22,6 @@ interface CallAnswer {
   headers: Record<string, string>;
   /** JSON text, spliced into the answer as it is: a session's messages are sent as they were stored. */
   bodyText?: string;
-  /** Whether it holds a session's messages (a read's answer), which the answer's budget counts. */
-  holdsMessages?: boolean;
 }
 
 /** The headers a call's answer keeps in a batch: the ones a Sessions API client reads. */
@@ -35,7 +34,9 @@ const KEPT_HEADERS = ['etag', 'retry-after'];
  * and in the runtime, and the last waits behind the other forty-nine.
  *
  * The calls run at once, so that the reads among them reach Postgres as one statement
- * (AgentSessionService's StatementBatches), and in no order. Each is checked, counted and
+ * (AgentSessionService's StatementBatches), and in no order. The reads share a
+ * MessagesBudget: past SESSION_MAX_BYTES of sessions beside one, a read is 503
+ * BATCH_ANSWER_FULL before its messages are opened. Each is checked, counted and
  * applied by the route that serves it alone (answerAgentCall), and its error rendered by
  * the one renderer (errorAnswer). The request's credential is every call's.
  */
@@ -48,26 +49,27 @@ export function mountBatchRoute(router: Router, routes: AgentRoute[], options: B
     validateBatch(body);
     const credential = ctx.state.credential as AgentCredential;
     const requestId = ctx.state.requestId as string;
+    // Shared by the calls: what the answer holds stays within two sessions' worth however many read.
+    const answerBudget = new MessagesBudget(options.maxSessionBytes);
     const answers = await Promise.all(
-      (body as BatchBody).calls.map((call) => answerCall(findRoute, call, credential).catch((error: unknown) => fromError(errorAnswer(error, options.logger, requestId)))),
+      (body as BatchBody).calls.map((call) => answerCall(findRoute, call, credential, answerBudget).catch((error: unknown) => fromError(errorAnswer(error, options.logger, requestId)))),
     );
-    const full = () => fromError(errorAnswer(new PlatformError('BATCH_ANSWER_FULL', `This answer already holds ${options.maxSessionBytes} bytes of other sessions; read this one alone`), options.logger, requestId));
     ctx.type = 'application/json';
-    ctx.body = `{"results":[${withinAnswerBudget(answers, options.maxSessionBytes, full).map(resultText).join(',')}]}`;
+    ctx.body = `{"results":[${answers.map(resultText).join(',')}]}`;
   });
 }
 
-async function answerCall(findRoute: RouteFinder, call: BatchCall, credential: AgentCredential): Promise<CallAnswer> {
+async function answerCall(findRoute: RouteFinder, call: BatchCall, credential: AgentCredential, answerBudget: MessagesBudget): Promise<CallAnswer> {
   const found = findRoute(call.method, call.path);
   if ('refusal' in found) throw found.refusal;
   const headers = call.headers ?? {};
-  return fromResult(await answerAgentCall(found.compiled, { credential, params: found.params, body: call.body, headers }));
+  return fromResult(await answerAgentCall(found.compiled, { credential, params: found.params, body: call.body, headers, answerBudget }));
 }
 
 function fromResult(result: AgentRouteResult): CallAnswer {
   const headers = keptHeaders(result.headers ?? {});
-  if (result.jsonText !== undefined) return { status: result.status, headers, bodyText: result.jsonText, holdsMessages: true };
-  return { status: result.status, headers, ...(result.body === undefined ? {} : { bodyText: JSON.stringify(result.body) }) };
+  const bodyText = result.jsonText ?? (result.body === undefined ? undefined : JSON.stringify(result.body));
+  return { status: result.status, headers, ...(bodyText === undefined ? {} : { bodyText }) };
 }
 
 const fromError = (answer: ReturnType<typeof errorAnswer>): CallAnswer => ({ status: answer.status, headers: keptHeaders(answer.headers), bodyText: JSON.stringify(answer.body) });
@@ -76,27 +78,6 @@ function keptHeaders(headers: Record<string, string>): Record<string, string> {
   const kept: Record<string, string> = {};
   for (const [name, value] of Object.entries(headers)) if (KEPT_HEADERS.includes(name.toLowerCase())) kept[name.toLowerCase()] = value;
   return kept;
-}
-
-/**
- * The answers, in order, each session read past `maxSessionBytes` of others replaced by
- * `full()` (503 BATCH_ANSWER_FULL), the first always kept: so a batch's answer holds at most
- * what two reads alone could, and a replica's bound on an answer (the runtime's
- * MAX_ANSWER_BYTES) holds for a batch as for a single read.
- */
-function withinAnswerBudget(answers: CallAnswer[], maxSessionBytes: number, full: () => CallAnswer): CallAnswer[] {
-  let budget: number | undefined;
-  return answers.map((answer) => {
-    if (!answer.holdsMessages) return answer;
-    const bytes = Buffer.byteLength(answer.bodyText!);
-    if (budget === undefined) {
-      budget = maxSessionBytes;
-      return answer;
-    }
-    if (bytes > budget) return full();
-    budget -= bytes;
-    return answer;
-  });
 }
 
 const resultText = (answer: CallAnswer) =>

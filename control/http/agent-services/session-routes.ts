@@ -21,8 +21,8 @@ export const sessionRoutes = (sessions: AgentSessionService) => [
   defineAgentRoute({
     method: 'get',
     path: '/sessions/:session_id',
-    handler: async ({ credential, params, headers }) => {
-      const read = await sessions.get(credential.agentId, sessionIdOf(params), sessionTagOf(headers['if-none-match']));
+    handler: async ({ credential, params, headers, answerBudget }) => {
+      const read = await sessions.get(credential.agentId, sessionIdOf(params), sessionTagOf(headers['if-none-match']), answerBudget);
       if ('unchanged' in read) return { status: 304, headers: { etag: read.entityTag } };
       const { messagesJson, entityTag, ...session } = read;
       // The messages go out as the text they were stored as: parsing a megabyte to print it again would only cost time.
