@@ -351,6 +351,15 @@ describe('agent services: sessions', () => {
       assert.notEqual(anew.headers.get('etag'), firstTag);
     });
 
+    it('refuses messages nested too deeply to store with 422 at ["body", "messages"], not a 500, and writes nothing', async () => {
+      const { token } = await agentWithToken();
+      const deep = `${'['.repeat(30_000)}${']'.repeat(30_000)}`;
+      const body = (version: number) => `{"expected_version":${version},"messages":[${deep}]}`;
+      expectError(await call('POST', '/sessions/deep/messages', { token, rawBody: body(0) }), 422, 'VALIDATION_ERROR', ['body', 'messages']);
+      expectError(await call('PUT', '/sessions/deep', { token, rawBody: body(0) }), 422, 'VALIDATION_ERROR', ['body', 'messages']);
+      expectError(await read(token, 'deep'), 404, 'SESSION_NOT_FOUND');
+    });
+
     it('validates the session id and the body: 422 VALIDATION_ERROR at the field', async () => {
       const { token } = await agentWithToken();
       expectError(await read(token, 'has space'), 422, 'VALIDATION_ERROR', ['path', 'session_id']);

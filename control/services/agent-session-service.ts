@@ -19,7 +19,7 @@ import {
   type StoredSession,
 } from '../domain/agent-session.js';
 import { SESSION_TTL_SECONDS, sessionTtlSeconds } from '../domain/deploy.js';
-import { PlatformError } from '../domain/errors.js';
+import { PlatformError, validationError } from '../domain/errors.js';
 import type { AgentRow } from '../domain/agent.js';
 import type { SessionAppendAtVersion, SessionRead } from '../repositories/agent-sessions.js';
 import { StatementBatches } from '../db/statement-batches.js';
@@ -139,7 +139,7 @@ export class AgentSessionService {
   /** Adds `messages` after the session's own; expected version 0 creates it. */
   async append(agentId: string, sessionId: string, expectedVersion: number, messages: unknown[]): Promise<SessionTagged> {
     await this.assertUnderRate(agentId, 'writes', this.deps.limits.writesPerSecond);
-    const added: Messages = { json: JSON.stringify(messages), count: messages.length };
+    const added: Messages = { json: messagesJson(messages), count: messages.length };
     const bytes = jsonBytes(added.json);
     const append = { agentId, sessionId, version: expectedVersion, sealed: messages.length > 0 ? this.deps.box.seal(added.json) : null, bytes, messageCount: messages.length };
     const { maxBytes } = this.deps.limits;
@@ -153,7 +153,7 @@ export class AgentSessionService {
   /** Puts `messages` in place of all the session's (the runtime drops its oldest turns this way); expected version 0 creates it. */
   async replace(agentId: string, sessionId: string, expectedVersion: number, messages: unknown[]): Promise<SessionTagged> {
     await this.assertUnderRate(agentId, 'writes', this.deps.limits.writesPerSecond);
-    const whole: Messages = { json: JSON.stringify(messages), count: messages.length };
+    const whole: Messages = { json: messagesJson(messages), count: messages.length };
     const base = this.sealedBase(whole);
     return this.writeAtVersion(agentId, sessionId, expectedVersion, whole, {
       apply: () => this.repositories().agentSessions.replaceAtVersion(agentId, sessionId, expectedVersion, base, this.deps.clock.now(), SESSION_TTL_SECONDS.default),
@@ -320,6 +320,20 @@ export class AgentSessionService {
     const agent = await found;
     if (!agent) throw new PlatformError('UNAUTHENTICATED', 'The agent this token was issued for no longer exists');
     return agent;
+  }
+}
+
+/**
+ * Messages as the JSON they are stored as. JSON.parse takes nesting of any depth, but
+ * JSON.stringify recurses, and a message nested a few thousand levels deep throws
+ * RangeError: a 422 for the body, not a 500 that pages operators.
+ */
+function messagesJson(messages: unknown[]): string {
+  try {
+    return JSON.stringify(messages);
+  } catch (error) {
+    if (!(error instanceof RangeError)) throw error;
+    throw validationError([{ loc: ['body', 'messages'], msg: 'nested too deeply to be stored', type: 'value_error.depth' }]);
   }
 }
 
