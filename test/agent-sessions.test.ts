@@ -523,7 +523,8 @@ describe('agent services: sessions', () => {
       const [unchanged, whole, appended, conflict, missing, badId, badBody, notSessions, nested, wrongMethod] = await batch(token, [
         { method: 'GET', path: '/sessions/conv-1', headers: { 'if-none-match': first!.headers.get('etag')! } },
         { method: 'GET', path: '/sessions/conv-2' },
-        write('conv-1', 1, [turn(1)]),
+        // Not conv-1, which the first call reads: calls of a batch run in no order.
+        write(encodeURIComponent('team:7'), 1, [turn(1)]),
         write('conv-2', 5, [turn(1)]),
         { method: 'GET', path: '/sessions/conv-9' },
         { method: 'GET', path: `/sessions/${encodeURIComponent('no spaces')}` },
@@ -547,8 +548,13 @@ describe('agent services: sessions', () => {
       expectError(notSessions!, 404, 'NOT_FOUND');
       expectError(nested!, 404, 'NOT_FOUND');
       expectError(wrongMethod!, 405, 'METHOD_NOT_ALLOWED');
+      // A path is matched as the router matches it alone, trailing slash and all.
+      const alone = await call('GET', '/sessions/conv-2/', { token });
+      const [slashed] = await batch(token, [{ method: 'GET', path: '/sessions/conv-2/' }]);
+      assert.deepEqual([slashed!.status, slashed!.body.messages], [alone.status, alone.body.messages]);
       // What the batch wrote is what a call alone reads.
-      assert.deepEqual((await read(token, 'conv-1')).body.messages, [turn(0), turn(1)]);
+      assert.deepEqual((await read(token, 'team:7')).body.messages, [turn(0), turn(1)]);
+      assert.deepEqual((await read(token, 'conv-1')).body.messages, [turn(0)]);
       assert.equal((await read(token, 'conv-2')).body.version, 1);
     });
 

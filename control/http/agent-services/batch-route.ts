@@ -1,4 +1,4 @@
-import type Router from '@koa/router';
+import Router, { type Layer } from '@koa/router';
 import type { Logger } from 'pino';
 import type { AgentCredential } from '../../crypto/agent-token.js';
 import { MessagesBudget } from '../../domain/agent-session.js';
@@ -86,43 +86,22 @@ const resultText = (answer: CallAnswer) =>
 type RouteFinder = (method: string, path: string) => { compiled: CompiledAgentRoute; params: Record<string, string> } | { refusal: PlatformError };
 
 /**
- * Which route a call's method and path name, as the router would find it: a path no route
- * has is 404 NOT_FOUND, one with other methods 405. Parameters are URL-decoded as
- * @koa/router decodes them (left as sent when they do not decode).
+ * Which route a call's method and path name, found by a router of their own with the
+ * router's own rules (@koa/router's match, captures and params: its trailing slash, its
+ * URL-decoding), so a call in a batch names the route it would name alone. A path no route
+ * has is 404 NOT_FOUND, one with other methods 405.
  */
 function routeFinder(routes: CompiledAgentRoute[]): RouteFinder {
-  const matchers = routes.map((compiled) => ({ compiled, ...pathPattern(compiled.route.path) }));
-  return (method, path) => {
-    let pathKnown = false;
-    for (const { compiled, pattern, names } of matchers) {
-      const match = pattern.exec(path);
-      if (!match) continue;
-      pathKnown = true;
-      if (compiled.route.method !== method.toLowerCase()) continue;
-      return { compiled, params: Object.fromEntries(names.map((name, index) => [name, decoded(match[index + 1]!)])) };
-    }
-    return { refusal: pathKnown ? new PlatformError('METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}`) : new PlatformError('NOT_FOUND', 'No such Sessions API call') };
-  };
-}
-
-/** A Koa-style path (`/sessions/:session_id`) as a pattern of whole paths, and its parameters' names in order. */
-function pathPattern(path: string): { pattern: RegExp; names: string[] } {
-  const names: string[] = [];
-  const source = path
-    .split('/')
-    .map((segment) => {
-      if (!segment.startsWith(':')) return segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
-      names.push(segment.slice(1));
-      return '([^/]+)';
-    })
-    .join('/');
-  return { pattern: new RegExp(`^${source}$`), names };
-}
-
-function decoded(segment: string): string {
-  try {
-    return decodeURIComponent(segment);
-  } catch {
-    return segment;
+  const router = new Router();
+  const byLayer = new Map<Layer, CompiledAgentRoute>();
+  for (const compiled of routes) {
+    router[compiled.route.method](compiled.route.path, () => undefined);
+    byLayer.set(router.stack.at(-1)!, compiled);
   }
+  return (method, path) => {
+    const matched = router.match(path, method);
+    const layer = matched.pathAndMethod.find((candidate) => byLayer.has(candidate));
+    if (layer) return { compiled: byLayer.get(layer)!, params: layer.params(path, layer.captures(path)) };
+    return { refusal: matched.path.length > 0 ? new PlatformError('METHOD_NOT_ALLOWED', `${method} is not allowed on ${path}`) : new PlatformError('NOT_FOUND', 'No such Sessions API call') };
+  };
 }
