@@ -689,9 +689,9 @@ describe('agent services: sessions', () => {
       const sent: string[] = [];
       const transport = new AgentServicesTransport({ baseUrl: roomy.agentServicesUrl, token: { current: async () => token, reload: async () => token } });
       const counted: AgentServicesCalls = {
-        request: (method, path, body, headers) => {
+        request: (method, path, body, headers, earlier) => {
           sent.push(`${method} ${path}${path === '/v1/batch' ? ` ${(body as { calls: unknown[] }).calls.length}` : ''}`);
-          return transport.request(method, path, body, headers);
+          return transport.request(method, path, body, headers, earlier);
         },
       };
       const store = new RemoteSessionStore<{ role: string; content: string }>(

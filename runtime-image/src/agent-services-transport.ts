@@ -22,8 +22,12 @@ export interface Answer {
  * at once into fewer requests. Either answers a call the same way.
  */
 export interface AgentServicesCalls {
-  /** `headers` go with the call (If-None-Match, for a read). */
-  request(method: Method, path: string, body?: unknown, headers?: Record<string, string>): Promise<Answer>;
+  /**
+   * `headers` go with the call (If-None-Match, for a read). `earlier` is an answer the call
+   * already had within a batch, one the transport deals with (401, 429, 5xx): it counts as the
+   * call's first try, so the call is tried as often and waits as long as it would alone.
+   */
+  request(method: Method, path: string, body?: unknown, headers?: Record<string, string>, earlier?: RawAnswer): Promise<Answer>;
 }
 
 export interface TransportOptions {
@@ -74,7 +78,8 @@ class DeadlineError extends Error {
   override readonly name = 'TimeoutError';
 }
 
-interface RawAnswer extends Answer {
+/** An answer as agent services gave it, with the Retry-After header the transport honours. */
+export interface RawAnswer extends Answer {
   retryAfter: string | null;
 }
 
@@ -117,7 +122,7 @@ export class AgentServicesTransport implements AgentServicesCalls {
   }
 
   /** `headers` go with the request besides the transport's own (If-None-Match, for a read). */
-  async request(method: Method, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  async request(method: Method, path: string, body?: unknown, headers: Record<string, string> = {}, earlier?: RawAnswer): Promise<Answer> {
     const repeatable = method === 'GET' || method === 'DELETE';
     let reloadToken = false;
     for (let attempt = 1; ; attempt += 1) {
@@ -125,7 +130,7 @@ export class AgentServicesTransport implements AgentServicesCalls {
       const tries = attempt > 1 ? ` after ${attempt} tries` : '';
       let answer: RawAnswer;
       try {
-        answer = await this.exchange(method, path, body, reloadToken, headers);
+        answer = attempt === 1 && earlier !== undefined ? earlier : await this.exchange(method, path, body, reloadToken, headers);
       } catch (error) {
         if (error instanceof TokenFileError) throw new SessionsUnavailableError(error.message, false, { cause: error });
         const notSent = wasNotSent(error);

@@ -1,4 +1,4 @@
-import type { AgentServicesCalls, Answer, Method } from './agent-services-transport.js';
+import type { AgentServicesCalls, Answer, Method, RawAnswer } from './agent-services-transport.js';
 import { SessionsUnavailableError } from './sessions-api-errors.js';
 
 /** How BatchedCalls groups calls. */
@@ -63,10 +63,10 @@ export class BatchedCalls implements AgentServicesCalls {
     private readonly limits: BatchLimits = BATCH_LIMITS,
   ) {}
 
-  request(method: Method, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<Answer> {
+  request(method: Method, path: string, body?: unknown, headers: Record<string, string> = {}, earlier?: RawAnswer): Promise<Answer> {
     const session = batchableSession(method, path);
-    if (!this.batchEndpointAvailable || session === undefined) {
-      return this.transport.request(method, path, body, headers);
+    if (!this.batchEndpointAvailable || session === undefined || earlier !== undefined) {
+      return this.transport.request(method, path, body, headers, earlier);
     }
     return new Promise<Answer>((resolve, reject) => {
       const bodyBytes = body === undefined ? 0 : Buffer.byteLength(JSON.stringify(body));
@@ -110,9 +110,12 @@ export class BatchedCalls implements AgentServicesCalls {
     return taken;
   }
 
-  /** Sends the call as a request of its own; resolves, never rejects, once it is answered. */
-  private sendAlone(call: WaitingCall): Promise<unknown> {
-    const answer = this.transport.request(call.method, call.path, call.body, call.headers);
+  /**
+   * Sends the call as a request of its own; resolves, never rejects, once it is answered.
+   * With `earlier`, its answer in a batch, the transport takes that as the call's first try.
+   */
+  private sendAlone(call: WaitingCall, earlier?: RawAnswer): Promise<unknown> {
+    const answer = this.transport.request(call.method, call.path, call.body, call.headers, earlier);
     call.resolve(answer);
     return answer.catch(() => {});
   }
@@ -153,13 +156,17 @@ export class BatchedCalls implements AgentServicesCalls {
     calls.forEach((call, index) => this.settle(call, results[index]!));
   }
 
-  /** Answers the call with its result, as the transport would have answered it alone. */
-  private settle(call: WaitingCall, result: Answer): void {
-    // A read answered 503 BATCH_ANSWER_FULL did not fit the batch's answer; it is a 5xx like the others.
-    const transportDealsWithIt = result.status === 401 || result.status === 429 || (result.status >= 500 && call.method === 'GET');
-    if (transportDealsWithIt) void this.sendAlone(call);
-    else if (result.status >= 500) call.reject(new SessionsUnavailableError(`agent services answered HTTP ${result.status} to a write in a batch`, true));
-    else call.resolve(result);
+  /**
+   * Answers the call with its result, as the transport would have answered it alone. A result
+   * the transport deals with (401, 429, 5xx) goes to it as the call's first try: a 429 waits
+   * its Retry-After, or fails at once when that is too long; a read's 5xx is tried again after
+   * a pause; a write's 5xx fails with `mayHaveCommitted`. A read that did not fit the batch's
+   * answer (503 BATCH_ANSWER_FULL) failed nothing and goes alone at once.
+   */
+  private settle(call: WaitingCall, result: RawAnswer): void {
+    if (result.status === 503 && errorCodeOf(result.body) === 'BATCH_ANSWER_FULL') void this.sendAlone(call);
+    else if (result.status === 401 || result.status === 429 || result.status >= 500) void this.sendAlone(call, result);
+    else call.resolve(withoutRetryAfter(result));
   }
 }
 
@@ -182,18 +189,29 @@ function toBatchCall(call: WaitingCall): BatchCall {
 }
 
 /** The answers of a 200 `{results}` with one result per call, each with an integer status; undefined for any other body. */
-function resultsOf(body: unknown, calls: number): Answer[] | undefined {
+function resultsOf(body: unknown, calls: number): RawAnswer[] | undefined {
   const results = isObject(body) ? body['results'] : undefined;
   if (!Array.isArray(results) || results.length !== calls) return undefined;
-  const answers: Answer[] = [];
+  const answers: RawAnswer[] = [];
   for (const result of results) {
     if (!isObject(result) || !Number.isInteger(result['status'])) return undefined;
-    const etag = isObject(result['headers']) ? result['headers']['etag'] : undefined;
-    const answer: Answer = { status: result['status'] as number, body: result['body'] };
-    if (typeof etag === 'string') answer.etag = etag;
+    const headers = isObject(result['headers']) ? result['headers'] : {};
+    const retryAfter = headers['retry-after'];
+    const answer: RawAnswer = { status: result['status'] as number, body: result['body'], retryAfter: typeof retryAfter === 'string' ? retryAfter : null };
+    if (typeof headers['etag'] === 'string') answer.etag = headers['etag'];
     answers.push(answer);
   }
   return answers;
+}
+
+/** The answer as the transport gives one it does not deal with: status, body and ETag. */
+function withoutRetryAfter({ retryAfter: _, ...answer }: RawAnswer): Answer {
+  return answer;
+}
+
+/** `code` of a Sessions API error body (`{code, message}`), if it is one. */
+function errorCodeOf(body: unknown): unknown {
+  return isObject(body) ? body['code'] : undefined;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

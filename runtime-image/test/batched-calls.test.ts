@@ -20,6 +20,8 @@ describe('calls to agent services batched (POST /v1/batch)', () => {
   let transport: AgentServicesTransport;
   let api: SessionsApiClient<string>;
   let store: RemoteSessionStore<string>;
+  /** The pauses the transport took, in ms, none of them waited out. */
+  let waits: number[];
 
   /** The calls alone and the batches sent since `from`. */
   const requestsSince = (from: number) => services.requests.slice(from).filter((request) => !request.batched);
@@ -31,7 +33,14 @@ describe('calls to agent services batched (POST /v1/batch)', () => {
 
   beforeEach(async () => {
     services = await FakeAgentServices.start(['t']);
-    transport = new AgentServicesTransport({ baseUrl: services.url, token: { current: async () => 't', reload: async () => 't' }, wait: async () => {} });
+    waits = [];
+    transport = new AgentServicesTransport({
+      baseUrl: services.url,
+      token: { current: async () => 't', reload: async () => 't' },
+      wait: async (ms) => {
+        waits.push(ms);
+      },
+    });
     api = new SessionsApiClient<string>(new BatchedCalls(transport));
     store = new RemoteSessionStore<string>(api, storeOptions, silentLogger);
   });
@@ -116,6 +125,49 @@ describe('calls to agent services batched (POST /v1/batch)', () => {
     for (const id of ['d', 'e']) assert.equal(callsTo(`/v1/sessions/${id}`).length, 1, `${id} was answered in the batch`);
   });
 
+  it("waits a 429's Retry-After from a batch before sending the call again alone, as it would alone", async () => {
+    for (const id of ['c', 'd']) services.sessions.set(id, { version: 1, messages: [`message of ${id}`] });
+    services.fail('GET', { status: 429, code: 'SESSION_RATE_LIMITED', retryAfter: '1' });
+    const busy = occupyBothRequests('writes');
+    const reads = await Promise.all(['c', 'd'].map((id) => api.get(id)));
+    await Promise.all(busy);
+
+    assert.deepEqual(reads.map((read) => read.messages), [['message of c'], ['message of d']]);
+    const [limited] = services.answered('GET', 429);
+    assert.deepEqual(callsTo(limited!.path).map((call) => [call.status, call.batched]), [[429, true], [200, undefined]]);
+    assert.deepEqual(waits, [1000], 'Retry-After: 1, waited once before the call went alone');
+  });
+
+  it('fails a call at once when a 429 in a batch asks for a longer wait than the transport takes', async () => {
+    for (const id of ['c', 'd']) services.sessions.set(id, { version: 1, messages: [`message of ${id}`] });
+    services.fail('GET', { status: 429, code: 'SESSION_RATE_LIMITED', retryAfter: '30' });
+    const busy = occupyBothRequests('writes');
+    const reads = await Promise.allSettled(['c', 'd'].map((id) => api.get(id)));
+    await Promise.all(busy);
+
+    const failed = reads.filter((read) => read.status === 'rejected');
+    assert.equal(failed.length, 1);
+    assert.ok(failed[0]!.reason instanceof SessionsUnavailableError && /429/.test(failed[0]!.reason.message), String(failed[0]!.reason));
+    const [limited] = services.answered('GET', 429);
+    assert.equal(callsTo(limited!.path).length, 1, 'not sent again: a caller is waiting, and 30 s is past what the transport waits');
+    assert.deepEqual(waits, []);
+  });
+
+  it('tries a read answered 500 in a batch as often as alone, the batch counting as its first try', async () => {
+    services.sessions.set('c', { version: 1, messages: ['message of c'] });
+    services.fail('GET', { status: 500, code: 'INTERNAL_ERROR' }, { status: 500, code: 'INTERNAL_ERROR' }, { status: 500, code: 'INTERNAL_ERROR' });
+    const busy = occupyBothRequests('writes');
+    const [read, append] = await Promise.allSettled([api.get('c'), api.append('other', 0, ['m'])]);
+    await Promise.all(busy);
+
+    assert.equal(append.status, 'fulfilled');
+    assert.equal(read.status, 'rejected');
+    assert.match((read as PromiseRejectedResult).reason.message, /HTTP 500 after 3 tries/);
+    assert.deepEqual(services.batches().map((batch) => batch.calls), [2]);
+    assert.deepEqual(callsTo('/v1/sessions/c').map((call) => [call.status, call.batched]), [[500, true], [500, undefined], [500, undefined]]);
+    assert.deepEqual(waits, [50, 100], 'a pause before each try after the first, as alone');
+  });
+
   it('keeps a turn exactly once when its append in a batch was answered 500: the store reads whether it landed', async () => {
     const sessions = await Promise.all(['p', 'q', 'r'].map((id) => store.open(id)));
     await settled();
@@ -147,6 +199,7 @@ describe('calls to agent services batched (POST /v1/batch)', () => {
     const full = services.answered('GET', 503);
     assert.deepEqual(full.map((call) => [call.path, call.batched]), [['/v1/sessions/s3', true], ['/v1/sessions/s4', true]], 'past maxBytes besides the first session');
     for (const { path } of full) assert.deepEqual(callsTo(path, (call) => !call.batched).map((call) => call.status), [200]);
+    assert.deepEqual(waits, [], 'nothing failed: sent alone at once');
   });
 
   it('never batches a PUT or a DELETE', async () => {
