@@ -1,8 +1,10 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
 import { cpus } from 'node:os';
+import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
+import { fileURLToPath } from 'node:url';
 import { FakeProvider } from '../runtime-image/test/helpers/fake-provider.js';
 import { platformEnv } from '../runtime-image/test/helpers/runtime.js';
 import { freePort } from '../scripts/lib/local-services.js';
@@ -38,6 +40,9 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  * spent per invoke of the durable runtime (from /proc, process-cpu.ts), and
  * `floor_cpu_ms_per_invoke` the floor's: unlike the latencies, which move by ±10 ms from
  * run to run with how the 50 arrivals happen to line up, these hold to a few percent.
+ * `runtime_cpu_ms_per_invoke` is each runtime's own, also from /proc: the work its event
+ * loop does per invoke, which a session call's answer waits behind when 50 invokes arrive
+ * together. The runtimes run compiled (dist/main.js), as in the image, not through tsx.
  * Goal (issue 37): added p50 ≤ 2 ms, p99 ≤ 10 ms. Both runtimes run with RUNTIME_TRACES=off:
  * what tracing costs is its own, and without agent services there is none to compare with.
  *
@@ -52,9 +57,12 @@ const ROUNDS = 4;
 const MODEL_MS = 200;
 
 const RUNTIME_CPU = 0;
+const RUNTIME_DIR = fileURLToPath(new URL('../runtime-image', import.meta.url));
+const RUNTIME_TSC = join(RUNTIME_DIR, 'node_modules/typescript/bin/tsc');
 const CONTROL_CPU = 1;
 
 async function main(): Promise<void> {
+  compileRuntime();
   const pinned = cpus().length >= 2 && hasTaskset() && process.env.BENCH_UNPINNED === undefined;
   if (pinned) pin(process.pid, RUNTIME_CPU);
   const control = await startControl(pinned);
@@ -69,9 +77,11 @@ async function main(): Promise<void> {
     const base = platformEnv(provider, 'openai', { LOG_LEVEL: 'error', RUNTIME_TRACES: 'off' });
     const memory = await startRuntimeProcess(base, pinned, runtimes);
     const remote = await startRuntimeProcess({ ...base, AGENT_SERVICES_URL: control.info.agentServicesUrl, AGENT_SERVICES_TOKEN_FILE: control.info.tokenFile }, pinned, runtimes);
+    const [memoryPid, remotePid] = runtimes.map((runtime) => runtime.pid!);
     const floorServices = await startFloorServices(pinned);
     stops.push(floorServices.close);
     const floorRuntime = await startRuntimeProcess({ ...base, AGENT_SERVICES_URL: floorServices.info.agentServicesUrl, AGENT_SERVICES_TOKEN_FILE: floorServices.info.tokenFile }, pinned, runtimes);
+    const floorPid = runtimes[2]!.pid;
 
     /** The invokes' latencies, each invoke's session time (read and write, from its Server-Timing) pushed on `sessionMs`. */
     const conversation = async (runtimeUrl: string, label: string, turns: number, callers: number, sessionMs: number[] = []) => {
@@ -93,24 +103,29 @@ async function main(): Promise<void> {
       provider.defaultReply = modelMs > 0 ? { text: 'noted', delayMs: modelMs } : { text: 'noted' };
       console.log(`${name}: ${turns} turns of ${callers} conversation(s), the model answering in ${modelMs} ms, in ${ROUNDS} rounds`);
       const runs = [
-        { key: 'memory', url: memory },
-        { key: 'remote', url: remote },
-        ...(withFloor ? [{ key: 'floor', url: floorRuntime }] : []),
+        { key: 'memory', url: memory, pid: memoryPid! },
+        { key: 'remote', url: remote, pid: remotePid! },
+        ...(withFloor ? [{ key: 'floor', url: floorRuntime, pid: floorPid! }] : []),
       ];
       const samples = new Map(runs.map((run) => [run.key, [] as number[]]));
       const sessionTimes = new Map(runs.map((run) => [run.key, [] as number[]]));
       // CPU the store's side spent while each runtime ran: the control API with Postgres and Redis, or the floor's process.
       const storeCpuSeconds = new Map(runs.map((run) => [run.key, 0]));
       const storeCpu = (key: string) => (key === 'remote' ? control.cpuSeconds() : key === 'floor' ? floorServices.cpuSeconds() : 0);
+      // And the runtime's own: what its event loop spends per invoke is what a session call's answer waits behind.
+      const runtimeCpuSeconds = new Map(runs.map((run) => [run.key, 0]));
       for (const run of runs) await conversation(run.url, `${name}-warm-${run.key}`, WARMUP_TURNS, callers);
       for (let round = 0; round < ROUNDS; round += 1) {
         for (const run of runs) {
           const cpuBefore = storeCpu(run.key);
+          const runtimeCpuBefore = treeCpuSeconds(run.pid);
           samples.get(run.key)!.push(...(await conversation(run.url, `${name}-${run.key}`, turns / ROUNDS, callers, sessionTimes.get(run.key))));
           storeCpuSeconds.set(run.key, storeCpuSeconds.get(run.key)! + storeCpu(run.key) - cpuBefore);
+          runtimeCpuSeconds.set(run.key, runtimeCpuSeconds.get(run.key)! + treeCpuSeconds(run.pid) - runtimeCpuBefore);
         }
       }
       const cpuMsPerInvoke = (key: string) => round((storeCpuSeconds.get(key)! * 1000) / samples.get(key)!.length);
+      const runtimeCpuMsPerInvoke = (key: string) => round((runtimeCpuSeconds.get(key)! * 1000) / samples.get(key)!.length);
       const inMemory = summarise(samples.get('memory')!);
       const throughServices = summarise(samples.get('remote')!);
       const floor = withFloor ? summarise(samples.get('floor')!) : undefined;
@@ -127,6 +142,7 @@ async function main(): Promise<void> {
         invoke_sessions_through_agent_services: throughServices,
         added_by_durable_sessions: added(inMemory, throughServices),
         control_plane_cpu_ms_per_invoke: cpuMsPerInvoke('remote'),
+        runtime_cpu_ms_per_invoke: { sessions_in_memory: runtimeCpuMsPerInvoke('memory'), through_agent_services: runtimeCpuMsPerInvoke('remote'), ...(floor ? { through_floor: runtimeCpuMsPerInvoke('floor') } : {}) },
         ...(floor
           ? {
               invoke_sessions_through_floor: floor,
@@ -235,10 +251,19 @@ async function startFloorServices(pinned: boolean) {
   };
 }
 
-/** The runtime's main.ts, configured by `env` as the platform would, listening on a free port: its URL once /health answers. */
+/**
+ * The runtime compiled, as the image runs it (runtime-image/scripts/build-image.sh): run
+ * through tsx, its source maps are parsed and its modules loaded through a hook, which is
+ * not the code a replica runs.
+ */
+function compileRuntime(): void {
+  execFileSync(process.execPath, [RUNTIME_TSC, '-p', 'tsconfig.build.json'], { cwd: RUNTIME_DIR, stdio: 'inherit' });
+}
+
+/** The runtime's dist/main.js, configured by `env` as the platform would, listening on a free port: its URL once /health answers. */
 async function startRuntimeProcess(env: Record<string, string>, pinned: boolean, started: ChildProcess[]): Promise<string> {
   const port = await freePort();
-  const child = spawnNode(['--import', 'tsx', 'runtime-image/src/main.ts'], { ...process.env, ...env, PORT: String(port) }, pinned ? RUNTIME_CPU : undefined);
+  const child = spawnNode([join(RUNTIME_DIR, 'dist/main.js')], { ...process.env, ...env, PORT: String(port) }, pinned ? RUNTIME_CPU : undefined);
   child.stdout!.resume();
   started.push(child);
   const url = `http://127.0.0.1:${port}`;
