@@ -1,5 +1,5 @@
 import type { AgentServicesCalls, Answer, Method, RawAnswer } from './agent-services-transport.js';
-import { SessionsUnavailableError } from './sessions-api-errors.js';
+import { errorCodeOf, SessionsUnavailableError } from './sessions-api-errors.js';
 
 /** How BatchedCalls groups calls. */
 export interface BatchLimits {
@@ -207,11 +207,6 @@ function resultsOf(body: unknown, calls: number): RawAnswer[] | undefined {
 /** The answer as the transport gives one it does not deal with: status, body and ETag. */
 function withoutRetryAfter({ retryAfter: _, ...answer }: RawAnswer): Answer {
   return answer;
-}
-
-/** `code` of a Sessions API error body (`{code, message}`), if it is one. */
-function errorCodeOf(body: unknown): unknown {
-  return isObject(body) ? body['code'] : undefined;
 }
 
 function isObject(value: unknown): value is Record<string, unknown> {

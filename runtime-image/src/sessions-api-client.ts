@@ -1,5 +1,5 @@
 import type { AgentServicesCalls, Answer, Method } from './agent-services-transport.js';
-import { SessionsUnavailableError, SessionTooLargeError, SessionVersionConflictError } from './sessions-api-errors.js';
+import { errorCodeOf, SessionsUnavailableError, SessionTooLargeError, SessionVersionConflictError } from './sessions-api-errors.js';
 
 /** Which session and version a read or write left: the version to write at next, and the ETag agent services gave it. */
 export interface SessionVersion {
@@ -34,7 +34,7 @@ export class SessionsApiClient<M> implements SessionsApi<M> {
 
   async get(id: string, held?: StoredSession<M>): Promise<StoredSession<M>> {
     const answer = await this.agentServices.request('GET', sessionPath(id), undefined, held?.tag ? { 'if-none-match': held.tag } : {});
-    if (answer.status === 404 && codeOf(answer.body) === 'SESSION_NOT_FOUND') return { version: 0, messages: [] };
+    if (answer.status === 404 && errorCodeOf(answer.body) === 'SESSION_NOT_FOUND') return { version: 0, messages: [] };
     if (answer.status === 304 && held && answer.etag === held.tag) return held;
     if (answer.status === 200 && isStoredSession(answer.body)) return { version: answer.body.version, messages: answer.body.messages as M[], tag: answer.etag };
     throw unexpected('GET', answer);
@@ -50,13 +50,13 @@ export class SessionsApiClient<M> implements SessionsApi<M> {
 
   async delete(id: string): Promise<void> {
     const answer = await this.agentServices.request('DELETE', sessionPath(id));
-    if (answer.status === 204 || (answer.status === 404 && codeOf(answer.body) === 'SESSION_NOT_FOUND')) return;
+    if (answer.status === 204 || (answer.status === 404 && errorCodeOf(answer.body) === 'SESSION_NOT_FOUND')) return;
     throw unexpected('DELETE', answer);
   }
 
   private async write(method: 'POST' | 'PUT', path: string, expectedVersion: number, messages: readonly M[]): Promise<SessionVersion> {
     const answer = await this.agentServices.request(method, path, { expected_version: expectedVersion, messages });
-    const code = codeOf(answer.body);
+    const code = errorCodeOf(answer.body);
     if (answer.status === 200 && isVersioned(answer.body)) return { version: answer.body.version, tag: answer.etag };
     // The conflict's current_version is not read: the store reads the session again anyway, for its messages.
     if (answer.status === 409 && code === 'SESSION_VERSION_CONFLICT') throw new SessionVersionConflictError(`the session is past version ${expectedVersion}`);
@@ -72,17 +72,12 @@ function sessionPath(id: string): string {
 }
 
 function unexpected(method: Method, answer: Answer): SessionsUnavailableError {
-  const code = codeOf(answer.body);
+  const code = errorCodeOf(answer.body);
   const wrote = method === 'POST' || method === 'PUT';
   return new SessionsUnavailableError(
     `agent services answered ${method} with HTTP ${answer.status}${code ? ` ${code}` : ''}, which Sessions API v1 does not`,
     wrote && answer.status >= 200 && answer.status < 300,
   );
-}
-
-function codeOf(body: unknown): string | undefined {
-  const code = typeof body === 'object' && body !== null ? (body as { code?: unknown }).code : undefined;
-  return typeof code === 'string' ? code : undefined;
 }
 
 function isVersioned(body: unknown): body is { version: number } {

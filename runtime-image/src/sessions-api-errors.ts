@@ -30,3 +30,9 @@ export class SessionsUnavailableError extends Error {
     super(message, options);
   }
 }
+
+/** `code` of a Sessions API error body (`{code, message}`, docs/contract.md), if it is one. */
+export function errorCodeOf(body: unknown): string | undefined {
+  const code = typeof body === 'object' && body !== null ? (body as { code?: unknown }).code : undefined;
+  return typeof code === 'string' ? code : undefined;
+}
