@@ -725,6 +725,43 @@ describe('agent services: sessions', () => {
     });
   });
 
+  describe("the default runtime's client meeting the read rate in a batch", () => {
+    it("waits out each 429 by the retry-after of its batch result, then reads alone, as it would have alone", async () => {
+      const { token } = await agentWithToken();
+      control.clock.set(new Date(Math.ceil(control.clock.now().getTime() / 1000) * 1000 + 100)); // early in a second
+      expectStatus(await append(token, 'conv-1', 0, [turn(0)]), 200);
+      const waits: number[] = [];
+      let limitedInBatches = 0;
+      const transport = new AgentServicesTransport({
+        baseUrl: control.agentServicesUrl,
+        token: { current: async () => token, reload: async () => token },
+        // The rate's window is the control API's clock: waiting moves it, so the test takes no real second.
+        wait: async (ms) => {
+          waits.push(ms);
+          control.clock.advance(ms);
+        },
+      });
+      const seen: AgentServicesCalls = {
+        request: async (method, path, body, headers, earlier) => {
+          const answer = await transport.request(method, path, body, headers, earlier);
+          if (path === '/v1/batch') limitedInBatches += (answer.body as { results: { status: number }[] }).results.filter((result) => result.status === 429).length;
+          return answer;
+        },
+      };
+      const api = new SessionsApiClient(new BatchedCalls(seen));
+      try {
+        // Of other sessions: two calls of one session never share a batch. The calls of a batch run in no order, so which are past the rate is the server's to say.
+        const reads = await Promise.all(Array.from({ length: READS_PER_SECOND + 5 }, (_, n) => api.get(n === READS_PER_SECOND + 4 ? 'conv-1' : `never-written-${n}`)));
+        assert.deepEqual(reads.at(-1)!.messages, [turn(0)]);
+        for (const read of reads.slice(0, -1)) assert.deepEqual(read, { version: 0, messages: [] });
+      } finally {
+        transport.close();
+      }
+      assert.ok(limitedInBatches > 0, 'some reads past the rate were answered 429 inside a batch');
+      assert.deepEqual(waits, [1000, 1000, 1000, 1000, 1000], "each of the 5 reads past the rate waited its result's retry-after (1 s) once");
+    });
+  });
+
   describe('time to live', () => {
     it('keeps a session session_ttl_seconds after its last read or write, then it is gone and its id starts over', async () => {
       const { token } = await agentWithToken({ deploy: { session_ttl_seconds: 60 } });
