@@ -11,27 +11,52 @@ export class TokenFileError extends Error {
   override readonly name = 'TokenFileError';
 }
 
+/** How often the file is looked at again for a new token, at most. */
+export const TOKEN_FILE_RECHECK_MS = 1_000;
+
 /**
  * The bearer token in the file the platform keeps fresh (AGENT_SERVICES_TOKEN_FILE): it
- * rewrites the file before the token expires, renaming a new file over the old one. The
- * file is read again whenever a stat shows another file or another write (inode, size,
- * modification or change time); a stat is one cheap call per request, the read happens
- * only after a rewrite. Timestamps can be too coarse to show two writes close together,
- * so a token agent services refuse is read again regardless (`reload`).
+ * rewrites the file well before the token expires (on Nomad at about half its remaining
+ * life, a TTL being 60 s at least: docs/nomad.md), by rename or in place. The file is read
+ * again when a stat shows another file or another write (inode, size, modification or
+ * change time), and the stat is taken at most once a `recheckMs`, shared by the calls made
+ * meanwhile: a stat goes through libuv's thread pool, and its answer waits in the event
+ * loop behind the invokes' work, which under load made it a few milliseconds of every
+ * call's time. Timestamps can be too coarse to show two writes close together, and a new
+ * token can land between two stats, so a token agent services refuse is read again at
+ * once regardless (`reload`).
  */
 export class BearerTokenFile implements TokenSource {
   private cached: { token: string; stamp: string } | undefined;
+  /** When the file was last looked at, on `now`'s clock. */
+  private checkedAt = Number.NEGATIVE_INFINITY;
+  private checking: Promise<string> | undefined;
 
-  constructor(private readonly path: string) {}
+  constructor(
+    private readonly path: string,
+    private readonly recheckMs = TOKEN_FILE_RECHECK_MS,
+    private readonly now: () => number = () => performance.now(),
+  ) {}
 
-  async current(): Promise<string> {
-    const stamp = await this.stamp().catch(() => undefined);
-    if (this.cached !== undefined && (stamp === undefined || stamp === this.cached.stamp)) return this.cached.token;
-    return this.read(stamp);
+  current(): Promise<string> {
+    if (this.cached !== undefined && this.now() - this.checkedAt < this.recheckMs) return Promise.resolve(this.cached.token);
+    this.checking ??= this.check().finally(() => {
+      this.checking = undefined;
+    });
+    return this.checking;
   }
 
   async reload(): Promise<string> {
     return this.read(await this.stamp().catch(() => undefined));
+  }
+
+  private async check(): Promise<string> {
+    const stamp = await this.stamp().catch(() => undefined);
+    if (this.cached !== undefined && (stamp === undefined || stamp === this.cached.stamp)) {
+      this.checkedAt = this.now();
+      return this.cached.token;
+    }
+    return this.read(stamp);
   }
 
   private async read(stamp: string | undefined): Promise<string> {
@@ -48,7 +73,10 @@ export class BearerTokenFile implements TokenSource {
       if (this.cached !== undefined) return this.cached.token;
       throw new TokenFileError(`the agent services token file ${this.path} is empty`);
     }
-    if (stamp !== undefined) this.cached = { token, stamp };
+    if (stamp !== undefined) {
+      this.cached = { token, stamp };
+      this.checkedAt = this.now();
+    }
     return token;
   }
 

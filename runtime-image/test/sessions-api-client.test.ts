@@ -280,24 +280,42 @@ describe('bearer token file', () => {
   });
   afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-  it('reads the token trimmed, and again once the file is replaced', async () => {
+  it('reads the token trimmed, and again once the file is replaced, looking at the file at most once a recheck interval', async () => {
     const path = join(dir, 'token');
     writeFileSync(path, '  first\n');
-    const file = new BearerTokenFile(path);
+    let now = 0;
+    const file = new BearerTokenFile(path, 1_000, () => now);
     assert.equal(await file.current(), 'first');
     writeFileSync(join(dir, 'next'), 'second-token\n');
     renameSync(join(dir, 'next'), path);
+    now = 999;
+    assert.equal(await file.current(), 'first', 'within the interval the token held is used without a look at the file');
+    now = 1_000;
+    assert.equal(await file.current(), 'second-token');
+  });
+
+  it('reads a token rewritten in place at once when asked to reload, as after a 401', async () => {
+    const path = join(dir, 'token');
+    writeFileSync(path, 'first\n');
+    const file = new BearerTokenFile(path, 60_000, () => 0);
+    assert.equal(await file.current(), 'first');
+    writeFileSync(path, 'second-token\n');
+    assert.equal(await file.reload(), 'second-token');
     assert.equal(await file.current(), 'second-token');
   });
 
   it('keeps the token it holds while the file is briefly gone or empty, and fails without one', async () => {
     const path = join(dir, 'token');
     writeFileSync(path, 'held\n');
-    const file = new BearerTokenFile(path);
+    let now = 0;
+    const file = new BearerTokenFile(path, 1_000, () => now);
     assert.equal(await file.current(), 'held');
     rmSync(path);
     assert.equal(await file.reload(), 'held');
+    now = 1_000;
+    assert.equal(await file.current(), 'held');
     writeFileSync(path, '');
+    now = 2_000;
     assert.equal(await file.current(), 'held');
 
     await assert.rejects(new BearerTokenFile(join(dir, 'missing')).current(), /token file .*missing cannot be read \(ENOENT\)/);
