@@ -42,12 +42,15 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  * run to run with how the 50 arrivals happen to line up, these hold to a few percent.
  * `runtime_cpu_ms_per_invoke` is each runtime's own, also from /proc: the work its event
  * loop does per invoke, which a session call's answer waits behind when 50 invokes arrive
- * together. The runtimes run compiled (dist/main.js), as in the image, not through tsx.
+ * together. `callers_and_provider_cpu_ms_per_invoke` is this process's (the fifty callers and
+ * the fake provider), which shares the runtimes' CPU and so also stands between a session
+ * call's answer and the runtime. The runtimes run compiled (dist/main.js), as in the image, not through tsx.
  * Goal (issue 37): added p50 ≤ 2 ms, p99 ≤ 10 ms. Both runtimes run with RUNTIME_TRACES=off:
  * what tracing costs is its own, and without agent services there is none to compare with.
  *
  * BENCH_UNPINNED=1 lets every process run on any CPU; BENCH_CONTROL_NODE_ARGS passes
- * arguments to the control API's node (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`).
+ * arguments to the control API's node (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and
+ * BENCH_RUNTIME_NODE_ARGS to each runtime's.
  */
 const CONCURRENCY = 50;
 const TURNS_PER_CALLER = Number(process.env.BENCH_SESSION_TURNS ?? 40);
@@ -114,18 +117,24 @@ async function main(): Promise<void> {
       const storeCpu = (key: string) => (key === 'remote' ? control.cpuSeconds() : key === 'floor' ? floorServices.cpuSeconds() : 0);
       // And the runtime's own: what its event loop spends per invoke is what a session call's answer waits behind.
       const runtimeCpuSeconds = new Map(runs.map((run) => [run.key, 0]));
+      // And this process's, the callers' and the provider's, which share the runtimes' CPU: on a cluster they are elsewhere.
+      const loadCpuMs = new Map(runs.map((run) => [run.key, 0]));
       for (const run of runs) await conversation(run.url, `${name}-warm-${run.key}`, WARMUP_TURNS, callers);
       for (let round = 0; round < ROUNDS; round += 1) {
         for (const run of runs) {
           const cpuBefore = storeCpu(run.key);
           const runtimeCpuBefore = treeCpuSeconds(run.pid);
+          const loadCpuBefore = process.cpuUsage();
           samples.get(run.key)!.push(...(await conversation(run.url, `${name}-${run.key}`, turns / ROUNDS, callers, sessionTimes.get(run.key))));
           storeCpuSeconds.set(run.key, storeCpuSeconds.get(run.key)! + storeCpu(run.key) - cpuBefore);
           runtimeCpuSeconds.set(run.key, runtimeCpuSeconds.get(run.key)! + treeCpuSeconds(run.pid) - runtimeCpuBefore);
+          const loadCpu = process.cpuUsage(loadCpuBefore);
+          loadCpuMs.set(run.key, loadCpuMs.get(run.key)! + (loadCpu.user + loadCpu.system) / 1000);
         }
       }
       const cpuMsPerInvoke = (key: string) => round((storeCpuSeconds.get(key)! * 1000) / samples.get(key)!.length);
       const runtimeCpuMsPerInvoke = (key: string) => round((runtimeCpuSeconds.get(key)! * 1000) / samples.get(key)!.length);
+      const loadCpuMsPerInvoke = (key: string) => round(loadCpuMs.get(key)! / samples.get(key)!.length);
       const inMemory = summarise(samples.get('memory')!);
       const throughServices = summarise(samples.get('remote')!);
       const floor = withFloor ? summarise(samples.get('floor')!) : undefined;
@@ -143,6 +152,7 @@ async function main(): Promise<void> {
         added_by_durable_sessions: added(inMemory, throughServices),
         control_plane_cpu_ms_per_invoke: cpuMsPerInvoke('remote'),
         runtime_cpu_ms_per_invoke: { sessions_in_memory: runtimeCpuMsPerInvoke('memory'), through_agent_services: runtimeCpuMsPerInvoke('remote'), ...(floor ? { through_floor: runtimeCpuMsPerInvoke('floor') } : {}) },
+        callers_and_provider_cpu_ms_per_invoke: Object.fromEntries(runs.map((run) => [run.key, loadCpuMsPerInvoke(run.key)])),
         ...(floor
           ? {
               invoke_sessions_through_floor: floor,
@@ -213,9 +223,12 @@ function spawnNode(args: string[], env: NodeJS.ProcessEnv, cpu: number | undefin
   return spawn(command[0]!, command.slice(1), { env, stdio: ['pipe', 'pipe', 'inherit'] });
 }
 
+/** Arguments for a node process from the environment variable `name`, space-separated. */
+const nodeArgs = (name: string) => (process.env[name] ?? '').split(' ').filter(Boolean);
+
 /** bench/sessions-control.ts in its own process: where its agent services listen, and the agent's token file. */
 async function startControl(pinned: boolean) {
-  const child = spawnNode([...(process.env.BENCH_CONTROL_NODE_ARGS ?? '').split(' ').filter(Boolean), '--import', 'tsx', 'bench/sessions-control.ts'], process.env, pinned ? CONTROL_CPU : undefined);
+  const child = spawnNode([...nodeArgs('BENCH_CONTROL_NODE_ARGS'), '--import', 'tsx', 'bench/sessions-control.ts'], process.env, pinned ? CONTROL_CPU : undefined);
   const lines = createInterface({ input: child.stdout! })[Symbol.asyncIterator]();
   const next = async () => JSON.parse(((await lines.next()).value as string | undefined) ?? 'null');
   const info = (await next()) as { agentServicesUrl: string; tokenFile: string; postgresPid: number } | null;
@@ -263,7 +276,7 @@ function compileRuntime(): void {
 /** The runtime's dist/main.js, configured by `env` as the platform would, listening on a free port: its URL once /health answers. */
 async function startRuntimeProcess(env: Record<string, string>, pinned: boolean, started: ChildProcess[]): Promise<string> {
   const port = await freePort();
-  const child = spawnNode([join(RUNTIME_DIR, 'dist/main.js')], { ...process.env, ...env, PORT: String(port) }, pinned ? RUNTIME_CPU : undefined);
+  const child = spawnNode([...nodeArgs('BENCH_RUNTIME_NODE_ARGS'), join(RUNTIME_DIR, 'dist/main.js')], { ...process.env, ...env, PORT: String(port) }, pinned ? RUNTIME_CPU : undefined);
   child.stdout!.resume();
   started.push(child);
   const url = `http://127.0.0.1:${port}`;
