@@ -149,7 +149,7 @@ export const RUNTIME_SETTING_DOCS: Readonly<Record<string, { text: string; defau
     default: "none: conversations stay in this replica's memory, with a warning at start",
   },
   AGENT_SERVICES_TOKEN_FILE: {
-    text: 'File holding the bearer token for agent services, read again whenever the platform rewrites it. Required with AGENT_SERVICES_URL; the runtime does not start when it cannot be read.',
+    text: 'File holding the bearer token for agent services, read again within a second of the platform rewriting it, and at once when agent services refuse the token held. Required with AGENT_SERVICES_URL; the runtime does not start when it cannot be read.',
     default: 'none',
   },
   RUNTIME_TRACES: {
