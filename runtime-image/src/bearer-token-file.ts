@@ -22,9 +22,9 @@ export const TOKEN_FILE_RECHECK_MS = 1_000;
  * change time), and the stat is taken at most once a `recheckMs`, shared by the calls made
  * meanwhile: a stat goes through libuv's thread pool, and its answer waits in the event
  * loop behind the invokes' work, which under the sessions benchmark's load put 1.25 ms at
- * p50 and tens of ms at p99 before each call was sent (docs/decisions.md). Timestamps can be too coarse to show two writes close together, and a new
- * token can land between two stats, so a token agent services refuse is read again at
- * once regardless (`reload`).
+ * p50 and tens of ms at p99 before each call was sent (docs/decisions.md). Timestamps can
+ * be too coarse to show two writes close together, and a new token can land between two
+ * stats, so a token agent services refuse is read again at once regardless (`reload`).
  */
 export class BearerTokenFile implements TokenSource {
   private cached: { token: string; stamp: string } | undefined;

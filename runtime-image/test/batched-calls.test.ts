@@ -30,6 +30,15 @@ describe('calls to agent services batched (POST /v1/batch)', () => {
   /** Two calls of other sessions, alone, so that the calls made next wait and go together. */
   const occupyBothRequests = (by: 'reads' | 'writes' = 'reads') =>
     ['busy-1', 'busy-2'].map((id) => (by === 'reads' ? api.get(id) : api.append(id, 0, ['m'])));
+  /** Reads of sessions c and d made together, so they go in one batch, where the first read is answered 429 with `retryAfter`. */
+  const readTwoInABatchOneLimited = async (retryAfter: string) => {
+    for (const id of ['c', 'd']) services.sessions.set(id, { version: 1, messages: [`message of ${id}`] });
+    services.fail('GET', { status: 429, code: 'SESSION_RATE_LIMITED', retryAfter });
+    const busy = occupyBothRequests('writes');
+    const reads = await Promise.allSettled(['c', 'd'].map((id) => api.get(id)));
+    await Promise.all(busy);
+    return reads;
+  };
 
   beforeEach(async () => {
     services = await FakeAgentServices.start(['t']);
@@ -126,24 +135,16 @@ describe('calls to agent services batched (POST /v1/batch)', () => {
   });
 
   it("waits a 429's Retry-After from a batch before sending the call again alone, as it would alone", async () => {
-    for (const id of ['c', 'd']) services.sessions.set(id, { version: 1, messages: [`message of ${id}`] });
-    services.fail('GET', { status: 429, code: 'SESSION_RATE_LIMITED', retryAfter: '1' });
-    const busy = occupyBothRequests('writes');
-    const reads = await Promise.all(['c', 'd'].map((id) => api.get(id)));
-    await Promise.all(busy);
+    const reads = await readTwoInABatchOneLimited('1');
 
-    assert.deepEqual(reads.map((read) => read.messages), [['message of c'], ['message of d']]);
+    assert.deepEqual(reads.map((read) => read.status === 'fulfilled' && read.value.messages), [['message of c'], ['message of d']]);
     const [limited] = services.answered('GET', 429);
     assert.deepEqual(callsTo(limited!.path).map((call) => [call.status, call.batched]), [[429, true], [200, undefined]]);
     assert.deepEqual(waits, [1000], 'Retry-After: 1, waited once before the call went alone');
   });
 
   it('fails a call at once when a 429 in a batch asks for a longer wait than the transport takes', async () => {
-    for (const id of ['c', 'd']) services.sessions.set(id, { version: 1, messages: [`message of ${id}`] });
-    services.fail('GET', { status: 429, code: 'SESSION_RATE_LIMITED', retryAfter: '30' });
-    const busy = occupyBothRequests('writes');
-    const reads = await Promise.allSettled(['c', 'd'].map((id) => api.get(id)));
-    await Promise.all(busy);
+    const reads = await readTwoInABatchOneLimited('30');
 
     const failed = reads.filter((read) => read.status === 'rejected');
     assert.equal(failed.length, 1);
