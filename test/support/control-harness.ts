@@ -1,13 +1,12 @@
 import { createHash, randomBytes } from 'node:crypto';
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
 import type { Knex } from 'knex';
 import type { DestinationStream } from 'pino';
 import type { Redis } from 'ioredis';
 import { systemClock } from '../../contract/clock.js';
 import { ManualClock } from './manual-clock.js';
 import { createOrchestrator } from '../../control/orchestrator/create.js';
-import { freePort } from '../../scripts/lib/local-services.js';
 import { podmanRuntime } from '../../control/orchestrator/podman/host.js';
 import { podmanEnvironmentOf } from '../../control/orchestrator/podman/child-environment.js';
 import type { PassRecord } from '../../control/services/periodic-pass.js';
@@ -135,7 +134,11 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   // a fixed one, chosen here; on the fake Nomad, the test's, which its NOMAD_AGENT_SERVICES_URL
   // names. Without containers, 127.0.0.1 on any port.
   const reachable = options.orchestrate || (options.nomad && env.AGENT_SERVICES_PORT);
-  const servicesListen = reachable ? { host: '0.0.0.0', port: env.AGENT_SERVICES_PORT ? Number(env.AGENT_SERVICES_PORT) : await freePort() } : { host: '127.0.0.1', port: 0 };
+  // The port is bound here, before the config names it, and the services server takes this very
+  // socket over once it exists (servicesServer.listen(servicesPort)). Chosen free and bound only after
+  // the first reconcile, as it once was, a CI run lost it in between to a client socket's ephemeral
+  // port (EADDRINUSE): the kernel gives out the same range.
+  const servicesPort = await listenTcp(reachable ? '0.0.0.0' : '127.0.0.1', env.AGENT_SERVICES_PORT ? Number(env.AGENT_SERVICES_PORT) : 0);
 
   const config = loadConfig({
     // What podman reads from the environment (PATH, XDG_*, CONTAINERS_*, ...), as control/main.ts's
@@ -156,7 +159,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
     // reason) and so does a connection to the ACME directory. A test of the flow passes its own.
     DNS_RESOLVER: '127.0.0.1:9',
     ACME_DIRECTORY_URL: 'https://127.0.0.1:9/directory',
-    ...(options.orchestrate ? { ...FAST_ORCHESTRATION, PODMAN_INSTANCE: `test-${database}`, RUNTIME_IMAGE: TEST_IMAGE, AGENT_SERVICES_PORT: String(servicesListen.port) } : {}),
+    ...(options.orchestrate ? { ...FAST_ORCHESTRATION, PODMAN_INSTANCE: `test-${database}`, RUNTIME_IMAGE: TEST_IMAGE, AGENT_SERVICES_PORT: String((servicesPort.address() as AddressInfo).port) } : {}),
     ...(options.nomad ? nomadEnvironment(options.nomad) : {}),
     ...env,
   });
@@ -184,7 +187,8 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(server.address() as AddressInfo).port}/v1`;
   const servicesServer: Server = createLimitedServer(config.clientLimits, control.agentServices.callback());
-  await new Promise<void>((resolve) => servicesServer.listen(servicesListen.port, servicesListen.host, resolve));
+  // A listening server handed to listen() gives its socket (Node's net.Server.listen(handle)): no moment in which the port is free.
+  await new Promise<void>((resolve, reject) => servicesServer.once('error', reject).listen(servicesPort, resolve));
   const agentServicesUrl = `http://127.0.0.1:${(servicesServer.address() as AddressInfo).port}`;
   // Every answer a test gets is held to the document this control serves: an undocumented status, header or body fails that test.
   const checker = new OpenApiChecker((await (await fetch(`${baseUrl}/openapi.json`)).json()) as Record<string, any>);
@@ -251,4 +255,11 @@ export async function startControl(env: Record<string, string> = {}, options: Co
       await stopServing();
     },
   };
+}
+
+/** A TCP listener on host:port (0: any free one), to be taken over by the server that serves it. */
+async function listenTcp(host: string, port: number): Promise<TcpServer> {
+  const listener = createTcpServer();
+  await new Promise<void>((resolve, reject) => listener.once('error', reject).listen(port, host, resolve));
+  return listener;
 }
