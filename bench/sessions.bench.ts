@@ -27,6 +27,10 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  * - `model_paced`: 50 concurrent conversations against a provider that answers in
  *   MODEL_MS, as a fast model does. This is the load the issue's goal is judged on: 50
  *   invokes in flight, each mostly waiting on its model.
+ * - `model_varied`: the same, the model answering in 100 to 300 ms, evenly spread, as real
+ *   models vary. With every answer taking exactly MODEL_MS, the fifty conversations stay in
+ *   step and all arrive within a millisecond, every 200 ms: model_paced is that worst case,
+ *   model_varied the arrivals spread out. Reported beside the judged figure, not instead of it.
  * - `saturated`: the same 50 against a provider that answers at once. The runtime's CPU
  *   is then the bottleneck in both runs, and the difference is the CPU a session costs
  *   the runtime, multiplied by the queue of 50.
@@ -58,6 +62,8 @@ const WARMUP_TURNS = 4;
 /** Each load's turns are run in this many rounds, the runtimes taking turns (compare). */
 const ROUNDS = 4;
 const MODEL_MS = 200;
+/** model_varied's answers take MODEL_MS ± this, evenly spread. */
+const MODEL_SPREAD_MS = 100;
 
 const RUNTIME_CPU = 0;
 const RUNTIME_DIR = fileURLToPath(new URL('../runtime-image', import.meta.url));
@@ -102,9 +108,12 @@ async function main(): Promise<void> {
      * each, ROUNDS times: a drift of the machine over the run then falls on all of them alike,
      * where one runtime's whole run after the other's would carry it into the difference.
      */
-    const compare = async (name: string, modelMs: number, turns: number, callers: number, withFloor = false) => {
-      provider.defaultReply = modelMs > 0 ? { text: 'noted', delayMs: modelMs } : { text: 'noted' };
-      console.log(`${name}: ${turns} turns of ${callers} conversation(s), the model answering in ${modelMs} ms, in ${ROUNDS} rounds`);
+    const compare = async (name: string, modelMs: number, turns: number, callers: number, withFloor = false, modelSpreadMs = 0) => {
+      // Each answer's delay drawn evenly from modelMs ± modelSpreadMs.
+      const delayMs = modelSpreadMs > 0 ? () => modelMs - modelSpreadMs + Math.random() * 2 * modelSpreadMs : modelMs;
+      provider.defaultReply = modelMs > 0 ? { text: 'noted', delayMs } : { text: 'noted' };
+      const spread = modelSpreadMs > 0 ? ` ± ${modelSpreadMs}` : '';
+      console.log(`${name}: ${turns} turns of ${callers} conversation(s), the model answering in ${modelMs}${spread} ms, in ${ROUNDS} rounds`);
       const runs = [
         { key: 'memory', url: memory, pid: memoryPid! },
         { key: 'remote', url: remote, pid: remotePid! },
@@ -143,6 +152,7 @@ async function main(): Promise<void> {
       return {
         concurrency: callers,
         model_ms: modelMs,
+        ...(modelSpreadMs > 0 ? { model_spread_ms: modelSpreadMs } : {}),
         turns_per_conversation: turns,
         session_read_and_write_in_memory: sessionInMemory,
         session_read_and_write_through_agent_services: sessionThroughServices,
@@ -166,6 +176,7 @@ async function main(): Promise<void> {
     };
 
     const modelPaced = await compare('model_paced', MODEL_MS, TURNS_PER_CALLER, CONCURRENCY, true);
+    const modelVaried = await compare('model_varied', MODEL_MS, TURNS_PER_CALLER, CONCURRENCY, true, MODEL_SPREAD_MS);
     const saturated = await compare('saturated', 0, TURNS_PER_CALLER, CONCURRENCY);
     const oneCaller = await compare('one_caller', 0, TURNS_PER_CALLER * 5, 1);
     const { added_session_time: judged } = modelPaced;
@@ -177,6 +188,7 @@ async function main(): Promise<void> {
       layout: pinned ? `control API, Postgres and Redis on CPU ${CONTROL_CPU}; runtimes, provider and callers on CPU ${RUNTIME_CPU}` : 'unpinned (no taskset or one CPU)',
       sessions_stored: await control.sessionsStored(),
       model_paced: modelPaced,
+      model_varied: modelVaried,
       saturated,
       one_caller: oneCaller,
       goal: { judged_on: 'model_paced.added_session_time', p50_ms: 2, p99_ms: 10 },

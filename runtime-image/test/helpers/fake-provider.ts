@@ -15,8 +15,8 @@ export type ScriptedReply = (
   | { toolCalls: ToolCallReply[]; text?: string }
   | { status: number; retryAfterMs?: number }
 ) & {
-  /** Hold the answer back this long, e.g. to keep a request in flight. */
-  delayMs?: number;
+  /** Hold the answer back this long, e.g. to keep a request in flight; a function is asked afresh for each answer. */
+  delayMs?: number | (() => number);
   /** Hold the answer back until this settles, to order it against other requests without timing. */
   until?: Promise<unknown>;
 };
@@ -115,7 +115,8 @@ export class FakeProvider {
     }
 
     const reply = request.headers[KEY_HEADER[route.provider]] ? this.script.shift() ?? this.defaultReply : { status: 401 };
-    if (reply.delayMs) await new Promise((resolve) => setTimeout(resolve, reply.delayMs));
+    const delayMs = typeof reply.delayMs === 'function' ? reply.delayMs() : reply.delayMs;
+    if (delayMs) await new Promise((resolve) => setTimeout(resolve, delayMs));
     if (reply.until) await reply.until;
     const format = FORMATS[route.provider];
     const model = route.model ?? body.model ?? 'model';
