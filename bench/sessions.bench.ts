@@ -1,6 +1,7 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { once } from 'node:events';
-import { cpus } from 'node:os';
+import { readdirSync } from 'node:fs';
+import { cpus, setPriority } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { setTimeout as sleep } from 'node:timers/promises';
@@ -20,8 +21,9 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  *
  * Laid out as deployed: each runtime, and the control API, is a process of its own. The
  * control API, its Postgres and its Redis are pinned to one CPU; the runtimes, the fake
- * provider and the callers to the other. So what the control plane costs in CPU does not
- * show up as the runtime's wait, as it would not on a cluster, where they are other machines.
+ * provider and the callers to the other, the provider and the callers at a lower priority
+ * (LOAD_NICE). So neither what the control plane costs in CPU nor what the load generator
+ * does shows up as the runtime's wait, as it would not on a cluster, where they are other machines.
  *
  * Three loads:
  * - `model_paced`: 50 concurrent conversations against a provider that answers in
@@ -69,6 +71,14 @@ const RUNTIME_CPU = 0;
 const RUNTIME_DIR = fileURLToPath(new URL('../runtime-image', import.meta.url));
 const RUNTIME_TSC = join(RUNTIME_DIR, 'node_modules/typescript/bin/tsc');
 const CONTROL_CPU = 1;
+/**
+ * The niceness of this process, the fifty callers and the fake provider, which share the
+ * runtimes' CPU. On a cluster they are not on the runtime's machine at all. At the same
+ * priority the scheduler shares the CPU between this process and a runtime fairly, and a
+ * session call's answer that arrives while this process runs waits for the runtime's turn:
+ * a wait the deployment would not have. BENCH_LOAD_NICE=0 measures with it.
+ */
+const LOAD_NICE = Number(process.env.BENCH_LOAD_NICE ?? 10);
 
 async function main(): Promise<void> {
   compileRuntime();
@@ -91,6 +101,8 @@ async function main(): Promise<void> {
     stops.push(floorServices.close);
     const floorRuntime = await startRuntimeProcess({ ...base, AGENT_SERVICES_URL: floorServices.info.agentServicesUrl, AGENT_SERVICES_TOKEN_FILE: floorServices.info.tokenFile }, pinned, runtimes);
     const floorPid = runtimes[2]!.pid;
+    // Started first, the runtimes, the control API and the floor keep the default priority.
+    if (pinned) lowerOwnPriority(LOAD_NICE);
 
     /** The invokes' latencies, each invoke's session time (read and write, from its Server-Timing) pushed on `sessionMs`. */
     const conversation = async (runtimeUrl: string, label: string, turns: number, callers: number, sessionMs: number[] = []) => {
@@ -185,7 +197,9 @@ async function main(): Promise<void> {
       when: new Date().toISOString(),
       machine: { cpus: cpus().length, model: cpus()[0]?.model, node: process.version },
       traces: 'off in both runtimes',
-      layout: pinned ? `control API, Postgres and Redis on CPU ${CONTROL_CPU}; runtimes, provider and callers on CPU ${RUNTIME_CPU}` : 'unpinned (no taskset or one CPU)',
+      layout: pinned
+        ? `control API, Postgres and Redis on CPU ${CONTROL_CPU}; runtimes, provider and callers on CPU ${RUNTIME_CPU}, the provider and callers at nice ${LOAD_NICE}`
+        : 'unpinned (no taskset or one CPU)',
       sessions_stored: await control.sessionsStored(),
       model_paced: modelPaced,
       model_varied: modelVaried,
@@ -233,6 +247,11 @@ function pin(pid: number, cpu: number): void {
 function spawnNode(args: string[], env: NodeJS.ProcessEnv, cpu: number | undefined): ChildProcess {
   const command = cpu === undefined ? [process.execPath, ...args] : ['taskset', '-c', String(cpu), process.execPath, ...args];
   return spawn(command[0]!, command.slice(1), { env, stdio: ['pipe', 'pipe', 'inherit'] });
+}
+
+/** Every thread of this process at niceness `nice` (Linux sets it per thread: setpriority(2) on a thread id). */
+function lowerOwnPriority(nice: number): void {
+  for (const threadId of readdirSync('/proc/self/task')) setPriority(Number(threadId), nice);
 }
 
 /** Arguments for a node process from the environment variable `name`, space-separated. */
