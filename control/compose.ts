@@ -203,7 +203,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
   const observability = new ObservabilityService(db, orchestrator, clock, figuresReader);
   // Open streams re-check their tokens as requests are authenticated; `auth` is called only once a stream is open, after it is built.
   const streams: OpenStreams = new OpenStreams(redis, {
-    authenticates: (principal) => auth.stillAuthenticates(principal),
+    accessLost: (principal) => auth.accessLost(principal),
     agentExists: (principal, agentId) => observability.exists(principal, agentId),
   }, logger.child({ component: 'open-streams' }));
   // Custom domains: the API takes them, the worker (a loop, in one copy) verifies and certifies them.

@@ -6,7 +6,8 @@ import { KeyRotation } from '../control/services/key-rotation.js';
 import { auditEvents } from './support/audit.js';
 import { CliUser } from './support/cli-runner.js';
 import { startControl, type TestControl } from './support/control-harness.js';
-import { createInvite, databaseText, expectError, expectStatus, signUpMember } from './support/control-api.js';
+import { createAgent, createInvite, databaseText, expectError, expectStatus, signUpMember } from './support/control-api.js';
+import { SseReader } from './support/orch-helpers.js';
 import { startIdentityProvider, TestBrowser, type TestIdentityProvider } from './support/sso-provider.js';
 
 /** PUBLIC_API_URL: a name no DNS knows, which the test's browser sends to the control API's port. */
@@ -22,7 +23,7 @@ describe('single sign-on (OpenID Connect)', function () {
   const run = randomBytes(3).toString('hex');
   const emailOf = (name: string, domain = 'acme.test') => `${name}-${run}@${domain}`;
   // The logins typed at the provider's form, each a user it knows.
-  const people = ['member', 'ada', 'outsider', 'tamper', 'replay', 'required', 'cli'];
+  const people = ['member', 'ada', 'outsider', 'tamper', 'replay', 'required', 'streams', 'cli'];
 
   before(async () => {
     provider = await startIdentityProvider(CALLBACK, Object.fromEntries(people.map((login) => [
@@ -257,6 +258,37 @@ describe('single sign-on (OpenID Connect)', function () {
       // Not required any more: the member's password works again.
       expectStatus(await control.request('PUT', '/account/sso', { token: glass.body.token, body: settings({ slug, required: false }) }), 200);
       expectStatus(await control.request('POST', '/auth/login', { body: { email: member.user.email, password: member.password } }), 200);
+    });
+
+    it("ends a member's open stream of a password session within seconds (sso_required), and keeps the stream of their SSO session", async () => {
+      const { owner, slug, accountId } = await ssoAccount();
+      const member = await control.signUp({ invite_code: await inviteFor(accountId, 'member'), email: emailOf('streams') });
+      const ssoGrant = await exchange((await signInAt(slug, 'streams')).callback);
+      const agent = await createAgent(control, owner.token);
+      const metrics = `${control.baseUrl}/agents/${agent.id}/metrics/stream?interval=1`;
+      const streamOf = (token: string) => SseReader.open(metrics, { Authorization: `Bearer ${token}` });
+      const [byPassword, bySso] = [await streamOf(member.token), await streamOf(ssoGrant.body.token)];
+      try {
+        assert.deepEqual([byPassword.status, bySso.status], [200, 200], byPassword.body + bySso.body);
+
+        expectStatus(await control.request('PUT', '/account/sso', { token: owner.token, body: settings({ slug, required: true }) }), 200);
+        // Nothing announces it: the streams' re-check (every 2 s) finds it.
+        await byPassword.ends(10_000);
+        const last = byPassword.frames.at(-1);
+        assert.equal(last?.event, 'access-ended', JSON.stringify(byPassword.frames));
+        assert.deepEqual(JSON.parse(last!.data), { reason: 'sso_required' });
+        const reopened = await streamOf(member.token);
+        reopened.close();
+        assert.equal(reopened.status, 403, reopened.body);
+
+        const seen = bySso.frames.length;
+        await bySso.next('a sample after the requirement', (frame) => frame.event === 'metrics', 5_000, seen);
+        assert.equal(bySso.ended, false);
+        assert.ok(!bySso.frames.some((frame) => frame.event === 'access-ended'), JSON.stringify(bySso.frames));
+      } finally {
+        byPassword.close();
+        bySso.close();
+      }
     });
   });
 

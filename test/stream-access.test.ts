@@ -25,15 +25,26 @@ describe('open streams end with their access', function () {
   });
   after(async () => control?.close());
 
-  const open = async (path: string, token: string, on: TestControl = control) => {
-    const reader = await SseReader.open(on.baseUrl + path, { Authorization: `Bearer ${token}` });
+  /** A stream opened with `token`, in the account `account` names (X-Account-Id) or the token's default one, on `on`. */
+  const open = async (path: string, token: string, { on = control, account }: { on?: TestControl; account?: string } = {}) => {
+    const reader = await SseReader.open(on.baseUrl + path, { Authorization: `Bearer ${token}`, ...(account ? { 'X-Account-Id': account } : {}) });
     readers.push(reader);
     return reader;
   };
-  async function streaming(path: string, token: string, on?: TestControl): Promise<SseReader> {
-    const reader = await open(path, token, on);
+  async function streaming(path: string, token: string, options?: { on?: TestControl; account?: string }): Promise<SseReader> {
+    const reader = await open(path, token, options);
     assert.equal(reader.status, 200, reader.body);
     return reader;
+  }
+  /** Past two re-checks, each of `readers` still delivers samples, and none said its access ended. */
+  async function stillOpen(readers: Record<string, SseReader>): Promise<void> {
+    await new Promise((resolve) => setTimeout(resolve, 4_500));
+    for (const [name, reader] of Object.entries(readers)) {
+      const seen = reader.frames.length;
+      await reader.next(`another sample on ${name}`, (frame) => frame.event === 'metrics', 5_000, seen);
+      assert.equal(reader.ended, false, `${name} ended: ${JSON.stringify(reader.frames.at(-1))}`);
+      assert.ok(!reader.frames.some((frame) => frame.event === 'access-ended'), name);
+    }
   }
   async function endsWith(reader: SseReader, reason: string): Promise<void> {
     await reader.ends(ENDS_WITHIN_MS);
@@ -105,6 +116,31 @@ describe('open streams end with their access', function () {
     await refused(logsOf(agent.id), viewer.token, 401);
   });
 
+  it("a member of two accounts: a role change, then a removal, in one ends that user's streams there only", async () => {
+    const owner = await control.signUp();
+    const teamAgent = await createAgent(control, owner.token);
+    // An owner of an account of their own, who joins the owner's as a member through an invite.
+    const colleague = await control.signUp();
+    const ownAgent = await createAgent(control, colleague.token);
+    const invited = await control.request('POST', '/account/invites', { token: owner.token, body: { email: colleague.user.email, role: 'member' } });
+    expectStatus(invited, 201);
+    expectStatus(await control.request('POST', `/auth/invites/${invited.body.link.split('#')[1]}/accept`, { token: colleague.token }), 200);
+    const team = { account: owner.user.account_id as string };
+    const inTeam = await streaming(metricsOf(teamAgent.id), colleague.token, team);
+    const atHome = await streaming(metricsOf(ownAgent.id), colleague.token);
+
+    expectStatus(await control.request('PATCH', `/account/users/${colleague.user.id}`, { token: owner.token, body: { role: 'viewer' } }), 200);
+    await endsWith(inTeam, 'role_changed');
+    // Every role reads streams: the same token opens it again, now as a viewer.
+    const asViewer = await streaming(metricsOf(teamAgent.id), colleague.token, team);
+
+    expectStatus(await control.request('DELETE', `/account/users/${colleague.user.id}`, { token: owner.token }), 204);
+    await endsWith(asViewer, 'user_removed');
+    const refusedInTeam = await open(metricsOf(teamAgent.id), colleague.token, team);
+    assert.equal(refusedInTeam.status, 403, refusedInTeam.body);
+    await stillOpen({ atHome });
+  });
+
   it('deleting the account ends every stream of its users; their tokens then get 401', async () => {
     const owner = await control.signUp();
     const agent = await createAgent(control, owner.token);
@@ -158,14 +194,7 @@ describe('open streams end with their access', function () {
     await endsWith(ending.removed, 'user_removed');
     await endsWith(ending.agentGone, 'agent_deleted');
 
-    // Past two re-checks, each stream left still delivers samples.
-    await new Promise((resolve) => setTimeout(resolve, 4_500));
-    for (const [name, reader] of Object.entries(staying)) {
-      const seen = reader.frames.length;
-      await reader.next(`another sample on ${name}`, (frame) => frame.event === 'metrics', 5_000, seen);
-      assert.equal(reader.ended, false, `${name} ended: ${JSON.stringify(reader.frames.at(-1))}`);
-      assert.ok(!reader.frames.some((frame) => frame.event === 'access-ended'), name);
-    }
+    await stillOpen(staying);
   });
 
   it('is documented on every stream of the OpenAPI document, with the reasons', async () => {
@@ -173,7 +202,7 @@ describe('open streams end with their access', function () {
     for (const path of ['/agents/{id}/logs/stream', '/agents/{id}/metrics/stream', '/agents/{id}/deployments/{deploymentId}/events']) {
       assert.match(document.paths[path].get.responses['200'].content['text/event-stream'].schema.description, /`event: access-ended`, `data: StreamAccessEnded`/, path);
     }
-    assert.deepEqual(document.components.schemas.StreamAccessEnded.properties.reason.enum, ['signed_out', 'key_revoked', 'user_removed', 'account_deleted', 'agent_deleted', 'token_invalid']);
+    assert.deepEqual(document.components.schemas.StreamAccessEnded.properties.reason.enum, ['signed_out', 'key_revoked', 'user_removed', 'role_changed', 'account_deleted', 'agent_deleted', 'sso_required', 'token_invalid']);
   });
 
   it('forgets a stream its client left', async () => {
@@ -190,7 +219,7 @@ describe('open streams end with their access', function () {
     try {
       const { token } = await control.signUp();
       const agent = await createAgent(control, token);
-      const reader = await streaming(logsOf(agent.id), token, elsewhere);
+      const reader = await streaming(logsOf(agent.id), token, { on: elsewhere });
       // The other copy listens from its first open stream on.
       const channel = `${control.config.redisKeyPrefix}control:stream-access`;
       await waitFor('the other copy to listen', async () => {

@@ -5,11 +5,12 @@ import * as ex from './examples.js';
 
 /**
  * Why a stream was ended because its caller lost access: its session signed out, its
- * personal API key revoked, its user removed from the account, the account or the agent
- * deleted, or (found by the periodic re-check) its token no longer authenticating, e.g. an
- * expired session.
+ * personal API key revoked, its user removed from the account or given another role there,
+ * the account or the agent deleted, the account requiring single sign-on of a credential
+ * that did not come from it, or (found by the periodic re-check) its token no longer
+ * authenticating, e.g. an expired session.
  */
-export const ACCESS_END_REASONS = ['signed_out', 'key_revoked', 'user_removed', 'account_deleted', 'agent_deleted', 'token_invalid'] as const;
+export const ACCESS_END_REASONS = ['signed_out', 'key_revoked', 'user_removed', 'role_changed', 'account_deleted', 'agent_deleted', 'sso_required', 'token_invalid'] as const;
 export type AccessEndReason = (typeof ACCESS_END_REASONS)[number];
 
 /** The data of the last event of a stream whose caller lost access, `event: access-ended`. */
@@ -18,8 +19,10 @@ export type StreamAccessEnded = Static<typeof StreamAccessEnded>;
 
 /** What every stream says of losing access, in its description. */
 export const ACCESS_ENDED_TEXT =
-  'When the token stops granting access (signed out, revoked, expired, its user removed, the account or agent deleted) the server ' +
-  'sends `event: access-ended`, `data: StreamAccessEnded` within 5 seconds and closes the stream; reconnecting with that token gets 401 (404 for a deleted agent).';
+  'When the token stops granting access (signed out, revoked, expired, its user removed or given another role, the account or agent deleted, ' +
+  'SSO required of a password credential) the server sends `event: access-ended`, `data: StreamAccessEnded` within 5 seconds and closes the stream. ' +
+  'Reconnecting with that token gets 401; 403 in an account its user was removed from while a member of another, or once SSO is required (SSO_REQUIRED); ' +
+  '404 for a deleted agent; after a role change it opens again, under the new role.';
 
 /**
  * One server-sent event: its `event` name, its `id` when it has one, its `data` (JSON). OpenAPI 3.1 has no schema for a

@@ -13,7 +13,7 @@ import { userView } from './auth-service.js';
 import type { EdgeSync } from './edge-sync.js';
 import type { WebhookEvents } from './webhook-events.js';
 import type { Principal } from './principal.js';
-import type { AccessEnds } from './open-streams.js';
+import { memberKey, type AccessEnds } from './open-streams.js';
 
 /** What an AccountService works with. */
 export interface AccountServiceParts {
@@ -71,8 +71,8 @@ export class AccountService {
       });
       return { ...user, role };
     });
-    // Open streams re-check their principal's role: one opened under the old role ends.
-    this.parts.streams?.announce({ scope: 'user', id: userId, reason: 'user_removed' });
+    // A stream opened under the old role ends; the user's streams in other accounts go on.
+    this.parts.streams?.announce({ scope: 'member', id: memberKey(principal.accountId, userId), reason: 'role_changed' });
     return userView(changed);
   }
 
@@ -86,7 +86,8 @@ export class AccountService {
       await this.parts.events.recordMember(repos, 'member.removed', principal.accountId, userView(removed.member));
       return removed;
     });
-    this.parts.streams?.announce({ scope: 'user', id: userId, reason: 'user_removed' });
+    // Their streams in this account end; where they are a member elsewhere, those go on.
+    this.parts.streams?.announce({ scope: 'member', id: memberKey(principal.accountId, userId), reason: 'user_removed' });
     this.parts.logger.info({ account_id: principal.accountId, user_id: userId, by: principal.userId, user_deleted: outcome.userDeleted }, 'member removed');
   }
 

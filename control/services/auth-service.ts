@@ -8,11 +8,12 @@ import { ID_PREFIX, newId, newSecret, SECRET_PREFIX, sha256Hex } from '../crypto
 import { inTransaction, repositoriesOn, type Repositories } from '../repositories/index.js';
 import type { UserRow } from '../repositories/users.js';
 import type { CurrentUser, LoginBody, RegisterBody, User } from '../schemas/auth.js';
+import type { AccessEndReason } from '../schemas/observability-streams.js';
 import type { Principal } from './principal.js';
 import { credentialKey, type AccessEnds } from './open-streams.js';
 import type { FixedWindowLimiter } from './rate-limiter.js';
 import { recordAudit } from './audit-log.js';
-import { assertSsoSatisfied, passwordSignInBreaksGlass } from './sso-requirement.js';
+import { assertSsoSatisfied, passwordSignInBreaksGlass, ssoSatisfied } from './sso-requirement.js';
 import type { SignInMethod } from '../domain/sso.js';
 
 export interface SessionGrant {
@@ -132,13 +133,21 @@ export class AuthService {
     return membership && { ...principal, accountId, role: membership.role };
   }
 
-  /** Whether the credential `principal` was established from would still authenticate the same user of the same account now (an open stream's re-check). */
-  async stillAuthenticates(principal: Principal): Promise<boolean> {
+  /**
+   * Why the credential `principal` was established from no longer grants what authenticate
+   * granted it, or undefined while it does (an open stream's re-check): the credential gone
+   * (an expired session), its user no longer a member of the account or in another role
+   * there, or the account now requiring single sign-on of it.
+   */
+  async accessLost(principal: Principal): Promise<AccessEndReason | undefined> {
     const { sessionHash, apiKeyId } = principal;
     const found = sessionHash ? await this.sessionPrincipal(sessionHash) : apiKeyId ? await this.apiKeyPrincipal({ id: apiKeyId }) : undefined;
-    // Still a member of the account the stream was opened in, and not moved to another role there.
-    const current = found && (await this.inAccount(found, principal.accountId));
-    return current?.userId === principal.userId && current.accountId === principal.accountId && current.role === principal.role;
+    if (found?.userId !== principal.userId) return 'token_invalid';
+    const current = await this.inAccount(found, principal.accountId);
+    if (!current) return 'user_removed';
+    if (current.role !== principal.role) return 'role_changed';
+    if (!(await ssoSatisfied(repositoriesOn(this.db), current))) return 'sso_required';
+    return undefined;
   }
 
   private async apiKeyPrincipal(key: { hash: string } | { id: string }): Promise<Principal | undefined> {

@@ -6,9 +6,9 @@ import type { Principal } from './principal.js';
 /** How often the open streams' credentials and agents are checked again: the bound when no announcement arrives (an expiry, a lost message). */
 export const RECHECK_MS = 2_000;
 
-/** What ended: one credential (a session, a personal API key), every credential of a user or an account, or an agent. */
+/** What ended: one credential (a session, a personal API key), a user's access to one account (memberKey), an account, or an agent. */
 export interface AccessLoss {
-  scope: 'credential' | 'user' | 'account' | 'agent';
+  scope: 'credential' | 'member' | 'account' | 'agent';
   id: string;
   reason: AccessEndReason;
 }
@@ -20,7 +20,8 @@ export interface AccessEnds {
 
 /** How a stream's access is checked again: through the code that authenticates requests and finds agents. */
 export interface AccessCheck {
-  authenticates(principal: Principal): Promise<boolean>;
+  /** Why `principal`'s credential no longer grants what it granted when the stream opened; undefined while it does. */
+  accessLost(principal: Principal): Promise<AccessEndReason | undefined>;
   agentExists(principal: Principal, agentId: string): Promise<boolean>;
 }
 
@@ -43,6 +44,9 @@ export const credentialKey = {
   apiKey: (id: string) => `api_key:${id}`,
 };
 
+/** The key a `member` announcement names a user's access to one account by. */
+export const memberKey = (accountId: string, userId: string) => `${accountId}/${userId}`;
+
 const credentialOf = ({ via, sessionHash, apiKeyId }: Principal): string =>
   via === 'session' ? credentialKey.session(sessionHash ?? '') : credentialKey.apiKey(apiKeyId ?? '');
 
@@ -56,8 +60,8 @@ const credentialOf = ({ via, sessionHash, apiKeyId }: Principal): string =>
  * API, which ends theirs. The channel is listened to only while this copy has a stream open.
  * Every RECHECK_MS each open stream's credential is authenticated again and its agent
  * looked up again, which ends streams nothing was announced for (an expired session, a
- * user removed by `npm run admin`, a message lost while Redis was away). A re-check that
- * fails (Postgres away) ends nothing: the next one decides.
+ * user removed by `npm run admin`, an account that now requires SSO, a message lost while
+ * Redis was away). A re-check that fails (Postgres away) ends nothing: the next one decides.
  */
 export class OpenStreams implements AccessEnds {
   private readonly streams = new Set<OpenStream>();
@@ -140,16 +144,18 @@ export class OpenStreams implements AccessEnds {
   private async recheck(): Promise<void> {
     if (this.checking) return;
     this.checking = true;
-    const credentials = new Map<string, Promise<boolean>>();
+    // One look per credential in each account (X-Account-Id), and per agent of an account.
+    const losses = new Map<string, Promise<AccessEndReason | undefined>>();
     const agents = new Map<string, Promise<boolean>>();
     try {
       await Promise.all([...this.streams].map(async (stream) => {
         const { principal, credential, agentId } = stream;
-        if (!credentials.has(credential)) credentials.set(credential, this.access.authenticates(principal));
+        const lossKey = `${principal.accountId}/${credential}`;
+        if (!losses.has(lossKey)) losses.set(lossKey, this.access.accessLost(principal));
         const agentKey = `${principal.accountId}/${agentId}`;
         if (!agents.has(agentKey)) agents.set(agentKey, this.access.agentExists(principal, agentId));
-        const [authenticated, exists] = await Promise.all([credentials.get(credential), agents.get(agentKey)]);
-        if (!authenticated) this.close(stream, 'token_invalid');
+        const [lost, exists] = await Promise.all([losses.get(lossKey), agents.get(agentKey)]);
+        if (lost) this.close(stream, lost);
         else if (!exists) this.close(stream, 'agent_deleted');
       }));
     } catch (error) {
@@ -163,13 +169,13 @@ export class OpenStreams implements AccessEnds {
 function matches({ principal, credential, agentId }: OpenStream, { scope, id }: AccessLoss): boolean {
   switch (scope) {
     case 'credential': return credential === id;
-    case 'user': return principal.userId === id;
+    case 'member': return memberKey(principal.accountId, principal.userId) === id;
     case 'account': return principal.accountId === id;
     case 'agent': return agentId === id;
   }
 }
 
-const SCOPES: readonly unknown[] = ['credential', 'user', 'account', 'agent'] satisfies AccessLoss['scope'][];
+const SCOPES: readonly unknown[] = ['credential', 'member', 'account', 'agent'] satisfies AccessLoss['scope'][];
 
 /** An announcement from the channel; anything else on it is ignored. */
 function parseLoss(message: string): AccessLoss | undefined {

@@ -12,8 +12,13 @@ import type { Principal } from './principal.js';
  * the request chose. One read of a primary key for accounts without the requirement.
  */
 export async function assertSsoSatisfied(repos: Pick<Repositories, 'sso'>, principal: Principal): Promise<void> {
-  if (principal.role === 'owner' || !(await repos.sso.requiresSso(principal.accountId))) return;
-  if ((await repos.sso.methodOf(principal)) !== 'sso') throw new PlatformError('SSO_REQUIRED');
+  if (!(await ssoSatisfied(repos, principal))) throw new PlatformError('SSO_REQUIRED');
+}
+
+/** Whether `principal` may act in its account as assertSsoSatisfied decides: also asked of an open stream's credential again. */
+export async function ssoSatisfied(repos: Pick<Repositories, 'sso'>, principal: Principal): Promise<boolean> {
+  if (principal.role === 'owner' || !(await repos.sso.requiresSso(principal.accountId))) return true;
+  return (await repos.sso.methodOf(principal)) === 'sso';
 }
 
 /**
