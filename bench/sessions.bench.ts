@@ -25,7 +25,7 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  * (LOAD_NICE). So neither what the control plane costs in CPU nor what the load generator
  * does shows up as the runtime's wait, as it would not on a cluster, where they are other machines.
  *
- * Three loads:
+ * Four loads:
  * - `model_paced`: 50 concurrent conversations against a provider that answers in
  *   MODEL_MS, as a fast model does. This is the load the issue's goal is judged on: 50
  *   invokes in flight, each mostly waiting on its model.
@@ -80,6 +80,15 @@ const CONTROL_CPU = 1;
  */
 const LOAD_NICE = Number(process.env.BENCH_LOAD_NICE ?? 10);
 
+/** One load of compare: `callers` conversations of `turns` turns, the model answering in modelMs ± modelSpreadMs (0: at once); withFloor runs the floor's runtime too. */
+interface Load {
+  modelMs: number;
+  modelSpreadMs?: number;
+  turns: number;
+  callers: number;
+  withFloor?: boolean;
+}
+
 async function main(): Promise<void> {
   compileRuntime();
   const pinned = cpus().length >= 2 && hasTaskset() && process.env.BENCH_UNPINNED === undefined;
@@ -120,7 +129,7 @@ async function main(): Promise<void> {
      * each, ROUNDS times: a drift of the machine over the run then falls on all of them alike,
      * where one runtime's whole run after the other's would carry it into the difference.
      */
-    const compare = async (name: string, modelMs: number, turns: number, callers: number, withFloor = false, modelSpreadMs = 0) => {
+    const compare = async (name: string, { modelMs, modelSpreadMs = 0, turns, callers, withFloor = false }: Load) => {
       // Each answer's delay drawn evenly from modelMs ± modelSpreadMs.
       const delayMs = modelSpreadMs > 0 ? () => modelMs - modelSpreadMs + Math.random() * 2 * modelSpreadMs : modelMs;
       provider.defaultReply = modelMs > 0 ? { text: 'noted', delayMs } : { text: 'noted' };
@@ -187,10 +196,10 @@ async function main(): Promise<void> {
       };
     };
 
-    const modelPaced = await compare('model_paced', MODEL_MS, TURNS_PER_CALLER, CONCURRENCY, true);
-    const modelVaried = await compare('model_varied', MODEL_MS, TURNS_PER_CALLER, CONCURRENCY, true, MODEL_SPREAD_MS);
-    const saturated = await compare('saturated', 0, TURNS_PER_CALLER, CONCURRENCY);
-    const oneCaller = await compare('one_caller', 0, TURNS_PER_CALLER * 5, 1);
+    const modelPaced = await compare('model_paced', { modelMs: MODEL_MS, turns: TURNS_PER_CALLER, callers: CONCURRENCY, withFloor: true });
+    const modelVaried = await compare('model_varied', { modelMs: MODEL_MS, modelSpreadMs: MODEL_SPREAD_MS, turns: TURNS_PER_CALLER, callers: CONCURRENCY, withFloor: true });
+    const saturated = await compare('saturated', { modelMs: 0, turns: TURNS_PER_CALLER, callers: CONCURRENCY });
+    const oneCaller = await compare('one_caller', { modelMs: 0, turns: TURNS_PER_CALLER * 5, callers: 1 });
     const { added_session_time: judged } = modelPaced;
     const result = {
       benchmark: 'sessions',
