@@ -40,8 +40,18 @@ const agent: Agent = read.data ?? fail('getAgent', read.error);
 void agent.hostname;
 
 const missing = await client.GET('/agents/{id}', { headers, params: { path: { id: 'agt_none' } } });
+// The account a request acts in is a header parameter of every authenticated operation.
+const account = (id: string) => ({ headers, params: { header: { 'X-Account-Id': id } } });
+// @ts-expect-error an account is named by its id, a string
+void client.GET('/agents', { headers, params: { header: { 'X-Account-Id': 7 } } });
+const listedInAccount = await client.GET('/agents', account(session.user.account_id));
+const listedElsewhere = await client.GET('/agents', account('acc_someone_else'));
 const api = await client.GET('/version');
-console.log(JSON.stringify({ id, version, url: agent.url, replicas: agent.deploy.replicas, missing: missing.error?.code, api: api.data }));
+console.log(JSON.stringify({
+  id, version, url: agent.url, replicas: agent.deploy.replicas, missing: missing.error?.code, api: api.data,
+  inAccount: (listedInAccount.data ?? fail('listAgents', listedInAccount.error)).agents.map((listed) => listed.id),
+  elsewhere: listedElsewhere.error?.code,
+}));
 `;
 
 describe('OpenAPI document: a generated client (openapi-typescript + openapi-fetch)', function () {
@@ -70,7 +80,7 @@ describe('OpenAPI document: a generated client (openapi-typescript + openapi-fet
     }
   };
 
-  it('generates, type-checks, and registers, creates, deploys and reads the agent URL', async () => {
+  it('generates, type-checks, and registers, creates, deploys and reads the agent URL, in the account X-Account-Id names', async () => {
     writeFileSync(join(workDir, 'openapi.json'), JSON.stringify(await (await fetch(`${control.baseUrl}/openapi.json`)).json()));
     await run(bin('openapi-typescript'), ['openapi.json', '--output', 'schema.d.ts']);
     writeFileSync(join(workDir, 'program.ts'), PROGRAM);
@@ -88,5 +98,7 @@ describe('OpenAPI document: a generated client (openapi-typescript + openapi-fet
     assert.match(output.url, /^https?:\/\/\S+/);
     assert.equal(output.missing, 'NOT_FOUND');
     assert.equal(output.api.api_version, '1');
+    assert.deepEqual(output.inAccount, [output.id], 'X-Account-Id naming the own account lists its agent');
+    assert.equal(output.elsewhere, 'AUTHORISATION_DENIED');
   });
 });

@@ -49,8 +49,17 @@ export const HEADERS: Record<string, JsonObject> = {
   Location: { description: 'Where a redirect sends the browser (single sign-on: the identity provider, the console or a CLI)', schema: { type: 'string', format: 'uri' } },
 };
 
-/** Request headers as header parameters, referenced by name. */
-export const PARAMETERS: Record<RequestHeader, JsonObject> = {
+/** Request headers as header parameters, referenced by name: those routes declare they read, and X-Account-Id, which every authenticated route honours (app.ts). */
+export const PARAMETERS: Record<RequestHeader | 'X-Account-Id', JsonObject> = {
+  'X-Account-Id': {
+    name: 'X-Account-Id',
+    in: 'header',
+    required: false,
+    description:
+      "The account the request acts in (`acc_…`), one the user belongs to (GET /auth/me lists them); without it, the user's default account. " +
+      'An account the user does not belong to, existing or not, is 403 AUTHORISATION_DENIED',
+    schema: { type: 'string' },
+  },
   'If-Match': {
     name: 'If-Match',
     in: 'header',

@@ -43,6 +43,7 @@ export function buildOpenApi(routes: RouteSpec[], referenced: TSchema[], setting
         ...[...route.path.matchAll(/:(\w+)/g)].map((m) => ({ name: m[1], in: 'path', required: true, schema: { type: 'string' } })),
         ...queryParameters(route.query),
         ...(route.reads ?? []).map((header) => ({ $ref: `#/components/parameters/${header}` })),
+        ...(route.auth === 'none' ? [] : [{ $ref: '#/components/parameters/X-Account-Id' }]),
       ],
       responses: operationResponses(route, collect),
     };
@@ -76,6 +77,7 @@ const DESCRIPTION = [
   'Create, deploy, scale and observe AI agents that run as containers behind the platform\'s edge, each at its own URL.',
   '',
   'Authenticate with `Authorization: Bearer <token>`: a session token from `login` or `register`, or a personal API key (`agnt_…`).',
+  "A request acts in the user's default account, or in another they belong to named by `X-Account-Id`.",
   'Errors are `{error: {code, message, details}}` with a code from a fixed catalogue; every response carries `X-Request-Id`.',
   'Changes to an agent may name the version they apply to in `If-Match` (its `ETag`).',
 ].join('\n');
