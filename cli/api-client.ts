@@ -8,6 +8,12 @@ export interface RequestOptions {
   body?: unknown;
   query?: Record<string, string | number | boolean | undefined>;
   headers?: Record<string, string>;
+  /**
+   * About the user, not the account in use: sent without X-Account-Id. The API refuses any
+   * request naming an account the user has left (403), so the commands that list, choose
+   * and join accounts must still work for a user removed from the one in use.
+   */
+  asUser?: boolean;
 }
 
 /** The control API over HTTP: JSON in and out, its errors as ApiRefused, no answer as Unreachable. */
@@ -18,15 +24,28 @@ export class ApiClient {
   async request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
     const response = await this.send(method, path, options, AbortSignal.timeout(REQUEST_DEADLINE_MS));
     const text = await response.text();
-    if (!response.ok) throw refusal(response.status, text);
+    if (!response.ok) throw this.refusalOf(response.status, text, options);
     return (text ? JSON.parse(text) : undefined) as T;
   }
 
   /** Follows a server-sent event stream of the API until it ends or `signal` aborts. */
   async *events(path: string, options: RequestOptions = {}, signal?: AbortSignal): AsyncIterable<ServerEvent> {
     const response = await this.send('GET', path, { ...options, headers: { accept: 'text/event-stream', ...options.headers } }, signal);
-    if (!response.ok || !response.body) throw refusal(response.status, await response.text());
+    if (!response.ok || !response.body) throw this.refusalOf(response.status, await response.text(), options);
     yield* readEvents(response.body);
+  }
+
+  /**
+   * The API's refusal. One of the account in use (its user removed from it: the API names
+   * X-Account-Id in its message) also says how to pick another, since every command of the
+   * context is refused alike until then.
+   */
+  private refusalOf(status: number, text: string, options: RequestOptions): ApiRefused {
+    const refused = refusal(status, text);
+    if (status === 403 && this.accountId && !options.asUser && refused.message.includes('X-Account-Id')) {
+      refused.message += ` (the account in use is ${this.accountId}: agentctl accounts list shows yours, agentctl accounts use <account> picks one)`;
+    }
+    return refused;
   }
 
   private async send(method: string, path: string, options: RequestOptions, signal: AbortSignal | undefined): Promise<Response> {
@@ -41,7 +60,7 @@ export class ApiClient {
     for (const [name, value] of Object.entries(options.query ?? {})) if (value !== undefined) url.searchParams.set(name, String(value));
     const headers: Record<string, string> = { accept: 'application/json', ...options.headers };
     if (this.token) headers.authorization = `Bearer ${this.token}`;
-    if (this.accountId) headers['x-account-id'] = this.accountId;
+    if (this.accountId && !options.asUser) headers['x-account-id'] = this.accountId;
     let body: string | undefined;
     if (options.body !== undefined) {
       body = JSON.stringify(options.body);

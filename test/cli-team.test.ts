@@ -43,9 +43,13 @@ describe('agentctl team and accounts', function () {
     const pending = await alice.run(['team', 'list']);
     assert.match(pending.stdout, new RegExp(`inv_\\S+\\s+${bobEmail}\\s+admin\\s+invited until`));
 
-    // Bob accepts the link signed in (what the console does with it), with his agentctl session.
-    const accepted = await control.request('POST', `/auth/invites/${link.split('#')[1]}/accept`, { token: stored(bob).token });
-    expectStatus(accepted, 200);
+    // Bob accepts the link signed in, with his agentctl session; the link is taken once.
+    const accepted = await bob.run(['accounts', 'join', link]);
+    assert.equal(accepted.code, 0, accepted.stderr);
+    assert.match(accepted.stderr, new RegExp(`^Joined ${aliceAccount} as admin: agentctl accounts use selects it$`, 'm'));
+    const twice = await bob.run(['accounts', 'join', link]);
+    assert.equal(twice.code, 1);
+    assert.match(twice.stderr, /INVITE_NOT_FOUND/);
 
     const listed = await bob.json(['accounts', 'list']);
     assert.equal(listed.accounts.length, 2);
@@ -79,11 +83,46 @@ describe('agentctl team and accounts', function () {
 
     const removed = await alice.run(['team', 'rm', bobEmail]);
     assert.equal(removed.code, 0, removed.stderr);
+    // Every command of his context is refused in the account he left, and says how to pick another.
     const outside = await bob.run(['agents', 'list']);
     assert.equal(outside.code, 1);
-    assert.match(outside.stderr, /AUTHORISATION_DENIED/);
+    assert.match(outside.stderr, new RegExp(`AUTHORISATION_DENIED: .*the account in use is ${aliceAccount}: agentctl accounts list shows yours`));
+    const left = await bob.run(['accounts', 'list', '--json']);
+    assert.equal(left.code, 0, left.stderr);
+    assert.match(left.stderr, new RegExp(`The account in use, ${aliceAccount}, is no longer one of yours`));
+    assert.deepEqual(JSON.parse(left.stdout).accounts.map((row: { current: boolean }) => row.current), [false]);
     const unknown = await alice.run(['team', 'rm', bobEmail]);
     assert.equal(unknown.code, 1);
     assert.match(unknown.stderr, /no user/);
+  });
+
+  it('`accounts join` signed out registers as the invited email and signs in; --use acts in the joined account; a bad link is a usage error', async () => {
+    const aliceAccount = (await alice.json(['auth', 'whoami'])).account_id;
+    const daveEmail = `cli-team-dave-${stamp}@example.com`;
+    const dave = new CliUser({ AGENTCTL_API_URL: control.baseUrl });
+    try {
+      const linkForDave = (await alice.run(['team', 'invite', daveEmail, '--role', 'viewer'])).stdout.trim();
+      const unnamed = await dave.run(['accounts', 'join', linkForDave]);
+      assert.equal(unnamed.code, 2);
+      assert.match(unnamed.stderr, /not signed in: give --name/);
+      const registered = await dave.run(['accounts', 'join', linkForDave, '--name', 'Dave', '--password', 'correct horse battery']);
+      assert.equal(registered.code, 0, registered.stderr);
+      assert.match(registered.stdout, new RegExp(`^Signed in as ${daveEmail} until `));
+      const me = await dave.json(['auth', 'whoami']);
+      assert.deepEqual([me.email, me.account_id, me.role], [daveEmail, aliceAccount, 'viewer']);
+
+      // Bob, signed in and outside since his removal, joins again and acts there at once.
+      const linkForBob = (await alice.run(['team', 'invite', bobEmail, '--role', 'member'])).stdout.trim();
+      const joined = await bob.json(['accounts', 'join', linkForBob.split('#')[1]!, '--use']);
+      assert.deepEqual(joined, { account_id: aliceAccount, role: 'member', default: false });
+      assert.equal(stored(bob).account_id, aliceAccount);
+      assert.equal((await bob.run(['agents', 'list'])).code, 0);
+
+      const bad = await bob.run(['accounts', 'join', 'https://console.example.com/invites']);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /not an invite link/);
+    } finally {
+      rmSync(dave.configHome, { recursive: true, force: true });
+    }
   });
 });

@@ -11,14 +11,14 @@ import { details, printJson } from '../terminal.js';
 type Grant = Static<typeof SessionGrant>;
 
 /** Keeps the session for the next runs in the context in use, bound to the API that issued it. */
-function signIn(context: Context, grant: Grant): void {
+export function signIn(context: Context, grant: Grant): void {
   const { configPath, stored, contextName, apiUrl } = context.settings;
   writeConfigFile(configPath, withSession(stored, contextName, { api_url: apiUrl, token: grant.token, expires_at: grant.expires_at, email: grant.user.email }));
   if (context.json) printJson(context.terminal, grant);
   else context.terminal.out(`Signed in as ${grant.user.email} until ${grant.expires_at} (token saved in ${configPath}, context ${contextName})`);
 }
 
-const password = (given: string | undefined) => given ?? promptHidden('Password: ', '--password');
+export const password = (given: string | undefined) => given ?? promptHidden('Password: ', '--password');
 
 export const register = command({
   command: 'register',
