@@ -42,6 +42,10 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  * in a Map behind bare node:http (sessions-floor-services.ts), on the control API's CPU:
  * `added_by_the_http_calls_alone` is what the runtime's two calls per invoke cost here
  * whatever stores the sessions, the floor under `added_by_durable_sessions`.
+ * `model_paced` also runs through a fourth runtime: the durable one with traces on, as replicas
+ * run by default (issue 38). `added_by_traces` is its end-to-end difference from the untraced
+ * one, and `runtime_cpu_ms_per_invoke_traced` and `control_plane_cpu_ms_per_invoke_traced`
+ * what recording and storing an invoke's spans cost beside the untraced figures.
  * `control_plane_cpu_ms_per_invoke` is the CPU the control API, its Postgres and its Redis
  * spent per invoke of the durable runtime (from /proc, process-cpu.ts), and
  * `floor_cpu_ms_per_invoke` the floor's: unlike the latencies, which move by ±10 ms from
@@ -52,7 +56,8 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  * the fake provider), which shares the runtimes' CPU and so also stands between a session
  * call's answer and the runtime. The runtimes run compiled (dist/main.js), as in the image, not through tsx.
  * Goal (issue 37): added p50 ≤ 2 ms, p99 ≤ 10 ms. Both runtimes run with RUNTIME_TRACES=off:
- * what tracing costs is its own, and without agent services there is none to compare with.
+ * what tracing costs is reported apart (`added_by_traces`), and without agent services there
+ * is no tracing to compare with.
  *
  * BENCH_UNPINNED=1 lets every process run on any CPU; BENCH_CONTROL_NODE_ARGS passes
  * arguments to the control API's node (e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`), and
@@ -66,6 +71,8 @@ const ROUNDS = 4;
 const MODEL_MS = 200;
 /** model_varied's answers take MODEL_MS ± this, evenly spread. */
 const MODEL_SPREAD_MS = 100;
+/** How long a traced round waits after its last invoke, for the spans still to be sent (the runtime sends every second) and stored. */
+const TRACE_SETTLE_MS = 1_500;
 
 const RUNTIME_CPU = 0;
 const RUNTIME_DIR = fileURLToPath(new URL('../runtime-image', import.meta.url));
@@ -87,6 +94,8 @@ interface Load {
   turns: number;
   callers: number;
   withFloor?: boolean;
+  /** Also through the durable runtime with traces on: what tracing adds. */
+  withTraces?: boolean;
 }
 
 async function main(): Promise<void> {
@@ -110,6 +119,9 @@ async function main(): Promise<void> {
     stops.push(floorServices.close);
     const floorRuntime = await startRuntimeProcess({ ...base, AGENT_SERVICES_URL: floorServices.info.agentServicesUrl, AGENT_SERVICES_TOKEN_FILE: floorServices.info.tokenFile }, pinned, runtimes);
     const floorPid = runtimes[2]!.pid;
+    // The durable runtime again with traces on, as a replica runs by default: its spans go to the same control API.
+    const traced = await startRuntimeProcess({ ...base, RUNTIME_TRACES: 'on', AGENT_SERVICES_URL: control.info.agentServicesUrl, AGENT_SERVICES_TOKEN_FILE: control.info.tokenFile }, pinned, runtimes);
+    const tracedPid = runtimes[3]!.pid;
     // Started first, the runtimes, the control API and the floor keep the default priority.
     if (pinned) lowerOwnPriority(LOAD_NICE);
 
@@ -129,7 +141,7 @@ async function main(): Promise<void> {
      * each, ROUNDS times: a drift of the machine over the run then falls on all of them alike,
      * where one runtime's whole run after the other's would carry it into the difference.
      */
-    const compare = async (name: string, { modelMs, modelSpreadMs = 0, turns, callers, withFloor = false }: Load) => {
+    const compare = async (name: string, { modelMs, modelSpreadMs = 0, turns, callers, withFloor = false, withTraces = false }: Load) => {
       // Each answer's delay drawn evenly from modelMs ± modelSpreadMs.
       const delayMs = modelSpreadMs > 0 ? () => modelMs - modelSpreadMs + Math.random() * 2 * modelSpreadMs : modelMs;
       provider.defaultReply = modelMs > 0 ? { text: 'noted', delayMs } : { text: 'noted' };
@@ -139,12 +151,13 @@ async function main(): Promise<void> {
         { key: 'memory', url: memory, pid: memoryPid! },
         { key: 'remote', url: remote, pid: remotePid! },
         ...(withFloor ? [{ key: 'floor', url: floorRuntime, pid: floorPid! }] : []),
+        ...(withTraces ? [{ key: 'traced', url: traced, pid: tracedPid! }] : []),
       ];
       const samples = new Map(runs.map((run) => [run.key, [] as number[]]));
       const sessionTimes = new Map(runs.map((run) => [run.key, [] as number[]]));
       // CPU the store's side spent while each runtime ran: the control API with Postgres and Redis, or the floor's process.
       const storeCpuSeconds = new Map(runs.map((run) => [run.key, 0]));
-      const storeCpu = (key: string) => (key === 'remote' ? control.cpuSeconds() : key === 'floor' ? floorServices.cpuSeconds() : 0);
+      const storeCpu = (key: string) => (key === 'remote' || key === 'traced' ? control.cpuSeconds() : key === 'floor' ? floorServices.cpuSeconds() : 0);
       // And the runtime's own: what its event loop spends per invoke is what a session call's answer waits behind.
       const runtimeCpuSeconds = new Map(runs.map((run) => [run.key, 0]));
       // And this process's, the callers' and the provider's, which share the runtimes' CPU: on a cluster they are elsewhere.
@@ -156,6 +169,8 @@ async function main(): Promise<void> {
           const runtimeCpuBefore = treeCpuSeconds(run.pid);
           const loadCpuBefore = process.cpuUsage();
           samples.get(run.key)!.push(...(await conversation(run.url, `${name}-${run.key}`, turns / ROUNDS, callers, sessionTimes.get(run.key))));
+          // The last spans are sent within a second of their invoke (the runtime's export interval), and stored on arrival: their CPU is the round's.
+          if (run.key === 'traced') await sleep(TRACE_SETTLE_MS);
           storeCpuSeconds.set(run.key, storeCpuSeconds.get(run.key)! + storeCpu(run.key) - cpuBefore);
           runtimeCpuSeconds.set(run.key, runtimeCpuSeconds.get(run.key)! + treeCpuSeconds(run.pid) - runtimeCpuBefore);
           const loadCpu = process.cpuUsage(loadCpuBefore);
@@ -193,10 +208,18 @@ async function main(): Promise<void> {
               floor_cpu_ms_per_invoke: cpuMsPerInvoke('floor'),
             }
           : {}),
+        ...(withTraces
+          ? {
+              invoke_traced: summarise(samples.get('traced')!),
+              added_by_traces: added(throughServices, summarise(samples.get('traced')!)),
+              runtime_cpu_ms_per_invoke_traced: runtimeCpuMsPerInvoke('traced'),
+              control_plane_cpu_ms_per_invoke_traced: cpuMsPerInvoke('traced'),
+            }
+          : {}),
       };
     };
 
-    const modelPaced = await compare('model_paced', { modelMs: MODEL_MS, turns: TURNS_PER_CALLER, callers: CONCURRENCY, withFloor: true });
+    const modelPaced = await compare('model_paced', { modelMs: MODEL_MS, turns: TURNS_PER_CALLER, callers: CONCURRENCY, withFloor: true, withTraces: true });
     const modelVaried = await compare('model_varied', { modelMs: MODEL_MS, modelSpreadMs: MODEL_SPREAD_MS, turns: TURNS_PER_CALLER, callers: CONCURRENCY, withFloor: true });
     const saturated = await compare('saturated', { modelMs: 0, turns: TURNS_PER_CALLER, callers: CONCURRENCY });
     const oneCaller = await compare('one_caller', { modelMs: 0, turns: TURNS_PER_CALLER * 5, callers: 1 });
