@@ -1,5 +1,5 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomInt } from 'node:crypto';
 import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
@@ -18,14 +18,40 @@ export interface RunningService {
 
 const isRoot = () => process.getuid?.() === 0;
 
+/** The lowest port freePort picks: above the well-known and most registered ones. */
+const FREE_PORT_FLOOR = 10_000;
+
+/**
+ * A TCP port free now on every address, for a server that another process, or a later
+ * step, binds. It is picked below the kernel's ephemeral range (`ip_local_port_range`,
+ * 32768 to 60999 by default), from which the kernel gives ports to outgoing connections and
+ * to listeners on port 0: a port from that range, free when picked, can be taken by any
+ * client socket before its server binds it, and a CI run lost one so (EADDRINUSE). Below it,
+ * only an explicit bind can take it. Where that range leaves too little below it, the
+ * kernel picks, as on port 0.
+ */
 export async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
+  const ephemeralStart = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+  if (Number.isInteger(ephemeralStart) && ephemeralStart - FREE_PORT_FLOOR >= 1_000) {
+    for (let attempt = 0; attempt < 100; attempt += 1) {
+      const port = FREE_PORT_FLOOR + randomInt(ephemeralStart - FREE_PORT_FLOOR);
+      if ((await listenOnce(port)) !== undefined) return port;
+    }
+  }
+  const picked = await listenOnce(0);
+  if (picked === undefined) throw new Error('no free TCP port: even the kernel found none');
+  return picked;
+}
+
+/** Listens on `port` of every address and closes again: the port it had, or undefined when it is taken. */
+function listenOnce(port: number): Promise<number | undefined> {
+  return new Promise((resolve) => {
     const server = createServer();
     server.unref();
-    server.on('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => resolve(port));
+    server.once('error', () => resolve(undefined));
+    server.listen(port, '0.0.0.0', () => {
+      const bound = (server.address() as { port: number }).port;
+      server.close(() => resolve(bound));
     });
   });
 }
