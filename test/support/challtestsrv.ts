@@ -1,6 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createSocket } from 'node:dgram';
-import { createServer } from 'node:net';
+import { freePort as freeTcpPort } from '../../scripts/lib/local-services.js';
 import { waitFor } from './wait.js';
 
 /**
@@ -59,15 +59,10 @@ function stopProcess(child: ChildProcess): Promise<void> {
   });
 }
 
-/** A port free for both TCP and UDP on 127.0.0.1 (DNS listens on both), as the OS hands one out. */
+/** A port free for both TCP and UDP on 127.0.0.1 (DNS listens on both), picked as freeTcpPort picks. */
 async function freePort(): Promise<number> {
   for (;;) {
-    const port = await new Promise<number>((resolve, reject) => {
-      const server = createServer().listen(0, '127.0.0.1', () => {
-        const { port } = server.address() as { port: number };
-        server.close(() => resolve(port));
-      }).on('error', reject);
-    });
+    const port = await freeTcpPort();
     const udpFree = await new Promise<boolean>((resolve) => {
       const socket = createSocket('udp4');
       socket.once('error', () => resolve(false));
