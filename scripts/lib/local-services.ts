@@ -31,8 +31,8 @@ const FREE_PORT_FLOOR = 10_000;
  * kernel picks, as on port 0.
  */
 export async function freePort(): Promise<number> {
-  const ephemeralStart = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
-  if (Number.isInteger(ephemeralStart) && ephemeralStart - FREE_PORT_FLOOR >= 1_000) {
+  const ephemeralStart = ephemeralRangeStart();
+  if (ephemeralStart !== undefined && ephemeralStart - FREE_PORT_FLOOR >= 1_000) {
     for (let attempt = 0; attempt < 100; attempt += 1) {
       const port = FREE_PORT_FLOOR + randomInt(ephemeralStart - FREE_PORT_FLOOR);
       if ((await listenOnce(port)) !== undefined) return port;
@@ -41,6 +41,16 @@ export async function freePort(): Promise<number> {
   const picked = await listenOnce(0);
   if (picked === undefined) throw new Error('no free TCP port: even the kernel found none');
   return picked;
+}
+
+/** Where the kernel's ephemeral ports start (Linux's net.ipv4.ip_local_port_range); undefined where it does not say. */
+function ephemeralRangeStart(): number | undefined {
+  try {
+    const start = Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]);
+    return Number.isInteger(start) ? start : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Listens on `port` of every address and closes again: the port it had, or undefined when it is taken. */
