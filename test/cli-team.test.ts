@@ -113,6 +113,9 @@ describe('agentctl team and accounts', function () {
 
       // Bob, signed in and outside since his removal, joins again and acts there at once.
       const linkForBob = (await alice.run(['team', 'invite', bobEmail, '--role', 'member'])).stdout.trim();
+      const named = await bob.run(['accounts', 'join', linkForBob, '--name', 'Bob again']);
+      assert.equal(named.code, 2, 'signed in, --name would register someone else: refused, the link kept');
+      assert.match(named.stderr, /--name and --password register a new user, so sign out first/);
       const joined = await bob.json(['accounts', 'join', linkForBob.split('#')[1]!, '--use']);
       assert.deepEqual(joined, { account_id: aliceAccount, role: 'member', default: false });
       assert.equal(stored(bob).account_id, aliceAccount);

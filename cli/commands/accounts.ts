@@ -62,6 +62,9 @@ export const accounts = group('accounts', 'The accounts you belong to, and which
         if (args.name === undefined) throw new CliError('not signed in: give --name to register through the invite, or sign in first (agentctl auth login) to join with your user', EXIT.usage);
         return signIn(context, await api.request<Static<typeof SessionGrant>>('POST', path, { body: { name: args.name, password: await password(args.password) } }));
       }
+      if (args.name !== undefined || args.password !== undefined) {
+        throw new CliError('signed in: --name and --password register a new user, so sign out first (agentctl auth logout); without them your user joins', EXIT.usage);
+      }
       const joined = await api.request<Membership>('POST', path, { body: {}, asUser: true });
       if (args.use) writeConfigFile(settings.configPath, withAccount(settings.stored, settings.contextName, joined.account_id));
       if (json) return printJson(terminal, joined);
