@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
-import { mkdirSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { Browser, Page } from 'playwright-core';
 import { accessibilityProblems } from './support/accessibility.js';
 import { buildConsole, launchChromium } from './support/browser.js';
@@ -11,7 +12,13 @@ import { startControl, type TestControl } from './support/control-harness.js';
  * running agents with podman: what a user does in a first session, start to end.
  */
 
-const SCREENSHOTS = fileURLToPath(new URL('../docs/console/', import.meta.url));
+/**
+ * Where the screenshots go: a throwaway folder, so that a test run leaves the checkout as it
+ * found it; `npm run docs:screenshots` sets CONSOLE_SCREENSHOTS_DIR to docs/console to
+ * refresh the README's pictures on purpose.
+ */
+const SCREENSHOTS_WANTED = process.env.CONSOLE_SCREENSHOTS_DIR;
+const SCREENSHOTS = `${SCREENSHOTS_WANTED ? resolve(SCREENSHOTS_WANTED) : mkdtempSync(join(tmpdir(), 'console-screenshots-'))}/`;
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 375, height: 740 };
 
@@ -42,6 +49,7 @@ describe('the web console', function () {
   after(async function () {
     await browser?.close();
     await control?.close();
+    if (!SCREENSHOTS_WANTED) rmSync(SCREENSHOTS, { recursive: true, force: true });
   });
 
   describe('serving', function () {
