@@ -36,13 +36,13 @@ export class ApiClient {
   }
 
   /**
-   * The API's refusal. One of the account in use (its user removed from it: the API names
-   * X-Account-Id in its message) also says how to pick another, since every command of the
-   * context is refused alike until then.
+   * The API's refusal. One of the account in use (its user removed from it: the API's
+   * `details.header` names X-Account-Id) also says how to pick another, since every command
+   * of the context is refused alike until then.
    */
   private refusalOf(status: number, text: string, options: RequestOptions): ApiRefused {
     const refused = refusal(status, text);
-    if (status === 403 && this.accountId && !options.asUser && refused.message.includes('X-Account-Id')) {
+    if (status === 403 && this.accountId && !options.asUser && refused.details['header'] === 'X-Account-Id') {
       refused.message += ` (the account in use is ${this.accountId}: agentctl accounts list shows yours, agentctl accounts use <account> picks one)`;
     }
     return refused;
@@ -77,8 +77,11 @@ export class ApiClient {
 /** The API's `{code, message}` when the body is one (docs/contract.md, "Errors"); else the status and the start of the text. */
 export function refusal(status: number, text: string): ApiRefused {
   try {
-    const body = JSON.parse(text) as { code?: unknown; message?: unknown };
-    if (typeof body.code === 'string' && typeof body.message === 'string') return new ApiRefused(status, body.code, body.message);
+    const body = JSON.parse(text) as { code?: unknown; message?: unknown; details?: unknown };
+    if (typeof body.code === 'string' && typeof body.message === 'string') {
+      const details = typeof body.details === 'object' && body.details !== null && !Array.isArray(body.details) ? (body.details as Record<string, unknown>) : {};
+      return new ApiRefused(status, body.code, body.message, details);
+    }
   } catch {
     // not the API's error body: described below
   }

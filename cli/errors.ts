@@ -18,7 +18,13 @@ export class UsageError extends CliError {
 
 /** The platform answered and said no: exit 1 with the API's code and message. */
 export class ApiRefused extends CliError {
-  constructor(readonly status: number, readonly code: string, message: string) {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+    /** The error body's `details`, empty when it had none. */
+    readonly details: Record<string, unknown> = {},
+  ) {
     super(`${code}: ${message}`, EXIT.refused);
   }
 }

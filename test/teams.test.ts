@@ -167,6 +167,10 @@ describe('teams: invites, memberships and roles', function () {
     expectError(notMine, 403, 'AUTHORISATION_DENIED');
     expectError(nobody, 403, 'AUTHORISATION_DENIED');
     assert.equal(notMine.body.message, nobody.body.message, 'an existing account is refused as a missing one');
+    // The refusal names the header that chose the account, unlike a role's refusal, so a client can tell the two apart.
+    assert.deepEqual([notMine.body.details, nobody.body.details], [{ header: 'X-Account-Id' }, { header: 'X-Account-Id' }]);
+    const byRole = await request('GET', '/account/users', { token: bob.token, account: alice.user.account_id });
+    assert.deepEqual(byRole.body.details, {});
 
     const again = await invite(carol.token, uniqueEmail('dave'), 'viewer');
     const dave = await accept(again.secret, { body: { name: 'Dave', password: 'correct horse battery' } });

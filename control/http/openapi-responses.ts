@@ -33,7 +33,7 @@ export function pipelineCodes(route: RouteSpec): ErrorCode[] {
 const NOTES: Partial<Record<ErrorCode, string>> = {
   METHOD_NOT_ALLOWED: 'answered to a method this path does not serve; Allow lists those it does',
   VALIDATION_ERROR: 'the request is not valid; details.errors lists {loc, msg, type}',
-  AUTHORISATION_DENIED: 'your role does not allow this operation, or X-Account-Id names an account you do not belong to',
+  AUTHORISATION_DENIED: 'your role does not allow this operation, or X-Account-Id names an account you do not belong to (then `details.header` is `X-Account-Id`)',
 };
 
 /** Headers set outside the error middleware on an error status: @koa/router's allowedMethods sets Allow on 405. */

@@ -121,7 +121,8 @@ export class AuthService {
       : token.startsWith(SECRET_PREFIX.session) ? await this.sessionPrincipal(hash) : undefined;
     if (!principal) throw new PlatformError('AUTHENTICATION_FAILED');
     const selected = await this.inAccount(principal, accountId);
-    if (!selected) throw new PlatformError('AUTHORISATION_DENIED', 'You are not a member of the account X-Account-Id names');
+    // details.header tells clients which of their choices was refused, so they need not read the message (agentctl's hint).
+    if (!selected) throw new PlatformError('AUTHORISATION_DENIED', 'You are not a member of the account X-Account-Id names', { header: 'X-Account-Id' });
     await assertSsoSatisfied(repositoriesOn(this.db), selected);
     return selected;
   }
