@@ -17,7 +17,10 @@ export const TOKEN_FILE_RECHECK_MS = 1_000;
 /**
  * The bearer token in the file the platform keeps fresh (AGENT_SERVICES_TOKEN_FILE): it
  * rewrites the file well before the token expires (on Nomad at about half its remaining
- * life, a TTL being 60 s at least: docs/nomad.md), by rename or in place. The file is read
+ * life, a TTL being 60 s at least: docs/nomad.md), by rename or in place: Nomad rewrites a
+ * workload identity's file in place (hashicorp/nomad, client/allocrunner/taskrunner/
+ * identity_hook.go `setAltToken` → helper/users/lookup.go `WriteFileFor` → os.WriteFile, which
+ * truncates, then writes), so a read can find it empty or, in principle, cut short. The file is read
  * again when a stat shows another file or another write (inode, size, modification or
  * change time), and the stat is taken at most once a `recheckMs`, shared by the calls made
  * meanwhile: a stat goes through libuv's thread pool, and its answer waits in the event

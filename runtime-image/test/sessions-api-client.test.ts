@@ -304,6 +304,26 @@ describe('bearer token file', () => {
     assert.equal(await file.current(), 'second-token');
   });
 
+  it('reads the whole token at the next look, or at once on reload, after catching one cut short by a write in place (as Nomad writes)', async () => {
+    const path = join(dir, 'token');
+    writeFileSync(path, 'first\n');
+    let now = 0;
+    const file = new BearerTokenFile(path, 1_000, () => now);
+    assert.equal(await file.current(), 'first');
+    // os.WriteFile truncates, then writes: a read between the two halves of a large write sees a prefix.
+    writeFileSync(path, 'second-to');
+    now = 1_000;
+    assert.equal(await file.current(), 'second-to');
+    writeFileSync(path, 'second-token\n');
+    assert.equal(await file.reload(), 'second-token', 'the 401 the prefix earns reads the file again');
+    writeFileSync(path, 'third-to');
+    now = 2_000;
+    assert.equal(await file.current(), 'third-to');
+    writeFileSync(path, 'third-token\n');
+    now = 3_000;
+    assert.equal(await file.current(), 'third-token', 'the next look sees another size and reads it again');
+  });
+
   it('keeps the token it holds while the file is briefly gone or empty, and fails without one', async () => {
     const path = join(dir, 'token');
     writeFileSync(path, 'held\n');
