@@ -177,16 +177,24 @@ describe('the edge: agent URLs through the local edge, authz and real agents', f
     // Waiting for the agent to answer used some of this minute's 300 (free plan).
     const slug = host.split('.')[0]!;
     const usedBefore = Number(await control.redis.get(edgeKeyNames.agentCounter(slug, window)));
-    const statuses: number[] = [];
+    const results: EdgeResponse[] = [];
     for (let address = 30; address < 34; address++) {
-      const results = await Promise.all(Array.from({ length: 80 }, () => call(host, '/health', {}, `127.0.0.${address}`)));
-      statuses.push(...results.map((r) => r.status));
+      results.push(...(await Promise.all(Array.from({ length: 80 }, () => call(host, '/health', {}, `127.0.0.${address}`)))));
     }
     assert.equal(windowOf(new Date()), window, 'the burst stayed in one window');
-    const allowed = statuses.filter((s) => s === 200).length;
-    const limited = statuses.filter((s) => s === 429).length;
-    assert.equal(allowed, 300 - usedBefore, `${allowed} allowed after ${usedBefore} used`);
-    assert.equal(allowed + limited, 320);
+    const outcomes = results.map((r) => `${r.status} ${r.body.trim().slice(0, 80)}`);
+    const counts = [...new Set(outcomes)].map((outcome) => `${outcomes.filter((one) => one === outcome).length}× ${outcome}`).join('; ');
+    // Admitted is what passed the limit: answered, or lost between the edge and a replica
+    // swamped by the burst (the edge's own 502, seen once on a loaded CI machine). Either
+    // way it spent the allowance; anything else is a wrong answer.
+    const lostUpstream = results.filter((r) => r.status === 502 && r.body === EDGE_REPLIES.badGateway).length;
+    const admitted = results.filter((r) => r.status === 200).length + lostUpstream;
+    const limited = results.filter((r) => r.status === 429).length;
+    assert.equal(admitted, 300 - usedBefore, `${admitted} admitted after ${usedBefore} used: ${counts}`);
+    assert.equal(admitted + limited, 320, counts);
+    assert.ok(lostUpstream <= 8, `the edge lost the replica for only a few: ${counts}`);
+    // Each request counted once, the refused ones too.
+    assert.equal(Number(await control.redis.get(edgeKeyNames.agentCounter(slug, window))), usedBefore + 320);
   });
 
   it('answers 503 while the agent has no running replica, and again once scaled to 0', async () => {
