@@ -18,7 +18,6 @@ import { startControl, type TestControl } from './support/control-harness.js';
  * refresh the README's pictures on purpose.
  */
 const SCREENSHOTS_WANTED = process.env.CONSOLE_SCREENSHOTS_DIR;
-const SCREENSHOTS = `${SCREENSHOTS_WANTED ? resolve(SCREENSHOTS_WANTED) : mkdtempSync(join(tmpdir(), 'console-screenshots-'))}/`;
 const DESKTOP = { width: 1280, height: 800 };
 const PHONE = { width: 375, height: 740 };
 
@@ -28,6 +27,8 @@ describe('the web console', function () {
   let root: string;
   let browser: Browser;
   let page: Page;
+  /** Made in `before`, not on loading: a run that filters this suite out leaves no folder behind. */
+  let screenshots: string;
 
   /** Lighthouse's basics on the page as shown, at desktop width and at 375 px. */
   async function assertAccessible(where: string): Promise<void> {
@@ -43,13 +44,14 @@ describe('the web console', function () {
     root = control.baseUrl.replace(/\/v1$/, '');
     browser = await launchChromium();
     page = await browser.newPage({ viewport: DESKTOP });
-    mkdirSync(SCREENSHOTS, { recursive: true });
+    screenshots = `${SCREENSHOTS_WANTED ? resolve(SCREENSHOTS_WANTED) : mkdtempSync(join(tmpdir(), 'console-screenshots-'))}/`;
+    mkdirSync(screenshots, { recursive: true });
   });
 
   after(async function () {
     await browser?.close();
     await control?.close();
-    if (!SCREENSHOTS_WANTED) rmSync(SCREENSHOTS, { recursive: true, force: true });
+    if (!SCREENSHOTS_WANTED && screenshots) rmSync(screenshots, { recursive: true, force: true });
   });
 
   describe('serving', function () {
@@ -205,7 +207,7 @@ describe('the web console', function () {
       await page.locator('[data-rollout-end="succeeded"]').waitFor({ timeout: 60_000 });
       assert.match(await page.locator('#agent-url').innerText(), /^http:\/\/console-echo[\w-]*\.agents\.localhost:7080$/);
       await assertAccessible('the agent page');
-      await page.screenshot({ path: `${SCREENSHOTS}agent.png` });
+      await page.screenshot({ path: `${screenshots}agent.png` });
     });
 
     it('sees a log line arrive live: a replica added after the stream opened logs its start', async function () {
@@ -240,7 +242,7 @@ describe('the web console', function () {
       }
       assert.equal(await page.locator('figure[aria-label="CPU chart"] canvas').count(), 1);
       await assertAccessible('the metrics tab');
-      await page.screenshot({ path: `${SCREENSHOTS}metrics.png` });
+      await page.screenshot({ path: `${screenshots}metrics.png` });
     });
 
     it('creates an access key shown once, lists it, and revokes it', async function () {
@@ -291,7 +293,7 @@ describe('the web console', function () {
       await page.getByLabel('Status').selectOption('running');
       await row.waitFor();
       await assertAccessible('the agents list');
-      await page.screenshot({ path: `${SCREENSHOTS}agents.png` });
+      await page.screenshot({ path: `${screenshots}agents.png` });
     });
 
     it('signs out: the session ends at the API, the token is gone from the tab, and a reload stays signed out', async function () {
