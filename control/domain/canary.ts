@@ -13,7 +13,7 @@ export interface CanaryStrategy {
   replicas: number;
   /** 'caller': a caller stays on one version for the canary's life (its key, or its address on a public agent). */
   affinity: 'none' | 'caller';
-  /** Promoted this long after the canary started unless aborted first; null: by hand only. */
+  /** Promoted this long after the canary began to serve unless aborted first; null: by hand only. */
   autoPromoteAfterSeconds: number | null;
   /** Aborted past this 5xx ratio (once it has minRequests). */
   maxErrorRatio: number;
@@ -40,8 +40,17 @@ export interface RunningCanary {
   /** The deployment that keeps serving beside it, and that an abort returns to. */
   stable_deployment_id: string;
   strategy: StoredCanaryStrategy;
-  started_at: string;
 }
+
+/**
+ * When the canary began to serve: its `canary` event, which DeploymentTracker records once
+ * its replicas are routable; null while they are still starting. The auto-promote time and
+ * the API's `canary.started_at` count from here and not from the deploy: on a cluster a
+ * canary can take minutes to pull and start, and one promoted the moment it serves would
+ * never have been watched.
+ */
+export const servingSince = (events: readonly { phase: string; at: Date }[]): Date | null =>
+  events.find((event) => event.phase === 'canary')?.at ?? null;
 
 export const strategyOf = (stored: StoredCanaryStrategy): CanaryStrategy => ({
   percent: stored.percent,

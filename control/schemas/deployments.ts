@@ -30,7 +30,7 @@ const VersionFigures = Type.Object({
 /** A running canary: when it started, its preview URL and both versions' figures. */
 export const CanaryState = Type.Object(
   {
-    started_at: Timestamp,
+    started_at: Type.String({ format: 'date-time', description: 'when the canary began to serve (its replicas routable, the `canary` event): auto_promote_after_seconds counts from here' }),
     preview_url: Type.String({ description: 'reaches only the new version, with the agent\'s access rules' }),
     percent: Type.Integer(),
     figures: Type.Object({ stable: VersionFigures, canary: VersionFigures }),

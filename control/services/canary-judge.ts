@@ -4,7 +4,7 @@ import type { Clock } from '../../contract/clock.js';
 import type { VersionFigures as EdgeVersionFigures } from '../../contract/request-figures.js';
 import type { AgentRow } from '../domain/agent.js';
 import { SYSTEM_CONTEXT } from '../domain/audit.js';
-import { judgeCanary, strategyOf } from '../domain/canary.js';
+import { judgeCanary, servingSince, strategyOf } from '../domain/canary.js';
 import { PlatformError } from '../domain/errors.js';
 import { repositoriesOn } from '../repositories/index.js';
 import type { CanaryService } from './canary-service.js';
@@ -49,14 +49,14 @@ export class CanaryJudge extends PeriodicService {
 
   private async judge(agent: AgentRow): Promise<void> {
     const canary = agent.canary!;
-    const events = await repositoriesOn(this.db).deployments.eventsAfter(canary.deployment_id, 0);
-    if (!events.some((event) => event.phase === 'canary')) return;
+    const startedAt = servingSince(await repositoriesOn(this.db).deployments.eventsAfter(canary.deployment_id, 0));
+    if (startedAt === null) return;
     const { stable, canary: own } = await this.figures(agent.id);
     const verdict = judgeCanary({
       strategy: strategyOf(canary.strategy),
       canary: { requests: own.requestCount, errors: own.errorCount },
       stable: { requests: stable.requestCount, errors: stable.errorCount },
-      startedAt: new Date(canary.started_at),
+      startedAt,
       now: this.clock.now(),
     });
     if (verdict.action === 'wait') return;

@@ -7,6 +7,7 @@ import type { CanaryState as CanaryStateSchema, Deployment, DeploymentList, List
 type CanaryState = Static<typeof CanaryStateSchema>;
 import { agentUrl, type PresenterSettings } from './agent-presenter.js';
 import type { AgentRow } from '../domain/agent.js';
+import { servingSince } from '../domain/canary.js';
 import { previewLabel } from '../../contract/edge-keys.js';
 import type { VersionFigures } from '../../contract/request-figures.js';
 import type { Static } from '@sinclair/typebox';
@@ -50,15 +51,15 @@ export class DeploymentHistoryService {
   private async liveCanary(agent: AgentRow, rows: DeploymentRow[]): Promise<CanaryState | null> {
     const canary = agent.canary;
     if (!canary || !rows.some((row) => row.id === canary.deployment_id)) return null;
-    const events = await repositoriesOn(this.db).deployments.eventsAfter(canary.deployment_id, 0);
-    if (!events.some((event) => event.phase === 'canary')) return null;
+    const startedAt = servingSince(await repositoriesOn(this.db).deployments.eventsAfter(canary.deployment_id, 0));
+    if (startedAt === null) return null;
     const figures = this.figures ? await this.figures(agent.id) : null;
     const shown = (version: 'stable' | 'canary') => {
       const of = figures?.[version];
       return { request_count: of?.requestCount ?? 0, error_count: of?.errorCount ?? 0, avg_latency_ms: of?.avgLatencyMs ?? 0, p95_latency_ms: of?.p95LatencyMs ?? 0 };
     };
     return {
-      started_at: canary.started_at,
+      started_at: startedAt.toISOString(),
       preview_url: agentUrl(previewLabel(agent.slug, canary.number), this.presenter.agentUrl),
       percent: canary.strategy.percent,
       figures: { stable: shown('stable'), canary: shown('canary') },

@@ -114,7 +114,7 @@ export class DeploymentService {
     const configuration = { deploy, ...runtimeLabels(deploy), deployed_version: agent.version + 1, error: null };
     // Recorded from the row as it is about to be, so the agent changes once (one version, as any deploy).
     const deployment = await recorder.record(repos, { ...agent, ...configuration }, { createdBy: principal.userId, rollbackOf: null, strategy });
-    const canary: RunningCanary = { deployment_id: deployment.id, number: deployment.number, stable_deployment_id: stable.id, strategy, started_at: now.toISOString() };
+    const canary: RunningCanary = { deployment_id: deployment.id, number: deployment.number, stable_deployment_id: stable.id, strategy };
     const updated = (await repos.agents.update(agent.account_id, agent.id, { ...configuration, canary }, now))!;
     await edge.putAgent(repos, updated);
     return updated;
