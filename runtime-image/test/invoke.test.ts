@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { FakeProvider } from './helpers/fake-provider.js';
 import { getJson, platformEnv, postInvoke, startRuntime, TEST_KEYS, waitFor, type TestRuntime } from './helpers/runtime.js';
 
@@ -220,12 +221,21 @@ describe('POST /invoke', () => {
       });
     }
 
-    it('answers 502 when the provider cannot be reached', async () => {
-      const unreachable = await startRuntime(platformEnv(fake, 'openai', { OPENAI_BASE_URL: 'http://127.0.0.1:1/v1' }));
+    it('answers 502 naming how the provider could not be reached, and logs where it was looked for', async () => {
+      const closedPort = await portNobodyListensOn();
+      const unreachable = await startRuntime(platformEnv(fake, 'openai', { OPENAI_BASE_URL: `http://127.0.0.1:${closedPort}/v1` }));
       try {
         const response = await postInvoke(unreachable.url, { input: 'hello' });
         assert.equal(response.status, 502);
-        assert.match(response.body.error.message, /could not be reached/);
+        assert.equal(response.body.error.code, 'PROVIDER_ERROR');
+        assert.match(response.body.error.message, /^the model provider \(OpenAI\) could not be reached \(ECONNREFUSED\)$/);
+        // The caller of a (perhaps public) agent is not told where the model server lives; its owner's log is.
+        await waitFor(() => unreachable.logs.some((line) => line['path'] === '/invoke'));
+        const line = unreachable.logs.find((logged) => logged['path'] === '/invoke')!;
+        assert.equal(line['error_code'], 'PROVIDER_ERROR');
+        assert.equal(line['error_message'], response.body.error.message);
+        assert.equal(line['provider_origin'], `http://127.0.0.1:${closedPort}`, 'scheme, host and port only');
+        assert.doesNotMatch(JSON.stringify(response.body), /127\.0\.0\.1/);
       } finally {
         await unreachable.close();
       }
@@ -311,3 +321,12 @@ describe('POST /invoke', () => {
     });
   });
 });
+
+/** A port that was just free: listened on, then closed, so a connect is refused (ECONNREFUSED). */
+async function portNobodyListensOn(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}

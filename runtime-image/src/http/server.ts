@@ -78,8 +78,13 @@ function logRequest(
   if (context.failure !== undefined) {
     const failure = context.failure;
     fields['error_code'] = failure instanceof RuntimeError ? failure.code : 'INTERNAL_ERROR';
-    // Only the class of an unexpected error: its text could carry the caller's input.
-    if (!(failure instanceof RuntimeError) || failure.code === 'INTERNAL_ERROR') fields['error_name'] = errorName(failure);
+    if (!(failure instanceof RuntimeError) || failure.code === 'INTERNAL_ERROR') {
+      // Only the class of an unexpected error: its text could carry the caller's input.
+      fields['error_name'] = errorName(failure);
+    } else {
+      // The runtime's own words, as the caller got them, and what only the owner may see.
+      Object.assign(fields, { error_message: failure.message, ...failure.logFields });
+    }
   }
   if (!response.writableFinished) fields['aborted'] = true;
   const level = status >= 500 || fields['error_code'] === 'INTERNAL_ERROR' ? 'error' : status >= 400 ? 'warn' : 'info';
