@@ -131,6 +131,10 @@ function readBaseUrl(env: Environment, variable: string): string | undefined {
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
     throw new ConfigError(`${variable}="${raw}" must be an http or https URL`);
   }
+  // fetch refuses a URL with credentials, so every invoke would fail; the message leaves them out.
+  if (url.username !== '' || url.password !== '') {
+    throw new ConfigError(`${variable} must not carry credentials (user:password@${url.host}): the provider's key goes in its key variable`);
+  }
   return raw.replace(/\/+$/, '');
 }
 

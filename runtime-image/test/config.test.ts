@@ -180,6 +180,14 @@ describe('runtime settings', () => {
     assert.throws(() => load({ RUNTIME_LOG_LEVEL: 'loud' }), /RUNTIME_LOG_LEVEL/);
     assert.throws(() => load({ OPENAI_BASE_URL: 'not a url' }), /OPENAI_BASE_URL="not a url" is not a URL/);
   });
+
+  it('refuses a base URL carrying credentials, which fetch would refuse on every invoke, without repeating them', () => {
+    assert.throws(() => load({ OPENAI_BASE_URL: 'https://me:hunter2@llm.internal/v1' }), (error: Error) => {
+      assert.match(error.message, /^OPENAI_BASE_URL must not carry credentials \(user:password@llm\.internal\)/);
+      assert.doesNotMatch(error.message, /hunter2|me:/);
+      return true;
+    });
+  });
 });
 
 describe('agent services settings', () => {
