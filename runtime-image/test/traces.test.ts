@@ -250,7 +250,8 @@ describe('traces per invoke (OTLP/HTTP JSON to agent services)', () => {
     const startedAt = Date.now();
     const response = await postInvoke(url, { input: INPUT });
     assert.equal(response.status, 200);
-    assert.ok(Date.now() - startedAt < 500, `answered in ${Date.now() - startedAt} ms`);
+    // Well under the export's 2,000 ms, which an invoke held behind the export would take; loose for a slow CI machine.
+    assert.ok(Date.now() - startedAt < 1_500, `answered in ${Date.now() - startedAt} ms`);
     assert.equal(runtime!.tracing.stats()!.dropped, 0, 'the export is still waiting');
     await waitFor(() => runtime!.tracing.stats()!.dropped >= 2, 'the hung export to be dropped');
     assert.equal(services.traceExports.length, 0);
