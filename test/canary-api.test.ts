@@ -154,4 +154,34 @@ describe('canary deploys through the API', function () {
     assert.equal(failed.error, '5xx ratio 0.500 above max_error_ratio 0.05: canary 10 5xx of 20 (0.500), stable 0 5xx of 180 (0.000)');
     assert.equal(await control.redis.hget(edgeKeyNames.agent(agent.slug), 'canary_percent'), null);
   });
+
+  it('the judge promotes auto_promote_after_seconds after the canary began to serve (its canary event), not after the deploy', async () => {
+    const agent = await servingAgent();
+    expectStatus(await deployCanary(agent.id, { percent: 10, auto_promote_after_seconds: 60 }), 202);
+    const canary = await latestDeployment(agent.id);
+    const serving = await waitFor('the canary to serve', async () => {
+      const shown = await deployment(agent.id, canary.id);
+      return shown.phase === 'canary' ? shown : undefined;
+    });
+    const servedSince = async () => (await control.db('deployment_events').where({ deployment_id: canary.id, phase: 'canary' }).first()).at as Date;
+    assert.equal(serving.canary.started_at, (await servedSince()).toISOString(), 'started_at is when it began to serve');
+    // The judge reads the wall clock (the edge's figures are stamped by it), so time passes
+    // here by moving the canary event back: as if it had begun to serve that long ago.
+    const servedAgo = (seconds: number) => control.db('deployment_events').where({ deployment_id: canary.id, phase: 'canary' })
+      .update({ at: new Date(Date.now() - seconds * 1000) });
+    const judge = () => control.control.loops.canaryJudge.runOnce();
+
+    await servedAgo(55);
+    await judge();
+    const waiting = await deployment(agent.id, canary.id);
+    assert.deepEqual([waiting.status, waiting.phase], ['in_progress', 'canary'], 'serving for 55 s: still watched');
+    assert.equal(waiting.canary.started_at, (await servedSince()).toISOString());
+    await servedAgo(61);
+    await judge();
+    const promoted = await deployment(agent.id, canary.id);
+    assert.equal(promoted.phase, null, 'serving for 61 s: promoted');
+    assert.ok(['in_progress', 'succeeded'].includes(promoted.status), promoted.status);
+    const audit = await control.request('GET', '/account/audit-events?action=deployment.promote', { token });
+    assert.ok(JSON.stringify(audit.body).includes(canary.id), 'recorded as a promotion');
+  });
 });
