@@ -39,7 +39,7 @@ export const withCanaryFlags = <T>(yargs: Argv<T>) =>
     .option('canary', { type: 'string', describe: 'deploy as a canary taking this percent (1–99) of requests beside the version serving now; deploy returns once it serves' })
     .option('canary-replicas', { type: 'number', describe: "the canary's replicas (default 1)" })
     .option('affinity', { type: 'string', choices: AFFINITIES, describe: 'caller: a caller stays on one version for the whole canary (default none)' })
-    .option('auto-promote', { type: 'string', describe: 'promote after this long without failing: 90s, 10m, 1h or seconds (60 s to 24 h; default: promote by hand)' })
+    .option('auto-promote', { type: 'string', describe: 'promote after serving this long without failing: 90s, 10m, 1h or seconds (60 s to 24 h; default: promote by hand)' })
     .option('max-error-ratio', { type: 'number', describe: "abort once the canary's 5xx ratio exceeds this (0–1, default 0.05)" })
     .option('min-requests', { type: 'number', describe: 'requests the canary answers before its ratio is judged (default 50)' });
 
