@@ -5,6 +5,7 @@ import { AgentTokens } from '../control/crypto/agent-token.js';
 import { masterKeyId, SecretBox } from '../control/crypto/secret-box.js';
 import { AgentSessionService } from '../control/services/agent-session-service.js';
 import { KeyRotation } from '../control/services/key-rotation.js';
+import { AgentSessionRepository } from '../control/repositories/agent-sessions.js';
 import type { LeasedWindowLimiter } from '../control/services/rate-limiter.js';
 import { AgentServicesTransport, type AgentServicesCalls } from '../runtime-image/src/agent-services-transport.js';
 import { BatchedCalls } from '../runtime-image/src/batched-calls.js';
@@ -611,6 +612,47 @@ describe('agent services: sessions', () => {
       assert.deepEqual((await read(a.token, 'same')).body.messages, [{ by: 'a1' }]);
       assert.deepEqual((await read(b.token, 'same')).body.messages, [{ by: 'b' }]);
       assert.equal((await control.db('agent_sessions').where({ agent_id: c.agent.id })).length, MAX_PER_AGENT);
+    });
+
+    it('answers reads made at once each as alone: a live session, a missing or expired id (404), and an agent gone (401)', async () => {
+      const { agent } = await agentWithToken({ deploy: { session_ttl_seconds: 60 } });
+      const service = new AgentSessionService({
+        db: control.db,
+        box: new SecretBox(control.config.masterKeys),
+        clock: control.clock,
+        limiter: { hit: async () => ({ allowed: true, retryAfterSeconds: 1 }) } as unknown as LeasedWindowLimiter,
+        limits: control.config.agentServices.sessions,
+      });
+      await service.append(agent.id, 'expires', 0, [{ n: 0 }]);
+      control.clock.advance(61_000);
+      await service.append(agent.id, 'lives', 0, [{ n: 1 }]);
+      // The batched read is prepared and sent past knex; any other look at the database goes through it.
+      const readBatches: number[] = [];
+      const batchedRead = AgentSessionRepository.prototype.touchAndReadEach;
+      AgentSessionRepository.prototype.touchAndReadEach = function (this: AgentSessionRepository, reads, ...rest) {
+        readBatches.push(reads.length);
+        return batchedRead.call(this, reads, ...rest);
+      };
+      const otherQueries: string[] = [];
+      const onQuery = (query: { sql: string }) => otherQueries.push(query.sql);
+      control.db.on('query', onQuery);
+      // Made in one tick, so they go to Postgres as one statement.
+      const [live, missing, expired, ofNobody] = await Promise.allSettled([
+        service.get(agent.id, 'lives'),
+        service.get(agent.id, 'never-written'),
+        service.get(agent.id, 'expires'),
+        service.get('agt_neverExisted0000000', 'lives'),
+      ]).finally(() => {
+        AgentSessionRepository.prototype.touchAndReadEach = batchedRead;
+        control.db.removeListener('query', onQuery);
+      });
+      assert.equal(live.status, 'fulfilled');
+      assert.equal((live as PromiseFulfilledResult<{ messagesJson?: string }>).value.messagesJson, '[{"n":1}]');
+      assert.equal((missing as PromiseRejectedResult).reason.code, 'SESSION_NOT_FOUND');
+      assert.equal((expired as PromiseRejectedResult).reason.code, 'SESSION_NOT_FOUND');
+      assert.equal((ofNobody as PromiseRejectedResult).reason.code, 'UNAUTHENTICATED');
+      assert.deepEqual(readBatches, [4], 'one statement read all four');
+      assert.deepEqual(otherQueries, [], 'and nothing looked at the agent after it');
     });
 
     it("scopes every call to the request's token: another agent's session of the same id is neither read nor written", async () => {

@@ -75,6 +75,13 @@ export function sessionTagOf(header: string | string[] | undefined): SessionTag 
  */
 export type ReadSession = (StoredSession & { unchanged: false }) | (SessionSummary & { base_version: number; unchanged: true });
 
+/** A read of an id the agent has no live session by: a new conversation, or one that expired or was deleted. */
+export const NO_SESSION = 'no-session';
+/** A read for an agent that no longer exists: its token speaks for nobody. */
+export const AGENT_GONE = 'agent-gone';
+/** What a read finds. */
+export type ReadAnswer = ReadSession | typeof NO_SESSION | typeof AGENT_GONE;
+
 /** A session past its expiry is gone to every reader, whether or not the sweep has deleted its row yet. */
 export const isLive = (session: Pick<AgentSessionRow, 'expires_at'>, now: Date): boolean => session.expires_at.getTime() > now.getTime();
 

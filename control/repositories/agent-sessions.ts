@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import type { AgentSessionRow, ReadSession, SessionSummary, SessionTag } from '../domain/agent-session.js';
+import { AGENT_GONE, NO_SESSION, type AgentSessionRow, type ReadAnswer, type ReadSession, type SessionSummary, type SessionTag } from '../domain/agent-session.js';
 import { PreparedStatement } from '../db/prepared-statement.js';
 import { pageOf, type Page } from './page.js';
 
@@ -17,6 +17,9 @@ const TTL_SQL = `COALESCE((agents.deploy->>'session_ttl_seconds')::int, CAST(:tt
 
 /** :now plus the agent's TTL. */
 const EXPIRY_SQL = `CAST(:now AS timestamptz) + make_interval(secs => ${TTL_SQL})`;
+
+/** A read's row where the agent has no live session by the id read: every session column null. */
+type NoSessionRow = { [column in keyof ReadSession]: null };
 
 /** One read of a batch: the session, and the version of it the reader holds, if any. */
 export interface SessionRead {
@@ -76,7 +79,12 @@ const UNCHANGED_SQL = `s.version = r.known_version AND date_trunc('milliseconds'
 /** The renewed expiry is the granularity or more past the stored one, or before it (the TTL was shortened). */
 const TOUCH_DUE_SQL = `(${EXPIRY_SQL} >= s.expires_at + make_interval(secs => ${TOUCH_GRANULARITY_SECONDS}) OR ${EXPIRY_SQL} < s.expires_at)`;
 
-const TOUCH_AND_READ_EACH = new PreparedStatement<ReadSession & { i: number }>(
+/**
+ * A row for each read whose agent exists, its session's columns null where the agent has no
+ * live session by that id: so a read that finds nothing tells a new conversation (404) from a
+ * token whose agent was deleted (401) in the same statement, with no look at the agent after it.
+ */
+const TOUCH_AND_READ_EACH = new PreparedStatement<(ReadSession | NoSessionRow) & { i: number }>(
   'agent_sessions_touch_and_read_each',
   `WITH r AS (
      SELECT * FROM unnest(CAST(:agents AS text[]), CAST(:sessions AS text[]), CAST(:knownVersions AS integer[]), CAST(:knownCreatedAts AS timestamptz[]))
@@ -95,8 +103,8 @@ const TOUCH_AND_READ_EACH = new PreparedStatement<ReadSession & { i: number }>(
        SELECT a.messages_sealed FROM agent_session_appends a
        WHERE a.agent_id = s.agent_id AND a.session_id = s.session_id AND a.version > s.base_version ORDER BY a.version
      ) END AS appended_sealed
-   FROM r JOIN agent_sessions s ON s.agent_id = r.agent AND s.session_id = r.session AND s.expires_at > :now
-   JOIN agents ON agents.id = s.agent_id
+   FROM r JOIN agents ON agents.id = r.agent
+   LEFT JOIN agent_sessions s ON s.agent_id = r.agent AND s.session_id = r.session AND s.expires_at > :now
    LEFT JOIN touched t ON t.agent_id = s.agent_id AND t.session_id = s.session_id`,
 );
 
@@ -170,13 +178,14 @@ export class AgentSessionRepository {
    * second or more has passed since (TOUCH_GRANULARITY_SECONDS). With each session come the sealed
    * messages of its appends after the base, in order, unless it is the session and version
    * the read says it holds (`known`): then none of its messages are read, not even from
-   * TOAST. One answer per read, in order: undefined where none is live.
+   * TOAST. One answer per read, in order: NO_SESSION where the agent has none live by that
+   * id, AGENT_GONE where the agent itself no longer exists.
    *
    * A read that moves an expiry commits without waiting for the write-ahead log to reach
    * disk (synchronous_commit off, for this statement only): a crash of Postgres can lose a
    * read's last use, never a message, and the read does not wait on a disk flush.
    */
-  async touchAndReadEach(reads: readonly SessionRead[], now: Date, defaultTtlSeconds: number): Promise<(ReadSession | undefined)[]> {
+  async touchAndReadEach(reads: readonly SessionRead[], now: Date, defaultTtlSeconds: number): Promise<ReadAnswer[]> {
     const rows = await TOUCH_AND_READ_EACH.run(this.db, {
       agents: reads.map((read) => read.agentId),
       sessions: reads.map((read) => read.sessionId),
@@ -185,7 +194,7 @@ export class AgentSessionRepository {
       now,
       ttl: defaultTtlSeconds,
     });
-    return inCallOrder(reads.length, rows);
+    return inCallOrder(reads.length, rows).map((row) => (row === undefined ? AGENT_GONE : row.session_id === null ? NO_SESSION : row));
   }
 
   /** The session's row, unlocked, expired or not: what a write that did not apply looks at to say why. */

@@ -2,17 +2,19 @@ import type { Knex } from 'knex';
 import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import {
+  AGENT_GONE,
   concatenatedJsonArrays,
   entityTagOf,
   expiryAfter,
   isLive,
   jsonBytes,
   type MessagesBudget,
+  NO_SESSION,
   sessionNotFound,
   sessionTooLarge,
   versionConflict,
   type AgentSessionRow,
-  type ReadSession,
+  type ReadAnswer,
   type SessionLimits,
   type SessionSummary,
   type SessionTag,
@@ -97,7 +99,7 @@ const WRITE_ATTEMPTS = 3;
  */
 export class AgentSessionService {
   /** Reads made at once go to Postgres as one statement (StatementBatches). */
-  private readonly reads: StatementBatches<SessionRead, ReadSession | undefined>;
+  private readonly reads: StatementBatches<SessionRead, ReadAnswer>;
   /** Appends made at once, likewise: one statement, and one commit of the write-ahead log. */
   private readonly appends: StatementBatches<SessionAppendAtVersion, SessionSummary | undefined>;
   /** Sessions created at once: one transaction, and one creation turn, per agent (createEach). */
@@ -123,10 +125,8 @@ export class AgentSessionService {
     const repos = this.repositories();
     // Counted beside the read rather than before it: a refused read has only moved the session's last use.
     const [session] = await Promise.all([this.reads.submit({ agentId, sessionId, known }), this.assertUnderRate(agentId, 'reads', this.deps.limits.readsPerSecond)]);
-    if (!session) {
-      await this.agentOf(repos.agents.findAny(agentId));
-      throw sessionNotFound();
-    }
+    if (session === AGENT_GONE) throw agentGone();
+    if (session === NO_SESSION) throw sessionNotFound();
     if (session.unchanged) return { ...writtenView(session), unchanged: true };
     if (budget && !budget.claim(session.size_bytes)) {
       throw new PlatformError('BATCH_ANSWER_FULL', `This answer already holds ${this.deps.limits.maxBytes} bytes of other sessions; read this one alone`);
@@ -318,10 +318,12 @@ export class AgentSessionService {
   /** A token outlives the agent it was issued for by up to its TTL: then it authenticates nothing. */
   private async agentOf(found: Promise<AgentRow | undefined>): Promise<AgentRow> {
     const agent = await found;
-    if (!agent) throw new PlatformError('UNAUTHENTICATED', 'The agent this token was issued for no longer exists');
+    if (!agent) throw agentGone();
     return agent;
   }
 }
+
+const agentGone = () => new PlatformError('UNAUTHENTICATED', 'The agent this token was issued for no longer exists');
 
 /**
  * Messages as the JSON they are stored as. JSON.parse takes nesting of any depth, but
