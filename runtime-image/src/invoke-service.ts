@@ -63,7 +63,8 @@ export function createInvokeService(deps: InvokeServiceDeps): InvokeService {
       return deps.sessionLock.run(sessionId, async () => {
         // Timed once the session is this invoke's: waiting for another invoke of it is the caller's doing, not the store's.
         const started = now();
-        const session = await deps.sessions.open(sessionId);
+        // A conversation the caller did not name is new: there is nothing to read.
+        const session = await (request.sessionId === undefined ? deps.sessions.start(sessionId) : deps.sessions.open(sessionId));
         const read = now();
         const turn = await runner
           .runTurn({ history: session.history, input: request.input, onTextDelta: request.onTextDelta, trace: request.trace })

@@ -46,6 +46,10 @@ export class MemorySessionStore<M> implements SessionStore<M> {
     return { history: this.history(id), appendTurn: async (messages) => this.appendTurn(id, messages) };
   }
 
+  async start(id: string): Promise<OpenSession<M>> {
+    return { history: [], appendTurn: async (messages) => this.appendTurn(id, messages) };
+  }
+
   /** The messages of a session, oldest first; empty for an unknown or expired one. */
   history(id: string): M[] {
     this.dropExpired();

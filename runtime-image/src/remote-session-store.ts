@@ -29,6 +29,9 @@ export const DEFAULT_WRITE_ATTEMPTS = 5;
  * the very failure this store exists to end, and the caller can retry an error.
  */
 export class RemoteSessionStore<M> implements SessionStore<M> {
+  /** Whether the last read or write failed for want of agent services: then new conversations are read first too (start). */
+  private failing = false;
+
   constructor(
     private readonly api: SessionsApi<M>,
     private readonly options: RemoteSessionOptions<M>,
@@ -40,6 +43,17 @@ export class RemoteSessionStore<M> implements SessionStore<M> {
   async open(id: string): Promise<OpenSession<M>> {
     const read = await this.read(id);
     return { history: read.messages, appendTurn: (turn) => this.appendTurn(id, read, turn) };
+  }
+
+  /**
+   * A new conversation's first turn costs one call, its write at version 0, which creates the
+   * session. Not while agent services are failing: the read fails the invoke before its model
+   * call, where a turn run first would spend a model call on an answer that could not be kept.
+   */
+  async start(id: string): Promise<OpenSession<M>> {
+    if (this.failing) return this.open(id);
+    const none: StoredSession<M> = { version: 0, messages: [] };
+    return { history: none.messages, appendTurn: (turn) => this.appendTurn(id, none, turn) };
   }
 
   private async appendTurn(id: string, read: StoredSession<M>, turn: readonly M[]): Promise<void> {
@@ -86,9 +100,11 @@ export class RemoteSessionStore<M> implements SessionStore<M> {
   }
 
   private async read(id: string): Promise<StoredSession<M>> {
-    return this.api.get(id, this.held.get(id)).catch((error: unknown) => {
+    const session = await this.api.get(id, this.held.get(id)).catch((error: unknown) => {
       throw this.unavailable(id, error);
     });
+    this.failing = false;
+    return session;
   }
 
   /**
@@ -99,11 +115,13 @@ export class RemoteSessionStore<M> implements SessionStore<M> {
     const kept = next.messages.slice(0, next.messages.length - turn.length);
     const stored = JSON.parse(JSON.stringify(turn)) as M[];
     this.held.hold(id, { ...written, messages: [...kept, ...stored] }, next.bytes);
+    this.failing = false;
   }
 
   /** The caller's error for agent services failing, logged for operators (the reason holds no token and no user text). */
   private unavailable(id: string, error: unknown): unknown {
     if (!(error instanceof SessionsUnavailableError)) return error;
+    this.failing = true;
     this.logger.warn('agent services could not serve a session', { session_id: id, reason: error.message });
     return sessionsUnavailable(`the conversation could not be read or kept: ${error.message}`, error);
   }

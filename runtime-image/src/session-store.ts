@@ -6,6 +6,12 @@
 export interface SessionStore<M> {
   /** Reads a session to run one turn on; an unknown id is an empty session. */
   open(id: string): Promise<OpenSession<M>>;
+  /**
+   * A session under an id this replica just made up (a random UUID), to run its first turn
+   * on: empty, and as a rule read from nowhere, since no one can have written it. Its turn is
+   * kept as `open`'s would be, after whatever the session holds by then.
+   */
+  start(id: string): Promise<OpenSession<M>>;
 }
 
 /** A session as one invoke read it. */

@@ -77,6 +77,24 @@ describe('conversations kept by agent services (AGENT_SERVICES_URL)', () => {
     for (const replica of replicas) assert.ok(!replica.logText().includes('token-1'), 'the token is never logged');
   });
 
+  it('starts a conversation the caller did not name with one call, its write: a new id has nothing to read', async () => {
+    const runtime = await start();
+    fake.reply({ text: 'first answer' }, { text: 'second answer' });
+    const first = await postInvoke(runtime.url, { input: 'first question' });
+    assert.equal(first.status, 200, JSON.stringify(first.body));
+    const sessionId = first.body.session_id as string;
+    assert.deepEqual(
+      services.requests.filter((request) => request.calls === undefined).map((request) => `${request.method} ${request.path} ${request.status}`),
+      [`POST /v1/sessions/${sessionId}/messages 200`],
+    );
+    assert.deepEqual(fake.requests[0]!.body.messages.slice(1), [{ role: 'user', content: 'first question' }]);
+
+    const second = await postInvoke(runtime.url, { input: 'second question', session_id: sessionId });
+    assert.equal(second.status, 200);
+    assert.deepEqual(userTexts(fake.requests[1]!.body.messages), ['first question', 'second question']);
+    assert.deepEqual(services.sessions.get(sessionId)!.messages.map(textOf), ['first question', 'first answer', 'second question', 'second answer']);
+  });
+
   it('serves conversations invoked at once with fewer requests to agent services than calls (POST /v1/batch)', async () => {
     const runtime = await start();
     const conversations = Array.from({ length: 30 }, (_, i) => `many-${i}`);
@@ -180,6 +198,12 @@ describe('conversations kept by agent services (AGENT_SERVICES_URL)', () => {
     assert.equal(response.body.error.code, 'SESSIONS_UNAVAILABLE');
     assert.match(response.body.error.message, /agent services could not be reached \(ECONNREFUSED\) after 3 tries/);
     assert.equal(fake.requests.length, 0, 'no turn runs without its history');
+
+    // A new conversation has no history to lose, yet while agent services fail it is read first too, costing no model call.
+    const unnamed = await postInvoke(runtime.url, { input: 'a new conversation' });
+    assert.equal(unnamed.status, 503);
+    assert.equal(unnamed.body.error.code, 'SESSIONS_UNAVAILABLE');
+    assert.equal(fake.requests.length, 0, 'no model call spent on an answer that could not be kept');
   });
 
   it('fails with SESSIONS_UNAVAILABLE once reads keep failing with 5xx, after bounded retries, and recovers with them', async () => {
