@@ -171,6 +171,6 @@ export const RUNTIME_SETTING_DOCS: Readonly<Record<string, { text: string; defau
   ANTHROPIC_API_KEY: { text: 'Model key when the provider is anthropic.', default: 'none: /health answers 503' },
   GOOGLE_API_KEY: { text: 'Model key when the provider is google.', default: 'none: /health answers 503' },
   OPENAI_BASE_URL: { text: "Base URL of an OpenAI-compatible API (http or https, no user:password@), instead of OpenAI's.", default: "the provider's public API" },
-  ANTHROPIC_BASE_URL: { text: "Base URL of the Anthropic API, instead of Anthropic's.", default: "the provider's public API" },
-  GOOGLE_GEMINI_BASE_URL: { text: "Base URL of the Gemini API, instead of Google's.", default: "the provider's public API" },
+  ANTHROPIC_BASE_URL: { text: "Base URL of the Anthropic API (http or https, no user:password@), instead of Anthropic's.", default: "the provider's public API" },
+  GOOGLE_GEMINI_BASE_URL: { text: "Base URL of the Gemini API (http or https, no user:password@), instead of Google's.", default: "the provider's public API" },
 };
