@@ -119,6 +119,11 @@ function checkTokenFile(path: string): void {
   if (token === '') throw new ConfigError(`AGENT_SERVICES_TOKEN_FILE="${path}" is empty: it must hold the runtime's token for agent services`);
 }
 
+/** A URL's text as a message may repeat it: whatever stands before an @ after the scheme, credentials as like as not, left out. */
+function withoutUserInfo(raw: string): string {
+  return raw.replace(/^([^:/?#]*:\/\/)[^/?#]*@/, '$1…@');
+}
+
 function readBaseUrl(env: Environment, variable: string): string | undefined {
   const raw = nonEmpty(env[variable]);
   if (raw === undefined) return undefined;
@@ -126,10 +131,10 @@ function readBaseUrl(env: Environment, variable: string): string | undefined {
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError(`${variable}="${raw}" is not a URL: it must be the provider API's base, e.g. https://host/v1`);
+    throw new ConfigError(`${variable}="${withoutUserInfo(raw)}" is not a URL: it must be the provider API's base, e.g. https://host/v1`);
   }
   if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError(`${variable}="${raw}" must be an http or https URL`);
+    throw new ConfigError(`${variable}="${withoutUserInfo(raw)}" must be an http or https URL`);
   }
   // fetch refuses a URL with credentials, so every invoke would fail; the message leaves them out.
   if (url.username !== '' || url.password !== '') {

@@ -187,6 +187,13 @@ describe('runtime settings', () => {
       assert.doesNotMatch(error.message, /hunter2|me:/);
       return true;
     });
+    for (const unusable of ['ftp://me:hunter2@llm.internal/v1', 'https://me:hunter 2@llm internal/v1']) {
+      assert.throws(() => load({ OPENAI_BASE_URL: unusable }), (error: Error) => {
+        assert.match(error.message, /^OPENAI_BASE_URL="(ftp|https):\/\/…@/);
+        assert.doesNotMatch(error.message, /hunter|me:/);
+        return true;
+      });
+    }
   });
 });
 
