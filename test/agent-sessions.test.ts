@@ -495,6 +495,16 @@ describe('agent services: sessions', () => {
     });
   });
 
+  /** The service itself, with a limiter that never waits on Redis: calls made together reach its statement batches in one tick. */
+  const serviceInOneTick = () =>
+    new AgentSessionService({
+      db: control.db,
+      box: new SecretBox(control.config.masterKeys),
+      clock: control.clock,
+      limiter: { hit: async () => ({ allowed: true, retryAfterSeconds: 1 }) } as unknown as LeasedWindowLimiter,
+      limits: control.config.agentServices.sessions,
+    });
+
   describe('several calls in one request (POST /v1/batch)', () => {
     interface BatchCall {
       method: string;
@@ -586,14 +596,8 @@ describe('agent services: sessions', () => {
 
     it('creates sessions asked for at once in one transaction per agent, each as if alone: a second creation of an id is 409, an agent gone fails only its own, the count stays exact', async () => {
       const [a, b, c] = [await agentWithToken(), await agentWithToken(), await agentWithToken()];
-      // The service itself, with a limiter that never waits on Redis, so every creation below is made in one tick and grouped.
-      const service = new AgentSessionService({
-        db: control.db,
-        box: new SecretBox(control.config.masterKeys),
-        clock: control.clock,
-        limiter: { hit: async () => ({ allowed: true, retryAfterSeconds: 1 }) } as unknown as LeasedWindowLimiter,
-        limits: control.config.agentServices.sessions,
-      });
+      // Every creation below is made in one tick, and so grouped.
+      const service = serviceInOneTick();
       const outcomes = await Promise.allSettled([
         service.append(a.agent.id, 'same', 0, [{ by: 'a1' }]),
         service.append(a.agent.id, 'same', 0, [{ by: 'a2' }]),
@@ -616,13 +620,7 @@ describe('agent services: sessions', () => {
 
     it('answers reads made at once each as alone: a live session, a missing or expired id (404), and an agent gone (401)', async () => {
       const { agent } = await agentWithToken({ deploy: { session_ttl_seconds: 60 } });
-      const service = new AgentSessionService({
-        db: control.db,
-        box: new SecretBox(control.config.masterKeys),
-        clock: control.clock,
-        limiter: { hit: async () => ({ allowed: true, retryAfterSeconds: 1 }) } as unknown as LeasedWindowLimiter,
-        limits: control.config.agentServices.sessions,
-      });
+      const service = serviceInOneTick();
       await service.append(agent.id, 'expires', 0, [{ n: 0 }]);
       control.clock.advance(61_000);
       await service.append(agent.id, 'lives', 0, [{ n: 1 }]);
