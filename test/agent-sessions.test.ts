@@ -618,6 +618,42 @@ describe('agent services: sessions', () => {
       assert.equal((await control.db('agent_sessions').where({ agent_id: c.agent.id })).length, MAX_PER_AGENT);
     });
 
+    it('keeps SESSIONS_MAX_PER_AGENT exact when copies of the control API create sessions of one agent at the same moment', async () => {
+      const { agent } = await agentWithToken();
+      // Each copy creates in a transaction of its own, all begun together: the agent's creation turn is what orders them.
+      const copies = Array.from({ length: 4 }, () => serviceInOneTick());
+      for (let round = 0; round < 3; round += 1) {
+        const outcomes = await Promise.allSettled(
+          copies.flatMap((copy, c) => Array.from({ length: MAX_PER_AGENT }, (_, n) => copy.append(agent.id, `r${round}-c${c}-${n}`, 0, [{ n }]))),
+        );
+        assert.ok(outcomes.every((outcome) => outcome.status === 'fulfilled'));
+        assert.equal((await control.db('agent_sessions').where({ agent_id: agent.id })).length, MAX_PER_AGENT, `round ${round}`);
+      }
+    });
+
+    it('answers a creation whose id was taken, then deleted before it could be looked at, with 409 at version 0, for the writer to read again', async () => {
+      const { agent } = await agentWithToken();
+      const service = serviceInOneTick();
+      await service.append(agent.id, 'fleeting', 0, [{ n: 0 }]);
+      const insert = AgentSessionRepository.prototype.insertEachCountingOthers;
+      AgentSessionRepository.prototype.insertEachCountingOthers = async function (this: AgentSessionRepository, rows) {
+        const counted = await insert.call(this, rows);
+        // Its owner deletes it meanwhile, on a connection of its own: the insert that met it took no lock on it.
+        await control.db('agent_sessions').where({ agent_id: agent.id, session_id: 'fleeting' }).delete();
+        return counted;
+      };
+      const again = await service.append(agent.id, 'fleeting', 0, [{ n: 1 }]).then(
+        () => assert.fail('created over a session it had met'),
+        (error: { code: string; details: { current_version: number } }) => error,
+      ).finally(() => {
+        AgentSessionRepository.prototype.insertEachCountingOthers = insert;
+      });
+      assert.equal(again.code, 'SESSION_VERSION_CONFLICT');
+      assert.equal(again.details.current_version, 0);
+      await service.append(agent.id, 'fleeting', 0, [{ n: 2 }]);
+      assert.equal((await service.get(agent.id, 'fleeting') as { messagesJson: string }).messagesJson, '[{"n":2}]');
+    });
+
     it('answers reads made at once each as alone: a live session, a missing or expired id (404), and an agent gone (401)', async () => {
       const { agent } = await agentWithToken({ deploy: { session_ttl_seconds: 60 } });
       const service = serviceInOneTick();

@@ -1,6 +1,7 @@
 import type { Knex } from 'knex';
 import { AGENT_GONE, NO_SESSION, type AgentSessionRow, type ReadAnswer, type ReadSession, type SessionSummary, type SessionTag } from '../domain/agent-session.js';
 import { PreparedStatement } from '../db/prepared-statement.js';
+import type { AgentRow } from '../domain/agent.js';
 import { pageOf, type Page } from './page.js';
 
 /** First key of the advisory lock that makes one agent's session creations take turns (loop-locks.ts has "agn"). */
@@ -158,18 +159,21 @@ const REPLACE_AT_VERSION = new PreparedStatement<SessionSummary>(
 export class AgentSessionRepository {
   constructor(private readonly db: Knex) {}
 
-  /** The session's row, locked until the transaction ends, so writers of one session take turns; expired or not. */
-  async findForUpdate(agentId: string, sessionId: string): Promise<AgentSessionRow | undefined> {
-    return this.db<AgentSessionRow>('agent_sessions').where({ agent_id: agentId, session_id: sessionId }).forUpdate().first();
-  }
-
   /**
-   * Makes creations of the agent's sessions take turns until the transaction ends, so that
-   * counting its sessions and evicting to make room is exact, and two creators of one new
-   * id meet here rather than at the primary key.
+   * The agent, kept from being deleted (not from being changed) until the transaction ends,
+   * so the sessions' foreign key holds for what it writes; and the agent's creation turn,
+   * held as long: creations of its sessions take turns, so that counting them and evicting
+   * to make room is exact. One statement for both, the turn taken only when the agent is
+   * there. Undefined when it is not.
    */
-  async lockCreations(agentId: string): Promise<void> {
-    await this.db.raw('SELECT pg_advisory_xact_lock(?, hashtext(?))', [CREATION_LOCK_NAMESPACE, agentId]);
+  async agentInCreationTurn(agentId: string): Promise<AgentRow | undefined> {
+    const { rows } = await this.db.raw<{ rows: (AgentRow & { creation_turn: unknown })[] }>(
+      'SELECT agents.*, pg_advisory_xact_lock(?, hashtext(id)) AS creation_turn FROM agents WHERE id = ? FOR KEY SHARE',
+      [CREATION_LOCK_NAMESPACE, agentId],
+    );
+    if (rows.length === 0) return undefined;
+    const { creation_turn: _taken, ...agent } = rows[0]!;
+    return agent;
   }
 
   /**
@@ -274,8 +278,9 @@ export class AgentSessionRepository {
   /**
    * Inserts the rows (all of one agent) whose ids are not taken, and counts the agent's
    * other sessions, in one statement: its snapshot does not hold the rows it inserts, so
-   * the count is of the others (exact in the agent's creation turn, lockCreations). The ids
-   * inserted; one missing was taken meanwhile.
+   * the count is of the others (exact in the agent's creation turn, agentInCreationTurn,
+   * taken by an earlier statement, so this one's snapshot holds every creation before it).
+   * The ids inserted; one missing is taken.
    */
   async insertEachCountingOthers(rows: readonly AgentSessionRow[]): Promise<{ others: number; inserted: Set<string> }> {
     const insert = this.db('agent_sessions').insert(rows).onConflict(['agent_id', 'session_id']).ignore().returning('session_id').toSQL();

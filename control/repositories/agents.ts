@@ -120,11 +120,6 @@ export class AgentRepository {
     return this.db<AgentRow>('agents').where({ id }).first();
   }
 
-  /** Any account's agent, kept from being deleted (not from being changed) until the transaction ends: rows that reference it are written under this. */
-  async findAnyKeyShared(id: string): Promise<AgentRow | undefined> {
-    return this.db<AgentRow>('agents').where({ id }).forKeyShare().first();
-  }
-
   /** Every agent's id, of every account: what the edge projection is rebuilt from. */
   async allIds(): Promise<string[]> {
     return (await this.db<AgentRow>('agents').select('id')).map((row) => row.id);

@@ -227,19 +227,18 @@ export class AgentSessionService {
   }
 
   /**
-   * Creations of one agent's sessions, in one transaction. A new id takes the agent's
-   * creation turn, which keeps the count exact, and holds it for as few round trips as it
-   * can: one insert of every new id, which counts the agent's other sessions in the same
-   * statement, and only an agent past SESSIONS_MAX_PER_AGENT evicts before the commit. So
-   * fifty new conversations of one agent at once take one turn, not fifty one after another.
-   * An id already live is a conflict; an expired one is started anew in place. Of two
-   * creations of one id, the second meets the first's session, as it would alone.
+   * Creations of one agent's sessions, in one transaction of four round trips: the agent
+   * with its creation turn, which keeps the count exact; one insert of every id, which
+   * counts the agent's other sessions in the same statement; only an agent past
+   * SESSIONS_MAX_PER_AGENT evicts before the commit. So fifty new conversations of one agent
+   * at once take one turn, not fifty one after another. An id the insert finds taken is
+   * looked at under a lock: live, it is a conflict; expired, it is started anew in place. Of
+   * two creations of one id, the second meets the first's session, as it would alone.
    */
   private createInOneTransaction(group: Creation[]): Promise<CreationOutcome[]> {
     const { agentId } = group[0]!;
     return inTransaction(this.deps.db, async (repos) => {
-      // Key-shared, so the agent cannot be deleted under the write and the sessions' foreign key always holds.
-      const agent = await this.agentOf(repos.agents.findAnyKeyShared(agentId));
+      const agent = await this.agentOf(repos.agentSessions.agentInCreationTurn(agentId));
       const now = this.deps.clock.now();
       const rowOf = ({ sessionId, base }: Creation): AgentSessionRow => ({
         agent_id: agentId,
@@ -254,29 +253,23 @@ export class AgentSessionService {
       const firsts = new Map<string, AgentSessionRow>();
       for (const creation of group) if (!firsts.has(creation.sessionId)) firsts.set(creation.sessionId, rowOf(creation));
       const outcomes = new Map<string, CreationOutcome>();
-      const existing = await repos.agentSessions.findEachForUpdate(agentId, [...firsts.keys()]);
-      const inPlaceOf = async (stored: AgentSessionRow, row: AgentSessionRow): Promise<CreationOutcome> => {
-        if (isLive(stored, now)) return { refused: versionConflict(0, stored.version) };
-        // An expired row is a session gone: writing the id again starts a new one in its place.
-        await repos.agentSessions.rewrite(row);
-        return writtenView(row);
-      };
-      const fresh: AgentSessionRow[] = [];
+      const { others, inserted } = await repos.agentSessions.insertEachCountingOthers([...firsts.values()]);
+      const taken = [...firsts.keys()].filter((sessionId) => !inserted.has(sessionId));
+      const existing = taken.length > 0 ? await repos.agentSessions.findEachForUpdate(agentId, taken) : new Map<string, AgentSessionRow>();
       for (const [sessionId, row] of firsts) {
         const stored = existing.get(sessionId);
-        if (stored) outcomes.set(sessionId, await inPlaceOf(stored, row));
-        else fresh.push(row);
-      }
-      if (fresh.length > 0) {
-        await repos.agentSessions.lockCreations(agentId);
-        const { others, inserted } = await repos.agentSessions.insertEachCountingOthers(fresh);
-        for (const row of fresh) {
-          // Taken while this waited for the turn: a creator of the same id committed first.
-          outcomes.set(row.session_id, inserted.has(row.session_id) ? writtenView(row) : await inPlaceOf((await repos.agentSessions.findForUpdate(agentId, row.session_id))!, row));
+        if (inserted.has(sessionId)) outcomes.set(sessionId, writtenView(row));
+        // Deleted since the insert met it (by its owner, or swept as expired): the writer reads again, as after any conflict.
+        else if (!stored) outcomes.set(sessionId, { refused: versionConflict(0, 0) });
+        else if (isLive(stored, now)) outcomes.set(sessionId, { refused: versionConflict(0, stored.version) });
+        else {
+          // An expired row is a session gone: writing the id again starts a new one in its place.
+          await repos.agentSessions.rewrite(row);
+          outcomes.set(sessionId, writtenView(row));
         }
-        const excess = others + inserted.size - this.deps.limits.maxPerAgent;
-        if (excess > 0) await repos.agentSessions.evictLeastRecentlyUsed(agentId, excess, [...inserted]);
       }
+      const excess = others + inserted.size - this.deps.limits.maxPerAgent;
+      if (excess > 0) await repos.agentSessions.evictLeastRecentlyUsed(agentId, excess, [...inserted]);
       const seen = new Set<string>();
       return group.map(({ sessionId }) => {
         const outcome = outcomes.get(sessionId)!;
