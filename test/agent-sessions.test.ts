@@ -6,6 +6,7 @@ import { masterKeyId, SecretBox } from '../control/crypto/secret-box.js';
 import { AgentSessionService } from '../control/services/agent-session-service.js';
 import { KeyRotation } from '../control/services/key-rotation.js';
 import { AgentSessionRepository } from '../control/repositories/agent-sessions.js';
+import { connectDatabase } from '../control/db/database.js';
 import type { LeasedWindowLimiter } from '../control/services/rate-limiter.js';
 import { AgentServicesTransport, type AgentServicesCalls } from '../runtime-image/src/agent-services-transport.js';
 import { BatchedCalls } from '../runtime-image/src/batched-calls.js';
@@ -495,15 +496,16 @@ describe('agent services: sessions', () => {
     });
   });
 
-  /** The service itself, with a limiter that never waits on Redis: calls made together reach its statement batches in one tick. */
-  const serviceInOneTick = () =>
-    new AgentSessionService({
-      db: control.db,
-      box: new SecretBox(control.config.masterKeys),
-      clock: control.clock,
-      limiter: { hit: async () => ({ allowed: true, retryAfterSeconds: 1 }) } as unknown as LeasedWindowLimiter,
-      limits: control.config.agentServices.sessions,
-    });
+  /** What the service is built with, its limiter never waiting on Redis. */
+  const serviceDependencies = () => ({
+    db: control.db,
+    box: new SecretBox(control.config.masterKeys),
+    clock: control.clock,
+    limiter: { hit: async () => ({ allowed: true, retryAfterSeconds: 1 }) } as unknown as LeasedWindowLimiter,
+    limits: control.config.agentServices.sessions,
+  });
+  /** The service itself: calls made together reach its statement batches in one tick. */
+  const serviceInOneTick = () => new AgentSessionService(serviceDependencies());
 
   describe('several calls in one request (POST /v1/batch)', () => {
     interface BatchCall {
@@ -628,6 +630,28 @@ describe('agent services: sessions', () => {
         );
         assert.ok(outcomes.every((outcome) => outcome.status === 'fulfilled'));
         assert.equal((await control.db('agent_sessions').where({ agent_id: agent.id })).length, MAX_PER_AGENT, `round ${round}`);
+      }
+    });
+
+    it("keeps it exact too on a database whose default isolation is REPEATABLE READ: the platform's transactions say READ COMMITTED", async () => {
+      const { agent } = await agentWithToken();
+      const url = process.env.TEST_TEMPLATE_DATABASE_URL!.replace(/\/[^/]+$/, `/${control.database}`);
+      await control.db.raw(`ALTER DATABASE ${control.database} SET default_transaction_isolation = 'repeatable read'`);
+      // A pool of its own: the setting applies to connections opened after it.
+      const db = connectDatabase(url, { min: 0, max: 8 });
+      try {
+        assert.equal((await db.raw('SHOW default_transaction_isolation')).rows[0].default_transaction_isolation, 'repeatable read');
+        const copies = Array.from({ length: 4 }, () => new AgentSessionService({ ...serviceDependencies(), db }));
+        for (let round = 0; round < 3; round += 1) {
+          const outcomes = await Promise.allSettled(
+            copies.flatMap((copy, c) => Array.from({ length: MAX_PER_AGENT }, (_, n) => copy.append(agent.id, `rr${round}-c${c}-${n}`, 0, [{ n }]))),
+          );
+          assert.deepEqual(outcomes.filter((outcome) => outcome.status === 'rejected').map((outcome) => String((outcome as PromiseRejectedResult).reason)), []);
+          assert.equal((await db('agent_sessions').where({ agent_id: agent.id })).length, MAX_PER_AGENT, `round ${round}`);
+        }
+      } finally {
+        await db.destroy();
+        await control.db.raw(`ALTER DATABASE ${control.database} RESET default_transaction_isolation`);
       }
     });
 

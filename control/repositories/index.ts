@@ -74,7 +74,15 @@ export function repositoriesOn(db: Knex): Repositories {
   };
 }
 
-/** Runs `work` in one transaction with repositories bound to it. */
+/**
+ * Runs `work` in one transaction with repositories bound to it, at READ COMMITTED whatever
+ * the database's or role's default_transaction_isolation. The transactions here take a lock
+ * and then read what those before them committed (a session creation takes its agent's
+ * turn, then counts its sessions), which needs each statement's own snapshot: at REPEATABLE
+ * READ the first statement's would stand for the whole transaction (PostgreSQL manual,
+ * "Transaction Isolation"). Said in the BEGIN itself (knex's pg-transaction.js), so it costs
+ * no round trip and holds behind a pooler in transaction mode, where a session SET would not.
+ */
 export function inTransaction<T>(db: Knex, work: (repos: Repositories) => Promise<T>): Promise<T> {
-  return db.transaction((trx) => work(repositoriesOn(trx)));
+  return db.transaction((trx) => work(repositoriesOn(trx)), { isolationLevel: 'read committed' });
 }

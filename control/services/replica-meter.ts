@@ -2,7 +2,7 @@ import type { Knex } from 'knex';
 import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
 import type { Orchestrator } from '../orchestrator/types.js';
-import { repositoriesOn } from '../repositories/index.js';
+import { inTransaction, repositoriesOn } from '../repositories/index.js';
 import { PeriodicPass, type LoopOptions } from './periodic-pass.js';
 
 /**
@@ -81,8 +81,7 @@ export class ReplicaMeter {
     const running = await this.runningReplicaIds(agentId);
     if (running === undefined) return;
     const now = this.clock.now();
-    await this.db.transaction(async (trx) => {
-      const repos = repositoriesOn(trx);
+    await inTransaction(this.db, async (repos) => {
       const agent = await repos.agents.findAny(agentId);
       const open = new Set(await repos.usage.openReplicaIds(agentId));
       // A deleted agent runs nothing any more, whatever the driver still reports.

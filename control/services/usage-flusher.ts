@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 import type { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
-import { repositoriesOn } from '../repositories/index.js';
+import { inTransaction, repositoriesOn } from '../repositories/index.js';
 import { edgeKeyNames, edgeKeyPatterns, parseUsageFlushingKey, parseUsageKey } from '../../contract/edge-keys.js';
 import { scanKeys } from '../db/redis.js';
 import { PeriodicPass, PeriodicService, type LoopOptions } from './periodic-pass.js';
@@ -79,9 +79,7 @@ export class UsageFlusher extends PeriodicService {
       return;
     }
     if (count > 0) {
-      await this.db.transaction((trx) =>
-        repositoriesOn(trx).usage.addRequests(flushId, { accountId: agent.account_id, agentId: agent.id, month, count }, this.clock.now()),
-      );
+      await inTransaction(this.db, (repos) => repos.usage.addRequests(flushId, { accountId: agent.account_id, agentId: agent.id, month, count }, this.clock.now()));
     }
     await this.redis.del(flushingKey);
   }
