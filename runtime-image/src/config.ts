@@ -119,9 +119,12 @@ function checkTokenFile(path: string): void {
   if (token === '') throw new ConfigError(`AGENT_SERVICES_TOKEN_FILE="${path}" is empty: it must hold the runtime's token for agent services`);
 }
 
-/** A URL's text as a message may repeat it: whatever stands before an @ after the scheme, credentials as like as not, left out. */
+/**
+ * A URL's text as a message may repeat it: everything up to its last @ but the scheme, left
+ * out. Credentials as like as not, and in a URL that does not parse they may hold any character.
+ */
 function withoutUserInfo(raw: string): string {
-  return raw.replace(/^([^:/?#]*:\/\/)[^/?#]*@/, '$1…@');
+  return raw.replace(/^([a-z][a-z0-9+.-]*:\/\/)?.*@/is, (_, scheme: string | undefined) => `${scheme ?? ''}…@`);
 }
 
 function readBaseUrl(env: Environment, variable: string): string | undefined {
