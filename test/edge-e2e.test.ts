@@ -190,9 +190,13 @@ describe('the edge: agent URLs through the local edge, authz and real agents', f
     const lostUpstream = results.filter((r) => r.status === 502 && r.body === EDGE_REPLIES.badGateway).length;
     const admitted = results.filter((r) => r.status === 200).length + lostUpstream;
     const limited = results.filter((r) => r.status === 429).length;
-    assert.equal(admitted, 300 - usedBefore, `${admitted} admitted after ${usedBefore} used: ${counts}`);
-    assert.equal(admitted + limited, 320, counts);
-    assert.ok(lostUpstream <= 8, `the edge lost the replica for only a few: ${counts}`);
+    // A check the edge gave up waiting for is its fail-closed 503, never forwarded (seen once
+    // on a loaded CI machine): authz may still have counted it, admitted or not, so it stands
+    // for one request on either side of the limit, and for nothing admitted past it.
+    const unchecked = results.filter((r) => r.status === 503 && r.body === EDGE_REPLIES.authzUnavailable).length;
+    assert.ok(admitted <= 300 - usedBefore && 300 - usedBefore <= admitted + unchecked, `${admitted} admitted after ${usedBefore} used: ${counts}`);
+    assert.equal(admitted + limited + unchecked, 320, counts);
+    assert.ok(lostUpstream + unchecked <= 8, `the edge lost the replica or the check for only a few: ${counts}`);
     // Each request counted once, the refused ones too.
     assert.equal(Number(await control.redis.get(edgeKeyNames.agentCounter(slug, window))), usedBefore + 320);
   });
