@@ -60,6 +60,21 @@ describe('sessionWithTurn', () => {
     assert.deepEqual(next.messages, [user('one'), assistant('1'), ...turn]);
   });
 
+  it('sizes each message once, so a turn costs the same however long the history it follows', () => {
+    let sized = 0;
+    // JSON.stringify calls toJSON once each time it sizes the message.
+    const counted = (message: Message) => ({ ...message, toJSON: () => (sized++, message) });
+    let session: Message[] = history.map(counted);
+    for (const [number, text] of ['four', 'five', 'six'].entries()) {
+      const next = sessionWithTurn(session, [counted(user(text)), counted(assistant(text))], UNBOUNDED, startsTurn)!;
+      assert.equal(sized, history.length + 2 * (number + 1), `after turn ${text}: the history once, then only each turn's own messages`);
+      const sizedByTurns = sized;
+      assert.equal(next.bytes, bytes(next.messages), 'and still measured as the JSON array agent services store');
+      sized = sizedByTurns; // the check's own stringify is not the turn's
+      session = next.messages;
+    }
+  });
+
   it('starts an empty session with the turn', () => {
     const next = sessionWithTurn([], turn, UNBOUNDED, startsTurn)!;
     assert.deepEqual(next.messages, turn);
