@@ -353,6 +353,36 @@ describe('agent services: sessions', () => {
       assert.notEqual(anew.headers.get('etag'), firstTag);
     });
 
+    it('plans a read and an append once per connection, not on every call: Postgres keeps one plan for a lone call', async () => {
+      const { agent } = await agentWithToken();
+      const url = process.env.TEST_TEMPLATE_DATABASE_URL!.replace(/\/[^/]+$/, `/${control.database}`);
+      // One connection, so that every call meets the same server session and the statements prepared there.
+      const db = connectDatabase(url, { min: 0, max: 1 });
+      try {
+        const service = new AgentSessionService({ ...serviceDependencies(), db });
+        let written = await service.append(agent.id, 'planned', 0, [turn(0)]);
+        const { created_at: createdAt } = await db('agent_sessions').where({ agent_id: agent.id, session_id: 'planned' }).first();
+        for (let n = 1; n <= 10; n += 1) {
+          const read = await service.get(agent.id, 'planned', { version: written.version, createdAt });
+          assert.ok('unchanged' in read, `read ${n} met the version it named`);
+          written = await service.append(agent.id, 'planned', written.version, [turn(n)]);
+        }
+        // Postgres plans for the values five times (plancache.c, choose_custom_plan), then keeps one plan if it costs no more.
+        const plans = await db.raw<{ rows: { name: string; generic_plans: string; custom_plans: string }[] }>(
+          "SELECT name, generic_plans, custom_plans FROM pg_prepared_statements WHERE name LIKE 'agent_sessions_%' ORDER BY name",
+        );
+        assert.deepEqual(
+          plans.rows.map((row) => [row.name, Number(row.custom_plans), Number(row.generic_plans)]),
+          [
+            ['agent_sessions_append_each_at_version', 5, 5],
+            ['agent_sessions_touch_and_read_each', 5, 5],
+          ],
+        );
+      } finally {
+        await db.destroy();
+      }
+    });
+
     it('refuses messages nested too deeply to store with 422 at ["body", "messages"], not a 500, and writes nothing', async () => {
       const { token } = await agentWithToken();
       const deep = `${'['.repeat(30_000)}${']'.repeat(30_000)}`;

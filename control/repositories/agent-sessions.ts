@@ -67,6 +67,26 @@ const SUMMARY_SQL = SUMMARY_COLUMNS.map((column) => `s.${column}`).join(', ');
  */
 
 /**
+ * The calls of a batch as rows: `arrays` (each a `CAST(:param AS type[])`) unnested side by
+ * side. Each array is read through a scalar subquery, which hides its length from the planner,
+ * so that Postgres plans the statement once per connection rather than on every call.
+ *
+ * Postgres plans a prepared statement for its values five times, then keeps one plan for any
+ * values if that plan is estimated no dearer than the average of those five, planning cost
+ * included; otherwise it plans every execution anew (plancache.c, choose_custom_plan, with
+ * cached_plan_cost). Seen through its length, a lone call's array made a plan for one row,
+ * while the plan for any values assumes ten rows of an array it cannot see (selfuncs.c,
+ * estimate_array_length): ten times dearer, so never chosen, and every read and append was
+ * planned again. Hidden, both assume ten rows, the same nested loops over the primary keys
+ * that fit a batch of one or a hundred. Measured on one connection over 40 reads of a lone
+ * call, against 20,000 sessions: 0 of 40 executions used the kept plan before, 35 after, and a
+ * read took 1.7 ms before against 0.7 ms with the kept plan (`pg_prepared_statements`' generic_plans).
+ */
+function callsAsRows(arrays: string[], columns: string[]): string {
+  return `unnest(${arrays.map((array) => `(SELECT ${array})`).join(', ')}) WITH ORDINALITY AS r(${columns.join(', ')}, i)`;
+}
+
+/**
  * A read moves a session's last use, and its expiry, only when a second or more has passed
  * since: last uses are kept to the second, and a read of a session used a moment ago, as
  * each turn's read of the turn before's write is, is not a write (a new row version and an
@@ -88,8 +108,10 @@ const TOUCH_DUE_SQL = `(${EXPIRY_SQL} >= s.expires_at + make_interval(secs => ${
 const TOUCH_AND_READ_EACH = new PreparedStatement<(ReadSession | NoSessionRow) & { i: number }>(
   'agent_sessions_touch_and_read_each',
   `WITH r AS (
-     SELECT * FROM unnest(CAST(:agents AS text[]), CAST(:sessions AS text[]), CAST(:knownVersions AS integer[]), CAST(:knownCreatedAts AS timestamptz[]))
-       WITH ORDINALITY AS r(agent, session, known_version, known_created_at, i)
+     SELECT * FROM ${callsAsRows(
+       ['CAST(:agents AS text[])', 'CAST(:sessions AS text[])', 'CAST(:knownVersions AS integer[])', 'CAST(:knownCreatedAts AS timestamptz[])'],
+       ['agent', 'session', 'known_version', 'known_created_at'],
+     )}
    ), touched AS (
      UPDATE agent_sessions s SET last_used_at = :now, expires_at = ${EXPIRY_SQL}
      FROM r, agents, (SELECT set_config('synchronous_commit', 'off', true)) AS lazy_commit
@@ -120,9 +142,13 @@ const GROWN_BY_SQL = `(CASE WHEN s.size_bytes <= 2 THEN r.into_empty ELSE r.into
 const APPEND_EACH_AT_VERSION = new PreparedStatement<SessionSummary & { i: number }>(
   'agent_sessions_append_each_at_version',
   `WITH r AS (
-     SELECT * FROM unnest(CAST(:agents AS text[]), CAST(:sessions AS text[]), CAST(:versions AS integer[]), CAST(:counts AS integer[]), CAST(:sealed AS text[]),
-         CAST(:intoEmpty AS integer[]), CAST(:intoOthers AS integer[]))
-       WITH ORDINALITY AS r(agent, session, version, count, sealed, into_empty, into_others, i)
+     SELECT * FROM ${callsAsRows(
+       [
+         'CAST(:agents AS text[])', 'CAST(:sessions AS text[])', 'CAST(:versions AS integer[])', 'CAST(:counts AS integer[])', 'CAST(:sealed AS text[])',
+         'CAST(:intoEmpty AS integer[])', 'CAST(:intoOthers AS integer[])',
+       ],
+       ['agent', 'session', 'version', 'count', 'sealed', 'into_empty', 'into_others'],
+     )}
    ), head AS (
      UPDATE agent_sessions s
      SET version = s.version + 1, size_bytes = s.size_bytes + ${GROWN_BY_SQL}, message_count = s.message_count + r.count,
