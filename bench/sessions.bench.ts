@@ -25,7 +25,7 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  * (LOAD_NICE). So neither what the control plane costs in CPU nor what the load generator
  * does shows up as the runtime's wait, as it would not on a cluster, where they are other machines.
  *
- * Four loads:
+ * Five loads:
  * - `model_paced`: 50 concurrent conversations against a provider that answers in
  *   MODEL_MS, as a fast model does. This is the load the issue's goal is judged on: 50
  *   invokes in flight, each mostly waiting on its model.
@@ -38,6 +38,10 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  *   the runtime, multiplied by the queue of 50.
  * - `one_caller`: one conversation, the provider answering at once: a session's cost
  *   when nothing waits in a queue.
+ * - `long_conversation`: one conversation of large turns (LONG_TURN_CHARS), the provider
+ *   answering at once: what a session costs once it holds most of a megabyte, when a turn must
+ *   still cost what it does in a short one (a 304 read and the turn's append) but for the
+ *   trims, which rewrite it whole every dozen turns.
  * `model_paced` also runs through a third runtime whose agent services are Sessions API v1
  * in a Map behind bare node:http (sessions-floor-services.ts), on the control API's CPU:
  * `added_by_the_http_calls_alone` is what the runtime's two calls per invoke cost here
@@ -76,6 +80,14 @@ const ROUNDS = 4;
 const MODEL_MS = 200;
 /** model_varied's answers take MODEL_MS ± this, evenly spread. */
 const MODEL_SPREAD_MS = 100;
+/**
+ * long_conversation's turns: each of 16,000 characters, so that the conversation reaches the
+ * runtime's default 50 turns (RUNTIME_MAX_TURNS_PER_SESSION) at about 0.8 MB, near
+ * SESSION_MAX_BYTES' default 1 MiB, and is then trimmed to 3/4 every dozen turns. 200 turns,
+ * whatever BENCH_SESSION_TURNS says, so that it always gets there.
+ */
+const LONG_TURN_CHARS = 16_000;
+const LONG_CONVERSATION_TURNS = 200;
 /** How long a traced round waits after its last invoke, for the spans still to be sent (the runtime sends every second) and stored. */
 const TRACE_SETTLE_MS = 1_500;
 
@@ -108,6 +120,8 @@ interface Load {
   withFloor?: boolean;
   /** Also through the durable runtime with traces on: what tracing adds. */
   withTraces?: boolean;
+  /** The size of each turn as text, half the caller's input and half the model's answer; a word each when not given. */
+  turnChars?: number;
 }
 
 async function main(): Promise<void> {
@@ -141,10 +155,11 @@ async function main(): Promise<void> {
      * The invokes' latencies, each invoke's session time (read and write, from its Server-Timing)
      * kept in `times`: in `first` when it began its conversation (the first turn of the first round), in `later` otherwise.
      */
-    const conversation = async (runtimeUrl: string, label: string, turns: number, callers: number, times?: SessionTimes, firstRound = true) => {
+    const conversation = async (runtimeUrl: string, label: string, turns: number, callers: number, times?: SessionTimes, firstRound = true, inputChars = 0) => {
       const sessions = Array.from({ length: callers }, (_, caller) => `${label}-${caller}`);
       return runConcurrently(turns * callers, callers, async (i) => {
-        const body = JSON.stringify({ input: `turn ${Math.floor(i / callers)}`, session_id: sessions[i % callers] });
+        const input = `turn ${Math.floor(i / callers)}`;
+        const body = JSON.stringify({ input: input.padEnd(inputChars, ' and so on'), session_id: sessions[i % callers] });
         const response = await fetch(`${runtimeUrl}/invoke`, { method: 'POST', headers: { 'content-type': 'application/json' }, body });
         if (response.status !== 200) throw new Error(`${label}: ${response.status} ${await response.text()}`);
         await response.arrayBuffer();
@@ -158,10 +173,11 @@ async function main(): Promise<void> {
      * each, ROUNDS times: a drift of the machine over the run then falls on all of them alike,
      * where one runtime's whole run after the other's would carry it into the difference.
      */
-    const compare = async (name: string, { modelMs, modelSpreadMs = 0, turns, callers, withFloor = false, withTraces = false }: Load) => {
+    const compare = async (name: string, { modelMs, modelSpreadMs = 0, turns, callers, withFloor = false, withTraces = false, turnChars = 0 }: Load) => {
       // Each answer's delay drawn evenly from modelMs ± modelSpreadMs.
       const delayMs = modelSpreadMs > 0 ? () => modelMs - modelSpreadMs + Math.random() * 2 * modelSpreadMs : modelMs;
-      provider.defaultReply = modelMs > 0 ? { text: 'noted', delayMs } : { text: 'noted' };
+      const text = 'noted'.padEnd(turnChars / 2, ', and then');
+      provider.defaultReply = modelMs > 0 ? { text, delayMs } : { text };
       const spread = modelSpreadMs > 0 ? ` ± ${modelSpreadMs}` : '';
       console.log(`${name}: ${turns} turns of ${callers} conversation(s), the model answering in ${modelMs}${spread} ms, in ${ROUNDS} rounds`);
       const runs = [
@@ -180,13 +196,13 @@ async function main(): Promise<void> {
       const runtimeCpuSeconds = new Map(runs.map((run) => [run.key, 0]));
       // And this process's, the callers' and the provider's, which share the runtimes' CPU: on a cluster they are elsewhere.
       const loadCpuMs = new Map(runs.map((run) => [run.key, 0]));
-      for (const run of runs) await conversation(run.url, `${name}-warm-${run.key}`, WARMUP_TURNS, callers);
+      for (const run of runs) await conversation(run.url, `${name}-warm-${run.key}`, WARMUP_TURNS, callers, undefined, true, turnChars / 2);
       for (let round = 0; round < ROUNDS; round += 1) {
         for (const run of runs) {
           const cpuBefore = storeCpu(run.key);
           const runtimeCpuBefore = treeCpuSeconds(run.pid);
           const loadCpuBefore = process.cpuUsage();
-          samples.get(run.key)!.push(...(await conversation(run.url, `${name}-${run.key}`, turns / ROUNDS, callers, sessionTimes.get(run.key), round === 0)));
+          samples.get(run.key)!.push(...(await conversation(run.url, `${name}-${run.key}`, turns / ROUNDS, callers, sessionTimes.get(run.key), round === 0, turnChars / 2)));
           // The last spans are sent within a second of their invoke (the runtime's export interval), and stored on arrival: their CPU is the round's.
           if (run.key === 'traced') await sleep(TRACE_SETTLE_MS);
           storeCpuSeconds.set(run.key, storeCpuSeconds.get(run.key)! + storeCpu(run.key) - cpuBefore);
@@ -209,6 +225,7 @@ async function main(): Promise<void> {
         model_ms: modelMs,
         ...(modelSpreadMs > 0 ? { model_spread_ms: modelSpreadMs } : {}),
         turns_per_conversation: turns,
+        ...(turnChars > 0 ? { turn_chars: turnChars } : {}),
         session_read_and_write_in_memory: sessionInMemory,
         session_read_and_write_through_agent_services: sessionThroughServices,
         added_session_time: added(sessionInMemory, sessionThroughServices),
@@ -244,6 +261,7 @@ async function main(): Promise<void> {
     const modelVaried = await compare('model_varied', { modelMs: MODEL_MS, modelSpreadMs: MODEL_SPREAD_MS, turns: TURNS_PER_CALLER, callers: CONCURRENCY, withFloor: true });
     const saturated = await compare('saturated', { modelMs: 0, turns: TURNS_PER_CALLER, callers: CONCURRENCY });
     const oneCaller = await compare('one_caller', { modelMs: 0, turns: TURNS_PER_CALLER * 5, callers: 1 });
+    const longConversation = await compare('long_conversation', { modelMs: 0, turns: LONG_CONVERSATION_TURNS, callers: 1, turnChars: LONG_TURN_CHARS });
     const { added_session_time: judged } = modelPaced;
     const result = {
       benchmark: 'sessions',
@@ -258,6 +276,7 @@ async function main(): Promise<void> {
       model_varied: modelVaried,
       saturated,
       one_caller: oneCaller,
+      long_conversation: longConversation,
       goal: { judged_on: 'model_paced.added_session_time', p50_ms: 2, p99_ms: 10 },
       met: judged.p50_ms <= 2 && judged.p99_ms <= 10,
     };
