@@ -27,6 +27,11 @@ describe('webhooks: delivery across copies, restarts and the address check', () 
     expectStatus(created, 201);
     return created.body as { id: string };
   };
+  /** The webhook's recorded attempts, newest first, once there are `count` of them. */
+  const recordedDeliveries = async (control: TestControl, hookId: string, token: string, count: number) => {
+    const listed = await control.request('GET', `/account/webhooks/${hookId}/deliveries`, { token });
+    return listed.body.deliveries.length >= count ? (listed.body.deliveries as any[]) : undefined;
+  };
 
   beforeEach(async () => {
     receiver = await new WebhookReceiver().start();
@@ -92,9 +97,9 @@ describe('webhooks: delivery across copies, restarts and the address check', () 
     receiver.answer({ status: 200 });
     const second = await start({ WEBHOOK_ALLOW_PRIVATE_NETWORKS: 'true' }, first);
     second.control.loops.webhooks.start();
-    await waitFor('the delivery', async () => (receiver.received.length > failures ? true : undefined), 10_000, 20);
-    const listed = await second.request('GET', `/account/webhooks/${hook.id}/deliveries`, { token });
-    const attempts = listed.body.deliveries.reverse();
+    // Recorded, not only received: the receiver has the request before the copy writes down its answer.
+    const deliveries = await waitFor('the delivery recorded', () => recordedDeliveries(second, hook.id, token, failures + 1), 10_000, 20);
+    const attempts = deliveries.reverse();
     assert.deepEqual(attempts.map((a: any) => a.attempt), Array.from({ length: failures + 1 }, (_, i) => i + 1));
     assert.deepEqual(attempts.map((a: any) => a.status_code), [...Array<number>(failures).fill(500), 200]);
     assert.equal(new Set(receiver.received.map((r) => r.headers['webhook-id'])).size, 1);
@@ -113,9 +118,8 @@ describe('webhooks: delivery across copies, restarts and the address check', () 
     // The lease lapses (as 40 s after a real claim).
     await control.db('webhook_outbox').where({ id: claimed!.id }).update({ next_attempt_at: control.db.raw('now()') });
     control.control.loops.webhooks.start();
-    await waitFor('the delivery', async () => (receiver.received.length ? true : undefined), 10_000, 20);
-    const listed = await control.request('GET', `/account/webhooks/${hook.id}/deliveries`, { token });
-    assert.deepEqual(listed.body.deliveries.map((d: any) => [d.attempt, d.status_code]), [[2, 200]], 'the lost attempt counts as made');
+    const deliveries = await waitFor('the delivery recorded', () => recordedDeliveries(control, hook.id, token, 1), 10_000, 20);
+    assert.deepEqual(deliveries.map((d: any) => [d.attempt, d.status_code]), [[2, 200]], 'the lost attempt counts as made');
     assert.equal(receiver.received[0]!.headers['webhook-id'], claimed!.event_id);
   });
 });
