@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { freePort } from '../scripts/lib/local-services.js';
-import { buildConsole, launchChromium } from './support/browser.js';
+import { buildConsole, launchChromium, openSignedIn } from './support/browser.js';
 import { stepsInOrder } from './support/console-steps.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { edgeRequest } from './support/edge-upstream.js';
@@ -319,9 +319,7 @@ describe('the web console: agent actions', function () {
     // A page of its own: the steps above sign in on theirs.
     const own = await context.newPage();
     try {
-      await own.goto(`${root}/`);
-      await own.evaluate((token) => sessionStorage.setItem('agent-platform.session', token), user.token);
-      await own.reload();
+      await openSignedIn(own, root, user.token, '/');
       await own.getByRole('button', { name: 'New agent' }).click();
       await own.getByLabel('Name', { exact: true }).fill('parks-when-idle');
       await own.getByLabel('Access').selectOption('public');
@@ -368,9 +366,7 @@ describe('the web console: agent actions', function () {
     }
     const reader = await context.newPage();
     try {
-      await reader.goto(`${root}/`);
-      await reader.evaluate((token) => sessionStorage.setItem('agent-platform.session', token), many.token);
-      await reader.reload();
+      await openSignedIn(reader, root, many.token, '/');
       const rows = reader.getByRole('row').filter({ hasText: /paged-\d+/ });
       await reader.getByText('Page 1 of 2').waitFor();
       assert.equal(await rows.count(), 20);

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
-import { buildConsole, launchChromium } from './support/browser.js';
+import { buildConsole, launchChromium, openAgentTab } from './support/browser.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent } from './support/control-api.js';
 
@@ -30,10 +30,7 @@ describe('the web console: custom domains', function () {
   it('adds a domain, shows and copies its TXT record, follows its status to active, and deletes it', async () => {
     const { token } = await control.signUp();
     const agent = await createAgent(control, token, { name: 'site' });
-    await page.goto(root);
-    await page.evaluate((value) => sessionStorage.setItem('agent-platform.session', value), token);
-    await page.goto(`${root}/agents/${agent.id}`);
-    await page.getByRole('tab', { name: 'Domains', exact: true }).click();
+    await openAgentTab(page, root, token, agent.id, 'Domains');
     await page.getByText('No custom domains.').waitFor();
 
     await page.getByLabel('Hostname').fill('shop.example.com');

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Browser, Locator, Page } from 'playwright-core';
 import { accessibilityProblems } from './support/accessibility.js';
-import { buildConsole, launchChromium } from './support/browser.js';
+import { buildConsole, launchChromium, openAgentTab } from './support/browser.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, expectStatus } from './support/control-api.js';
 import { invokeTrace, sendTraces } from './support/replica-traces.js';
@@ -38,10 +38,7 @@ describe('the web console: invocations', function () {
 
   /** The page signed in with `token`, on the Invocations tab of `agentId`. */
   async function openInvocations(token: string, agentId: string): Promise<void> {
-    await page.goto(root);
-    await page.evaluate((value) => sessionStorage.setItem('agent-platform.session', value), token);
-    await page.goto(`${root}/agents/${agentId}`);
-    await page.getByRole('tab', { name: 'Invocations', exact: true }).click();
+    await openAgentTab(page, root, token, agentId, 'Invocations');
   }
 
   /** An agent with the traces sent for it, and its owner's token. */

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import type { Browser, Page } from 'playwright-core';
 import { accessibilityProblems } from './support/accessibility.js';
-import { buildConsole, launchChromium } from './support/browser.js';
+import { buildConsole, launchChromium, openAgentTab } from './support/browser.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, expectStatus, signUpMember } from './support/control-api.js';
 import { replicaReadStatus, writeSession } from './support/replica-sessions.js';
@@ -36,10 +36,7 @@ describe('the web console: sessions', function () {
 
   /** The page signed in with `token`, on the Sessions tab of `agentId`. */
   async function openSessions(token: string, agentId: string): Promise<void> {
-    await page.goto(root);
-    await page.evaluate((value) => sessionStorage.setItem('agent-platform.session', value), token);
-    await page.goto(`${root}/agents/${agentId}`);
-    await page.getByRole('tab', { name: 'Sessions', exact: true }).click();
+    await openAgentTab(page, root, token, agentId, 'Sessions');
   }
 
   const table = () => page.getByRole('table', { name: 'Sessions' });

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import type { Browser, BrowserContext, Page } from 'playwright-core';
 import { accessibilityProblems } from './support/accessibility.js';
-import { buildConsole, launchChromium } from './support/browser.js';
+import { buildConsole, launchChromium, openSignedIn } from './support/browser.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, expectStatus, signUpMember } from './support/control-api.js';
 import { startIdentityProvider, type TestIdentityProvider } from './support/sso-provider.js';
@@ -43,11 +43,8 @@ describe('the web console: team and single sign-on', function () {
     const context = await browser.newContext({ viewport: DESKTOP });
     contexts.push(context);
     const page = await context.newPage();
-    if (token) {
-      await page.goto(origin);
-      await page.evaluate((value) => sessionStorage.setItem('agent-platform.session', value), token);
-    }
-    await page.goto(`${origin}${path}`);
+    if (token) await openSignedIn(page, origin, token, path);
+    else await page.goto(`${origin}${path}`);
     return page;
   }
 

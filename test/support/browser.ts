@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { chromium, type Browser } from 'playwright-core';
+import { chromium, type Browser, type Page } from 'playwright-core';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -15,4 +15,20 @@ export function buildConsole(): void {
 export async function launchChromium(): Promise<Browser> {
   // --no-sandbox: tests run as root, where Chromium refuses its sandbox.
   return chromium.launch({ executablePath: CHROMIUM, headless: true, args: ['--no-sandbox', '--disable-dev-shm-usage'] });
+}
+
+/**
+ * Signs `page` in with `token` the way the console keeps a sign-in (console/src/session.ts:
+ * in the tab's sessionStorage, so it is set on the console's origin first), then opens `path`.
+ */
+export async function openSignedIn(page: Page, origin: string, token: string, path: string): Promise<void> {
+  await page.goto(origin);
+  await page.evaluate((value) => sessionStorage.setItem('agent-platform.session', value), token);
+  await page.goto(`${origin}${path}`);
+}
+
+/** The agent page of `agentId`, signed in with `token`, on its tab named `tab`. */
+export async function openAgentTab(page: Page, origin: string, token: string, agentId: string, tab: string): Promise<void> {
+  await openSignedIn(page, origin, token, `/agents/${agentId}`);
+  await page.getByRole('tab', { name: tab, exact: true }).click();
 }
