@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
 import type { Logger } from 'pino';
 import { systemClock } from '../contract/clock.js';
 import { edgeKeyNames, windowOf } from '../contract/edge-keys.js';
@@ -12,14 +11,9 @@ import { EDGE_REPLIES } from '../envoy/local-edge/envoy-parity.js';
 import { startLocalEdge } from '../envoy/local-edge/server.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { tempAuthzSocket } from './support/edge-authz.js';
+import { edgeRequest, type EdgeResponse } from './support/edge-upstream.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
 import { waitFor } from './support/wait.js';
-
-interface EdgeResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
 
 /**
  * The whole edge path on real parts: the control API writes the projection, real
@@ -42,16 +36,7 @@ describe('the edge: agent URLs through the local edge, authz and real agents', f
 
   /** A request to the edge as a caller at `source` (127.0.0.x) would send it. */
   function call(host: string, path = '/health', headers: Record<string, string> = {}, source = '127.0.0.2'): Promise<EdgeResponse> {
-    return new Promise((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: edge.port, path, method: 'GET', localAddress: source, headers: { host, ...headers }, agent: false }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (body += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      });
-      req.on('error', reject);
-      req.end();
-    });
+    return edgeRequest({ port: edge.port, host, path, headers, localAddress: source });
   }
 
   const hostOf = (agent: { url: string }) => new URL(agent.url).hostname;
@@ -248,13 +233,9 @@ describe('the edge: agent URLs through the local edge, authz and real agents', f
     const blindAuthz = await startAuthz(config, { redis: deadRedis, clock: systemClock, logger });
     const blindEdge = await startLocalEdge({ port: 0, authzAddress: blindAuthz.grpcAddress });
     try {
-      const response = await new Promise<number>((resolve, reject) => {
-        httpRequest({ host: '127.0.0.1', port: blindEdge.port, path: '/health', headers: { host: hostOf(agent) } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        }).on('error', reject).end();
-      });
-      assert.equal(response, 503);
+      const response = await edgeRequest({ port: blindEdge.port, host: hostOf(agent), path: '/health' });
+      assert.equal(response.status, 503);
+      assert.equal(response.body, EDGE_REPLIES.authzUnavailable);
     } finally {
       await blindEdge.close();
       await blindAuthz.close();

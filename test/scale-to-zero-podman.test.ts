@@ -1,16 +1,10 @@
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
 import { edgeKeyNames } from '../contract/edge-keys.js';
 import { startControl, type TestControl } from './support/control-harness.js';
+import { edgeRequest, type EdgeResponse } from './support/edge-upstream.js';
 import { startLocalEdgeStack, type LocalEdgeStack } from './support/local-edge-stack.js';
 import { containersOf, podman } from './support/podman.js';
 import { waitFor } from './support/wait.js';
-
-interface EdgeResponse {
-  status: number;
-  headers: Record<string, string | string[] | undefined>;
-  body: string;
-}
 
 /**
  * Issue 19's done-when on real parts: podman replicas, Postgres, Redis, authz and the
@@ -37,16 +31,7 @@ describe('scale to zero and wake on the first request (podman, authz, local edge
   });
 
   function call(host: string, path: string, headers: Record<string, string> = {}): Promise<EdgeResponse> {
-    return new Promise((resolve, reject) => {
-      const req = httpRequest({ host: '127.0.0.1', port: edge.port, path, method: 'GET', headers: { host, ...headers }, agent: false }, (res) => {
-        let body = '';
-        res.setEncoding('utf8');
-        res.on('data', (chunk: string) => (body += chunk));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body }));
-      });
-      req.on('error', reject);
-      req.end();
-    });
+    return edgeRequest({ port: edge.port, host, path, headers });
   }
 
   const hostOf = (agent: { url: string }) => new URL(agent.url).hostname;
