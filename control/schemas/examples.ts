@@ -4,6 +4,8 @@
  * are built from these, so ids, times and values agree across operations
  * (test/openapi-examples.test.ts validates each against its schema).
  */
+import { PLAN_LIMITS } from '../domain/plans.js';
+
 export const ids = {
   account: 'acc_7Hq2Lm9Xc4Vb8Nz1Rt5K',
   user: 'usr_3Fp8Wd6Jk1Qs9Zx2Cv7B',
@@ -115,27 +117,9 @@ const keyOf = (id: string, label: string, preview: string) => ({ id, label, key_
 export const accessKey = keyOf(ids.accessKey, 'helpdesk widget', 'agk_Xa3r…');
 export const apiKey = keyOf(ids.apiKey, 'CI deploys', 'agnt_Pq7c…');
 
-export const limits = {
-  max_agents: 10,
-  max_replicas: 3,
-  max_vcpu: 3,
-  max_memory_mb: 3072,
-  max_replica_cpu: 1,
-  max_replica_memory_mb: 1024,
-  max_agent_rpm: 300,
-  max_custom_domains: 1,
-};
-
-export const proLimits = {
-  max_agents: 100,
-  max_replicas: 50,
-  max_vcpu: 50,
-  max_memory_mb: 102_400,
-  max_replica_cpu: 4,
-  max_replica_memory_mb: 8192,
-  max_agent_rpm: 3000,
-  max_custom_domains: 20,
-};
+/** The plans' own limits, so the examples change with them. */
+export const limits = PLAN_LIMITS.free;
+export const proLimits = PLAN_LIMITS.pro;
 
 export const domain = {
   id: ids.domain,
