@@ -355,9 +355,8 @@ describe('agent services: sessions', () => {
 
     it('plans a read and an append once per connection, not on every call: Postgres keeps one plan for a lone call', async () => {
       const { agent } = await agentWithToken();
-      const url = process.env.TEST_TEMPLATE_DATABASE_URL!.replace(/\/[^/]+$/, `/${control.database}`);
       // One connection, so that every call meets the same server session and the statements prepared there.
-      const db = connectDatabase(url, { min: 0, max: 1 });
+      const db = connectDatabase(control.config.databaseUrl, { min: 0, max: 1 });
       try {
         const service = new AgentSessionService({ ...serviceDependencies(), db });
         let written = await service.append(agent.id, 'planned', 0, [turn(0)]);
@@ -665,10 +664,9 @@ describe('agent services: sessions', () => {
 
     it("keeps it exact too on a database whose default isolation is REPEATABLE READ: the platform's transactions say READ COMMITTED", async () => {
       const { agent } = await agentWithToken();
-      const url = process.env.TEST_TEMPLATE_DATABASE_URL!.replace(/\/[^/]+$/, `/${control.database}`);
       await control.db.raw(`ALTER DATABASE ${control.database} SET default_transaction_isolation = 'repeatable read'`);
       // A pool of its own: the setting applies to connections opened after it.
-      const db = connectDatabase(url, { min: 0, max: 8 });
+      const db = connectDatabase(control.config.databaseUrl, { min: 0, max: 8 });
       try {
         assert.equal((await db.raw('SHOW default_transaction_isolation')).rows[0].default_transaction_isolation, 'repeatable read');
         const copies = Array.from({ length: 4 }, () => new AgentSessionService({ ...serviceDependencies(), db }));

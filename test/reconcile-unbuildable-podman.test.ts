@@ -42,7 +42,7 @@ describe('agents on podman: an agent whose job cannot be built after a restart',
 
     // While the control API is down: the broken agent's key is now under a master key it
     // does not hold (as if that key left MASTER_KEYS too early), and one agent is deleted.
-    const db = connectDatabase(process.env.TEST_TEMPLATE_DATABASE_URL!.replace(/\/[^/]+$/, `/${first.database}`), { min: 0, max: 1 });
+    const db = connectDatabase(first.config.databaseUrl, { min: 0, max: 1 });
     await db('agents').where({ id: broken }).update({ api_key_sealed: new SecretBox([randomBytes(32)]).seal('sk-broken-model-key') });
     await db('agents').where({ id: deleted }).delete();
     await db.destroy();
