@@ -1,8 +1,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Counter } from 'prom-client';
 import { SettingReader } from '../contract/settings-reader.js';
@@ -12,6 +11,7 @@ import { createAgent, expectError, expectStatus } from './support/control-api.js
 import { decodeExportResponse, encodeExport, startOtlpReceiver, type OtlpReceiver } from './support/otlp-receiver.js';
 import { SecretBox } from '../control/crypto/secret-box.js';
 import { jobSpecFor } from '../control/domain/job-spec.js';
+import { scratchDirectory } from '../runtime-image/test/helpers/scratch-directory.js';
 
 /**
  * Traces per invoke (issue 38), the control side: POST /v1/traces on the agent services
@@ -26,7 +26,7 @@ describe('agent traces', () => {
   const DAY_MS = 86_400_000;
 
   before(async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'prices-'));
+    const dir = scratchDirectory('prices');
     const pricesFile = join(dir, 'prices.json');
     // Replaces the built-in anthropic prices only; openai keeps the defaults (gpt-4o: 2.5 in, 10 out per million).
     writeFileSync(pricesFile, JSON.stringify({ anthropic: { 'claude-test': { input: 1, output: 5 } } }));
@@ -391,7 +391,7 @@ describe('agent traces', () => {
 
   describe('MODEL_PRICES_FILE', () => {
     it('is checked at start: every problem is named with its place, and a good file replaces the providers it gives', () => {
-      const dir = mkdtempSync(join(tmpdir(), 'prices-'));
+      const dir = scratchDirectory('prices');
       const file = (name: string, text: string) => (writeFileSync(join(dir, name), text), join(dir, name));
       const problems = (path: string) => {
         const read = new SettingReader({ MODEL_PRICES_FILE: path });

@@ -6,6 +6,7 @@ import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { instanceStateDirectory } from '../control/orchestrator/create.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { containersOf, podmanStates } from './support/podman.js';
 import { ensureTestImage, TEST_IMAGE } from './support/test-image.js';
@@ -92,6 +93,8 @@ describe('npm run up: supervises, then stops fully', function () {
       await new Promise((resolve) => up!.once('exit', resolve));
     }
     if (workDir) rmSync(workDir, { recursive: true, force: true });
+    // The instance's replica token directories (control/orchestrator/create.ts): its agent was deleted.
+    if (ports?.control) rmSync(instanceStateDirectory(`up-test-${ports.control}`), { recursive: true, force: true });
   });
 
   it('restarts the control API after a SIGKILL right after a create that deploys, and adopts the agent with both replicas', async () => {

@@ -63,6 +63,13 @@ export const protectedEndpointsOf = (config: Config) =>
   );
 
 /**
+ * The host directory of a podman instance's files that outlive a control API's run: its
+ * replicas' token directories, which running containers keep mounted, so a restarted control
+ * API must find them where it left them. Removed only with the instance (a test's).
+ */
+export const instanceStateDirectory = (instance: string) => join(tmpdir(), `agent-platform-${instance}`);
+
+/**
  * What replicas on this host get to reach the agent services (issue 37), or null when
  * AGENT_SERVICES_PORT is 0. Containers reach the host's 0.0.0.0 listener through
  * `host.containers.internal` (../shared/NOTES.md: a host port bound to 127.0.0.1 is out of
@@ -77,7 +84,7 @@ export function agentServicesAccess(config: Config, instance: string, clock: Clo
     url: `http://host.containers.internal:${port}`,
     port,
     mint: (agentId, replicaId) => tokens.mint(agentId, replicaId, clock.now()),
-    directory: join(tmpdir(), `agent-platform-${instance}`, 'agent-tokens'),
+    directory: join(instanceStateDirectory(instance), 'agent-tokens'),
     maxSessionBytes: sessions.maxBytes,
   };
 }

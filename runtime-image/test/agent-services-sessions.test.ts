@@ -1,13 +1,13 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, renameSync, utimesSync, writeFileSync } from 'node:fs';
+import { renameSync, utimesSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { MemorySessionStore } from '../src/memory-session-store.js';
 import { RemoteSessionStore } from '../src/remote-session-store.js';
 import { FakeAgentServices } from './helpers/fake-agent-services.js';
 import { FakeProvider } from './helpers/fake-provider.js';
 import { platformEnv, postInvoke, startRuntime, type TestRuntime } from './helpers/runtime.js';
+import { scratchDirectory } from './helpers/scratch-directory.js';
 
 /** The text of a stored message, whichever shape the SDK gave it (a string, or text parts). */
 function textOf(message: any): string {
@@ -44,7 +44,7 @@ describe('conversations kept by agent services (AGENT_SERVICES_URL)', () => {
   });
   beforeEach(async () => {
     services = await FakeAgentServices.start(['token-1']);
-    tokenFile = join(mkdtempSync(join(tmpdir(), 'agent-services-token-')), 'token');
+    tokenFile = join(scratchDirectory('agent-services-token'), 'token');
     writeFileSync(tokenFile, 'token-1\n');
     runtimes = [];
   });

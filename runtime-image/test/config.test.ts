@@ -1,15 +1,15 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAgentFile } from '../src/agent-file.js';
 import { ConfigError } from '../src/config-error.js';
 import { DEFAULT_MODEL, DEFAULT_SYSTEM_PROMPT, loadConfig } from '../src/config.js';
 import { providerForModel } from '../src/providers.js';
 import { DEFAULT_TEMPLATE_DIR, EXAMPLE_TEMPLATE_DIR } from './helpers/runtime.js';
+import { scratchDirectory } from './helpers/scratch-directory.js';
 
 function templateDir(agentYaml: string): string {
-  const dir = mkdtempSync(join(tmpdir(), 'runtime-config-'));
+  const dir = scratchDirectory('runtime-config');
   writeFileSync(join(dir, 'agent.yaml'), agentYaml);
   return dir;
 }
@@ -158,7 +158,7 @@ describe('agent.yaml validation', () => {
   it('refuses text that is not YAML', () => refuses('name: [unclosed', /not valid YAML/));
 
   it('refuses a template directory without agent.yaml', () => {
-    assert.throws(() => load({ PLATFORM_TEMPLATE_DIR: mkdtempSync(join(tmpdir(), 'empty-')) }), /agent\.yaml cannot be read/);
+    assert.throws(() => load({ PLATFORM_TEMPLATE_DIR: scratchDirectory('empty') }), /agent\.yaml cannot be read/);
   });
 });
 
@@ -199,7 +199,7 @@ describe('runtime settings', () => {
 
 describe('agent services settings', () => {
   const tokenFile = (text: string) => {
-    const path = join(mkdtempSync(join(tmpdir(), 'agent-services-')), 'token');
+    const path = join(scratchDirectory('agent-services'), 'token');
     writeFileSync(path, text);
     return path;
   };

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { LogContext } from '../src/log-context.js';
@@ -10,6 +9,7 @@ import { createInvokeTracer } from '../src/tracing/spans.js';
 import { FakeAgentServices } from './helpers/fake-agent-services.js';
 import { FakeProvider } from './helpers/fake-provider.js';
 import { platformEnv, postInvoke, startRuntime, type TestRuntime } from './helpers/runtime.js';
+import { scratchDirectory } from './helpers/scratch-directory.js';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const TRACEPARENT = `00-${TRACE_ID}-00f067aa0ba902b7-01`;
@@ -31,7 +31,7 @@ describe('log lines of an invoke name its trace (trace_id)', () => {
   });
   beforeEach(async () => {
     services = await FakeAgentServices.start(['log-token-1']);
-    tokenFile = join(mkdtempSync(join(tmpdir(), 'invoke-logs-token-')), 'token');
+    tokenFile = join(scratchDirectory('invoke-logs-token'), 'token');
     writeFileSync(tokenFile, 'log-token-1\n');
   });
   afterEach(async () => {

@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { spawnMain, startChildRuntime, type ChildRuntime } from './helpers/child-runtime.js';
 import { FakeAgentServices } from './helpers/fake-agent-services.js';
 import { FakeProvider } from './helpers/fake-provider.js';
 import { platformEnv, postInvoke, waitFor } from './helpers/runtime.js';
+import { scratchDirectory } from './helpers/scratch-directory.js';
 
 describe('the runtime process', function () {
   // Each test starts Node with tsx, which takes a few seconds on a slow machine.
@@ -47,7 +48,7 @@ describe('the runtime process', function () {
   it('on SIGTERM sends the spans of the last invokes before it exits', async () => {
     const services = await FakeAgentServices.start(['token-1']);
     try {
-      const tokenFile = join(mkdtempSync(join(tmpdir(), 'agent-services-token-')), 'token');
+      const tokenFile = join(scratchDirectory('agent-services-token'), 'token');
       writeFileSync(tokenFile, 'token-1\n');
       runtime = await startChildRuntime(platformEnv(fake, 'openai', { AGENT_SERVICES_URL: services.url, AGENT_SERVICES_TOKEN_FILE: tokenFile }));
       fake.reply({ text: 'last answer', delayMs: 300 });
@@ -92,7 +93,7 @@ describe('the runtime process', function () {
   });
 
   it('exits non-zero at start with a bad agent.yaml, naming the key', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'bad-template-'));
+    const dir = scratchDirectory('bad-template');
     writeFileSync(join(dir, 'agent.yaml'), 'name: ok\nllm:\n  temperature: warm\n');
     const { exited, stdout, stderr } = spawnMain({ ...platformEnv(fake, 'openai'), PLATFORM_TEMPLATE_DIR: dir });
 

@@ -1,12 +1,12 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../src/config-error.js';
 import { loadConfig } from '../src/config.js';
 import { loadTools } from '../src/tools.js';
 import { FakeProvider, type FakeProviderName } from './helpers/fake-provider.js';
 import { DEFAULT_TEMPLATE_DIR, EXAMPLE_TEMPLATE_DIR, platformEnv, postInvoke, startRuntime, type TestRuntime } from './helpers/runtime.js';
+import { scratchDirectory } from './helpers/scratch-directory.js';
 
 /** Where each API carries the tool result the runtime sent back, as text. */
 const TOOL_RESULT_OF: Record<FakeProviderName, (body: any) => string> = {
@@ -97,7 +97,7 @@ describe('tools', () => {
 
   describe('loading handlers', () => {
     function templateWith(handler: string, moduleSource = 'export function run() { return 1; }'): string {
-      const dir = mkdtempSync(join(tmpdir(), 'runtime-tools-'));
+      const dir = scratchDirectory('runtime-tools');
       writeFileSync(join(dir, 'tools.mjs'), moduleSource);
       writeFileSync(join(dir, 'agent.yaml'), `tools:\n  - name: run\n    description: runs\n    handler: "${handler}"\n`);
       return dir;

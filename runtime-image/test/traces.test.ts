@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError } from '../src/config-error.js';
 import { loadSettings } from '../src/settings.js';
@@ -11,6 +10,7 @@ import { postInvokeStream } from './helpers/event-stream.js';
 import { FakeAgentServices } from './helpers/fake-agent-services.js';
 import { FakeProvider, type FakeProviderName } from './helpers/fake-provider.js';
 import { EXAMPLE_TEMPLATE_DIR, getJson, platformEnv, postInvoke, startRuntime, TEST_KEYS, waitFor, type TestRuntime } from './helpers/runtime.js';
+import { scratchDirectory } from './helpers/scratch-directory.js';
 
 const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const EDGE_SPAN_ID = '00f067aa0ba902b7';
@@ -52,7 +52,7 @@ describe('traces per invoke (OTLP/HTTP JSON to agent services)', () => {
   });
   beforeEach(async () => {
     services = await FakeAgentServices.start(['trace-token-1']);
-    tokenFile = join(mkdtempSync(join(tmpdir(), 'traces-token-')), 'token');
+    tokenFile = join(scratchDirectory('traces-token'), 'token');
     writeFileSync(tokenFile, 'trace-token-1\n');
   });
   afterEach(async () => {

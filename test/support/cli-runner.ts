@@ -1,7 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { scratchDirectory } from '../../runtime-image/test/helpers/scratch-directory.js';
 
 export const ROOT = resolve(import.meta.dirname, '..', '..');
 const SHIM = join(ROOT, 'bin', 'agentctl.js');
@@ -17,7 +16,7 @@ export interface CliResult {
  * its own and no AGENTCTL_* variables from the test's environment unless given.
  */
 export class CliUser {
-  readonly configHome = mkdtempSync(join(tmpdir(), 'agentctl-'));
+  readonly configHome = scratchDirectory('agentctl');
 
   constructor(private readonly env: Record<string, string>) {}
 

@@ -1,4 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
+import { rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createServer as createTcpServer, type AddressInfo, type Server as TcpServer } from 'node:net';
 import type { Knex } from 'knex';
@@ -6,7 +7,7 @@ import type { DestinationStream } from 'pino';
 import type { Redis } from 'ioredis';
 import { systemClock } from '../../contract/clock.js';
 import { ManualClock } from './manual-clock.js';
-import { createOrchestrator } from '../../control/orchestrator/create.js';
+import { createOrchestrator, instanceStateDirectory } from '../../control/orchestrator/create.js';
 import { podmanRuntime } from '../../control/orchestrator/podman/host.js';
 import { podmanEnvironmentOf } from '../../control/orchestrator/podman/child-environment.js';
 import type { PassRecord } from '../../control/services/periodic-pass.js';
@@ -253,6 +254,8 @@ export async function startControl(env: Record<string, string> = {}, options: Co
       await driver.reconcile([]); // removes this suite's containers and networks (or Nomad jobs)
       await driver.close();
       await stopServing();
+      // With its containers gone, the instance's token directories are no one's (a crash keeps them for the resume).
+      if (options.orchestrate) rmSync(instanceStateDirectory(config.podman.instance), { recursive: true, force: true });
     },
   };
 }

@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { credentials, makeGenericClientConstructor, type ServiceError } from '@grpc/grpc-js';
 import { Redis } from 'ioredis';
@@ -11,6 +10,7 @@ import { loadAuthzConfig, type AuthzServerKind } from '../../authz/config.js';
 import { startAuthz, type RunningAuthz } from '../../authz/server.js';
 import { healthServiceDefinition, type HealthCheckReply } from '../../authz/health.js';
 import { scanKeys } from '../../control/db/redis.js';
+import { scratchDirectory } from '../../runtime-image/test/helpers/scratch-directory.js';
 
 /**
  * authz on a Unix socket of its own (as Envoy's sidecar) with real Redis (the run's
@@ -35,7 +35,7 @@ export function connectTestRedis(keyPrefix = `s_${randomBytes(4).toString('hex')
  * under the OS's temp dir, so that authzs started at once never meet; `remove` deletes it.
  */
 export function tempAuthzSocket(): { path: string; remove(): void } {
-  const dir = mkdtempSync(join(tmpdir(), 'authz-'));
+  const dir = scratchDirectory('authz');
   return { path: join(dir, 'authz.sock'), remove: () => rmSync(dir, { recursive: true, force: true }) };
 }
 
