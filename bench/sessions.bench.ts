@@ -32,7 +32,8 @@ import { runConcurrently, summarise, writeResult, type LatencySummary } from './
  * - `model_varied`: the same, the model answering in 100 to 300 ms, evenly spread, as real
  *   models vary. With every answer taking exactly MODEL_MS, the fifty conversations stay in
  *   step and all arrive within a millisecond, every 200 ms: model_paced is that worst case,
- *   model_varied the arrivals spread out. Reported beside the judged figure, not instead of it.
+ *   model_varied the arrivals spread out, its callers starting spread over MODEL_MS so that
+ *   no round begins in step either. Reported beside the judged figure, not instead of it.
  * - `saturated`: the same 50 against a provider that answers at once. The runtime's CPU
  *   is then the bottleneck in both runs, and the difference is the CPU a session costs
  *   the runtime, multiplied by the queue of 50.
@@ -111,6 +112,20 @@ interface SessionTimes {
   later: number[];
 }
 
+/** Conversations through one runtime: `callers` of them, `turns` each. */
+interface Conversations {
+  turns: number;
+  callers: number;
+  /** Where each invoke's session time goes; not kept when absent (a warm-up). */
+  times?: SessionTimes;
+  /** Whether these turns begin their conversations, so the first of each counts as a first turn. */
+  firstRound?: boolean;
+  /** The caller's input, padded to this many characters. */
+  inputChars?: number;
+  /** The callers start spread over this many ms (runConcurrently), not all at once. */
+  staggerMs?: number;
+}
+
 /** One load of compare: `callers` conversations of `turns` turns, the model answering in modelMs ± modelSpreadMs (0: at once); withFloor runs the floor's runtime too. */
 interface Load {
   modelMs: number;
@@ -155,7 +170,7 @@ async function main(): Promise<void> {
      * The invokes' latencies, each invoke's session time (read and write, from its Server-Timing)
      * kept in `times`: in `first` when it began its conversation (the first turn of the first round), in `later` otherwise.
      */
-    const conversation = async (runtimeUrl: string, label: string, turns: number, callers: number, times?: SessionTimes, firstRound = true, inputChars = 0) => {
+    const conversation = async (runtimeUrl: string, label: string, { turns, callers, times, firstRound = true, inputChars = 0, staggerMs = 0 }: Conversations) => {
       const sessions = Array.from({ length: callers }, (_, caller) => `${label}-${caller}`);
       return runConcurrently(turns * callers, callers, async (i) => {
         const input = `turn ${Math.floor(i / callers)}`;
@@ -166,7 +181,7 @@ async function main(): Promise<void> {
         const ms = sessionTimeOf(response.headers.get('server-timing'));
         times?.all.push(ms);
         (firstRound && i < callers ? times?.first : times?.later)?.push(ms);
-      });
+      }, { staggerMs });
     };
     /**
      * One load through each runtime, each warmed up first. The runtimes take turns, a round
@@ -196,13 +211,17 @@ async function main(): Promise<void> {
       const runtimeCpuSeconds = new Map(runs.map((run) => [run.key, 0]));
       // And this process's, the callers' and the provider's, which share the runtimes' CPU: on a cluster they are elsewhere.
       const loadCpuMs = new Map(runs.map((run) => [run.key, 0]));
-      for (const run of runs) await conversation(run.url, `${name}-warm-${run.key}`, WARMUP_TURNS, callers, undefined, true, turnChars / 2);
+      // A spread model spreads arrivals out, but only once the callers are under way: each round's
+      // first turns would come all at once, a tenth of the samples in lockstep. So the callers of
+      // such a load start spread over one model answer's time.
+      const staggerMs = modelSpreadMs > 0 ? modelMs : 0;
+      for (const run of runs) await conversation(run.url, `${name}-warm-${run.key}`, { turns: WARMUP_TURNS, callers, inputChars: turnChars / 2, staggerMs });
       for (let round = 0; round < ROUNDS; round += 1) {
         for (const run of runs) {
           const cpuBefore = storeCpu(run.key);
           const runtimeCpuBefore = treeCpuSeconds(run.pid);
           const loadCpuBefore = process.cpuUsage();
-          samples.get(run.key)!.push(...(await conversation(run.url, `${name}-${run.key}`, turns / ROUNDS, callers, sessionTimes.get(run.key), round === 0, turnChars / 2)));
+          samples.get(run.key)!.push(...(await conversation(run.url, `${name}-${run.key}`, { turns: turns / ROUNDS, callers, times: sessionTimes.get(run.key), firstRound: round === 0, inputChars: turnChars / 2, staggerMs })));
           // The last spans are sent within a second of their invoke (the runtime's export interval), and stored on arrival: their CPU is the round's.
           if (run.key === 'traced') await sleep(TRACE_SETTLE_MS);
           storeCpuSeconds.set(run.key, storeCpuSeconds.get(run.key)! + storeCpu(run.key) - cpuBefore);

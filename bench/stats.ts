@@ -1,5 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 
 export interface LatencySummary {
   count: number;
@@ -29,12 +30,17 @@ export async function timed(task: () => Promise<unknown>): Promise<number> {
   return Number(process.hrtime.bigint() - started) / 1e6;
 }
 
-/** Runs `count` tasks with at most `concurrency` in flight, returning each one's latency. */
-export async function runConcurrently(count: number, concurrency: number, task: (i: number) => Promise<unknown>): Promise<number[]> {
+/**
+ * Runs `count` tasks with at most `concurrency` in flight, returning each one's latency.
+ * With `staggerMs`, the workers start evenly spread over that time rather than all at once
+ * (worker k after k/concurrency of it), the wait not timed.
+ */
+export async function runConcurrently(count: number, concurrency: number, task: (i: number) => Promise<unknown>, { staggerMs = 0 } = {}): Promise<number[]> {
   const samples: number[] = [];
   let next = 0;
   await Promise.all(
-    Array.from({ length: concurrency }, async () => {
+    Array.from({ length: concurrency }, async (_, worker) => {
+      if (staggerMs > 0) await sleep((worker / concurrency) * staggerMs);
       while (next < count) {
         const i = next++;
         samples.push(await timed(() => task(i)));
