@@ -1,12 +1,11 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { instanceStateDirectory } from '../control/orchestrator/create.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { containersOf, podmanStates } from './support/podman.js';
 import { ensureTestImage, TEST_IMAGE } from './support/test-image.js';
@@ -18,7 +17,8 @@ import { processTree, tcpListenPorts, unixListenPaths } from './support/listener
  * its own data dir and ports: the control API is killed with SIGKILL right after a create
  * that deploys two replicas, as in issue 13; the supervisor starts it again, and the
  * agent is there with both replicas, adopted (no container lost or doubled); then Ctrl-C
- * (SIGINT) stops everything it started, Postgres and Redis included, and up.ts exits.
+ * (SIGINT) stops everything it started, Postgres and Redis included, and up.ts exits,
+ * leaving in its TMPDIR only the podman instance's directory (control/orchestrator/podman/settings.ts).
  */
 describe('npm run up: supervises, then stops fully', function () {
   this.timeout(240_000);
@@ -26,6 +26,9 @@ describe('npm run up: supervises, then stops fully', function () {
   let up: ChildProcess | undefined;
   let output = '';
   let ports: Record<string, number>;
+  /** up's TMPDIR, its own, so what its processes leave there can be listed. */
+  let tmp: string;
+  const instance = () => `up-test-${ports.control}`;
 
   const started = (name: string) => [...output.matchAll(new RegExp(`\\[up\\] started ${name} \\(pid (\\d+)\\)`, 'g'))].map((m) => Number(m[1]));
   /** Running, as the kernel sees it: a zombie (exited, not yet reaped by init) counts as stopped. */
@@ -61,6 +64,9 @@ describe('npm run up: supervises, then stops fully', function () {
     ensureTestImage('runc');
     workDir = mkdtempSync(join(tmpdir(), 'platform-up-'));
     chmodSync(workDir, 0o755); // Postgres runs as the postgres user when we are root
+    tmp = join(workDir, 'tmp');
+    mkdirSync(tmp);
+    chmodSync(tmp, 0o1777); // as /tmp: every user's, each file its owner's
     ports = {};
     for (const name of ['postgres', 'redis', 'control', 'controlMetrics', 'agentServices', 'metrics', 'edge', 'edgeHttps']) ports[name] = await freePort();
     up = spawn(process.execPath, ['--import', 'tsx', 'scripts/up.ts'], {
@@ -75,7 +81,8 @@ describe('npm run up: supervises, then stops fully', function () {
         AUTHZ_METRICS_PORT: String(ports.metrics),
         EDGE_PORT: String(ports.edge),
         EDGE_HTTPS_PORT: String(ports.edgeHttps),
-        PODMAN_INSTANCE: `up-test-${ports.control}`,
+        PODMAN_INSTANCE: instance(),
+        TMPDIR: tmp,
         RUNTIME_IMAGE: TEST_IMAGE,
         LOG_LEVEL: 'warn',
       },
@@ -92,9 +99,8 @@ describe('npm run up: supervises, then stops fully', function () {
       up.kill('SIGINT');
       await new Promise((resolve) => up!.once('exit', resolve));
     }
+    // The instance's directory, in tmp, goes with it: its agent was deleted.
     if (workDir) rmSync(workDir, { recursive: true, force: true });
-    // The instance's replica token directories (control/orchestrator/create.ts): its agent was deleted.
-    if (ports?.control) rmSync(instanceStateDirectory(`up-test-${ports.control}`), { recursive: true, force: true });
   });
 
   it('restarts the control API after a SIGKILL right after a create that deploys, and adopts the agent with both replicas', async () => {
@@ -180,5 +186,9 @@ describe('npm run up: supervises, then stops fully', function () {
     assert.ok(!isAlive(postgres!), 'Postgres stopped');
     for (const name of ['postgres', 'redis', 'control', 'metrics', 'edge', 'edgeHttps']) assert.ok(!(await isListening(ports[name]!)), `nothing listens on the ${name} port`);
     assert.ok(!existsSync(join(workDir, 'data', 'authz.sock')), "authz's socket went with it");
+    // The control API killed above left its files where the next run found them, in the
+    // instance's directory, which outlives runs on purpose: no copy of its own (a temporary
+    // directory per run) stayed behind. tsx keeps its compile cache there too, tsx-<uid>, by design.
+    assert.deepEqual(readdirSync(tmp).filter((name) => !/^tsx-\d+$/.test(name)), [`agent-platform-${instance()}`]);
   });
 });

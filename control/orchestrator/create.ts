@@ -1,4 +1,3 @@
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../../contract/clock.js';
@@ -12,7 +11,7 @@ import { PodmanCli } from './podman/cli.js';
 import { PodmanDriver } from './podman/driver.js';
 import { platformEndpoints } from './podman/protected-endpoints.js';
 import { detectHost } from './podman/host.js';
-import { podmanGlobalArgs } from './podman/settings.js';
+import { instanceStateDirectory, podmanGlobalArgs } from './podman/settings.js';
 import type { AgentServicesAccess } from './podman/replica-tokens.js';
 import type { Orchestrator } from './types.js';
 
@@ -61,13 +60,6 @@ export const protectedEndpointsOf = (config: Config) =>
     // chosen after the driver starts and is left unfenced: set a fixed port wherever agents run.
     config.metricsPort ? [{ name: 'control API metrics', host: config.host, port: config.metricsPort }] : [],
   );
-
-/**
- * The host directory of a podman instance's files that outlive a control API's run: its
- * replicas' token directories, which running containers keep mounted, so a restarted control
- * API must find them where it left them. Removed only with the instance (a test's).
- */
-export const instanceStateDirectory = (instance: string) => join(tmpdir(), `agent-platform-${instance}`);
 
 /**
  * What replicas on this host get to reach the agent services (issue 37), or null when

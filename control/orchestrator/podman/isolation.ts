@@ -1,6 +1,6 @@
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Server } from 'node:net';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { freeSubnet } from '../../../contract/agent-subnet-pool.js';
@@ -12,7 +12,7 @@ import { createPoolNetwork, inSubnet, insidePool, usedSubnets } from './pool-net
 import { holdPoolRoute, ipRunner, type IpRunner } from './pool-route.js';
 import { resolveEndpoints, type ProtectedEndpoint, type ResolvedEndpoint } from './protected-endpoints.js';
 import { LABEL } from './run-args.js';
-import type { PodmanSettings } from './settings.js';
+import { instanceStateDirectory, type PodmanSettings } from './settings.js';
 
 /** The probe found nothing either way: its container did not run. */
 class ProbeCouldNotRun extends Error {}
@@ -268,13 +268,25 @@ export class NetworkIsolation {
     ];
   }
 
+  /**
+   * A root holding only /bin/busybox, at one path in the instance's directory: a killed
+   * control API leaves no copy of its own behind (a temporary directory per run did, 1.9 MB
+   * each), and the canary it left running, which the next run reuses, keeps its root. Copied
+   * once per run, so a changed PODMAN_PROBE_BUSYBOX is taken up, under a temporary name then
+   * renamed: a running canary may be executing the file it replaces.
+   */
   private probeRoot(): string {
-    if (this.rootfs) return this.rootfs;
-    const root = mkdtempSync(join(tmpdir(), 'platform-probe-root-'));
-    chmodSync(root, 0o755);
-    for (const dir of ['bin', 'www']) mkdirSync(join(root, dir), { mode: 0o755 });
-    copyFileSync(this.settings.probeBusybox, join(root, 'bin/busybox'));
-    chmodSync(join(root, 'bin/busybox'), 0o755);
+    const root = join(instanceStateDirectory(this.settings.instance), 'probe-root');
+    const busybox = join(root, 'bin/busybox');
+    if (this.rootfs === root && existsSync(busybox)) return root;
+    for (const dir of [root, join(root, 'bin'), join(root, 'www')]) {
+      mkdirSync(dir, { recursive: true });
+      chmodSync(dir, 0o755);
+    }
+    const partial = `${busybox}.${process.pid}`;
+    copyFileSync(this.settings.probeBusybox, partial);
+    chmodSync(partial, 0o755);
+    renameSync(partial, busybox);
     this.rootfs = root;
     return root;
   }

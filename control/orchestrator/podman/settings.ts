@@ -1,7 +1,18 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { DEFAULT_AGENT_SUBNET_POOL, parseSubnetPool, type SubnetPool } from '../../../contract/agent-subnet-pool.js';
 import type { SettingReader } from '../../../contract/settings-reader.js';
 import { podmanEnvironmentOf } from './child-environment.js';
 import { parseEndpointList, type ProtectedEndpoint } from './protected-endpoints.js';
+
+/**
+ * The host directory of a podman instance's files that outlive a control API's run: its
+ * replicas' token directories, which running containers keep mounted, so a restarted control
+ * API must find them where it left them, and the isolation check's busybox root, which a
+ * canary left running by a killed control API still runs from. Removed only with the
+ * instance (a test's).
+ */
+export const instanceStateDirectory = (instance: string) => join(tmpdir(), `agent-platform-${instance}`);
 
 /** How containers are run on this host: the settings as loaded, completed from the host by detectHost (host.ts). */
 export interface PodmanSettings {
