@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
@@ -9,7 +9,7 @@ import { probeCheckpointRestore } from '../control/orchestrator/podman/checkpoin
 import { podmanEnvironmentOf } from '../control/orchestrator/podman/child-environment.js';
 import { PodmanCli } from '../control/orchestrator/podman/cli.js';
 import { detectHost } from '../control/orchestrator/podman/host.js';
-import { podmanGlobalArgs, readPodmanSettings } from '../control/orchestrator/podman/settings.js';
+import { instanceStateDirectory, podmanGlobalArgs, readPodmanSettings } from '../control/orchestrator/podman/settings.js';
 import { podman } from './support/podman.js';
 import { ensureTestImage, TEST_IMAGE } from './support/test-image.js';
 
@@ -22,6 +22,7 @@ import { ensureTestImage, TEST_IMAGE } from './support/test-image.js';
 describe('podman checkpoint probe', function () {
   this.timeout(120_000);
   const instance = `test-ckpt-${process.pid}`;
+  after(() => rmSync(instanceStateDirectory(instance), { recursive: true, force: true }));
   const settings = () =>
     detectHost(readSettings({ ...podmanEnvironmentOf(process.env), PODMAN_INSTANCE: instance }, readPodmanSettings));
 
@@ -46,6 +47,10 @@ describe('podman checkpoint probe', function () {
   it("agrees with podman on this host, names podman's reason when it cannot, and leaves nothing behind", async () => {
     const host = settings();
     ensureTestImage(host.runtime);
+    // What a control API killed during its probe would have left: the next probe clears it.
+    const probeFiles = join(instanceStateDirectory(instance), 'checkpoint-probe');
+    mkdirSync(probeFiles, { recursive: true });
+    writeFileSync(join(probeFiles, 'checkpoint.tar'), 'an archive of a killed run');
     const found = await probeCheckpointRestore(new PodmanCli(host.binary, podmanGlobalArgs(host), host.environment), {
       busybox: host.probeBusybox, instance, nofileLimit: host.nofileLimit, nprocLimit: host.nprocLimit,
     });
@@ -53,5 +58,6 @@ describe('podman checkpoint probe', function () {
     assert.equal(found.mode, byHand ? 'restore' : 'fresh', JSON.stringify(found));
     if (found.mode === 'fresh') assert.match(found.reason, /^podman container failed: .*(checkpoint|restore)/);
     assert.equal(podman(['ps', '--all', '--filter', `name=${instance}`, '--format', '{{.Names}}']).trim(), '', 'no probe container left');
+    assert.ok(!existsSync(probeFiles), 'no probe file left, its own or a killed run\'s');
   });
 });

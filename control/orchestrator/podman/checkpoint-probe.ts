@@ -1,7 +1,7 @@
-import { chmodSync, copyFileSync, mkdirSync, mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { chmodSync, copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PodmanCli } from './cli.js';
+import { instanceStateDirectory } from './settings.js';
 
 /**
  * How a cold-parked replica wakes on this host (issue 40): `restore` when podman can
@@ -24,9 +24,13 @@ export interface CheckpointProbeSettings {
  * Checkpoints a running container (a busybox `sleep`, no network, no image) to an archive,
  * restores it under another name and checks that it runs; everything it made is removed
  * whatever happens. A second or so when it works; a failed checkpoint returns at once.
+ * Its files are at one path in the instance's directory, like its containers' names, so
+ * what a control API killed meanwhile left is removed by the next probe.
  */
 export async function probeCheckpointRestore(cli: PodmanCli, settings: CheckpointProbeSettings): Promise<ColdWake> {
-  const work = mkdtempSync(join(tmpdir(), 'platform-checkpoint-probe-'));
+  const work = join(instanceStateDirectory(settings.instance), 'checkpoint-probe');
+  rmSync(work, { recursive: true, force: true });
+  mkdirSync(work, { recursive: true });
   const name = `${settings.instance}-checkpoint-probe`;
   const restored = `${name}-restored`;
   const archive = join(work, 'checkpoint.tar');
