@@ -2,6 +2,7 @@ import { strict as assert } from 'node:assert';
 import { pino } from 'pino';
 import type { PodmanCli } from '../control/orchestrator/podman/cli.js';
 import { AgentContainers } from '../control/orchestrator/podman/containers.js';
+import { SecretScratch } from '../control/orchestrator/podman/secret-scratch.js';
 import type { PodmanSettings } from '../control/orchestrator/podman/settings.js';
 
 /**
@@ -11,6 +12,8 @@ import type { PodmanSettings } from '../control/orchestrator/podman/settings.js'
  * failure not stopping the rest. The CLI here only records the calls it is given.
  */
 describe('podman driver: removing many containers', function () {
+  /** Removal writes no file: the scratch is never made. */
+  const unusedScratch = new SecretScratch('/nonexistent/never-made');
   it('runs one rm per container, ten at a time at most, and goes on past a failure', async function () {
     let inFlight = 0;
     let mostInFlight = 0;
@@ -29,7 +32,7 @@ describe('podman driver: removing many containers', function () {
     } as unknown as PodmanCli;
     const warnings: string[] = [];
     const logger = pino({ level: 'warn' }, { write: (line: string) => warnings.push(line) });
-    const containers = new AgentContainers(cli, { stopTimeoutSeconds: 10 } as PodmanSettings, logger);
+    const containers = new AgentContainers(cli, { stopTimeoutSeconds: 10 } as PodmanSettings, logger, unusedScratch);
 
     const ids = Array.from({ length: 35 }, (_, i) => `replica-${i}`);
     await containers.remove(ids);
@@ -43,7 +46,7 @@ describe('podman driver: removing many containers', function () {
   it('removes nothing, and runs nothing, when given no container', async function () {
     let calls = 0;
     const cli = { run: async () => ((calls += 1), { stdout: '', stderr: '' }) } as unknown as PodmanCli;
-    await new AgentContainers(cli, { stopTimeoutSeconds: 10 } as PodmanSettings, pino({ level: 'silent' })).remove([]);
+    await new AgentContainers(cli, { stopTimeoutSeconds: 10 } as PodmanSettings, pino({ level: 'silent' }), unusedScratch).remove([]);
     assert.equal(calls, 0);
   });
 });

@@ -5,8 +5,10 @@ import type { AgentRow } from '../control/domain/agent.js';
 import { jobSpecFor } from '../control/domain/job-spec.js';
 import { redactCredential, registryOf } from '../control/domain/registry-auth.js';
 import { authFileContent, withAuthFile } from '../control/orchestrator/podman/registry-auth-file.js';
-import { existsSync, readFileSync, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { SecretScratch } from '../control/orchestrator/podman/secret-scratch.js';
+import { scratchDirectory } from '../runtime-image/test/helpers/scratch-directory.js';
 import { KeyRotation } from '../control/services/key-rotation.js';
 import { createAgent, expectError, expectStatus } from './support/control-api.js';
 import { startControl, type TestControl } from './support/control-harness.js';
@@ -58,18 +60,25 @@ describe('deploy.registry_auth (write-only registry credentials)', function () {
     assert.deepEqual(token, { auth: Buffer.from('<token>:').toString('base64'), identitytoken: 'refresh-token' });
     assert.deepEqual(JSON.parse(authFileContent(null)), { auths: {} }, "none: never the host's own credentials");
     let seen = '';
-    await withAuthFile({ registry: 'r.example.com', username: 'u', password: 'p' }, async (path) => {
+    const root = join(scratchDirectory('registry-auth'), 'secrets');
+    const scratch = new SecretScratch(root);
+    await withAuthFile(scratch, { registry: 'r.example.com', username: 'u', password: 'p' }, async (path) => {
       seen = path;
       assert.equal(statSync(path).mode & 0o777, 0o600);
       assert.equal(statSync(dirname(path)).mode & 0o777, 0o700);
       assert.ok(readFileSync(path, 'utf8').includes('r.example.com'));
     });
     assert.ok(seen && !existsSync(dirname(seen)), 'removed after');
-    await assert.rejects(withAuthFile(null, async (path) => {
+    await assert.rejects(withAuthFile(scratch, null, async (path) => {
       seen = path;
       throw new Error('pull failed');
     }));
     assert.ok(!existsSync(dirname(seen)), 'removed after a failure too');
+    // What a control API killed during a pull left is removed at the driver's next start.
+    mkdirSync(join(root, 'call-killed'), { recursive: true });
+    writeFileSync(join(root, 'call-killed', 'auth.json'), authFileContent({ registry: 'r.example.com', username: 'u', password: 'p' }));
+    scratch.clear();
+    assert.ok(!existsSync(root), "a killed run's auth file is gone");
     assert.equal(redactCredential('denied for robot with s3cret (s3cret)', { registry: 'r', username: 'robot', password: 's3cret' }), 'denied for robot with [redacted] ([redacted])');
   });
 

@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { connectDatabase } from '../control/db/database.js';
 import { authFileContent } from '../control/orchestrator/podman/registry-auth-file.js';
+import { instanceStateDirectory } from '../control/orchestrator/podman/settings.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { TEMPLATE_DATABASE } from './support/global.js';
@@ -132,7 +133,7 @@ describe('agents from a private registry (docker-registry on loopback, podman)',
 
       const pulls = podmanLines().split('\n').filter((line) => line.startsWith('ARGS') && line.includes(' pull '));
       assert.equal(pulls.length, 2, pulls.join('\n'));
-      for (const pull of pulls) assert.match(pull, new RegExp(`^ARGS .*pull --quiet --cert-dir ${registry.certDir} --authfile /tmp/registry-auth-[^/]+/auth\\.json ${registry.host}/agents/echo`));
+      for (const pull of pulls) assert.match(pull, new RegExp(`^ARGS .*pull --quiet --cert-dir ${registry.certDir} --authfile ${tmpdir()}/agent-platform-[^/]+/secrets/call-[^/]+/auth\\.json ${registry.host}/agents/echo`));
       assert.ok(!podmanLines().includes(registry.password), "no podman process had the password in its arguments or environment");
     });
   });
@@ -142,6 +143,8 @@ describe('agents from a private registry (docker-registry on loopback, podman)',
     let output = '';
     let base = '';
     let databaseUrl = '';
+    /** PODMAN_INSTANCE, whose directory the control API leaves (control/orchestrator/podman/settings.ts). */
+    let instance = '';
     const masterKeys = `${randomBytes(32).toString('base64')},${randomBytes(32).toString('base64')}`;
 
     before(async () => {
@@ -151,6 +154,7 @@ describe('agents from a private registry (docker-registry on loopback, podman)',
       await admin.raw(`CREATE DATABASE ${database} TEMPLATE ${TEMPLATE_DATABASE}`);
       await admin.destroy();
       databaseUrl = templateUrl.replace(/\/[^/]+$/, `/${database}`);
+      instance = `test-${database}`;
       const port = await freePort();
       base = `http://127.0.0.1:${port}/v1`;
       child = spawn(process.execPath, ['--import', 'tsx', resolve(import.meta.dirname, '../control/main.ts')], {
@@ -165,7 +169,7 @@ describe('agents from a private registry (docker-registry on loopback, podman)',
           CONTROL_METRICS_PORT: '0',
           // Off: the default 7090 may be taken by another control API on this host.
           AGENT_SERVICES_PORT: '0',
-          PODMAN_INSTANCE: `test-${database}`,
+          PODMAN_INSTANCE: instance,
           PODMAN_BINARY: wrapper,
           PODMAN_REGISTRY_CERTS_DIR: registry.certDir,
           PODMAN_POLL_INTERVAL_MS: '250',
@@ -180,6 +184,7 @@ describe('agents from a private registry (docker-registry on loopback, podman)',
     after(async () => {
       child?.kill('SIGTERM');
       if (child && child.exitCode === null) await new Promise((done) => child.once('exit', done));
+      if (instance) rmSync(instanceStateDirectory(instance), { recursive: true, force: true });
     });
 
     it('ends the deployment failed with the registry\'s reason, and the password is nowhere', async () => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
@@ -111,11 +111,17 @@ describe('npm run up: supervises, then stops fully', function () {
     assert.equal(created.status, 201, JSON.stringify(created.body));
     assert.match(created.body.url, new RegExp(`^https://[a-z0-9-]+\\.agents\\.localhost:${ports.edgeHttps}$`), 'the edge has HTTPS: agent URLs say so');
 
+    // As if this control API were killed during a replica's start: the env file podman is given
+    // holds the agent's secrets, opened. The next start of the driver removes it.
+    const killedCall = join(tmp, `agent-platform-${instance()}`, 'secrets', 'call-killed');
+    mkdirSync(killedCall, { recursive: true });
+    writeFileSync(join(killedCall, 'env'), 'API_KEY=an opened secret\n');
     const [first] = started('control');
     process.kill(first!, 'SIGKILL');
     await waitFor('a second control process', async () => (started('control').length === 2 ? true : undefined), 30_000);
     assert.match(output, /\[up\] control exited \(signal SIGKILL\); restarting in \d+ ms/);
     await waitFor('the control API to answer again', async () => ((await api('GET', '/agents', undefined, token)).status === 200 ? true : undefined), 60_000);
+    assert.ok(!existsSync(killedCall), 'the restarted control API removed the files a killed one left with secrets in them');
     const listed = await api('GET', '/agents', undefined, token);
     assert.deepEqual(listed.body.agents.map((a: { id: string }) => a.id), [created.body.id]);
     let lastRead: unknown;

@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { JobSpec } from '../../domain/job.js';
 import type { PodmanCli, PodmanOutput } from './cli.js';
 import { TOKEN_FILE, type ReplicaTokenFiles } from './replica-tokens.js';
+import type { SecretScratch } from './secret-scratch.js';
 import { LABEL, networkName, runArguments, splitEnvironment } from './run-args.js';
 import type { PodmanSettings } from './settings.js';
 import { parseStats, STATS_FORMAT, type ContainerStats } from './stats.js';
@@ -31,6 +31,8 @@ export class AgentContainers {
     private readonly cli: PodmanCli,
     private readonly settings: PodmanSettings,
     private readonly logger: Logger,
+    /** Where each replica's env file is written: it holds the agent's secrets, opened. */
+    private readonly secrets: SecretScratch,
     /** Agent services (issue 37): their URL for each replica's environment, and the token files; null when off. */
     private readonly agentServices: { url: string; maxSessionBytes: number; tokens: ReplicaTokenFiles } | null = null,
   ) {}
@@ -45,9 +47,8 @@ export class AgentContainers {
   /** `fresh`: the name was never used, so there is no leftover container of it to discard (one podman call less on a start). */
   async run(replicaId: string, spec: JobSpec, { fresh = false } = {}): Promise<void> {
     const { fileContent, inherited } = splitEnvironment(spec);
-    const dir = mkdtempSync(join(tmpdir(), 'agent-env-'));
-    const envFile = join(dir, 'env');
-    try {
+    await this.secrets.use(async (directory) => {
+      const envFile = join(directory, 'env');
       const services = this.agentServices;
       // The agent services (issue 37): where, the token's file, and the session size the API takes.
       const servicesEnv = services ? `\nAGENT_SERVICES_URL=${services.url}\nAGENT_SERVICES_TOKEN_FILE=${TOKEN_FILE}\nSESSION_MAX_BYTES=${services.maxSessionBytes}` : '';
@@ -56,9 +57,7 @@ export class AgentContainers {
       if (!fresh) await this.discard(replicaId);
       // Creation has the pull's deadline: a container that cannot be created in it fails the replica.
       await this.cli.run(runArguments({ replicaId, spec, envFile, tokenDirectory }, this.settings), this.settings.pullTimeoutMs, inherited);
-    } finally {
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   }
 
   async start(replicaId: string): Promise<void> {

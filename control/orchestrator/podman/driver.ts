@@ -1,3 +1,4 @@
+import { rmdirSync } from 'node:fs';
 import type { Logger } from 'pino';
 import type { Clock } from '../../../contract/clock.js';
 import type { JobSpec, JobStatus, Parking, RolloutProgress } from '../../domain/job.js';
@@ -15,7 +16,8 @@ import { parseLogOutput } from './log-lines.js';
 import type { ProtectedEndpoint } from './protected-endpoints.js';
 import { ReplicaTokenFiles, type AgentServicesAccess } from './replica-tokens.js';
 import { stableBeside, toReplica } from './replica-state.js';
-import type { PodmanSettings } from './settings.js';
+import { SecretScratch } from './secret-scratch.js';
+import { instanceStateDirectory, type PodmanSettings } from './settings.js';
 import { Supervisor } from './supervisor.js';
 import { submittedMessage } from '../submitted-message.js';
 
@@ -39,6 +41,8 @@ export class PodmanDriver implements Orchestrator {
   private readonly networks: AgentNetworks;
   private readonly supervisor: Supervisor;
   private readonly deaths: ContainerDeaths;
+  /** The env and auth files handed to podman calls, in the instance's directory (secret-scratch.ts). */
+  private readonly secrets: SecretScratch;
   /** What the checkpoint probe found at start (sayHowColdWakesWork); null before start. */
   coldWake: Promise<ColdWake> | null = null;
 
@@ -57,16 +61,19 @@ export class PodmanDriver implements Orchestrator {
     agentServices: AgentServicesAccess | null = null,
   ) {
     this.jobs = new JobTable(clock, logger);
+    this.secrets = SecretScratch.of(settings.instance);
     this.queue = new SerialQueue((error) => logger.error({ err: error }, 'podman driver step failed'));
     const tokens = agentServices && { url: agentServices.url, maxSessionBytes: agentServices.maxSessionBytes, tokens: new ReplicaTokenFiles(agentServices, clock, logger) };
-    this.containers = new AgentContainers(cli, settings, logger, tokens);
+    this.containers = new AgentContainers(cli, settings, logger, this.secrets, tokens);
     const fenced = agentServices ? { ...settings, agentHostPorts: [...new Set([...settings.agentHostPorts, agentServices.port])] } : settings;
     this.networks = new AgentNetworks(cli, fenced, protectedEndpoints, logger, agentServices?.port ?? null);
-    this.supervisor = new Supervisor({ jobs: this.jobs, containers: this.containers, networks: this.networks, queue: this.queue, cli, settings, clock });
+    this.supervisor = new Supervisor({ jobs: this.jobs, containers: this.containers, networks: this.networks, queue: this.queue, cli, settings, clock, secrets: this.secrets });
     this.deaths = new ContainerDeaths(cli, settings.instance, (death) => this.supervisor.containerDied(death), logger);
   }
 
   start(): void {
+    // What a control API of this instance killed mid-call left: its env and auth files, secrets opened.
+    this.secrets.clear();
     // First in the queue: no replica starts before the host's isolation was checked.
     void this.queue.run(() => this.networks.start());
     this.supervisor.start();
@@ -185,5 +192,17 @@ export class PodmanDriver implements Orchestrator {
     this.supervisor.stop();
     await this.queue.close();
     await this.networks.close();
+    // A pull still under way (pulls run outside the queue) loses its auth file: the process is stopping.
+    this.secrets.clear();
+    removeIfEmpty(instanceStateDirectory(this.settings.instance));
+  }
+}
+
+/** The instance's directory, once nothing in it outlives this run (replicas' token directories would). */
+function removeIfEmpty(directory: string): void {
+  try {
+    rmdirSync(directory);
+  } catch {
+    // not empty, or not there
   }
 }

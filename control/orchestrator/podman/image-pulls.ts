@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { redactCredential, type RegistryCredential } from '../../domain/registry-auth.js';
 import { PodmanError, type PodmanCli } from './cli.js';
 import { withAuthFile } from './registry-auth-file.js';
+import type { SecretScratch } from './secret-scratch.js';
 
 /** Where an image stands for a job that needs replicas. */
 export type ImageState = { ready: true; error: null } | { ready: false; error: string | null };
@@ -57,6 +58,8 @@ export class ImagePulls {
     private readonly onSettled: (image: string) => void,
     /** Whether a job now wants the image with credentials (after a restart, before any pull). */
     private readonly wantedWithCredentials: (image: string) => boolean,
+    /** Where each pull's auth file is written. */
+    private readonly secrets: SecretScratch,
   ) {}
 
   /** Ready when the image is here (and, if private, served to this puller); otherwise starts (or keeps waiting for) a pull, or reports once why it failed. */
@@ -82,7 +85,7 @@ export class ImagePulls {
     this.inFlight.add(key);
     const certs = this.settings.registryCertsDir ? ['--cert-dir', this.settings.registryCertsDir] : [];
     const pull = (authFile: string[]) => this.cli.run(['pull', '--quiet', ...certs, ...authFile, image], this.settings.pullTimeoutMs);
-    void (puller === PLATFORM ? pull([]) : withAuthFile(registryAuth, (path) => pull(['--authfile', path])))
+    void (puller === PLATFORM ? pull([]) : withAuthFile(this.secrets, registryAuth, (path) => pull(['--authfile', path])))
       .then(
         () => {
           if (!this.servedTo.has(image)) this.servedTo.set(image, new Set());

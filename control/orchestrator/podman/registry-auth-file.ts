@@ -1,7 +1,7 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { RegistryCredential } from '../../domain/registry-auth.js';
+import type { SecretScratch } from './secret-scratch.js';
 
 /**
  * A containers-auth.json (containers/image docs/containers-auth.json.5.md) holding one
@@ -21,17 +21,15 @@ export function authFileContent(credential: RegistryCredential | null): string {
 }
 
 /**
- * Runs `use` with the path of a 0600 auth file in a fresh 0700 directory, removed after
- * whatever happens: the credential reaches podman as `--authfile <path>`, never on its
- * command line or in its environment, and is on disk only while the pull runs.
+ * Runs `use` with the path of a 0600 auth file in a fresh 0700 directory of `scratch`,
+ * removed after whatever happens: the credential reaches podman as `--authfile <path>`,
+ * never on its command line or in its environment, and is on disk only while the pull runs
+ * (or, if the control API is killed meanwhile, until its next start).
  */
-export async function withAuthFile<T>(credential: RegistryCredential | null, use: (path: string) => Promise<T>): Promise<T> {
-  const dir = mkdtempSync(join(tmpdir(), 'registry-auth-'));
-  try {
-    const path = join(dir, 'auth.json');
+export function withAuthFile<T>(scratch: SecretScratch, credential: RegistryCredential | null, use: (path: string) => Promise<T>): Promise<T> {
+  return scratch.use((directory) => {
+    const path = join(directory, 'auth.json');
     writeFileSync(path, authFileContent(credential), { mode: 0o600 });
-    return await use(path);
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+    return use(path);
+  });
 }

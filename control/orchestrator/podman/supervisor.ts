@@ -31,6 +31,7 @@ import {
 } from './replica-state.js';
 import { adoptsAsParked, cooledEvent, parkedEvent, parkingStep, resumedEvent } from './parking.js';
 import { LABEL } from './run-args.js';
+import type { SecretScratch } from './secret-scratch.js';
 import type { PodmanSettings } from './settings.js';
 
 export interface SupervisorParts {
@@ -42,6 +43,8 @@ export interface SupervisorParts {
   cli: PodmanCli;
   settings: PodmanSettings;
   clock: Clock;
+  /** Where a pull's registry auth file is written (secret-scratch.ts). */
+  secrets: SecretScratch;
 }
 
 /**
@@ -75,7 +78,7 @@ export class Supervisor {
   constructor(private readonly parts: SupervisorParts) {
     // Pulls run outside the queue; the tick after one ends starts (or fails) the replicas waiting for it.
     this.pulls = new ImagePulls(parts.cli, parts.settings, () => void parts.queue.run(() => this.tick()), (image) =>
-      parts.jobs.all().some((job) => specsOf(job).some((spec) => spec.image === image && spec.registryAuth !== undefined)));
+      parts.jobs.all().some((job) => specsOf(job).some((spec) => spec.image === image && spec.registryAuth !== undefined)), parts.secrets);
   }
 
   start(): void {
