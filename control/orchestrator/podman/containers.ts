@@ -31,7 +31,12 @@ export class AgentContainers {
     private readonly cli: PodmanCli,
     private readonly settings: PodmanSettings,
     private readonly logger: Logger,
-    /** Where each replica's env file is written: it holds the agent's secrets, opened. */
+    /**
+     * Where each replica's env file is written: it holds the agent's secrets, opened. It may go
+     * once `podman run` returns: podman reads it on the client side into the container's spec
+     * (containers/podman, pkg/specgenutil/specgen.go, FillOutSpecGen: "env-file and env
+     * handled on client side"), so a restart of the container does not read it again.
+     */
     private readonly secrets: SecretScratch,
     /** Agent services (issue 37): their URL for each replica's environment, and the token files; null when off. */
     private readonly agentServices: { url: string; maxSessionBytes: number; tokens: ReplicaTokenFiles } | null = null,

@@ -273,7 +273,9 @@ export class NetworkIsolation {
    * control API leaves no copy of its own behind (a temporary directory per run did, 1.9 MB
    * each), and the canary it left running, which the next run reuses, keeps its root. Copied
    * once per run, so a changed PODMAN_PROBE_BUSYBOX is taken up, under a temporary name then
-   * renamed: a running canary may be executing the file it replaces.
+   * renamed: a running canary may be executing the file it replaces, and writing over it
+   * fails on kernels before 6.11 (open(2), ETXTBSY) and changes the program under the
+   * running process on later ones (seen on 6.18), while a rename only swaps the name.
    */
   private probeRoot(): string {
     const root = join(instanceStateDirectory(this.settings.instance), 'probe-root');

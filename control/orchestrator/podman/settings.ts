@@ -6,11 +6,12 @@ import { podmanEnvironmentOf } from './child-environment.js';
 import { parseEndpointList, type ProtectedEndpoint } from './protected-endpoints.js';
 
 /**
- * The host directory of a podman instance's files that outlive a control API's run: its
- * replicas' token directories, which running containers keep mounted, so a restarted control
- * API must find them where it left them, and the isolation check's busybox root, which a
- * canary left running by a killed control API still runs from. Removed only with the
- * instance (a test's).
+ * The host directory of a podman instance's files, at one path so that a control API's next
+ * run finds what the last one left, even if it was killed: its replicas' token directories,
+ * which running containers keep mounted; the isolation check's busybox root, which a canary
+ * left running still runs from; and the files of calls a kill may cut short (the checkpoint
+ * probe's, and the env and auth files of secret-scratch.ts), cleared by the next run. The
+ * driver removes it at its stop when nothing in it is left; a test removes it whole.
  */
 export const instanceStateDirectory = (instance: string) => join(tmpdir(), `agent-platform-${instance}`);
 
