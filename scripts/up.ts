@@ -76,6 +76,9 @@ async function main(): Promise<void> {
   env.EDGE_UPSTREAM_SUBNETS ??= env.PODMAN_AGENT_SUBNETS ?? DEFAULT_AGENT_SUBNET_POOL;
   // A single-host install: the receivers of its webhooks (a local CI, a chat bridge) are likely on this host or its network.
   env.WEBHOOK_ALLOW_PRIVATE_NETWORKS ??= 'true';
+  // The podman driver's files (replicas' token directories among them) with the rest of up's
+  // state: they must outlive a restart of the control API, which $TMPDIR does not promise.
+  env.PODMAN_STATE_DIR ??= join(dataDir, 'podman');
   supervisor.start(node('control', 'control/main.ts', env));
   const port = env.CONTROL_PORT ?? '7070';
   const host = env.CONTROL_HOST ?? '127.0.0.1';

@@ -9,7 +9,7 @@ import { probeCheckpointRestore } from '../control/orchestrator/podman/checkpoin
 import { podmanEnvironmentOf } from '../control/orchestrator/podman/child-environment.js';
 import { PodmanCli } from '../control/orchestrator/podman/cli.js';
 import { detectHost } from '../control/orchestrator/podman/host.js';
-import { instanceStateDirectory, podmanGlobalArgs, readPodmanSettings } from '../control/orchestrator/podman/settings.js';
+import { podmanGlobalArgs, readPodmanSettings } from '../control/orchestrator/podman/settings.js';
 import { podman } from './support/podman.js';
 import { ensureTestImage, TEST_IMAGE } from './support/test-image.js';
 
@@ -22,9 +22,11 @@ import { ensureTestImage, TEST_IMAGE } from './support/test-image.js';
 describe('podman checkpoint probe', function () {
   this.timeout(120_000);
   const instance = `test-ckpt-${process.pid}`;
-  after(() => rmSync(instanceStateDirectory(instance), { recursive: true, force: true }));
+  // PODMAN_STATE_DIR as an operator sets it: the probe works there, not in $TMPDIR.
+  const stateDirectory = join(tmpdir(), `ckpt-state-${process.pid}`);
+  after(() => rmSync(stateDirectory, { recursive: true, force: true }));
   const settings = () =>
-    detectHost(readSettings({ ...podmanEnvironmentOf(process.env), PODMAN_INSTANCE: instance }, readPodmanSettings));
+    detectHost(readSettings({ ...podmanEnvironmentOf(process.env), PODMAN_INSTANCE: instance, PODMAN_STATE_DIR: stateDirectory }, readPodmanSettings));
 
   /** Whether podman checkpoints and restores a running container of the test image, tried by hand. */
   async function checkpointsByHand(runtime: string | null): Promise<boolean> {
@@ -48,11 +50,11 @@ describe('podman checkpoint probe', function () {
     const host = settings();
     ensureTestImage(host.runtime);
     // What a control API killed during its probe would have left: the next probe clears it.
-    const probeFiles = join(instanceStateDirectory(instance), 'checkpoint-probe');
+    const probeFiles = join(stateDirectory, 'checkpoint-probe');
     mkdirSync(probeFiles, { recursive: true });
     writeFileSync(join(probeFiles, 'checkpoint.tar'), 'an archive of a killed run');
     const found = await probeCheckpointRestore(new PodmanCli(host.binary, podmanGlobalArgs(host), host.environment), {
-      busybox: host.probeBusybox, instance, nofileLimit: host.nofileLimit, nprocLimit: host.nprocLimit,
+      busybox: host.probeBusybox, instance, stateDirectory: host.stateDirectory, nofileLimit: host.nofileLimit, nprocLimit: host.nprocLimit,
     });
     const byHand = await checkpointsByHand(host.runtime);
     assert.equal(found.mode, byHand ? 'restore' : 'fresh', JSON.stringify(found));

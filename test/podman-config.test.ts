@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { loadConfig } from '../control/config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
 import { detectHost } from '../control/orchestrator/podman/host.js';
@@ -23,12 +25,19 @@ describe('podman driver: settings', () => {
     assert.deepEqual(
       { ...podman },
       {
-        binary: 'podman', instance: 'default', runtime: null, nofileLimit: null, nprocLimit: null,
+        binary: 'podman', instance: 'default', stateDirectory: join(tmpdir(), 'agent-platform-default'), runtime: null, nofileLimit: null, nprocLimit: null,
         startGraceMs: 30_000, restartBudget: 5, restartBackoffBaseMs: 1000, restartBackoffMaxMs: 30_000, pollIntervalMs: 1000,
         firewall: true, networkBackend: null, probeBusybox: '/bin/busybox', probeConnectTimeoutSeconds: 2, protectedEndpoints: [],
         agentHostPorts: [], drainMs: 2000, stopTimeoutSeconds: 10, pullTimeoutMs: 120_000, registryCertsDir: null, environment: {},
       },
     );
+  });
+
+  it("keeps the driver's files in PODMAN_STATE_DIR, made absolute, or in a directory of the instance's own in TMPDIR", () => {
+    assert.equal(loadConfig({ ...BASE, PODMAN_INSTANCE: 'blue' }).podman.stateDirectory, join(tmpdir(), 'agent-platform-blue'));
+    assert.equal(loadConfig({ ...BASE, PODMAN_STATE_DIR: '/var/lib/agent-platform' }).podman.stateDirectory, '/var/lib/agent-platform');
+    // A mount's source as podman is given it, whichever directory the control API was started in.
+    assert.equal(loadConfig({ ...BASE, PODMAN_STATE_DIR: 'state/podman' }).podman.stateDirectory, join(process.cwd(), 'state/podman'));
   });
 
   it('reports every bad podman setting at once, each with its bounds or what was expected', () => {

@@ -13,6 +13,7 @@ import { sampleSpec } from './support/nomad-samples.js';
 const settings: PodmanSettings = {
   binary: 'podman',
   instance: 'review',
+  stateDirectory: '/var/lib/agent-platform/review',
   runtime: null,
   nofileLimit: 4096,
   nprocLimit: 30_000,

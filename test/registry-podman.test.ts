@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { connectDatabase } from '../control/db/database.js';
 import { authFileContent } from '../control/orchestrator/podman/registry-auth-file.js';
-import { instanceStateDirectory } from '../control/orchestrator/podman/settings.js';
+import { defaultStateDirectory } from '../control/orchestrator/podman/settings.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { TEMPLATE_DATABASE } from './support/global.js';
@@ -184,7 +184,7 @@ describe('agents from a private registry (docker-registry on loopback, podman)',
     after(async () => {
       child?.kill('SIGTERM');
       if (child && child.exitCode === null) await new Promise((done) => child.once('exit', done));
-      if (instance) rmSync(instanceStateDirectory(instance), { recursive: true, force: true });
+      if (instance) rmSync(defaultStateDirectory(instance), { recursive: true, force: true });
     });
 
     it('ends the deployment failed with the registry\'s reason, and the password is nowhere', async () => {

@@ -18,7 +18,7 @@ import { processTree, tcpListenPorts, unixListenPaths } from './support/listener
  * that deploys two replicas, as in issue 13; the supervisor starts it again, and the
  * agent is there with both replicas, adopted (no container lost or doubled); then Ctrl-C
  * (SIGINT) stops everything it started, Postgres and Redis included, and up.ts exits,
- * leaving in its TMPDIR only the podman instance's directory (control/orchestrator/podman/settings.ts).
+ * leaving nothing in its TMPDIR: the podman driver's files are in its data dir (PODMAN_STATE_DIR).
  */
 describe('npm run up: supervises, then stops fully', function () {
   this.timeout(240_000);
@@ -113,7 +113,7 @@ describe('npm run up: supervises, then stops fully', function () {
 
     // As if this control API were killed during a replica's start: the env file podman is given
     // holds the agent's secrets, opened. The next start of the driver removes it.
-    const killedCall = join(tmp, `agent-platform-${instance()}`, 'secrets', 'call-killed');
+    const killedCall = join(workDir, 'data', 'podman', 'secrets', 'call-killed');
     mkdirSync(killedCall, { recursive: true });
     writeFileSync(join(killedCall, 'env'), 'API_KEY=an opened secret\n');
     const [first] = started('control');
@@ -192,9 +192,13 @@ describe('npm run up: supervises, then stops fully', function () {
     assert.ok(!isAlive(postgres!), 'Postgres stopped');
     for (const name of ['postgres', 'redis', 'control', 'metrics', 'edge', 'edgeHttps']) assert.ok(!(await isListening(ports[name]!)), `nothing listens on the ${name} port`);
     assert.ok(!existsSync(join(workDir, 'data', 'authz.sock')), "authz's socket went with it");
-    // The control API killed above left its files where the next run found them, in the
-    // instance's directory, which outlives runs on purpose: no copy of its own (a temporary
-    // directory per run) stayed behind. tsx keeps its compile cache there too, tsx-<uid>, by design.
-    assert.deepEqual(readdirSync(tmp).filter((name) => !/^tsx-\d+$/.test(name)), [`agent-platform-${instance()}`]);
+    // The control API killed above left its files where the next run found them: in the
+    // driver's directory in the data dir (PODMAN_STATE_DIR), which outlives runs on purpose,
+    // since running containers keep their token directories mounted from it. Nothing of a run
+    // is in TMPDIR (a temporary directory per run, as there once was); tsx keeps its compile
+    // cache there, tsx-<uid>, by design. The agent was deleted, so its token directories went,
+    // and the secrets' directory is emptied at the driver's stop.
+    assert.deepEqual(readdirSync(tmp).filter((name) => !/^tsx-\d+$/.test(name)), []);
+    assert.deepEqual(readdirSync(join(workDir, 'data', 'podman'), { recursive: true }), ['agent-tokens']);
   });
 });

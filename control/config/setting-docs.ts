@@ -108,6 +108,10 @@ export const CONTROL_SETTING_DOCS: SettingDocs = {
   DRAIN_SECONDS: 'How long a replica leaves the routing set before it is stopped, so requests in flight finish (Nomad: the group shutdown_delay).',
   STOP_TIMEOUT_SECONDS: 'Seconds a replica gets to stop after SIGTERM (Nomad: kill_timeout).',
   PULL_TIMEOUT_SECONDS: 'Deadline of one `podman pull` and one container creation.',
+  PODMAN_STATE_DIR: {
+    text: "The driver's files on the host: replicas' token directories (mounted into running containers), the isolation probe's root, and opened secrets while podman reads them. Must be the same directory at the next start of the control API: not a /tmp private to a service (systemd's PrivateTmp). `npm run up` sets it to `podman/` in PLATFORM_DATA_DIR.",
+    default: '`$TMPDIR/agent-platform-<PODMAN_INSTANCE>`',
+  },
   PODMAN_REGISTRY_CERTS_DIR: "`--cert-dir` for pulls (a private registry's CA as `*.crt`); unset: podman's own /etc/containers/certs.d/.",
 
   // The Nomad driver (control/orchestrator/nomad/settings.ts), read when ORCHESTRATOR=nomad.

@@ -11,7 +11,7 @@ import { PodmanCli } from './podman/cli.js';
 import { PodmanDriver } from './podman/driver.js';
 import { platformEndpoints } from './podman/protected-endpoints.js';
 import { detectHost } from './podman/host.js';
-import { instanceStateDirectory, podmanGlobalArgs } from './podman/settings.js';
+import { podmanGlobalArgs } from './podman/settings.js';
 import type { AgentServicesAccess } from './podman/replica-tokens.js';
 import type { Orchestrator } from './types.js';
 
@@ -46,7 +46,7 @@ export function createOrchestrator(config: Config, clock: Clock, logger: Logger)
     clock,
     logger.child({ component: 'podman' }),
     protectedEndpointsOf(config),
-    agentServicesAccess(config, settings.instance, clock),
+    agentServicesAccess(config, settings.stateDirectory, clock),
   );
   driver.start();
   return { orchestrator: driver, clock, autoscaledBy: 'platform' };
@@ -68,7 +68,7 @@ export const protectedEndpointsOf = (config: Config) =>
  * their reach), and each replica gets a token of its own, minted with the key every copy
  * of the control API derives from the master keys (control/crypto/agent-token.ts).
  */
-export function agentServicesAccess(config: Config, instance: string, clock: Clock): AgentServicesAccess | null {
+export function agentServicesAccess(config: Config, stateDirectory: string, clock: Clock): AgentServicesAccess | null {
   const { port, tokenTtlSeconds, sessions } = config.agentServices;
   if (port === 0) return null;
   const tokens = new AgentTokens(config.masterKeys, tokenTtlSeconds);
@@ -76,7 +76,7 @@ export function agentServicesAccess(config: Config, instance: string, clock: Clo
     url: `http://host.containers.internal:${port}`,
     port,
     mint: (agentId, replicaId) => tokens.mint(agentId, replicaId, clock.now()),
-    directory: join(instanceStateDirectory(instance), 'agent-tokens'),
+    directory: join(stateDirectory, 'agent-tokens'),
     maxSessionBytes: sessions.maxBytes,
   };
 }

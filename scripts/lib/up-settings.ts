@@ -36,7 +36,7 @@ export function readUpSettings(env: Env, root: string): UpSettings {
 
 /** What each of `up`'s own settings means, for docs/configuration.md. */
 export const UP_SETTING_DOCS: SettingDocs = {
-  PLATFORM_DATA_DIR: { text: "Where `up` keeps Postgres, Redis, the master key and the edge's TLS files; `npm run admin`, `backup` and `restore` look there too.", default: '.data/ in the checkout' },
+  PLATFORM_DATA_DIR: { text: "Where `up` keeps Postgres, Redis, the master key, the edge's TLS files and the podman driver's (PODMAN_STATE_DIR, `podman/`); `npm run admin`, `backup` and `restore` look there too.", default: '.data/ in the checkout' },
   UP_POSTGRES_PORT: 'Port of the Postgres `up` starts when DATABASE_URL is unset (and that `npm run admin` falls back to).',
   UP_REDIS_PORT: 'Port of the Redis `up` starts when REDIS_URL is unset.',
   EDGE_PORT: "The edge's plain HTTP port, which `up` waits on and writes into Envoy's bootstrap.",

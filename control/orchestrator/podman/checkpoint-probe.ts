@@ -1,7 +1,6 @@
 import { chmodSync, copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PodmanCli } from './cli.js';
-import { instanceStateDirectory } from './settings.js';
 
 /**
  * How a cold-parked replica wakes on this host (issue 40): `restore` when podman can
@@ -16,6 +15,8 @@ export interface CheckpointProbeSettings {
   /** A static busybox: the probe's container is one process from a root holding only it. */
   busybox: string;
   instance: string;
+  /** The instance's directory (PodmanSettings.stateDirectory), where the probe's files are. */
+  stateDirectory: string;
   nofileLimit: number;
   nprocLimit: number;
 }
@@ -28,7 +29,7 @@ export interface CheckpointProbeSettings {
  * what a control API killed meanwhile left is removed by the next probe.
  */
 export async function probeCheckpointRestore(cli: PodmanCli, settings: CheckpointProbeSettings): Promise<ColdWake> {
-  const work = join(instanceStateDirectory(settings.instance), 'checkpoint-probe');
+  const work = join(settings.stateDirectory, 'checkpoint-probe');
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
   const name = `${settings.instance}-checkpoint-probe`;

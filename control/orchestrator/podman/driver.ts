@@ -17,7 +17,7 @@ import type { ProtectedEndpoint } from './protected-endpoints.js';
 import { ReplicaTokenFiles, type AgentServicesAccess } from './replica-tokens.js';
 import { stableBeside, toReplica } from './replica-state.js';
 import { SecretScratch } from './secret-scratch.js';
-import { instanceStateDirectory, type PodmanSettings } from './settings.js';
+import type { PodmanSettings } from './settings.js';
 import { Supervisor } from './supervisor.js';
 import { submittedMessage } from '../submitted-message.js';
 
@@ -61,7 +61,7 @@ export class PodmanDriver implements Orchestrator {
     agentServices: AgentServicesAccess | null = null,
   ) {
     this.jobs = new JobTable(clock, logger);
-    this.secrets = SecretScratch.of(settings.instance);
+    this.secrets = SecretScratch.in(settings.stateDirectory);
     this.queue = new SerialQueue((error) => logger.error({ err: error }, 'podman driver step failed'));
     const tokens = agentServices && { url: agentServices.url, maxSessionBytes: agentServices.maxSessionBytes, tokens: new ReplicaTokenFiles(agentServices, clock, logger) };
     this.containers = new AgentContainers(cli, settings, logger, this.secrets, tokens);
@@ -89,7 +89,7 @@ export class PodmanDriver implements Orchestrator {
    * where CRIU cannot dump (docs/scaling.md, "Warm and cold parking").
    */
   private async sayHowColdWakesWork(): Promise<ColdWake> {
-    const found = await probeCheckpointRestore(this.cli, { busybox: this.settings.probeBusybox, instance: this.settings.instance, nofileLimit: this.settings.nofileLimit, nprocLimit: this.settings.nprocLimit });
+    const found = await probeCheckpointRestore(this.cli, { busybox: this.settings.probeBusybox, instance: this.settings.instance, stateDirectory: this.settings.stateDirectory, nofileLimit: this.settings.nofileLimit, nprocLimit: this.settings.nprocLimit });
     if (found.mode === 'fresh') this.logger.info({ reason: found.reason }, 'podman cannot checkpoint and restore a container on this host: cold-parked replicas wake by a fresh start of their stopped container');
     else this.logger.info('podman can checkpoint and restore a container on this host, yet cold-parked replicas wake by a fresh start of their stopped container: restoring from a checkpoint is not built (docs/scaling.md)');
     return found;
@@ -194,7 +194,7 @@ export class PodmanDriver implements Orchestrator {
     await this.networks.close();
     // A pull still under way (pulls run outside the queue) loses its auth file: the process is stopping.
     this.secrets.clear();
-    removeIfEmpty(instanceStateDirectory(this.settings.instance));
+    removeIfEmpty(this.settings.stateDirectory);
   }
 }
 

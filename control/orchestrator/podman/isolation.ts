@@ -12,7 +12,7 @@ import { createPoolNetwork, inSubnet, insidePool, usedSubnets } from './pool-net
 import { holdPoolRoute, ipRunner, type IpRunner } from './pool-route.js';
 import { resolveEndpoints, type ProtectedEndpoint, type ResolvedEndpoint } from './protected-endpoints.js';
 import { LABEL } from './run-args.js';
-import { instanceStateDirectory, type PodmanSettings } from './settings.js';
+import type { PodmanSettings } from './settings.js';
 
 /** The probe found nothing either way: its container did not run. */
 class ProbeCouldNotRun extends Error {}
@@ -278,7 +278,7 @@ export class NetworkIsolation {
    * running process on later ones (seen on 6.18), while a rename only swaps the name.
    */
   private probeRoot(): string {
-    const root = join(instanceStateDirectory(this.settings.instance), 'probe-root');
+    const root = join(this.settings.stateDirectory, 'probe-root');
     const busybox = join(root, 'bin/busybox');
     if (this.rootfs === root && existsSync(busybox)) return root;
     for (const dir of [root, join(root, 'bin'), join(root, 'www')]) {

@@ -1,6 +1,5 @@
 import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { instanceStateDirectory } from './settings.js';
 
 /**
  * Where the files that hand a secret to one podman call are written: a replica's env file
@@ -8,13 +7,14 @@ import { instanceStateDirectory } from './settings.js';
  * its own, removed when the call ends. All of them lie in one directory of the instance,
  * which the driver empties at its start: a control API killed during a call (a pull may
  * last minutes) leaves its files there, and the next start removes them. Made in $TMPDIR at
- * large, as before, nothing ever did.
+ * large, as they once were, nothing ever did.
  */
 export class SecretScratch {
   constructor(private readonly root: string) {}
 
-  static of(instance: string): SecretScratch {
-    return new SecretScratch(join(instanceStateDirectory(instance), 'secrets'));
+  /** In the instance's directory (PodmanSettings.stateDirectory). */
+  static in(stateDirectory: string): SecretScratch {
+    return new SecretScratch(join(stateDirectory, 'secrets'));
   }
 
   /** At the driver's start, before its first call: no call of this instance is under way. */

@@ -1,25 +1,39 @@
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { DEFAULT_AGENT_SUBNET_POOL, parseSubnetPool, type SubnetPool } from '../../../contract/agent-subnet-pool.js';
 import type { SettingReader } from '../../../contract/settings-reader.js';
 import { podmanEnvironmentOf } from './child-environment.js';
 import { parseEndpointList, type ProtectedEndpoint } from './protected-endpoints.js';
 
 /**
- * The host directory of a podman instance's files, at one path so that a control API's next
- * run finds what the last one left, even if it was killed: its replicas' token directories,
- * which running containers keep mounted; the isolation check's busybox root, which a canary
- * left running still runs from; and the files of calls a kill may cut short (the checkpoint
- * probe's, and the env and auth files of secret-scratch.ts), cleared by the next run. The
- * driver removes it at its stop when nothing in it is left; a test removes it whole.
+ * PODMAN_STATE_DIR's default: a directory of the instance's own under $TMPDIR. It must be
+ * the directory the next run of the control API sees at that path too, since running
+ * replicas keep their token directories mounted from it. Under systemd's PrivateTmp every
+ * start of a service gets a /tmp of its own (systemd/systemd, src/core/namespace.c:
+ * setup_one_tmp_dir makes `/tmp/systemd-private-<boot id>-<unit>-XXXXXX/tmp`, which
+ * setup_namespace bind-mounts on /tmp), and a container started under one keeps the token
+ * directory of that one: seen here with two private /tmps made by hand, a token written under
+ * the second reached the container only after a `podman restart` from it. So a service with
+ * PrivateTmp sets PODMAN_STATE_DIR elsewhere (docs/orchestration.md, "Where the driver keeps
+ * its files").
  */
-export const instanceStateDirectory = (instance: string) => join(tmpdir(), `agent-platform-${instance}`);
+export const defaultStateDirectory = (instance: string) => join(tmpdir(), `agent-platform-${instance}`);
 
 /** How containers are run on this host: the settings as loaded, completed from the host by detectHost (host.ts). */
 export interface PodmanSettings {
   binary: string;
   /** Labels this installation's containers and networks; others on the host are never touched. */
   instance: string;
+  /**
+   * The host directory of the instance's files (PODMAN_STATE_DIR), at one path so that a
+   * control API's next run finds what the last one left, even if it was killed: its
+   * replicas' token directories, which running containers keep mounted; the isolation
+   * check's busybox root, which a canary left running still runs from; and the files of
+   * calls a kill may cut short (the checkpoint probe's, and the env and auth files of
+   * secret-scratch.ts), cleared by the next run. The driver removes it at its stop when
+   * nothing in it is left; a test removes it whole.
+   */
+  stateDirectory: string;
   /** OCI runtime: crun fails on cgroup v1 hybrid hosts, so runc is preferred when present. */
   runtime: string | null;
   /** Open files per container: podman's default can exceed the host's hard limit and fail the start. */
@@ -93,10 +107,13 @@ export interface LoadedPodmanSettings extends Omit<PodmanSettings, 'runtime' | '
 
 /** Reads the PODMAN_* settings and the replica lifecycle ones (shared with the Nomad driver, same bounds). */
 export function readPodmanSettings(read: SettingReader): LoadedPodmanSettings {
+  // Part of nftables table and network names (firewall-rules.ts), so kept to a safe alphabet.
+  const instance = read.matching('PODMAN_INSTANCE', 'default', /^[a-zA-Z0-9_.-]{1,64}$/, 'letters, digits, ".", "_" or "-" (1 to 64)');
   return {
     binary: read.string('PODMAN_BINARY', 'podman'),
-    // Part of nftables table and network names (firewall-rules.ts), so kept to a safe alphabet.
-    instance: read.matching('PODMAN_INSTANCE', 'default', /^[a-zA-Z0-9_.-]{1,64}$/, 'letters, digits, ".", "_" or "-" (1 to 64)'),
+    instance,
+    // Absolute: podman takes a mount's source as given, and the control API may be started from anywhere.
+    stateDirectory: resolve(read.string('PODMAN_STATE_DIR', defaultStateDirectory(instance))),
     runtime: read.optionalString('PODMAN_RUNTIME'),
     // Linux fs/file.c: setrlimit refuses RLIMIT_NOFILE above fs.nr_open, 1024*1024 unless raised (`sysctl_nr_open`).
     nofileLimit: read.integer('PODMAN_NOFILE_LIMIT', null, 1, 1_048_576, "Linux's default fs.nr_open"),
