@@ -121,12 +121,26 @@ export class AgentContainers {
     await Promise.all(Array.from({ length: Math.min(REMOVALS_AT_ONCE, waiting.length) }, removeNext));
   }
 
-  /** The replica's IPv4 address on its agent's network, or null while podman shows none. */
-  async addressOf(replicaId: string, agentId: string): Promise<string | null> {
+  /**
+   * What a running replica's container is, read once per start of it: its IPv4 address on its
+   * agent's network (null while podman shows none), and whether it mounts the token directory
+   * this driver writes (ReplicaTokenFiles.mountedBy; null when that cannot be told, or with
+   * agent services off).
+   */
+  async inspectStarted(replicaId: string, agentId: string): Promise<{ ip: string | null; mountsItsTokens: boolean | null }> {
     const rows = await this.cli
-      .json<{ NetworkSettings?: { Networks?: Record<string, { IPAddress?: string }> } }[]>(['container', 'inspect', replicaId])
+      .json<{ State?: { Pid?: number }; NetworkSettings?: { Networks?: Record<string, { IPAddress?: string }> } }[]>(['container', 'inspect', replicaId])
       .catch(() => []);
-    return rows[0]?.NetworkSettings?.Networks?.[networkName(agentId)]?.IPAddress || null;
+    const pid = rows[0]?.State?.Pid ?? 0;
+    return {
+      ip: rows[0]?.NetworkSettings?.Networks?.[networkName(agentId)]?.IPAddress || null,
+      mountsItsTokens: this.agentServices && pid > 0 ? this.agentServices.tokens.mountedBy(replicaId, pid) : null,
+    };
+  }
+
+  /** Stops the replica's container (SIGTERM, then the stop timeout) and starts it again, with its mounts made anew. */
+  async restart(replicaId: string): Promise<void> {
+    await this.cli.run(['restart', '--time', String(this.settings.stopTimeoutSeconds), replicaId], 120_000);
   }
 
   /** The newest lines of the replica's log, with podman's timestamps. */

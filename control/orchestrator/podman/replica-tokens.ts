@@ -1,4 +1,4 @@
-import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import type { Clock } from '../../../contract/clock.js';
@@ -77,6 +77,26 @@ export class ReplicaTokenFiles {
     }
     if (!removeOthers) return;
     for (const replicaId of [...this.held.keys()]) if (!live.has(replicaId)) this.forget(replicaId);
+  }
+
+  /**
+   * Whether the container whose process is `pid` reads its token from the directory this
+   * driver writes it to: the directory seen through the process's own root
+   * (`/proc/<pid>/root`, its mount namespace) is the same one, device and inode. It is not
+   * when the container was started by a control API that saw another directory at this path
+   * (systemd's PrivateTmp gives each start of a service a /tmp of its own) or before the
+   * directory was removed and made again: a new token then never reaches the replica, and its
+   * calls fail once the one it holds expires. Null when it cannot be told (the process gone,
+   * or not this user's to look into): nothing is done on a guess.
+   */
+  mountedBy(replicaId: string, pid: number): boolean | null {
+    try {
+      const written = statSync(this.directoryOf(replicaId));
+      const mounted = statSync(`/proc/${pid}/root${TOKEN_MOUNT}`);
+      return written.dev === mounted.dev && written.ino === mounted.ino;
+    } catch {
+      return null;
+    }
   }
 
   forget(replicaId: string): void {

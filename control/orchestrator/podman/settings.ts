@@ -13,9 +13,10 @@ import { parseEndpointList, type ProtectedEndpoint } from './protected-endpoints
  * setup_one_tmp_dir makes `/tmp/systemd-private-<boot id>-<unit>-XXXXXX/tmp`, which
  * setup_namespace bind-mounts on /tmp), and a container started under one keeps the token
  * directory of that one: seen here with two private /tmps made by hand, a token written under
- * the second reached the container only after a `podman restart` from it. So a service with
- * PrivateTmp sets PODMAN_STATE_DIR elsewhere (docs/orchestration.md, "Where the driver keeps
- * its files").
+ * the second reached the container only after a `podman restart` from it. The driver restarts
+ * such a replica when it adopts it (ReplicaTokenFiles.mountedBy), but a service with PrivateTmp
+ * should set PODMAN_STATE_DIR elsewhere, or every restart of it restarts every replica
+ * (docs/orchestration.md, "Where the driver keeps its files").
  */
 export const defaultStateDirectory = (instance: string) => join(tmpdir(), `agent-platform-${instance}`);
 

@@ -349,7 +349,8 @@ export class Supervisor {
     if (container?.State === 'running') {
       // No port is published: the edge reaches the replica at its address on the agent's network.
       if (record.addressOf !== container.StartedAt) {
-        const ip = await this.addressOf(record);
+        const { ip, mountsItsTokens } = await this.inspectStarted(record);
+        if (mountsItsTokens === false) return this.remountTokens(job, record);
         record.address = ip ? `${ip}:${record.spec.port}` : null;
         record.addressOf = ip ? container.StartedAt : null;
       }
@@ -369,9 +370,43 @@ export class Supervisor {
    * any replica on it can be removed.
    */
   private async addressOf(record: ReplicaRecord): Promise<string | null> {
-    const ip = await this.parts.containers.addressOf(record.id, record.spec.agentId);
-    if (ip) await this.parts.networks.pinBridgeOf(ip);
-    return ip;
+    return (await this.inspectStarted(record)).ip;
+  }
+
+  private async inspectStarted(record: ReplicaRecord): Promise<{ ip: string | null; mountsItsTokens: boolean | null }> {
+    const seen = await this.parts.containers.inspectStarted(record.id, record.spec.agentId);
+    if (seen.ip) await this.parts.networks.pinBridgeOf(seen.ip);
+    return seen;
+  }
+
+  /**
+   * A running replica that does not mount the token directory this driver writes (an adopted
+   * one, started by a control API that saw another directory at PODMAN_STATE_DIR's path) is
+   * restarted: podman mounts the path anew from where this process sees it. Left alone, it
+   * would keep its last token and fail every session call once that expired. It leaves
+   * routing first, and is routed again once it proves ready, as after any restart.
+   */
+  private async remountTokens(job: PodmanJob, record: ReplicaRecord): Promise<void> {
+    const agentId = job.spec.agentId;
+    record.busy = true;
+    try {
+      this.parts.jobs.record(agentId, {
+        replicaId: record.id,
+        type: 'restarting',
+        message: 'its container mounts a token directory other than the one this control API writes (PODMAN_STATE_DIR): restarting it to mount the current one',
+      });
+      if (record.address !== null) {
+        record.address = null;
+        this.notify([agentId]);
+      }
+      await this.parts.containers.restart(record.id);
+      restarted(record, this.parts.clock.now());
+      record.addressOf = null;
+    } catch (error) {
+      this.parts.jobs.record(agentId, failed(record, describe(error)));
+    } finally {
+      record.busy = false;
+    }
   }
 
   private async restart(job: PodmanJob, record: ReplicaRecord, containerExists: boolean): Promise<void> {
