@@ -163,6 +163,49 @@ describe('agent traces', () => {
       assert.equal((await control.request('GET', `/agents/${agent.id}/invocations/${trace.traceId}`, { token: owner.token })).body.spans.length, 4);
     });
 
+    it('sums an invoke whose spans arrive in batches stored at once, as the runtime\'s and the edge\'s do', async () => {
+      const { owner, agent, token } = await agentWithToken();
+      // Each span of an invoke in a request of its own, all at once: every ingest must count
+      // the spans of the others, whichever commits first. Three invokes, 12 requests and
+      // spans, within this suite's TRACE_SPANS_PER_AGENT_PER_DAY and TRACE_REQUESTS_PER_SECOND.
+      const traces = Array.from({ length: 3 }, () => invokeTrace());
+      const answers = await Promise.all(traces.flatMap((trace) => trace.spans.map((one) => sendTraces(token, request([one])))));
+      for (const answer of answers) expectStatus(answer, 200);
+      const { invocations } = (await listInvocations(owner.token, agent.id)).body;
+      assert.deepEqual(
+        invocations.map((item: any) => [item.input_tokens, item.output_tokens, item.tool_calls]),
+        traces.map(() => [400, 70, 1]),
+        'each invoke summed from all four of its spans',
+      );
+      const usage = await control.request('GET', '/account/usage', { token: owner.token });
+      const [use] = usage.body.period.model_usage.by_agent;
+      assert.deepEqual([use.input_tokens, use.output_tokens], [1200, 210], 'each model call counted once');
+    });
+
+    it('keeps no span uncounted: when counting its model calls fails, nothing is stored, and the exporter\'s retry stores and counts them', async () => {
+      const { owner, agent, token } = await agentWithToken();
+      const trace = invokeTrace();
+      // Postgres refuses this agent's usage row, as a failing write would, after its spans were inserted.
+      await control.db.raw(`CREATE FUNCTION refuse_usage() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'usage refused by the test'; END $$`);
+      await control.db.raw(`CREATE TRIGGER refuse_usage BEFORE INSERT ON model_usage FOR EACH ROW WHEN (NEW.agent_id = '${agent.id}') EXECUTE FUNCTION refuse_usage()`);
+      try {
+        const refused = await sendTraces(token, trace.body);
+        assert.ok(refused.status >= 500, `the exporter is told to send again: ${refused.status}`);
+      } finally {
+        await control.db.raw('DROP TRIGGER refuse_usage ON model_usage');
+        await control.db.raw('DROP FUNCTION refuse_usage()');
+      }
+      const [stored] = await control.db('trace_spans').where({ agent_id: agent.id }).count<{ count: string }[]>({ count: '*' });
+      assert.equal(Number(stored!.count), 0, 'no span of the failed ingest was kept');
+
+      expectStatus(await sendTraces(token, trace.body), 200);
+      const usage = await control.request('GET', '/account/usage', { token: owner.token });
+      const [use] = usage.body.period.model_usage.by_agent;
+      assert.deepEqual([use.input_tokens, use.output_tokens], [400, 70], 'the retry counted both model calls');
+      const [item] = (await listInvocations(owner.token, agent.id)).body.invocations;
+      assert.deepEqual([item.input_tokens, item.output_tokens, item.tool_calls], [400, 70, 1]);
+    });
+
     it('prices by MODEL_PRICES_FILE, and leaves the cost null (not 0) for a model without a price', async () => {
       const { owner, agent, token } = await agentWithToken();
       const priced = invokeTrace({ provider: 'anthropic', model: 'claude-test' });

@@ -38,6 +38,9 @@ export interface StoredModelCall {
 /** Rows per INSERT: 17 parameters each stays far below Postgres's 65,535 per statement. */
 const INSERT_BATCH = 1000;
 
+/** First key of the advisory locks that make one trace's ingests take turns (agent-sessions.ts has "ags", loop-locks.ts "agn"). */
+const TRACE_LOCK_NAMESPACE = 0x61_67_74; // "agt"
+
 /**
  * The summary of each named trace from all its stored spans, written over the one before
  * when it covers at least as many spans (a recompute that started before another batch's
@@ -93,6 +96,21 @@ export class TraceRepository {
       }
     }
     return stored;
+  }
+
+  /**
+   * The turn of each named trace of the agent, held until the transaction ends. Ingests of
+   * one trace then take turns: each summary is computed from every span stored before it.
+   * Without them, two batches of one invoke stored at once (the runtime's and the edge's)
+   * each summed what it saw, neither the other's uncommitted spans, and the summary kept
+   * was one of the two. Taken in one order, so two ingests sharing traces cannot deadlock.
+   */
+  async takeTurns(agentId: string, traceIds: string[]): Promise<void> {
+    if (traceIds.length === 0) return;
+    await this.db.raw(
+      'SELECT pg_advisory_xact_lock(?, hashtext(turn)) FROM (SELECT turn FROM unnest(?::text[]) AS turn ORDER BY turn) AS turns',
+      [TRACE_LOCK_NAMESPACE, traceIds.map((traceId) => `${agentId}/${traceId}`)],
+    );
   }
 
   /** Recomputes the summaries of the agent's named traces from their spans. */

@@ -4,7 +4,7 @@ import type { Clock } from '../../contract/clock.js';
 import type { TraceSettings } from '../config/trace-settings.js';
 import { PlatformError } from '../domain/errors.js';
 import { dayAfter, utcDay, type SpanRow } from '../domain/trace-spans.js';
-import { repositoriesOn } from '../repositories/index.js';
+import { inTransaction, repositoriesOn } from '../repositories/index.js';
 import type { ModelUse } from '../repositories/model-usage.js';
 import type { StoredModelCall } from '../repositories/traces.js';
 import type { ExportTraceServiceRequest } from '../schemas/otlp-traces.js';
@@ -82,9 +82,16 @@ export class TraceIngest {
     const stored = kept.slice(0, allowed);
     const overCap = kept.length - stored.length;
     await this.ensurePartitions(stored);
-    const calls = await repos.traces.insertSpans(stored);
-    if (calls.length > 0) await repos.modelUsage.add({ accountId: agent.account_id, agentId, month: today.slice(0, 7), ...modelUseOf(calls) });
-    await repos.traces.summarise(agentId, [...new Set(stored.map((row) => row.trace_id))]);
+    const traceIds = [...new Set(stored.map((row) => row.trace_id))];
+    // One transaction: a span is stored only with its model call counted, since a span sent
+    // again is kept once and counted never (insertSpans returns the new ones), and a reader
+    // never sees spans without the summary that counts them.
+    await inTransaction(this.deps.db, async (trx) => {
+      await trx.traces.takeTurns(agentId, traceIds);
+      const calls = await trx.traces.insertSpans(stored);
+      if (calls.length > 0) await trx.modelUsage.add({ accountId: agent.account_id, agentId, month: today.slice(0, 7), ...modelUseOf(calls) });
+      await trx.traces.summarise(agentId, traceIds);
+    });
     this.deps.forwarder?.forward(storedPart(request, agentId, new Set(stored.map((row) => spanKey(row.trace_id, row.span_id)))), stored.length);
     return this.outcome(outsideRetention, overCap);
   }
