@@ -1,11 +1,18 @@
 import assert from 'node:assert/strict';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { loadConfig } from '../control/config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
-import { detectHost } from '../control/orchestrator/podman/host.js';
+import { detectHost, stateDirectoryOf, type HostDirectories } from '../control/orchestrator/podman/host.js';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1/db', REDIS_URL: 'redis://127.0.0.1:6379', MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };
+
+/** A host whose TMPDIR is /tmp and where only `existing` paths are there. */
+const hostWith = ({ root, userRuntimeDirectory, existing = [] }: { root: boolean; userRuntimeDirectory?: string; existing?: string[] }): HostDirectories => ({
+  root,
+  userRuntimeDirectory,
+  temporaryDirectory: '/tmp',
+  exists: (path) => existing.includes(path),
+});
 
 /** The problems loadConfig reports for `env`, as the operator reads them. */
 function problemsOf(env: Record<string, string>): string[] {
@@ -25,7 +32,7 @@ describe('podman driver: settings', () => {
     assert.deepEqual(
       { ...podman },
       {
-        binary: 'podman', instance: 'default', stateDirectory: join(tmpdir(), 'agent-platform-default'), runtime: null, nofileLimit: null, nprocLimit: null,
+        binary: 'podman', instance: 'default', stateDirectory: null, runtime: null, nofileLimit: null, nprocLimit: null,
         startGraceMs: 30_000, restartBudget: 5, restartBackoffBaseMs: 1000, restartBackoffMaxMs: 30_000, pollIntervalMs: 1000,
         firewall: true, networkBackend: null, probeBusybox: '/bin/busybox', probeConnectTimeoutSeconds: 2, protectedEndpoints: [],
         agentHostPorts: [], drainMs: 2000, stopTimeoutSeconds: 10, pullTimeoutMs: 120_000, registryCertsDir: null, environment: {},
@@ -33,11 +40,25 @@ describe('podman driver: settings', () => {
     );
   });
 
-  it("keeps the driver's files in PODMAN_STATE_DIR, made absolute, or in a directory of the instance's own in TMPDIR", () => {
-    assert.equal(loadConfig({ ...BASE, PODMAN_INSTANCE: 'blue' }).podman.stateDirectory, join(tmpdir(), 'agent-platform-blue'));
+  it("keeps the driver's files in PODMAN_STATE_DIR, made absolute", () => {
     assert.equal(loadConfig({ ...BASE, PODMAN_STATE_DIR: '/var/lib/agent-platform' }).podman.stateDirectory, '/var/lib/agent-platform');
     // A mount's source as podman is given it, whichever directory the control API was started in.
     assert.equal(loadConfig({ ...BASE, PODMAN_STATE_DIR: 'state/podman' }).podman.stateDirectory, join(process.cwd(), 'state/podman'));
+    assert.equal(stateDirectoryOf(loadConfig({ ...BASE, PODMAN_STATE_DIR: '/srv/podman' }).podman, hostWith({ root: true, existing: ['/tmp/agent-platform-default'] })), '/srv/podman');
+  });
+
+  it("keeps them, unset, where podman keeps the state of this boot, never in a /tmp a service may have to itself", () => {
+    const blue = loadConfig({ ...BASE, PODMAN_INSTANCE: 'blue' }).podman;
+    assert.equal(stateDirectoryOf(blue, hostWith({ root: true })), '/run/agent-platform-blue');
+    assert.equal(stateDirectoryOf(blue, hostWith({ root: false, userRuntimeDirectory: '/run/user/1000' })), '/run/user/1000/agent-platform-blue');
+    // A user without a login session's directory has nowhere else of its own.
+    assert.equal(stateDirectoryOf(blue, hostWith({ root: false })), '/tmp/agent-platform-blue');
+  });
+
+  it('keeps them where the default was before while that directory is there, since running replicas mount from it', () => {
+    const blue = loadConfig({ ...BASE, PODMAN_INSTANCE: 'blue' }).podman;
+    assert.equal(stateDirectoryOf(blue, hostWith({ root: true, existing: ['/tmp/agent-platform-blue'] })), '/tmp/agent-platform-blue');
+    assert.equal(stateDirectoryOf(blue, hostWith({ root: true, existing: ['/tmp/agent-platform-green'] })), '/run/agent-platform-blue', "another instance's is not this one's");
   });
 
   it('reports every bad podman setting at once, each with its bounds or what was expected', () => {
@@ -87,8 +108,9 @@ describe('podman driver: settings', () => {
 
   it('leaves what the host decides to detectHost, where the driver is created', () => {
     const loaded = loadConfig(BASE).podman;
-    assert.deepEqual([loaded.runtime, loaded.nofileLimit, loaded.nprocLimit], [null, null, null], 'loading probes nothing');
+    assert.deepEqual([loaded.stateDirectory, loaded.runtime, loaded.nofileLimit, loaded.nprocLimit], [null, null, null, null], 'loading probes nothing');
     const host = detectHost(loaded);
+    assert.equal(host.stateDirectory, stateDirectoryOf(loaded));
     assert.ok(Number.isInteger(host.nofileLimit) && host.nofileLimit >= 1 && host.nofileLimit <= 65_536, `nofile ${host.nofileLimit}`);
     assert.ok(Number.isInteger(host.nprocLimit) && host.nprocLimit >= 1, `nproc ${host.nprocLimit}`);
     assert.ok(host.runtime === null || host.runtime === 'runc', `runtime ${host.runtime}`);

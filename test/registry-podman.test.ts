@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { connectDatabase } from '../control/db/database.js';
 import { authFileContent } from '../control/orchestrator/podman/registry-auth-file.js';
-import { defaultStateDirectory } from '../control/orchestrator/podman/settings.js';
+import { stateDirectoryOf } from '../control/orchestrator/podman/host.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { TEMPLATE_DATABASE } from './support/global.js';
@@ -133,7 +133,7 @@ describe('agents from a private registry (docker-registry on loopback, podman)',
 
       const pulls = podmanLines().split('\n').filter((line) => line.startsWith('ARGS') && line.includes(' pull '));
       assert.equal(pulls.length, 2, pulls.join('\n'));
-      for (const pull of pulls) assert.match(pull, new RegExp(`^ARGS .*pull --quiet --cert-dir ${registry.certDir} --authfile ${tmpdir()}/agent-platform-[^/]+/secrets/call-[^/]+/auth\\.json ${registry.host}/agents/echo`));
+      for (const pull of pulls) assert.match(pull, new RegExp(`^ARGS .*pull --quiet --cert-dir ${registry.certDir} --authfile ${stateDirectoryOf(control.config.podman)}/secrets/call-[^/]+/auth\\.json ${registry.host}/agents/echo`));
       assert.ok(!podmanLines().includes(registry.password), "no podman process had the password in its arguments or environment");
     });
   });
@@ -184,7 +184,7 @@ describe('agents from a private registry (docker-registry on loopback, podman)',
     after(async () => {
       child?.kill('SIGTERM');
       if (child && child.exitCode === null) await new Promise((done) => child.once('exit', done));
-      if (instance) rmSync(defaultStateDirectory(instance), { recursive: true, force: true });
+      if (instance) rmSync(stateDirectoryOf({ instance, stateDirectory: null }), { recursive: true, force: true });
     });
 
     it('ends the deployment failed with the registry\'s reason, and the password is nowhere', async () => {

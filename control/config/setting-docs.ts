@@ -110,7 +110,7 @@ export const CONTROL_SETTING_DOCS: SettingDocs = {
   PULL_TIMEOUT_SECONDS: 'Deadline of one `podman pull` and one container creation.',
   PODMAN_STATE_DIR: {
     text: "The driver's files on the host: replicas' token directories (mounted into running containers), the isolation probe's root, and opened secrets while podman reads them. Must be the same directory at the next start of the control API: not a /tmp private to a service (systemd's PrivateTmp). `npm run up` sets it to `podman/` in PLATFORM_DATA_DIR.",
-    default: '`$TMPDIR/agent-platform-<PODMAN_INSTANCE>`',
+    default: "`/run/agent-platform-<PODMAN_INSTANCE>` as root, else `$XDG_RUNTIME_DIR/agent-platform-<PODMAN_INSTANCE>` (`$TMPDIR` without it); `$TMPDIR/agent-platform-<PODMAN_INSTANCE>` while an earlier version's files are there",
   },
   PODMAN_REGISTRY_CERTS_DIR: "`--cert-dir` for pulls (a private registry's CA as `*.crt`); unset: podman's own /etc/containers/certs.d/.",
 

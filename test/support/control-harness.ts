@@ -8,7 +8,7 @@ import type { Redis } from 'ioredis';
 import { systemClock } from '../../contract/clock.js';
 import { ManualClock } from './manual-clock.js';
 import { createOrchestrator } from '../../control/orchestrator/create.js';
-import { podmanRuntime } from '../../control/orchestrator/podman/host.js';
+import { podmanRuntime, stateDirectoryOf } from '../../control/orchestrator/podman/host.js';
 import { podmanEnvironmentOf } from '../../control/orchestrator/podman/child-environment.js';
 import type { PassRecord } from '../../control/services/periodic-pass.js';
 import type { Orchestrator } from '../../control/orchestrator/types.js';
@@ -255,7 +255,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
       await driver.close();
       await stopServing();
       // With its containers gone, the instance's token directories are no one's (a crash keeps them for the resume).
-      if (options.orchestrate) rmSync(config.podman.stateDirectory, { recursive: true, force: true });
+      if (options.orchestrate) rmSync(stateDirectoryOf(config.podman), { recursive: true, force: true });
     },
   };
 }

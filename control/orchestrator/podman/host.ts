@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { LoadedPodmanSettings, PodmanSettings } from './settings.js';
 
 /**
@@ -9,6 +11,7 @@ import type { LoadedPodmanSettings, PodmanSettings } from './settings.js';
 export function detectHost(loaded: LoadedPodmanSettings): PodmanSettings {
   return Object.freeze({
     ...loaded,
+    stateDirectory: stateDirectoryOf(loaded),
     runtime: podmanRuntime(loaded),
     nofileLimit: loaded.nofileLimit ?? Math.min(hostHardLimit('Max open files'), 65_536),
     nprocLimit: loaded.nprocLimit ?? Math.min(hostHardLimit('Max processes'), kernelPidMax()),
@@ -16,6 +19,49 @@ export function detectHost(loaded: LoadedPodmanSettings): PodmanSettings {
     firewall: loaded.firewall && process.getuid?.() === 0 && has('nft'),
   });
 }
+
+/** What the default of PODMAN_STATE_DIR depends on, passed in so that each case can be tested on one host. */
+export interface HostDirectories {
+  /** Whether the control API runs as root. */
+  root: boolean;
+  /** $XDG_RUNTIME_DIR: a user's own directory of this boot, when the login manager made one. */
+  userRuntimeDirectory: string | undefined;
+  /** $TMPDIR, or /tmp. */
+  temporaryDirectory: string;
+  exists(path: string): boolean;
+}
+
+const thisHost = (): HostDirectories => ({
+  root: process.getuid?.() === 0,
+  userRuntimeDirectory: process.env.XDG_RUNTIME_DIR || undefined,
+  temporaryDirectory: tmpdir(),
+  exists: existsSync,
+});
+
+/**
+ * The driver's directory: PODMAN_STATE_DIR, else one of the instance's own where podman
+ * keeps the state of this boot. That is /run/libpod for root and $XDG_RUNTIME_DIR/libpod for
+ * anyone else (containers/common, pkg/config/default.go: defaultTmpDir, getLibpodTmpDir in
+ * default_linux.go): what is in it, tokens of running replicas and files of calls in flight,
+ * is no more use after a reboot than podman's own. Not /tmp, which was the default until
+ * 2026-11: a service with systemd's PrivateTmp gets a /tmp of its own at every start
+ * (systemd/systemd, src/core/namespace.c: setup_one_tmp_dir, bind-mounted on /tmp by
+ * setup_namespace), and every replica it had started then mounted a token directory the
+ * next run could not see, and was restarted (ReplicaTokenFiles.mountedBy). An installation
+ * that used the old default keeps it while that directory is there, since its running
+ * replicas mount their tokens from it; the driver removes it at a stop that leaves it empty.
+ */
+export function stateDirectoryOf(loaded: Pick<LoadedPodmanSettings, 'stateDirectory' | 'instance'>, host: HostDirectories = thisHost()): string {
+  if (loaded.stateDirectory !== null) return loaded.stateDirectory;
+  const earlierDefault = legacyStateDirectory(loaded.instance, host);
+  if (host.exists(earlierDefault)) return earlierDefault;
+  const runtimeDirectory = host.root ? '/run' : host.userRuntimeDirectory ?? host.temporaryDirectory;
+  return join(runtimeDirectory, `agent-platform-${loaded.instance}`);
+}
+
+/** Where the driver kept its files by default until 2026-11 ($TMPDIR). */
+export const legacyStateDirectory = (instance: string, host: Pick<HostDirectories, 'temporaryDirectory'> = thisHost()) =>
+  join(host.temporaryDirectory, `agent-platform-${instance}`);
 
 /** The OCI runtime the driver runs containers with: crun fails on cgroup v1 hybrid hosts, so runc when present. */
 export function podmanRuntime(loaded: Pick<LoadedPodmanSettings, 'runtime'>): string | null {

@@ -87,7 +87,9 @@ export class ReplicaTokenFiles {
    * (systemd's PrivateTmp gives each start of a service a /tmp of its own) or before the
    * directory was removed and made again: a new token then never reaches the replica, and its
    * calls fail once the one it holds expires. Null when it cannot be told (the process gone,
-   * or not this user's to look into): nothing is done on a guess.
+   * or not this user's to look into: following /proc/<pid>/root takes ptrace read access to
+   * the process, Linux fs/proc/base.c proc_pid_get_link → proc_fd_access_allowed →
+   * kernel/ptrace.c __ptrace_may_access): nothing is done on a guess.
    */
   mountedBy(replicaId: string, pid: number): boolean | null {
     try {

@@ -1,24 +1,8 @@
-import { tmpdir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import { DEFAULT_AGENT_SUBNET_POOL, parseSubnetPool, type SubnetPool } from '../../../contract/agent-subnet-pool.js';
 import type { SettingReader } from '../../../contract/settings-reader.js';
 import { podmanEnvironmentOf } from './child-environment.js';
 import { parseEndpointList, type ProtectedEndpoint } from './protected-endpoints.js';
-
-/**
- * PODMAN_STATE_DIR's default: a directory of the instance's own under $TMPDIR. It must be
- * the directory the next run of the control API sees at that path too, since running
- * replicas keep their token directories mounted from it. Under systemd's PrivateTmp every
- * start of a service gets a /tmp of its own (systemd/systemd, src/core/namespace.c:
- * setup_one_tmp_dir makes `/tmp/systemd-private-<boot id>-<unit>-XXXXXX/tmp`, which
- * setup_namespace bind-mounts on /tmp), and a container started under one keeps the token
- * directory of that one: seen here with two private /tmps made by hand, a token written under
- * the second reached the container only after a `podman restart` from it. The driver restarts
- * such a replica when it adopts it (ReplicaTokenFiles.mountedBy), but a service with PrivateTmp
- * should set PODMAN_STATE_DIR elsewhere, or every restart of it restarts every replica
- * (docs/orchestration.md, "Where the driver keeps its files").
- */
-export const defaultStateDirectory = (instance: string) => join(tmpdir(), `agent-platform-${instance}`);
 
 /** How containers are run on this host: the settings as loaded, completed from the host by detectHost (host.ts). */
 export interface PodmanSettings {
@@ -95,7 +79,9 @@ export interface PodmanSettings {
  * operator leaves to the host is null (or, for the firewall, only asked for), and
  * detectHost (host.ts) settles it where the driver is created.
  */
-export interface LoadedPodmanSettings extends Omit<PodmanSettings, 'runtime' | 'nofileLimit' | 'nprocLimit' | 'firewall'> {
+export interface LoadedPodmanSettings extends Omit<PodmanSettings, 'stateDirectory' | 'runtime' | 'nofileLimit' | 'nprocLimit' | 'firewall'> {
+  /** PODMAN_STATE_DIR, made absolute; null: the host's runtime directory (host.ts, stateDirectoryOf). */
+  stateDirectory: string | null;
   /** PODMAN_RUNTIME; null: runc when the host has it, else podman's configured runtime. */
   runtime: string | null;
   /** PODMAN_NOFILE_LIMIT; null: the host's hard limit, at most 65536. */
@@ -114,7 +100,7 @@ export function readPodmanSettings(read: SettingReader): LoadedPodmanSettings {
     binary: read.string('PODMAN_BINARY', 'podman'),
     instance,
     // Absolute: podman takes a mount's source as given, and the control API may be started from anywhere.
-    stateDirectory: resolve(read.string('PODMAN_STATE_DIR', defaultStateDirectory(instance))),
+    stateDirectory: optionalAbsolute(read.optionalString('PODMAN_STATE_DIR')),
     runtime: read.optionalString('PODMAN_RUNTIME'),
     // Linux fs/file.c: setrlimit refuses RLIMIT_NOFILE above fs.nr_open, 1024*1024 unless raised (`sysctl_nr_open`).
     nofileLimit: read.integer('PODMAN_NOFILE_LIMIT', null, 1, 1_048_576, "Linux's default fs.nr_open"),
@@ -146,6 +132,8 @@ export const podmanGlobalArgs = (settings: Pick<PodmanSettings, 'runtime' | 'net
   ...(settings.runtime ? ['--runtime', settings.runtime] : []),
   ...(settings.networkBackend ? ['--network-backend', settings.networkBackend] : []),
 ];
+
+const optionalAbsolute = (path: string | null) => (path === null ? null : resolve(path));
 
 /** `11434,8000` → the ports, each 1-65535; throws naming the setting. */
 function parsePortList(value: string): number[] {
