@@ -1,8 +1,13 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pino } from 'pino';
+import { systemClock } from '../contract/clock.js';
 import { loadConfig } from '../control/config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
-import { detectHost, stateDirectoryOf, type HostDirectories } from '../control/orchestrator/podman/host.js';
+import { createOrchestrator } from '../control/orchestrator/create.js';
+import { detectHost, prepareStateDirectory, stateDirectoryOf, type HostDirectories } from '../control/orchestrator/podman/host.js';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1/db', REDIS_URL: 'redis://127.0.0.1:6379', MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };
 
@@ -59,6 +64,34 @@ describe('podman driver: settings', () => {
     const blue = loadConfig({ ...BASE, PODMAN_INSTANCE: 'blue' }).podman;
     assert.equal(stateDirectoryOf(blue, hostWith({ root: true, existing: ['/tmp/agent-platform-blue'] })), '/tmp/agent-platform-blue');
     assert.equal(stateDirectoryOf(blue, hostWith({ root: true, existing: ['/tmp/agent-platform-green'] })), '/run/agent-platform-blue', "another instance's is not this one's");
+  });
+
+  it("makes the driver's directory, every missing level, and leaves nothing in it", () => {
+    const scratch = mkdtempSync(join(tmpdir(), 'state-dir-'));
+    try {
+      const directory = join(scratch, 'a', 'b', 'agent-platform-blue');
+      prepareStateDirectory(directory);
+      assert.ok(statSync(directory).isDirectory());
+      assert.deepEqual(readdirSync(directory), []);
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
+  });
+
+  it('stops the control API at start, naming PODMAN_STATE_DIR and the reason, where the directory cannot be written', () => {
+    const scratch = mkdtempSync(join(tmpdir(), 'state-dir-'));
+    try {
+      writeFileSync(join(scratch, 'a-file'), '');
+      const config = loadConfig({ ...BASE, PODMAN_INSTANCE: `test-state-${process.pid}`, PODMAN_STATE_DIR: join(scratch, 'a-file', 'state') });
+      assert.throws(() => createOrchestrator(config, systemClock, pino({ level: 'silent' })), (error: unknown) => {
+        assert.ok(error instanceof ConfigError);
+        assert.deepEqual(error.problems.map((problem) => problem.split(':')[0]), ['PODMAN_STATE_DIR']);
+        assert.match(error.problems[0]!, /cannot write its files in .*a-file\/state \(ENOTDIR\)/);
+        return true;
+      });
+    } finally {
+      rmSync(scratch, { recursive: true, force: true });
+    }
   });
 
   it('reports every bad podman setting at once, each with its bounds or what was expected', () => {

@@ -10,7 +10,7 @@ import type { NomadAgentServices } from './nomad/agent-identity.js';
 import { PodmanCli } from './podman/cli.js';
 import { PodmanDriver } from './podman/driver.js';
 import { platformEndpoints } from './podman/protected-endpoints.js';
-import { detectHost, legacyStateDirectory } from './podman/host.js';
+import { detectHost, legacyStateDirectory, prepareStateDirectory } from './podman/host.js';
 import { podmanGlobalArgs } from './podman/settings.js';
 import type { AgentServicesAccess } from './podman/replica-tokens.js';
 import type { Orchestrator } from './types.js';
@@ -40,6 +40,7 @@ export function createOrchestrator(config: Config, clock: Clock, logger: Logger)
     return { orchestrator: createNomadDriver(config.nomad, clock, logger, agentServices), clock, autoscaledBy: 'orchestrator' };
   }
   const settings = detectHost(config.podman);
+  prepareStateDirectory(settings.stateDirectory);
   if (config.podman.stateDirectory === null && settings.stateDirectory === legacyStateDirectory(settings.instance)) {
     logger.warn(
       { setting: 'PODMAN_STATE_DIR', directory: settings.stateDirectory },

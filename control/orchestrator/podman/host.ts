@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
+import { ConfigError } from '../../../contract/settings-reader.js';
 import type { LoadedPodmanSettings, PodmanSettings } from './settings.js';
 
 /**
@@ -62,6 +63,31 @@ export function stateDirectoryOf(loaded: Pick<LoadedPodmanSettings, 'stateDirect
 /** Where the driver kept its files by default until 2026-11 ($TMPDIR). */
 export const legacyStateDirectory = (instance: string, host: Pick<HostDirectories, 'temporaryDirectory'> = thisHost()) =>
   join(host.temporaryDirectory, `agent-platform-${instance}`);
+
+/**
+ * Makes the driver's directory and proves it writable by writing a file in it, before the
+ * driver starts, or throws a ConfigError naming PODMAN_STATE_DIR with the kernel's reason: a
+ * service under systemd's ProtectSystem=strict, say, has /run read-only unless the unit
+ * lists the directory in ReadWritePaths=. Made one level at a time, since Node's recursive
+ * mkdir stats the path after an error it does not expect and reports that ENOENT instead
+ * (nodejs/node, src/node_file.cc: MKDirpSync; seen: EROFS reported as ENOENT), and under
+ * /proc it never returns.
+ */
+export function prepareStateDirectory(directory: string): void {
+  const missing: string[] = [];
+  for (let path = directory; !existsSync(path) && path !== dirname(path); path = dirname(path)) missing.unshift(path);
+  try {
+    for (const path of missing) mkdirSync(path, { mode: 0o755 });
+    const probe = join(directory, `.writable-${process.pid}`);
+    writeFileSync(probe, '');
+    rmSync(probe);
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code ?? String(error);
+    throw new ConfigError([
+      `PODMAN_STATE_DIR: the podman driver cannot write its files in ${directory} (${reason}); set it to a directory the control API may write that is the same at its next start (docs/orchestration.md, "Where the driver keeps its files")`,
+    ]);
+  }
+}
 
 /** The OCI runtime the driver runs containers with: crun fails on cgroup v1 hybrid hosts, so runc when present. */
 export function podmanRuntime(loaded: Pick<LoadedPodmanSettings, 'runtime'>): string | null {
