@@ -43,6 +43,8 @@ export class PodmanDriver implements Orchestrator {
   private readonly deaths: ContainerDeaths;
   /** The env and auth files handed to podman calls, in the instance's directory (secret-scratch.ts). */
   private readonly secrets: SecretScratch;
+  /** The replicas' token directories' parent (AgentServicesAccess.directory), in the instance's directory; null without agent services. */
+  private readonly tokenDirectory: string | null;
   /** What the checkpoint probe found at start (sayHowColdWakesWork); null before start. */
   coldWake: Promise<ColdWake> | null = null;
 
@@ -62,6 +64,7 @@ export class PodmanDriver implements Orchestrator {
   ) {
     this.jobs = new JobTable(clock, logger);
     this.secrets = SecretScratch.in(settings.stateDirectory);
+    this.tokenDirectory = agentServices?.directory ?? null;
     this.queue = new SerialQueue((error) => logger.error({ err: error }, 'podman driver step failed'));
     const tokens = agentServices && { url: agentServices.url, maxSessionBytes: agentServices.maxSessionBytes, tokens: new ReplicaTokenFiles(agentServices, clock, logger) };
     this.containers = new AgentContainers(cli, settings, logger, this.secrets, tokens);
@@ -194,11 +197,15 @@ export class PodmanDriver implements Orchestrator {
     await this.networks.close();
     // A pull still under way (pulls run outside the queue) loses its auth file: the process is stopping.
     this.secrets.clear();
+    // With no replica left, nothing of the instance's directory outlives the run: an
+    // installation on the earlier default in $TMPDIR moves to the new one at its next start
+    // (host.ts, stateDirectoryOf).
+    if (this.tokenDirectory) removeIfEmpty(this.tokenDirectory);
     removeIfEmpty(this.settings.stateDirectory);
   }
 }
 
-/** The instance's directory, once nothing in it outlives this run (replicas' token directories would). */
+/** A directory of the instance's, once nothing in it outlives this run (replicas' token directories would). */
 function removeIfEmpty(directory: string): void {
   try {
     rmdirSync(directory);
