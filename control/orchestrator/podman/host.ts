@@ -55,13 +55,17 @@ const thisHost = (): HostDirectories => ({
 export function stateDirectoryOf(loaded: Pick<LoadedPodmanSettings, 'stateDirectory' | 'instance'>, host: HostDirectories = thisHost()): string {
   if (loaded.stateDirectory !== null) return loaded.stateDirectory;
   const earlierDefault = legacyStateDirectory(loaded.instance, host);
-  if (host.exists(earlierDefault)) return earlierDefault;
+  return host.exists(earlierDefault) ? earlierDefault : defaultStateDirectory(loaded.instance, host);
+}
+
+/** PODMAN_STATE_DIR's default on a host where no earlier default is in use. */
+export function defaultStateDirectory(instance: string, host: Omit<HostDirectories, 'exists'> = thisHost()): string {
   const runtimeDirectory = host.root ? '/run' : host.userRuntimeDirectory ?? host.temporaryDirectory;
-  return join(runtimeDirectory, `agent-platform-${loaded.instance}`);
+  return join(runtimeDirectory, `agent-platform-${instance}`);
 }
 
 /** Where the driver kept its files by default until 2026-11 ($TMPDIR). */
-export const legacyStateDirectory = (instance: string, host: Pick<HostDirectories, 'temporaryDirectory'> = thisHost()) =>
+const legacyStateDirectory = (instance: string, host: Pick<HostDirectories, 'temporaryDirectory'>) =>
   join(host.temporaryDirectory, `agent-platform-${instance}`);
 
 /**
