@@ -8,6 +8,7 @@ import { join, resolve } from 'node:path';
 import { connectDatabase } from '../control/db/database.js';
 import { authFileContent } from '../control/orchestrator/podman/registry-auth-file.js';
 import { stateDirectoryOf } from '../control/orchestrator/podman/host.js';
+import { podmanEnvironmentOf } from '../control/orchestrator/podman/child-environment.js';
 import { freePort } from '../scripts/lib/local-services.js';
 import { startControl, type TestControl } from './support/control-harness.js';
 import { TEMPLATE_DATABASE } from './support/global.js';
@@ -184,7 +185,7 @@ describe('agents from a private registry (docker-registry on loopback, podman)',
     after(async () => {
       child?.kill('SIGTERM');
       if (child && child.exitCode === null) await new Promise((done) => child.once('exit', done));
-      if (instance) rmSync(stateDirectoryOf({ instance, stateDirectory: null }), { recursive: true, force: true });
+      if (instance) rmSync(stateDirectoryOf({ instance, stateDirectory: null, environment: podmanEnvironmentOf(process.env) }), { recursive: true, force: true });
     });
 
     it('ends the deployment failed with the registry\'s reason, and the password is nowhere', async () => {

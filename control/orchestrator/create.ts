@@ -10,7 +10,7 @@ import type { NomadAgentServices } from './nomad/agent-identity.js';
 import { PodmanCli } from './podman/cli.js';
 import { PodmanDriver } from './podman/driver.js';
 import { platformEndpoints } from './podman/protected-endpoints.js';
-import { defaultStateDirectory, detectHost, prepareStateDirectory } from './podman/host.js';
+import { defaultStateDirectory, detectHost, hostDirectories, prepareStateDirectory } from './podman/host.js';
 import { podmanGlobalArgs } from './podman/settings.js';
 import type { AgentServicesAccess } from './podman/replica-tokens.js';
 import type { Orchestrator } from './types.js';
@@ -41,7 +41,7 @@ export function createOrchestrator(config: Config, clock: Clock, logger: Logger)
   }
   const settings = detectHost(config.podman);
   prepareStateDirectory(settings.stateDirectory);
-  if (config.podman.stateDirectory === null && settings.stateDirectory !== defaultStateDirectory(settings.instance)) {
+  if (config.podman.stateDirectory === null && settings.stateDirectory !== defaultStateDirectory(settings.instance, hostDirectories(settings.environment))) {
     logger.warn(
       { setting: 'PODMAN_STATE_DIR', directory: settings.stateDirectory },
       "the podman driver's files are where an earlier version kept them, in TMPDIR, since running replicas mount their tokens from there: set PODMAN_STATE_DIR to keep them there, or leave it unset to move them once no replica is left (docs/orchestration.md, \"Where the driver keeps its files\")",

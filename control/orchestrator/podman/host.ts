@@ -32,9 +32,10 @@ export interface HostDirectories {
   exists(path: string): boolean;
 }
 
-const thisHost = (): HostDirectories => ({
+/** This host's, with `environment` the one podman runs with (PodmanSettings.environment), whose XDG_RUNTIME_DIR rootless podman uses too. */
+export const hostDirectories = (environment: Record<string, string>): HostDirectories => ({
   root: process.getuid?.() === 0,
-  userRuntimeDirectory: process.env.XDG_RUNTIME_DIR || undefined,
+  userRuntimeDirectory: environment.XDG_RUNTIME_DIR || undefined,
   temporaryDirectory: tmpdir(),
   exists: existsSync,
 });
@@ -52,14 +53,17 @@ const thisHost = (): HostDirectories => ({
  * that used the old default keeps it while that directory is there, since its running
  * replicas mount their tokens from it; the driver removes it at a stop that leaves it empty.
  */
-export function stateDirectoryOf(loaded: Pick<LoadedPodmanSettings, 'stateDirectory' | 'instance'>, host: HostDirectories = thisHost()): string {
+export function stateDirectoryOf(
+  loaded: Pick<LoadedPodmanSettings, 'stateDirectory' | 'instance' | 'environment'>,
+  host: HostDirectories = hostDirectories(loaded.environment),
+): string {
   if (loaded.stateDirectory !== null) return loaded.stateDirectory;
   const earlierDefault = legacyStateDirectory(loaded.instance, host);
   return host.exists(earlierDefault) ? earlierDefault : defaultStateDirectory(loaded.instance, host);
 }
 
 /** PODMAN_STATE_DIR's default on a host where no earlier default is in use. */
-export function defaultStateDirectory(instance: string, host: Omit<HostDirectories, 'exists'> = thisHost()): string {
+export function defaultStateDirectory(instance: string, host: Omit<HostDirectories, 'exists'>): string {
   const runtimeDirectory = host.root ? '/run' : host.userRuntimeDirectory ?? host.temporaryDirectory;
   return join(runtimeDirectory, `agent-platform-${instance}`);
 }
