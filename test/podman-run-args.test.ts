@@ -115,7 +115,8 @@ describe('podman driver: the run arguments of a replica (control/orchestrator/po
     assert.equal(args.includes('--mount'), false);
     const withServices = runArguments({ replicaId: `${AGENT}-abc123`, spec, envFile: '/tmp/agent-env-x/env', tokenDirectory: '/tmp/tokens/x' }, settings);
     const mounts = withServices.flatMap((arg, i) => (arg === '--mount' ? [withServices[i + 1]] : []));
-    assert.deepEqual(mounts, ['type=bind,source=/tmp/tokens/x,destination=/run/agent-services,ro=true']);
+    // relabel=private: on an SELinux host a confined container could not read the directory otherwise.
+    assert.deepEqual(mounts, ['type=bind,source=/tmp/tokens/x,destination=/run/agent-services,ro=true,relabel=private']);
   });
 
   it('lets a secret deploy.env value win over a plain one of the same name', () => {

@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { interfaceOnSubnetOf, pinBridgeAddress } from './bridge-address.js';
 import type { PodmanCli } from './cli.js';
+import type { RootfsLabels } from './rootfs-labels.js';
 import { NetworkIsolation } from './isolation.js';
 import { ipRunner, type IpRunner } from './pool-route.js';
 import { createPoolNetwork } from './pool-networks.js';
@@ -26,10 +27,12 @@ export class AgentNetworks {
     /** What agents must not reach besides the metadata service: the platform's own services. */
     protectedEndpoints: ProtectedEndpoint[],
     private readonly logger: Logger,
+    /** Labels the isolation probe's root for containers where SELinux is on. */
+    rootfsLabels: RootfsLabels,
     /** The agent services' port, which replicas must reach (isolation.ts checks it); null when there are none. */
     agentServicesPort: number | null = null,
   ) {
-    this.isolation = new NetworkIsolation(cli, settings, [...protectedEndpoints, ...settings.protectedEndpoints], logger, agentServicesPort);
+    this.isolation = new NetworkIsolation(cli, settings, [...protectedEndpoints, ...settings.protectedEndpoints], logger, rootfsLabels, agentServicesPort);
     this.ip = ipRunner(settings.environment);
   }
 

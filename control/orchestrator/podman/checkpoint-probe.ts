@@ -1,6 +1,7 @@
 import { chmodSync, copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PodmanCli } from './cli.js';
+import type { RootfsLabels } from './rootfs-labels.js';
 
 /**
  * How a cold-parked replica wakes on this host (issue 40): `restore` when podman can
@@ -28,7 +29,7 @@ export interface CheckpointProbeSettings {
  * Its files are at one path in the instance's directory, like its containers' names, so
  * what a control API killed meanwhile left is removed by the next probe.
  */
-export async function probeCheckpointRestore(cli: PodmanCli, settings: CheckpointProbeSettings): Promise<ColdWake> {
+export async function probeCheckpointRestore(cli: PodmanCli, settings: CheckpointProbeSettings, rootfsLabels: RootfsLabels): Promise<ColdWake> {
   const work = join(settings.stateDirectory, 'checkpoint-probe');
   rmSync(work, { recursive: true, force: true });
   mkdirSync(work, { recursive: true });
@@ -37,11 +38,13 @@ export async function probeCheckpointRestore(cli: PodmanCli, settings: Checkpoin
   const archive = join(work, 'checkpoint.tar');
   try {
     await removeBoth(cli, name, restored);
+    const root = busyboxRoot(work, settings.busybox);
+    await rootfsLabels.prepare(root);
     await cli.run([
       'run', '--detach', '--name', name, '--network', 'none', '--cap-drop', 'all', '--security-opt', 'no-new-privileges',
       '--ulimit', `nofile=${Math.min(settings.nofileLimit, 1024)}:${Math.min(settings.nofileLimit, 1024)}`,
       '--ulimit', `nproc=${settings.nprocLimit}:${settings.nprocLimit}`,
-      '--rootfs', busyboxRoot(work, settings.busybox), '/bin/busybox', 'sleep', '3600',
+      '--rootfs', root, '/bin/busybox', 'sleep', '3600',
     ]);
     await cli.run(['container', 'checkpoint', '--export', archive, name], 60_000);
     await cli.run(['container', 'restore', '--import', archive, '--name', restored], 60_000);
@@ -59,7 +62,7 @@ export async function probeCheckpointRestore(cli: PodmanCli, settings: Checkpoin
 const removeBoth = (cli: PodmanCli, ...names: string[]) =>
   Promise.all(names.map((name) => cli.run(['rm', '--force', '--time', '0', name]).catch(() => undefined)));
 
-/** A root directory holding only /bin/busybox, for `--rootfs`. */
+/** A root directory holding only /bin/busybox, for `--rootfs` (labelled for containers where SELinux is on: rootfs-labels.ts). */
 function busyboxRoot(work: string, busybox: string): string {
   const root = join(work, 'root');
   mkdirSync(join(root, 'bin'), { recursive: true, mode: 0o755 });

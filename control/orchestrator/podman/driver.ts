@@ -16,6 +16,7 @@ import { parseLogOutput } from './log-lines.js';
 import type { ProtectedEndpoint } from './protected-endpoints.js';
 import { ReplicaTokenFiles, type AgentServicesAccess } from './replica-tokens.js';
 import { stableBeside, toReplica } from './replica-state.js';
+import { chconForContainers, RootfsLabels } from './rootfs-labels.js';
 import { SecretScratch } from './secret-scratch.js';
 import type { PodmanSettings } from './settings.js';
 import { Supervisor } from './supervisor.js';
@@ -43,6 +44,8 @@ export class PodmanDriver implements Orchestrator {
   private readonly deaths: ContainerDeaths;
   /** The env and auth files handed to podman calls, in the instance's directory (secret-scratch.ts). */
   private readonly secrets: SecretScratch;
+  /** One look at whether SELinux is on, for both probes' roots. */
+  private readonly rootfsLabels: RootfsLabels;
   /** The replicas' token directories' parent (AgentServicesAccess.directory), in the instance's directory; null without agent services. */
   private readonly tokenDirectory: string | null;
   /** What the checkpoint probe found at start (sayHowColdWakesWork); null before start. */
@@ -64,12 +67,13 @@ export class PodmanDriver implements Orchestrator {
   ) {
     this.jobs = new JobTable(clock, logger);
     this.secrets = SecretScratch.in(settings.stateDirectory);
+    this.rootfsLabels = new RootfsLabels(cli, chconForContainers(settings.environment));
     this.tokenDirectory = agentServices?.directory ?? null;
     this.queue = new SerialQueue((error) => logger.error({ err: error }, 'podman driver step failed'));
     const tokens = agentServices && { url: agentServices.url, maxSessionBytes: agentServices.maxSessionBytes, tokens: new ReplicaTokenFiles(agentServices, clock, logger) };
     this.containers = new AgentContainers(cli, settings, logger, this.secrets, tokens);
     const fenced = agentServices ? { ...settings, agentHostPorts: [...new Set([...settings.agentHostPorts, agentServices.port])] } : settings;
-    this.networks = new AgentNetworks(cli, fenced, protectedEndpoints, logger, agentServices?.port ?? null);
+    this.networks = new AgentNetworks(cli, fenced, protectedEndpoints, logger, this.rootfsLabels, agentServices?.port ?? null);
     this.supervisor = new Supervisor({ jobs: this.jobs, containers: this.containers, networks: this.networks, queue: this.queue, cli, settings, clock, secrets: this.secrets });
     this.deaths = new ContainerDeaths(cli, settings.instance, (death) => this.supervisor.containerDied(death), logger);
   }
@@ -92,7 +96,7 @@ export class PodmanDriver implements Orchestrator {
    * where CRIU cannot dump (docs/scaling.md, "Warm and cold parking").
    */
   private async sayHowColdWakesWork(): Promise<ColdWake> {
-    const found = await probeCheckpointRestore(this.cli, { busybox: this.settings.probeBusybox, instance: this.settings.instance, stateDirectory: this.settings.stateDirectory, nofileLimit: this.settings.nofileLimit, nprocLimit: this.settings.nprocLimit });
+    const found = await probeCheckpointRestore(this.cli, { busybox: this.settings.probeBusybox, instance: this.settings.instance, stateDirectory: this.settings.stateDirectory, nofileLimit: this.settings.nofileLimit, nprocLimit: this.settings.nprocLimit }, this.rootfsLabels);
     if (found.mode === 'fresh') this.logger.info({ reason: found.reason }, 'podman cannot checkpoint and restore a container on this host: cold-parked replicas wake by a fresh start of their stopped container');
     else this.logger.info('podman can checkpoint and restore a container on this host, yet cold-parked replicas wake by a fresh start of their stopped container: restoring from a checkpoint is not built (docs/scaling.md)');
     return found;

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { freeSubnet } from '../../../contract/agent-subnet-pool.js';
 import { randomBase62 } from '../../crypto/tokens.js';
 import type { PodmanCli } from './cli.js';
+import type { RootfsLabels } from './rootfs-labels.js';
 import { AgentFirewall, nftRunner } from './firewall.js';
 import { probeArguments, probeProblems, probeScript, probeTargets } from './isolation-probe.js';
 import { createPoolNetwork, inSubnet, insidePool, usedSubnets } from './pool-networks.js';
@@ -63,6 +64,8 @@ export class NetworkIsolation {
     private readonly settings: PodmanSettings,
     private readonly protectedEndpoints: ProtectedEndpoint[],
     private readonly logger: Logger,
+    /** Labels the probe's root for containers where SELinux is on. */
+    private readonly rootfsLabels: RootfsLabels,
     /** AGENT_SERVICES_PORT, which each probe must reach on its network's gateway; null when the platform runs none. */
     private readonly agentServicesPort: number | null = null,
   ) {
@@ -200,7 +203,7 @@ export class NetworkIsolation {
     const running = await this.cli
       .json<{ State?: { Running?: boolean } }[]>(['container', 'inspect', container])
       .then((rows) => rows[0]?.State?.Running === true, () => false);
-    if (!running) await this.cli.run(this.listenerArguments(container, network, ['--replace']), 60_000);
+    if (!running) await this.cli.run(await this.listenerArguments(container, network, ['--replace']), 60_000);
     return { network, container, host: await this.addressOf(container, network) };
   }
 
@@ -210,7 +213,7 @@ export class NetworkIsolation {
     // A service of no one's on the host, on every address: agents must not reach it either (default deny).
     const unrelated = await listenOnAnyAddress();
     try {
-      await this.cli.run(this.listenerArguments(container, info.name, []), 60_000);
+      await this.cli.run(await this.listenerArguments(container, info.name, []), 60_000);
       const self = await this.addressOf(container, info.name);
       const podmanSubnets = (await this.networks()).flatMap((n) => (n.subnets ?? []).map((s) => s.subnet));
       const gateway = info.subnets?.[0]?.gateway ?? null;
@@ -249,7 +252,7 @@ export class NetworkIsolation {
   }
 
   /** A container that only listens on LISTENER_PORT, from a busybox-only root: no image needed. */
-  private listenerArguments(name: string, network: string, extra: string[]): string[] {
+  private async listenerArguments(name: string, network: string, extra: string[]): Promise<string[]> {
     return [
       'run', '--detach', ...extra,
       '--name', name,
@@ -263,7 +266,7 @@ export class NetworkIsolation {
       '--ulimit', `nofile=${Math.min(this.settings.nofileLimit, 1024)}:${Math.min(this.settings.nofileLimit, 1024)}`,
       '--ulimit', `nproc=${this.settings.nprocLimit}:${this.settings.nprocLimit}`,
       // --rootfs is a switch: the first argument after the options is then a directory, not an image.
-      '--rootfs', this.probeRoot(),
+      '--rootfs', await this.probeRoot(),
       '/bin/busybox', 'httpd', '-f', '-p', String(LISTENER_PORT), '-h', '/www',
     ];
   }
@@ -276,8 +279,9 @@ export class NetworkIsolation {
    * renamed: a running canary may be executing the file it replaces, and writing over it
    * fails on kernels before 6.11 (open(2), ETXTBSY) and changes the program under the
    * running process on later ones (seen on 6.18), while a rename only swaps the name.
+   * Labelled for containers where SELinux is on (rootfs-labels.ts).
    */
-  private probeRoot(): string {
+  private async probeRoot(): Promise<string> {
     const root = join(this.settings.stateDirectory, 'probe-root');
     const busybox = join(root, 'bin/busybox');
     if (this.rootfs === root && existsSync(busybox)) return root;
@@ -289,6 +293,7 @@ export class NetworkIsolation {
     copyFileSync(this.settings.probeBusybox, partial);
     chmodSync(partial, 0o755);
     renameSync(partial, busybox);
+    await this.rootfsLabels.prepare(root);
     this.rootfs = root;
     return root;
   }

@@ -65,7 +65,7 @@ export function runArguments({ replicaId, spec, envFile, tokenDirectory = null }
     '--memory', `${spec.memoryMb}m`,
     '--memory-swap', `${spec.memoryMb}m`,
     '--env-file', envFile,
-    ...(tokenDirectory ? ['--mount', `type=bind,source=${tokenDirectory},destination=${TOKEN_MOUNT},ro=true`] : []),
+    ...(tokenDirectory ? ['--mount', tokenMount(tokenDirectory)] : []),
     ...Object.keys(splitEnvironment(spec).inherited).flatMap((key) => ['--env', key]),
     '--stop-timeout', String(settings.stopTimeoutSeconds),
     '--log-driver', 'k8s-file',
@@ -74,4 +74,18 @@ export function runArguments({ replicaId, spec, envFile, tokenDirectory = null }
     '--pull', 'never',
     spec.image,
   ];
+}
+
+/**
+ * The token directory, read-only, relabelled for this container alone. On an SELinux host a
+ * confined container (container_t) may read only files labelled for containers, and the
+ * directory is under /run (var_run_t): without the relabel the replica cannot read its token.
+ * `relabel=private` is `:Z` (containers/podman, pkg/specgenutil/volumes.go, the mount option
+ * parser): podman labels the directory with this container's own categories when it creates
+ * the container, and does nothing where SELinux is off (libpod/container_internal_common.go,
+ * `(*Container).relabel`). The token files rewritten into it later take the directory's type
+ * and the control API's level, s0, which every container's categories dominate: readable.
+ */
+function tokenMount(tokenDirectory: string): string {
+  return `type=bind,source=${tokenDirectory},destination=${TOKEN_MOUNT},ro=true,relabel=private`;
 }
