@@ -71,7 +71,7 @@ async function main(): Promise<void> {
   const db = connectDatabase(config.databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs);
   await migrate(db);
   const [logger, redis] = [createLogger(config.logLevel), connectRedis(config.redisUrl, config.redisKeyPrefix)];
-  const started = createOrchestrator(config, systemClock, logger);
+  const started = await createOrchestrator(config, systemClock, logger);
   // When each scale reaches the driver: the end of the control API's part of a wake.
   const scaleCalls: { agentId: string; at: number }[] = [];
   let scalesInFlight = 0;

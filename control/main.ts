@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   const db = connectDatabase(config.databaseUrl, DEFAULT_POOL, config.databaseStatementTimeoutMs, config.databaseTimeouts);
   await migrate(db);
   const redis = connectRedis(config.redisUrl, config.redisKeyPrefix, config.redisCommandTimeoutMs);
-  const driver = createOrchestrator(config, systemClock, logger);
+  const driver = await createOrchestrator(config, systemClock, logger);
   const { app, agentServices, services, loops, metrics } = buildControl({ config, db, redis, clock: systemClock, logger, driver });
   // Up before the first reconcile, so a slow start shows in its metrics.
   const metricsServer = await startMetricsServer(metrics.registry, config.metricsPort, config.host);

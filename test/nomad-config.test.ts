@@ -143,7 +143,7 @@ describe('nomad driver: the agent services (NOMAD_AGENT_SERVICES_URL)', () => {
     const unreachable = { NOMAD_ADDR: 'http://127.0.0.1:9', CONSUL_HTTP_ADDR: 'http://127.0.0.1:9' };
     for (const [env, setting] of [[{}, 'NOMAD_AGENT_SERVICES_URL'], [{ NOMAD_AGENT_SERVICES_URL: 'http://10.0.1.5:7090', AGENT_SERVICES_PORT: '0' }, 'AGENT_SERVICES_PORT'], [{ NOMAD_AGENT_SERVICES_URL: 'http://10.0.1.5:7090' }, null]] as const) {
       lines.length = 0;
-      const started = createOrchestrator(nomadConfig({ ...unreachable, ...env }), systemClock, logger);
+      const started = await createOrchestrator(nomadConfig({ ...unreachable, ...env }), systemClock, logger);
       await started.orchestrator.close();
       const said = lines.filter((line) => String(line.msg).includes('keep conversations in memory'));
       assert.deepEqual(said.map((line) => line.setting), setting ? [setting] : [], JSON.stringify(env));

@@ -78,12 +78,12 @@ describe('podman driver: settings', () => {
     }
   });
 
-  it('stops the control API at start, naming PODMAN_STATE_DIR and the reason, where the directory cannot be written', () => {
+  it('stops the control API at start, naming PODMAN_STATE_DIR and the reason, where the directory cannot be written', async () => {
     const scratch = mkdtempSync(join(tmpdir(), 'state-dir-'));
     try {
       writeFileSync(join(scratch, 'a-file'), '');
       const config = loadConfig({ ...BASE, PODMAN_INSTANCE: `test-state-${process.pid}`, PODMAN_STATE_DIR: join(scratch, 'a-file', 'state') });
-      assert.throws(() => createOrchestrator(config, systemClock, pino({ level: 'silent' })), (error: unknown) => {
+      await assert.rejects(createOrchestrator(config, systemClock, pino({ level: 'silent' })), (error: unknown) => {
         assert.ok(error instanceof ConfigError);
         assert.deepEqual(error.problems.map((problem) => problem.split(':')[0]), ['PODMAN_STATE_DIR']);
         assert.match(error.problems[0]!, /cannot write its files in .*a-file\/state \(ENOTDIR\)/);

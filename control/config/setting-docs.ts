@@ -89,7 +89,7 @@ export const CONTROL_SETTING_DOCS: SettingDocs = {
 
   // The podman driver (control/orchestrator/podman/settings.ts).
   PODMAN_BINARY: 'The podman program.',
-  PODMAN_INSTANCE: "Labels this installation's containers, networks and nftables table; others on the host are never touched.",
+  PODMAN_INSTANCE: "Labels this installation's containers, networks and nftables table; others on the host are never touched. One control API runs an instance on a host: a second one stops at start.",
   PODMAN_RUNTIME: "OCI runtime (`--runtime`); unset: runc when the host has it, else podman's configured one.",
   PODMAN_NOFILE_LIMIT: "Open files per container; unset: the host's hard limit, at most 65536.",
   PODMAN_NPROC_LIMIT: "RLIMIT_NPROC of a container (counted per uid across the host); unset: the host's hard limit, at most pid_max.",

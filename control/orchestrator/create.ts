@@ -10,6 +10,7 @@ import type { NomadAgentServices } from './nomad/agent-identity.js';
 import { PodmanCli } from './podman/cli.js';
 import { PodmanDriver } from './podman/driver.js';
 import { platformEndpoints } from './podman/protected-endpoints.js';
+import { holdInstance } from './podman/instance-hold.js';
 import { defaultStateDirectory, detectHost, hostDirectories, prepareStateDirectory } from './podman/host.js';
 import { podmanGlobalArgs } from './podman/settings.js';
 import type { AgentServicesAccess } from './podman/replica-tokens.js';
@@ -28,7 +29,7 @@ export interface StartedDriver {
 }
 
 /** The one place a driver is chosen. */
-export function createOrchestrator(config: Config, clock: Clock, logger: Logger): StartedDriver {
+export async function createOrchestrator(config: Config, clock: Clock, logger: Logger): Promise<StartedDriver> {
   if (config.orchestrator === 'nomad' && config.nomad) {
     const agentServices = nomadAgentServices(config);
     if (!agentServices) {
@@ -40,7 +41,13 @@ export function createOrchestrator(config: Config, clock: Clock, logger: Logger)
     return { orchestrator: createNomadDriver(config.nomad, clock, logger, agentServices), clock, autoscaledBy: 'orchestrator' };
   }
   const settings = detectHost(config.podman);
-  prepareStateDirectory(settings.stateDirectory);
+  const hold = await holdInstance(settings.instance);
+  try {
+    prepareStateDirectory(settings.stateDirectory);
+  } catch (error) {
+    await hold.release();
+    throw error;
+  }
   if (config.podman.stateDirectory === null && settings.stateDirectory !== defaultStateDirectory(settings.instance, hostDirectories(settings.environment))) {
     logger.warn(
       { setting: 'PODMAN_STATE_DIR', directory: settings.stateDirectory },
@@ -54,6 +61,7 @@ export function createOrchestrator(config: Config, clock: Clock, logger: Logger)
     logger.child({ component: 'podman' }),
     protectedEndpointsOf(config),
     agentServicesAccess(config, settings.stateDirectory, clock),
+    hold,
   );
   driver.start();
   return { orchestrator: driver, clock, autoscaledBy: 'platform' };

@@ -174,7 +174,7 @@ export async function startControl(env: Record<string, string> = {}, options: Co
   if (options.orchestrate || options.nomad) ensureTestImage(podmanRuntime(config.podman));
   // The driver lives in real time (backoff, grace periods); the manual clock is for tokens and windows.
   // Without containers to run, a driver that keeps the jobs it is handed and runs none.
-  const started = options.orchestrate || options.nomad ? createOrchestrator(config, systemClock, logger) : inMemoryDriver();
+  const started = options.orchestrate || options.nomad ? await createOrchestrator(config, systemClock, logger) : inMemoryDriver();
   const driver: Orchestrator = started.orchestrator;
   const passes: PassRecord[] = [];
   const control = buildControl({ config, db, redis, clock, logger, driver: started, billing: options.billing, onPass: (pass) => passes.push(pass) });

@@ -11,6 +11,7 @@ import type { PodmanCli } from './cli.js';
 import { probeCheckpointRestore, type ColdWake } from './checkpoint-probe.js';
 import { ContainerDeaths } from './container-deaths.js';
 import { AgentContainers } from './containers.js';
+import type { InstanceHold } from './instance-hold.js';
 import { JobTable } from './job-table.js';
 import { parseLogOutput } from './log-lines.js';
 import type { ProtectedEndpoint } from './protected-endpoints.js';
@@ -64,6 +65,8 @@ export class PodmanDriver implements Orchestrator {
      * through; null when the platform runs none.
      */
     agentServices: AgentServicesAccess | null = null,
+    /** This process's hold on the instance (instance-hold.ts), given back when the driver closes. */
+    private readonly hold: InstanceHold | null = null,
   ) {
     this.jobs = new JobTable(clock, logger);
     this.secrets = SecretScratch.in(settings.stateDirectory);
@@ -206,6 +209,7 @@ export class PodmanDriver implements Orchestrator {
     // (host.ts, stateDirectoryOf).
     if (this.tokenDirectory) removeIfEmpty(this.tokenDirectory);
     removeIfEmpty(this.settings.stateDirectory);
+    await this.hold?.release();
   }
 }
 
