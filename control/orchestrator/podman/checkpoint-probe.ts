@@ -1,6 +1,7 @@
-import { chmodSync, copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PodmanCli } from './cli.js';
+import { busyboxRoot } from './probe-root.js';
 import type { RootfsLabels } from './rootfs-labels.js';
 
 /**
@@ -38,8 +39,7 @@ export async function probeCheckpointRestore(cli: PodmanCli, settings: Checkpoin
   const archive = join(work, 'checkpoint.tar');
   try {
     await removeBoth(cli, name, restored);
-    const root = busyboxRoot(work, settings.busybox);
-    await rootfsLabels.prepare(root);
+    const root = await busyboxRoot(join(work, 'root'), settings.busybox, rootfsLabels);
     await cli.run([
       'run', '--detach', '--name', name, '--network', 'none', '--cap-drop', 'all', '--security-opt', 'no-new-privileges',
       '--ulimit', `nofile=${Math.min(settings.nofileLimit, 1024)}:${Math.min(settings.nofileLimit, 1024)}`,
@@ -61,12 +61,3 @@ export async function probeCheckpointRestore(cli: PodmanCli, settings: Checkpoin
 /** One `rm` each: podman 4.3 removes none of several names when one of them does not exist. */
 const removeBoth = (cli: PodmanCli, ...names: string[]) =>
   Promise.all(names.map((name) => cli.run(['rm', '--force', '--time', '0', name]).catch(() => undefined)));
-
-/** A root directory holding only /bin/busybox, for `--rootfs` (labelled for containers where SELinux is on: rootfs-labels.ts). */
-function busyboxRoot(work: string, busybox: string): string {
-  const root = join(work, 'root');
-  mkdirSync(join(root, 'bin'), { recursive: true, mode: 0o755 });
-  copyFileSync(busybox, join(root, 'bin/busybox'));
-  chmodSync(join(root, 'bin/busybox'), 0o755);
-  return root;
-}

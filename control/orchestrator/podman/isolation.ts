@@ -1,4 +1,4 @@
-import { chmodSync, copyFileSync, existsSync, mkdirSync, renameSync, rmSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { connect, createServer, type AddressInfo, type Server } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import type { PodmanCli } from './cli.js';
 import type { RootfsLabels } from './rootfs-labels.js';
 import { AgentFirewall, nftRunner } from './firewall.js';
 import { probeArguments, probeProblems, probeScript, probeTargets } from './isolation-probe.js';
+import { busyboxRoot } from './probe-root.js';
 import { createPoolNetwork, inSubnet, insidePool, usedSubnets } from './pool-networks.js';
 import { holdPoolRoute, ipRunner, type IpRunner } from './pool-route.js';
 import { resolveEndpoints, type ProtectedEndpoint, type ResolvedEndpoint } from './protected-endpoints.js';
@@ -272,29 +273,15 @@ export class NetworkIsolation {
   }
 
   /**
-   * A root holding only /bin/busybox, at one path in the instance's directory: a killed
+   * The probes' root (probe-root.ts), at one path in the instance's directory: a killed
    * control API leaves no copy of its own behind (a temporary directory per run did, 1.9 MB
-   * each), and the canary it left running, which the next run reuses, keeps its root. Copied
-   * once per run, so a changed PODMAN_PROBE_BUSYBOX is taken up, under a temporary name then
-   * renamed: a running canary may be executing the file it replaces, and writing over it
-   * fails on kernels before 6.11 (open(2), ETXTBSY) and changes the program under the
-   * running process on later ones (seen on 6.18), while a rename only swaps the name.
-   * Labelled for containers where SELinux is on (rootfs-labels.ts).
+   * each), and the canary it left running, which the next run reuses, keeps its root. Made
+   * once per run, so a changed PODMAN_PROBE_BUSYBOX is taken up.
    */
   private async probeRoot(): Promise<string> {
     const root = join(this.settings.stateDirectory, 'probe-root');
-    const busybox = join(root, 'bin/busybox');
-    if (this.rootfs === root && existsSync(busybox)) return root;
-    for (const dir of [root, join(root, 'bin'), join(root, 'www')]) {
-      mkdirSync(dir, { recursive: true });
-      chmodSync(dir, 0o755);
-    }
-    const partial = `${busybox}.${process.pid}`;
-    copyFileSync(this.settings.probeBusybox, partial);
-    chmodSync(partial, 0o755);
-    renameSync(partial, busybox);
-    await this.rootfsLabels.prepare(root);
-    this.rootfs = root;
+    if (this.rootfs === root && existsSync(join(root, 'bin/busybox'))) return root;
+    this.rootfs = await busyboxRoot(root, this.settings.probeBusybox, this.rootfsLabels);
     return root;
   }
 

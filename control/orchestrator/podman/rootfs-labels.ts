@@ -6,10 +6,10 @@ import type { PodmanCli } from './cli.js';
 export type LabelForContainers = (directory: string) => Promise<void>;
 
 /**
- * What the probes' `--rootfs` directories need on an SELinux host (isolation.ts,
- * checkpoint-probe.ts). A confined container (container_t) may run only files labelled for
- * containers, and podman does not relabel a rootfs as it does a bind mount with `:Z`: its
- * documentation of --rootfs says "On SELinux systems, the rootfs needs the correct label,
+ * What the probes' `--rootfs` directories need on an SELinux host (probe-root.ts, for the
+ * isolation check and the checkpoint probe). A confined container (container_t) may run
+ * only files labelled for containers, and podman does not relabel a rootfs as it does a
+ * bind mount with `:Z`: its documentation of --rootfs says "On SELinux systems, the rootfs needs the correct label,
  * which is by default unconfined_u:object_r:container_file_t:s0"
  * (containers/podman, docs/source/markdown/options/rootfs.md). Our roots are made under
  * PODMAN_STATE_DIR, in /run (var_run_t): unlabelled, the probe's busybox would be refused,
