@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pino } from 'pino';
@@ -7,7 +7,8 @@ import { systemClock } from '../contract/clock.js';
 import { loadConfig } from '../control/config/config.js';
 import { ConfigError } from '../contract/settings-reader.js';
 import { createOrchestrator } from '../control/orchestrator/create.js';
-import { detectHost, prepareStateDirectory, stateDirectoryOf, type HostDirectories } from '../control/orchestrator/podman/host.js';
+import { podmanEnvironmentOf } from '../control/orchestrator/podman/child-environment.js';
+import { defaultStateDirectory, detectHost, hostDirectories, prepareStateDirectory, stateDirectoryOf, type HostDirectories } from '../control/orchestrator/podman/host.js';
 
 const BASE = { DATABASE_URL: 'postgres://u:p@127.0.0.1/db', REDIS_URL: 'redis://127.0.0.1:6379', MASTER_KEY: Buffer.alloc(32, 7).toString('base64') };
 
@@ -170,5 +171,46 @@ describe('podman driver: the environment podman runs with', () => {
       PATH: '/usr/sbin:/usr/bin', HOME: '/root', XDG_RUNTIME_DIR: '/run/user/0', CONTAINERS_CONF: '/etc/x.conf', LC_ALL: 'C.UTF-8',
       HTTPS_PROXY: 'http://proxy:3128', REGISTRY_AUTH_FILE: '/etc/auth.json',
     });
+  });
+});
+
+/**
+ * An installation that ran on the earlier default directory, $TMPDIR/agent-platform-<instance>,
+ * keeps it while it is there, since its running replicas mount their tokens from it, and
+ * is told so at start; a stop with no replica left removes it, and the next start is on
+ * the new default (control/orchestrator/podman/host.ts, stateDirectoryOf).
+ */
+describe('podman driver: an installation on the earlier default directory', function () {
+  this.timeout(120_000);
+  const instance = `test-earlier-${process.pid}`;
+  const earlier = join(tmpdir(), `agent-platform-${instance}`);
+  const config = loadConfig({ ...BASE, ...podmanEnvironmentOf(process.env), PODMAN_INSTANCE: instance, AGENT_SERVICES_PORT: '0' });
+  const newDefault = defaultStateDirectory(instance, hostDirectories(config.podman.environment));
+  after(() => {
+    for (const directory of [earlier, newDefault]) rmSync(directory, { recursive: true, force: true });
+  });
+
+  /** Starts and stops the driver; what it warned about the directory, and which of the two existed while it ran. */
+  async function startAndStop() {
+    const said: Record<string, unknown>[] = [];
+    const logger = pino({ level: 'warn' }, { write: (line: string) => void said.push(JSON.parse(line)) });
+    const started = await createOrchestrator(config, systemClock, logger);
+    const whileRunning = { earlier: existsSync(earlier), newDefault: existsSync(newDefault) };
+    await started.orchestrator.close();
+    return { warnings: said.filter((line) => line.setting === 'PODMAN_STATE_DIR'), whileRunning };
+  }
+
+  it('keeps it and says so while it is there, removes it at a stop with nothing left in it, and starts next on the new default', async () => {
+    mkdirSync(earlier);
+    const first = await startAndStop();
+    assert.deepEqual(first.warnings.map((line) => line.directory), [earlier]);
+    assert.match(String(first.warnings[0]?.msg), /where an earlier version kept them, in TMPDIR/);
+    assert.deepEqual(first.whileRunning, { earlier: true, newDefault: false });
+    assert.equal(existsSync(earlier), false, 'the stop left nothing of it');
+
+    const second = await startAndStop();
+    assert.deepEqual(second.warnings, []);
+    assert.deepEqual(second.whileRunning, { earlier: false, newDefault: true });
+    assert.equal(existsSync(newDefault), false, 'nor of the new one');
   });
 });

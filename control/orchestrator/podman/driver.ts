@@ -200,6 +200,8 @@ export class PodmanDriver implements Orchestrator {
   async close(): Promise<void> {
     this.deaths.stop();
     this.supervisor.stop();
+    // The checkpoint probe removes its containers and files when it ends: a close during it would leave them.
+    await this.coldWake;
     await this.queue.close();
     await this.networks.close();
     // A pull still under way (pulls run outside the queue) loses its auth file: the process is stopping.
