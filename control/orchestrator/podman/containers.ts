@@ -12,6 +12,17 @@ import { parseStats, STATS_FORMAT, type ContainerStats } from './stats.js';
 /** Containers removed in parallel; more wait their turn (remove). */
 const REMOVALS_AT_ONCE = 10;
 
+/**
+ * How long a podman call that stops a container (stop, restart, rm --force) may run. Podman
+ * sends SIGTERM, waits the stop timeout, then sends SIGKILL and waits up to 5 s more
+ * (containers/podman, libpod/oci_conmon_common.go `StopContainer`; `killContainerTimeout` in
+ * libpod/oci_util.go), then tears down the container's network and mounts. The SIGKILL is
+ * podman's to send: a podman process ended by our deadline first would leave the container
+ * running past its timeout, never killed, as a fixed 120 s did for STOP_TIMEOUT_SECONDS
+ * past 115. A minute for the teardown, and two minutes at the least, as before.
+ */
+export const stopCallDeadlineMs = (stopTimeoutSeconds: number) => Math.max(120_000, (stopTimeoutSeconds + 5 + 60) * 1000);
+
 /** One row of `podman ps --format json`. */
 export interface ContainerInfo {
   Names: string[];
@@ -80,7 +91,7 @@ export class AgentContainers {
 
   /** Stops the container and keeps it, for a later `start`: SIGTERM, then the stop timeout. */
   async stop(replicaId: string): Promise<void> {
-    await this.cli.run(['stop', '--time', String(this.settings.stopTimeoutSeconds), replicaId], 120_000);
+    await this.cli.run(['stop', '--time', String(this.settings.stopTimeoutSeconds), replicaId], stopCallDeadlineMs(this.settings.stopTimeoutSeconds));
   }
 
   /** Removes a container that never served (its start failed), if there is one. */
@@ -113,7 +124,7 @@ export class AgentContainers {
     const waiting = [...replicaIds];
     const removeNext = async (): Promise<void> => {
       for (let replicaId = waiting.shift(); replicaId !== undefined; replicaId = waiting.shift()) {
-        await this.cli.run(['rm', '--force', '--time', String(this.settings.stopTimeoutSeconds), replicaId], 120_000).catch((error) => {
+        await this.cli.run(['rm', '--force', '--time', String(this.settings.stopTimeoutSeconds), replicaId], stopCallDeadlineMs(this.settings.stopTimeoutSeconds)).catch((error) => {
           this.logger.warn({ err: error, replica_id: replicaId }, 'removing a container failed');
         });
       }
@@ -140,7 +151,7 @@ export class AgentContainers {
 
   /** Stops the replica's container (SIGTERM, then the stop timeout) and starts it again, with its mounts made anew. */
   async restart(replicaId: string): Promise<void> {
-    await this.cli.run(['restart', '--time', String(this.settings.stopTimeoutSeconds), replicaId], 120_000);
+    await this.cli.run(['restart', '--time', String(this.settings.stopTimeoutSeconds), replicaId], stopCallDeadlineMs(this.settings.stopTimeoutSeconds));
   }
 
   /** The newest lines of the replica's log, with podman's timestamps. */
