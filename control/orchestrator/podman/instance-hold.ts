@@ -11,8 +11,8 @@ export interface InstanceHold {
  * when another process on this host holds it. The driver keeps its view of the jobs in its
  * own process (docs/decisions.md, "Loops in several copies of the control API"), so a second
  * copy on the same instance would converge the same containers from a view of its own:
- * each restarting, replacing and removing what the other started. A second `npm run up`, or
- * a unit started twice, now stops at once instead.
+ * each restarting, replacing and removing what the other started. A second copy, a unit
+ * started twice say, now stops at start instead.
  *
  * The hold is a listening Unix socket in Linux's abstract namespace, named after the
  * instance: a second bind of the name fails with EADDRINUSE, and the kernel frees the name
