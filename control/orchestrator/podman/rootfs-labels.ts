@@ -15,8 +15,10 @@ export type LabelForContainers = (directory: string) => Promise<void>;
  * PODMAN_STATE_DIR, in /run (var_run_t): unlabelled, the probe's busybox would be refused,
  * the isolation check could not run, and every replica would be refused with it.
  *
- * Whether SELinux is on is podman's own answer (`podman info`, Host.Security.SELinuxEnabled),
- * the same test podman makes before it relabels anything (go-selinux's `GetEnabled`).
+ * Whether SELinux is on is podman's own answer (`podman info`, Host.Security.SELinuxEnabled,
+ * filled by go-selinux's `GetEnabled` in libpod/info_linux.go), the same test podman makes
+ * before it relabels a bind mount (libpod/container_internal_common.go, `(*Container).relabel`).
+ * The field is in podman 4.3.1, this project's, and in podman's main branch alike.
  */
 export class RootfsLabels {
   private enabled: Promise<boolean> | undefined;
