@@ -81,10 +81,13 @@ describe('podman driver: a canary beside the stable version, aborted, then promo
     assert.deepEqual(idsOf(canary.replicas, 1), stable, 'the stable replicas are the same containers');
     const [canaryReplica] = idsOf(canary.replicas, 2);
 
-    // Abort: the stable spec again. Its submit returns once the canary's container is gone.
+    // Abort: the stable spec again. Its submit returns with the canary out of routing; its
+    // drain and stop run beside the driver's queue, and the canary goes after them.
     await driver.submit(version(1, 2));
-    const aborted = (await driver.status(agentId))!;
-    assert.deepEqual(aborted.replicas.map((r) => r.id).sort(), stable, 'the canary is gone at once');
+    const leaving = (await driver.status(agentId))!.replicas.find((r) => r.id === canaryReplica);
+    assert.deepEqual(leaving && { state: leaving.state, address: leaving.address }, { state: 'stopping', address: null }, 'the canary is out of routing at once');
+    const aborted = await settled({ 1: 2 });
+    assert.deepEqual(aborted.replicas.map((r) => r.id).sort(), stable, 'the canary is gone after its drain');
     assert.deepEqual([aborted.version, aborted.stableVersion], [1, undefined]);
     assert.ok(aborted.replicas.every((r) => r.state === 'running' && r.restarts === 0), 'the stable replicas were not touched');
     assert.deepEqual(containersOf(agentId).sort(), stable);

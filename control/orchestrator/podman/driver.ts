@@ -31,7 +31,9 @@ import { submittedMessage } from '../submitted-message.js';
  * before old ones stop), and removes containers no job claims, each step as the replica
  * state machine (replica-state.ts) decides. Each agent has its own network,
  * fenced and checked before a replica runs there (agent-networks.ts). Every change goes
- * through one queue, so ticks and API calls never act on a replica at the same time.
+ * through one queue, so ticks and API calls never act on a replica at the same time. Image
+ * pulls, and the drain and stop of a replica no step acts on any more (one leaving, one
+ * being parked), run beside it: they may take minutes, and would hold back every agent.
  */
 export class PodmanDriver implements Orchestrator {
   readonly name = 'podman';
@@ -203,6 +205,8 @@ export class PodmanDriver implements Orchestrator {
     // The checkpoint probe removes its containers and files when it ends: a close during it would leave them.
     await this.coldWake;
     await this.queue.close();
+    // Retirements and parkings drain and stop outside the queue; each then applies its end in it.
+    await this.supervisor.settled();
     await this.networks.close();
     // A pull still under way (pulls run outside the queue) loses its auth file: the process is stopping.
     this.secrets.clear();

@@ -17,6 +17,11 @@ export type ParkingMode = 'warm' | 'cold';
 export interface ParkedReplica {
   record: ReplicaRecord;
   mode: ParkingMode;
+  /**
+   * Out of routing, still running: its drain period (DRAIN_SECONDS) for a request already on
+   * its way, before it is frozen or stopped. A wake meanwhile routes it again as it is.
+   */
+  draining: boolean;
 }
 
 export interface ParkingJob extends ReplicaJob {
@@ -30,7 +35,7 @@ export type ParkingStep =
   | { step: 'park'; record: ReplicaRecord; mode: ParkingMode }
   /** Its warm period is over: stop the frozen replica. */
   | { step: 'cool' }
-  /** A wake: thaw (warm) or start (cold) the parked replica and route it again. */
+  /** A wake: thaw (warm) or start (cold) the parked replica, or route a draining one again as it is. */
   | { step: 'resume' }
   /** The parked replica is no longer the job's (a redeploy, its owner's scale to 0, a canary): remove it. */
   | { step: 'discard' };
@@ -53,7 +58,7 @@ export function parkingStep(job: ParkingJob, nowMs: number): ParkingStep {
     const sameVersion = parked.record.spec.version === spec.version && !stableBeside(spec);
     if (spec.count > 0 && sameVersion) return { step: 'resume' };
     if (!parking || !sameVersion) return { step: 'discard' };
-    return parked.mode === 'warm' && modeAt(parking.warmUntil, nowMs) === 'cold' ? { step: 'cool' } : NONE;
+    return parked.mode === 'warm' && !parked.draining && modeAt(parking.warmUntil, nowMs) === 'cold' ? { step: 'cool' } : NONE;
   }
   if (!parking) return NONE;
   const candidate = [...job.replicas.values()].find((r) => r.state === 'running' && !r.busy && r.spec.version === spec.version);
@@ -87,4 +92,10 @@ export const resumedEvent = (record: ReplicaRecord, mode: ParkingMode): ReplicaE
   replicaId: record.id,
   type: 'woken',
   message: mode === 'warm' ? 'thawed: routable with its memory intact' : 'started again from its stopped container',
+});
+
+export const takenBackEvent = (record: ReplicaRecord): ReplicaEvent => ({
+  replicaId: record.id,
+  type: 'woken',
+  message: 'woken during its drain period: routed again, never frozen or stopped',
 });

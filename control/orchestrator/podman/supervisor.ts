@@ -29,7 +29,7 @@ import {
   type ReplicaRecord,
   type Sighting,
 } from './replica-state.js';
-import { adoptsAsParked, cooledEvent, parkedEvent, parkingStep, resumedEvent } from './parking.js';
+import { adoptsAsParked, cooledEvent, parkedEvent, parkingStep, resumedEvent, takenBackEvent, type ParkedReplica } from './parking.js';
 import { LABEL } from './run-args.js';
 import type { SecretScratch } from './secret-scratch.js';
 import type { PodmanSettings } from './settings.js';
@@ -71,6 +71,8 @@ export class Supervisor {
   private timer: NodeJS.Timeout | undefined;
   /** The quick look scheduled while a replica starts, if any. */
   private soon: NodeJS.Timeout | undefined;
+  /** Drain periods and stops under way outside the queue (retire, keepParked); a close waits for them. */
+  private readonly outside = new Set<Promise<void>>();
   /** Until the first reconcile, containers without a job may belong to agents not yet loaded: keep them. */
   private adopting = true;
   private closed = false;
@@ -89,6 +91,11 @@ export class Supervisor {
     this.closed = true;
     if (this.timer) clearInterval(this.timer);
     clearTimeout(this.soon);
+  }
+
+  /** Once stopped: waits for the drains and stops under way outside the queue, and what they apply in it. */
+  async settled(): Promise<void> {
+    while (this.outside.size > 0) await Promise.all(this.outside);
   }
 
   onChange(listener: (agentId: string) => void): void {
@@ -223,7 +230,7 @@ export class Supervisor {
     if (parkedMode) {
       // Running as far as its state goes: a thaw routes it once a look has read its address.
       record.state = 'running';
-      job.parked = { record, mode: parkedMode };
+      job.parked = { record, mode: parkedMode, draining: false };
       this.parts.jobs.record(job.spec.agentId, { ...event, message: `${event.message}: the agent's parked replica (${parkedMode})` });
       return true;
     }
@@ -240,12 +247,12 @@ export class Supervisor {
     await Promise.all([...job.replicas.values()].filter((r) => !r.busy && r !== resumed).map((record) => this.observe(job, record, containers.get(record.id))));
     const next = plan(job);
     const stable = stableBeside(job.spec);
-    if (next.crashedStable.length > 0) await this.retire(job, next.crashedStable, `crashed past its restart budget beside the canary: replaced by a new replica of version ${stable?.version}`);
+    if (next.crashedStable.length > 0) this.retire(job, next.crashedStable, `crashed past its restart budget beside the canary: replaced by a new replica of version ${stable?.version}`);
     await this.launchAll(job, job.spec, next.launch, true);
     if (stable) await this.launchAll(job, stable, next.launchStable, false);
-    if (next.surplus.length > 0) await this.retire(job, next.surplus, 'scaled down');
-    if (next.aborted.length > 0) await this.retire(job, next.aborted, `canary aborted: version ${job.spec.version} serves alone`);
-    if (next.replaced.length > 0) await this.retire(job, next.replaced, `replaced by version ${job.spec.version}`);
+    if (next.surplus.length > 0) this.retire(job, next.surplus, 'scaled down');
+    if (next.aborted.length > 0) this.retire(job, next.aborted, `canary aborted: version ${job.spec.version} serves alone`);
+    if (next.replaced.length > 0) this.retire(job, next.replaced, `replaced by version ${job.spec.version}`);
     if (fingerprint(job) !== before) changed.add(job.spec.agentId);
   }
 
@@ -263,13 +270,19 @@ export class Supervisor {
     const agentId = job.spec.agentId;
     if (step.step === 'park') {
       const { record, mode } = step;
-      // Out of routing first, and the drain period for a request already on its way, as any retirement.
+      // Out of routing first, and the drain period for a request already on its way, as any
+      // retirement: outside the queue, so other agents' steps (their wakes) do not wait for it.
+      const parking: ParkedReplica = { record, mode, draining: true };
       job.replicas.delete(record.id);
-      job.parked = { record, mode };
+      job.parked = parking;
       record.busy = true;
       this.notify([agentId]);
-      if (this.parts.settings.drainMs > 0) await new Promise((resolve) => setTimeout(resolve, this.parts.settings.drainMs));
-      await this.parkingCall(job, record, () => (mode === 'warm' ? containers.pause(record.id) : containers.stop(record.id)), () => parkedEvent(record, mode, job.spec.parked?.warmUntil ?? null));
+      this.outsideQueue(() => this.drain(), async () => {
+        // A wake, a redeploy or the agent's removal during the drain took it: nothing to freeze or stop.
+        if (jobs.get(agentId) !== job || job.parked !== parking) return;
+        parking.draining = false;
+        await this.parkingCall(job, record, () => (mode === 'warm' ? containers.pause(record.id) : containers.stop(record.id)), () => parkedEvent(record, mode, job.spec.parked?.warmUntil ?? null));
+      });
       return null;
     }
     const parked = job.parked!;
@@ -277,7 +290,7 @@ export class Supervisor {
     if (step.step === 'discard') {
       job.parked = null;
       // A frozen container takes no signal: thawed first, so the stop timeout's SIGTERM reaches it.
-      if (parked.mode === 'warm') await containers.unpause(record.id).catch(() => undefined);
+      if (parked.mode === 'warm' && !parked.draining) await containers.unpause(record.id).catch(() => undefined);
       await containers.remove([record.id]);
       return null;
     }
@@ -290,6 +303,13 @@ export class Supervisor {
       return null;
     }
     job.parked = null;
+    if (parked.draining) {
+      // Still running as it was when it left routing: routed again as it is.
+      record.busy = false;
+      job.replicas.set(record.id, record);
+      jobs.record(agentId, takenBackEvent(record));
+      return record;
+    }
     const resumed = await this.parkingCall(job, record, async () => {
       if (parked.mode === 'warm') {
         // Its processes, sockets and network never changed: routable as soon as they run.
@@ -441,16 +461,39 @@ export class Supervisor {
     }
   }
 
-  /** Out of routing first; a replica that was routed gets the drain period before its container stops. */
-  private async retire(job: PodmanJob, records: ReplicaRecord[], why: string): Promise<void> {
+  /**
+   * Out of routing at once; a replica that was routed gets the drain period before its
+   * container stops. The drain and the stop (up to STOP_TIMEOUT_SECONDS) run outside the
+   * queue: in it, each retirement held every other agent's steps behind it, wakes included.
+   * Meanwhile the records stay, `stopping`, which no look and no plan counts.
+   */
+  private retire(job: PodmanJob, records: ReplicaRecord[], why: string): void {
+    const agentId = job.spec.agentId;
     const { drain, events } = stopping(records, why);
-    for (const event of events) this.parts.jobs.record(job.spec.agentId, event);
-    if (drain && this.parts.settings.drainMs > 0) {
-      this.notify([job.spec.agentId]);
-      await new Promise((resolve) => setTimeout(resolve, this.parts.settings.drainMs));
-    }
-    await this.parts.containers.remove(records.map((r) => r.id));
-    for (const record of records) job.replicas.delete(record.id);
+    for (const event of events) this.parts.jobs.record(agentId, event);
+    if (drain) this.notify([agentId]);
+    this.outsideQueue(async () => {
+      if (drain) await this.drain();
+      await this.parts.containers.remove(records.map((r) => r.id));
+    }, async () => {
+      for (const record of records) if (job.replicas.get(record.id) === record) job.replicas.delete(record.id);
+      this.notify([agentId]);
+    });
+  }
+
+  /** The drain period (DRAIN_SECONDS) of a replica just out of routing, for a request already on its way. */
+  private async drain(): Promise<void> {
+    if (this.parts.settings.drainMs > 0) await new Promise((resolve) => setTimeout(resolve, this.parts.settings.drainMs));
+  }
+
+  /** `work` now, outside the queue; then `apply`, what it changes of the jobs, in the queue. A close waits for both. */
+  private outsideQueue(work: () => Promise<void>, apply: () => Promise<void>): void {
+    const done = work()
+      .then(() => this.parts.queue.run(apply))
+      // The queue reported apply's failure. Work does not fail: a drain is a timer, and containers.remove logs its own.
+      .catch(() => undefined)
+      .finally(() => this.outside.delete(done));
+    this.outside.add(done);
   }
 
   private notify(agentIds: string[]): void {
