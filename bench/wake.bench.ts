@@ -29,6 +29,10 @@ import { summarise, writeResult } from './stats.js';
  * - warm: its replica frozen (`podman pause`), thawed;
  * - cold: its replica stopped, started again from its stopped container;
  * - fresh: no container kept, a new one created and started (the only wake before issue 40).
+ * - busy (only with BENCH_WAKE_KINDS naming it): a warm wake just after another agent was
+ *   scaled down from 2 replicas to 1, so the wake's driver step follows that retirement's in
+ *   the driver's queue. Its drain (DRAIN_SECONDS) and stop run beside the queue: a wake
+ *   should not wait for them.
  * The control API runs in this process, so the bench parks the agent with
  * PlatformScaling.park (the idle parker's call) instead of waiting out its idle period; the
  * wake itself goes the production way: authz's Check, the wake queue, the control API's
@@ -36,7 +40,7 @@ import { summarise, writeResult } from './stats.js';
  */
 const WAKES = Number(process.env.BENCH_WAKES ?? 20);
 
-type WakeKind = 'warm' | 'cold' | 'fresh';
+type WakeKind = 'warm' | 'cold' | 'fresh' | 'busy';
 const KINDS = (process.env.BENCH_WAKE_KINDS ?? 'warm,cold,fresh').split(',') as WakeKind[];
 
 /** Where one wake's time went, in ms from the request sent. */
@@ -99,11 +103,15 @@ async function main(): Promise<void> {
     await db('accounts').where({ id: user.account_id }).update({ exempt: true });
     const podmanDriver = started.orchestrator as { coldWake?: Promise<{ mode: string; reason?: string }> | null };
     const coldWake = (await podmanDriver.coldWake) ?? null;
-    const results: Record<WakeKind, WakeSample[]> = { warm: [], cold: [], fresh: [] };
+    const results: Record<WakeKind, WakeSample[]> = { warm: [], cold: [], fresh: [], busy: [] };
+    // The other agent a busy wake follows in the driver's queue: two replicas, one retired before each wake.
+    const neighbour = KINDS.includes('busy')
+      ? await call('POST', '/agents', token, { name: 'neighbour', access: 'public', api_key: 'sk-bench', deploy: { replicas: 2 } })
+      : null;
     for (const kind of KINDS) {
       const agent = await call('POST', '/agents', token, {
         name: `sleeper-${kind}`, access: 'public', api_key: 'sk-bench',
-        deploy: { replicas: 1, auto_scale: true, min_replicas: 0, max_replicas: 1, scale_to_zero_after_seconds: 86_400, warm_park_seconds: kind === 'warm' ? 86_400 : 0 },
+        deploy: { replicas: 1, auto_scale: true, min_replicas: 0, max_replicas: 1, scale_to_zero_after_seconds: 86_400, warm_park_seconds: kind === 'warm' || kind === 'busy' ? 86_400 : 0 },
       });
       const host = new URL(agent.url).hostname;
       const upstreams = edgeKeyNames.upstreams(host.split('.')[0]!);
@@ -121,7 +129,8 @@ async function main(): Promise<void> {
         if (!(await services.platformScaling.park(agent.id, 1))) throw new Error('could not park the agent');
         await until('parked: no upstream, no replica', async () =>
           (await redis.scard(upstreams)) === 0 && ((await orchestrator.status(agent.id))?.replicas.length ?? 0) === 0);
-        await until(`the replica ${kind === 'warm' ? 'paused' : 'stopped'}`, async () => containerStates(instance, agent.id).every((state) => state.startsWith(kind === 'warm' ? 'paused' : 'exited')));
+        const frozen = kind === 'warm' || kind === 'busy';
+        await until(`the replica ${frozen ? 'paused' : 'stopped'}`, async () => containerStates(instance, agent.id).every((state) => state.startsWith(frozen ? 'paused' : 'exited')));
         // Today's fresh start: the parked container is dropped (a count of 0 without parking), so a wake creates one.
         if (kind === 'fresh') {
           await orchestrator.scale(agent.id, 0);
@@ -132,6 +141,13 @@ async function main(): Promise<void> {
         // for, a second or so later): a real wake comes long after them.
         await until('the park done', async () => scalesInFlight === 0);
         await new Promise((resolve) => setTimeout(resolve, 1_500));
+        if (neighbour && kind === 'busy') {
+          await until("the neighbour's two replicas routed", async () =>
+            ((await orchestrator.status(neighbour.id))?.replicas ?? []).filter((r) => r.state === 'running' && r.address).length === 2);
+          await call('POST', `/agents/${neighbour.id}/scale`, token, { direction: 'down', count: 1 });
+          await until("the neighbour's scale-down at the driver", async () => scaleCalls.some((c) => c.agentId === neighbour.id));
+          scaleCalls.length = 0;
+        }
         const wallStart = Date.now();
         watch = { started: performance.now() };
         const answer = await firstByte(edge.port, host);
@@ -147,6 +163,7 @@ async function main(): Promise<void> {
         results[kind].push(sample);
         console.log(`  ${kind} wake ${i + 1}: ${sample.firstByte.toFixed(0)} ms (scale at ${sample.scaleCalled.toFixed(0)}, replica up at ${sample.replicaUp.toFixed(0)}, routable at ${sample.routable.toFixed(0)} ms)`);
         watch = undefined;
+        if (neighbour && kind === 'busy') await call('POST', `/agents/${neighbour.id}/scale`, token, { direction: 'up', count: 1 });
       }
     }
     const phasesOf = (samples: WakeSample[]) => ({
@@ -155,9 +172,9 @@ async function main(): Promise<void> {
       replica_up: summarise(samples.map((s) => s.replicaUp)),
       replica_routable: summarise(samples.map((s) => s.routable)),
     });
-    if (KINDS.length < 3) {
+    if (!['warm', 'cold', 'fresh'].every((kind) => KINDS.includes(kind as WakeKind)) || KINDS.includes('busy')) {
       console.log(JSON.stringify(Object.fromEntries(KINDS.map((kind) => [kind, phasesOf(results[kind])])), null, 2));
-      console.log('not written: BENCH_WAKE_KINDS leaves some kinds out');
+      console.log('not written: BENCH_WAKE_KINDS is not warm, cold and fresh');
       return;
     }
     const warm = phasesOf(results.warm);
