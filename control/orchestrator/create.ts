@@ -40,6 +40,14 @@ export async function createOrchestrator(config: Config, clock: Clock, logger: L
     }
     return { orchestrator: createNomadDriver(config.nomad, clock, logger, agentServices), clock, autoscaledBy: 'orchestrator' };
   }
+  return { orchestrator: await startPodmanDriver(config, clock, logger), clock, autoscaledBy: 'platform' };
+}
+
+/**
+ * The podman driver, once this process holds its instance (instance-hold.ts) and its state
+ * directory is ready; a process that cannot have both starts no driver and holds nothing.
+ */
+async function startPodmanDriver(config: Config, clock: Clock, logger: Logger): Promise<PodmanDriver> {
   const settings = detectHost(config.podman);
   const hold = await holdInstance(settings.instance);
   try {
@@ -64,7 +72,7 @@ export async function createOrchestrator(config: Config, clock: Clock, logger: L
     hold,
   );
   driver.start();
-  return { orchestrator: driver, clock, autoscaledBy: 'platform' };
+  return driver;
 }
 
 /** The platform's own services, which agents must not reach (the podman driver proves it at start). */
