@@ -14,7 +14,7 @@ import { createRunningAgent, podman, waitFor } from './support/orch-helpers.js';
  * A long drain, so "during the drain" is seconds of margin on a loaded host, not a race.
  * The reconciler is kept out of the way of the test's own scales.
  */
-const DRAIN_SECONDS = 15;
+const DRAIN_SECONDS = 20;
 
 describe('podman: drains and stops outside the driver queue', function () {
   this.timeout(240_000);
