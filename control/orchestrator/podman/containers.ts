@@ -94,9 +94,18 @@ export class AgentContainers {
     await this.cli.run(['stop', '--time', String(this.settings.stopTimeoutSeconds), replicaId], stopCallDeadlineMs(this.settings.stopTimeoutSeconds));
   }
 
-  /** Removes a container that never served (its start failed), if there is one. */
+  /** Removes a container that never served (its start failed), if there is one, and its token directory. */
   async discard(replicaId: string): Promise<void> {
-    await this.cli.run(['rm', '--force', replicaId]).catch(() => undefined);
+    await this.cli.run(['rm', '--force', replicaId]).then(() => this.forgetTokens(replicaId), () => undefined);
+  }
+
+  /**
+   * A removed replica's token directory goes with it. The next tick would drop it too
+   * (keepTokensFresh), but a process that stops after a removal runs no next tick: each
+   * deleted agent or finished run of a test or bench left a directory under /run.
+   */
+  private forgetTokens(replicaId: string): void {
+    this.agentServices?.tokens.forget(replicaId);
   }
 
   /**
@@ -114,7 +123,7 @@ export class AgentContainers {
   }
 
   /**
-   * Stops (SIGTERM, then the stop timeout) and removes; a failure is logged, and the next poll
+   * Stops (SIGTERM, then the stop timeout) and removes, with its token directory; a failure is logged, and the next poll
    * sees what is left. One `rm` per container: given several names of which one no longer
    * exists, podman 4.3's `rm --force` removes none of them and still exits 0. At most
    * REMOVALS_AT_ONCE at a time: an agent has ten replicas at most, but the strays a restart
@@ -124,9 +133,10 @@ export class AgentContainers {
     const waiting = [...replicaIds];
     const removeNext = async (): Promise<void> => {
       for (let replicaId = waiting.shift(); replicaId !== undefined; replicaId = waiting.shift()) {
-        await this.cli.run(['rm', '--force', '--time', String(this.settings.stopTimeoutSeconds), replicaId], stopCallDeadlineMs(this.settings.stopTimeoutSeconds)).catch((error) => {
-          this.logger.warn({ err: error, replica_id: replicaId }, 'removing a container failed');
-        });
+        await this.cli.run(['rm', '--force', '--time', String(this.settings.stopTimeoutSeconds), replicaId], stopCallDeadlineMs(this.settings.stopTimeoutSeconds)).then(
+          () => this.forgetTokens(replicaId),
+          (error) => this.logger.warn({ err: error, replica_id: replicaId }, 'removing a container failed'),
+        );
       }
     };
     await Promise.all(Array.from({ length: Math.min(REMOVALS_AT_ONCE, waiting.length) }, removeNext));
