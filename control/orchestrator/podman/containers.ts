@@ -124,7 +124,8 @@ export class AgentContainers {
 
   /**
    * Stops (SIGTERM, then the stop timeout) and removes, with its token directory; a failure is logged, and the next poll
-   * sees what is left. One `rm` per container: given several names of which one no longer
+   * sees what is left. A container already gone (a retirement's removal meeting a deletion's)
+   * is no failure: `--force` sets `--ignore` (containers/podman, cmd/podman/containers/rm.go, rm). One `rm` per container: given several names of which one no longer
    * exists, podman 4.3's `rm --force` removes none of them and still exits 0. At most
    * REMOVALS_AT_ONCE at a time: an agent has ten replicas at most, but the strays a restart
    * finds have no such bound, and each `rm` is a podman process of its own.
