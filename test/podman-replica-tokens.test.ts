@@ -70,6 +70,22 @@ describe('podman replica token files', () => {
     assert.equal(minted.length, 2, 'the held token of agent-b-1 was not minted again');
   });
 
+  it('neither writes nor drops the token of a replica being removed, so a listing taken before its removal ended cannot bring it back', () => {
+    files.prepare('agent-a-1', 'agt_A');
+    const leaving = new Set(['agent-a-1']);
+    clock.advance(LIFE_MS / 2 + 1000);
+    files.keepFresh([{ replicaId: 'agent-a-1', agentId: 'agt_A' }], { removeOthers: true, leaving });
+    assert.equal(tokenOf('agent-a-1'), 't1-agt_A-agent-a-1', 'past half its life, yet not renewed while it is being removed');
+    files.keepFresh([], { removeOthers: true, leaving });
+    assert.ok(existsSync(join(directory, 'agent-a-1')), 'kept while it stops: a request on its way may still read it');
+
+    // The removal ended (AgentContainers.remove drops the directory); a tick that listed the container just before runs now.
+    files.forget('agent-a-1');
+    files.keepFresh([{ replicaId: 'agent-a-1', agentId: 'agt_A' }], { removeOthers: true, leaving });
+    assert.equal(existsSync(join(directory, 'agent-a-1')), false, 'not written again');
+    assert.equal(minted.length, 1);
+  });
+
   it('refuses a replica id that is no plain directory name', () => {
     assert.throws(() => files.prepare('../escape', 'agt_A'), /refusing a replica id/);
   });

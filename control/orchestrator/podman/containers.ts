@@ -111,15 +111,16 @@ export class AgentContainers {
   /**
    * The token of every replica listed by `list` kept fresh (replica-tokens.ts); with
    * `removeOthers` (once the jobs are all known), the token directories of replicas gone go.
+   * `leaving`: replicas being removed, whose tokens are neither written nor dropped here.
    */
-  keepTokensFresh(containers: ContainerInfo[], { removeOthers }: { removeOthers: boolean }): void {
+  keepTokensFresh(containers: ContainerInfo[], { removeOthers, leaving }: { removeOthers: boolean; leaving?: ReadonlySet<string> }): void {
     if (!this.agentServices) return;
     const replicas = containers.flatMap((c) => {
       const agentId = c.Labels?.[LABEL.agentId];
       // Stopped ones too: a restart (`podman start`) mounts the same directory again.
       return agentId ? [{ replicaId: c.Names[0]!, agentId }] : [];
     });
-    this.agentServices.tokens.keepFresh(replicas, { removeOthers });
+    this.agentServices.tokens.keepFresh(replicas, { removeOthers, leaving });
   }
 
   /**

@@ -33,7 +33,8 @@ import { submittedMessage } from '../submitted-message.js';
  * fenced and checked before a replica runs there (agent-networks.ts). Every change goes
  * through one queue, so ticks and API calls never act on a replica at the same time. Image
  * pulls, and the drain and stop of a replica no step acts on any more (one leaving, one
- * being parked), run beside it: they may take minutes, and would hold back every agent.
+ * being parked, a deleted agent's, a stray), run beside it: they may take minutes, and
+ * would hold back every agent.
  */
 export class PodmanDriver implements Orchestrator {
   readonly name = 'podman';
@@ -140,18 +141,22 @@ export class PodmanDriver implements Orchestrator {
     });
   }
 
-  remove(agentId: string): Promise<void> {
-    return this.queue.run(async () => {
+  /** Resolves once the agent's containers and network are gone; the queue moves on meanwhile (Supervisor.removeAgent). */
+  async remove(agentId: string): Promise<void> {
+    const removal = await this.queue.run(async () => {
       this.jobs.forget(agentId);
-      await this.supervisor.removeAgent(agentId);
+      return this.supervisor.removeAgent(agentId);
     });
+    await removal.gone;
   }
 
-  reconcile(specs: JobSpec[], { keep = [] }: ReconcileOptions = {}): Promise<void> {
-    return this.queue.run(async () => {
+  /** Resolves once the containers and networks no job claims are gone; the queue moves on meanwhile (Supervisor.sweep). */
+  async reconcile(specs: JobSpec[], { keep = [] }: ReconcileOptions = {}): Promise<void> {
+    const sweep = await this.queue.run(async () => {
       this.jobs.wantOnly(specs, keep);
-      await this.supervisor.sweep();
+      return this.supervisor.sweep();
     });
+    await sweep.gone;
   }
 
   async status(agentId: string): Promise<JobStatus | null> {

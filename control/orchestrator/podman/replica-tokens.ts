@@ -66,12 +66,17 @@ export class ReplicaTokenFiles {
   /**
    * Renews the tokens past half their life, and writes one for each replica not held (an
    * adopted container); with `removeOthers`, drops the directories of replicas gone.
+   * `leaving`: replicas whose removal is under way, which keep the directory they have (a
+   * request on its way may still read its token) and are never written again: a listing
+   * taken just before such a removal ended would otherwise bring the directory back once
+   * the removal had dropped it, for good if the process stopped before the next look.
    */
-  keepFresh(replicas: { replicaId: string; agentId: string }[], { removeOthers }: { removeOthers: boolean }): void {
+  keepFresh(replicas: { replicaId: string; agentId: string }[], { removeOthers, leaving = new Set() }: { removeOthers: boolean; leaving?: ReadonlySet<string> }): void {
     const now = this.clock.now().getTime();
-    const live = new Set<string>();
+    const live = new Set<string>(leaving);
     for (const { replicaId, agentId } of replicas) {
       live.add(replicaId);
+      if (leaving.has(replicaId)) continue;
       const held = this.held.get(replicaId);
       if (!held || held.agentId !== agentId || now >= held.issuedAt + (held.expiresAt - held.issuedAt) / 2) this.write(replicaId, agentId);
     }

@@ -71,8 +71,12 @@ export class Supervisor {
   private timer: NodeJS.Timeout | undefined;
   /** The quick look scheduled while a replica starts, if any. */
   private soon: NodeJS.Timeout | undefined;
-  /** Drain periods and stops under way outside the queue (retire, keepParked); a close waits for them. */
+  /** Drain periods and stops under way outside the queue (retire, keepParked, removeOutsideQueue); a close waits for them. */
   private readonly outside = new Set<Promise<void>>();
+  /** Containers being removed outside the queue, by replica id, with their agent's id: no tick adopts them or takes them for strays. */
+  private readonly leaving = new Map<string, string>();
+  /** Removals of strays under way: a sweep resolves once they are done. */
+  private readonly strayRemovals = new Set<Promise<void>>();
   /** Until the first reconcile, containers without a job may belong to agents not yet loaded: keep them. */
   private adopting = true;
   private closed = false;
@@ -110,13 +114,13 @@ export class Supervisor {
   async tick(asked: string[] = []): Promise<void> {
     if (this.closed) return;
     const containers = await this.parts.containers.list();
-    this.parts.containers.keepTokensFresh(containers, { removeOthers: !this.adopting });
+    this.parts.containers.keepTokensFresh(containers, { removeOthers: !this.adopting, leaving: this.leavingReplicas() });
     const byReplica = new Map(containers.map((c) => [c.Names[0]!, c]));
     const changed = new Set<string>(asked);
     const strays = containers
-      .filter((container) => !this.adopt(container, changed) && !this.parts.jobs.claims(container.Labels?.[LABEL.agentId] ?? ''))
-      .map((c) => c.Names[0]!);
-    if (!this.adopting) await this.parts.containers.remove(strays);
+      .filter((container) => !this.leaving.has(container.Names[0]!) && !this.adopt(container, changed) && !this.parts.jobs.claims(container.Labels?.[LABEL.agentId] ?? ''))
+      .map(leavingReplica);
+    if (!this.adopting && strays.length > 0) this.removeStrays(strays);
     await Promise.all(this.parts.jobs.all().map((job) => this.converge(job, byReplica, changed)));
     this.notify([...changed]);
     this.lookSoonWhileStarting();
@@ -162,11 +166,24 @@ export class Supervisor {
     this.notify([job.spec.agentId]);
   }
 
-  /** Once the jobs are all known: a tick that removes the containers no job claims, then their networks. */
-  async sweep(): Promise<void> {
+  /**
+   * Once the jobs are all known: a tick that removes the containers no job claims, then
+   * their networks. `gone` settles once the removals of strays under way are done; the call
+   * itself returns once they left the queue's hands.
+   */
+  async sweep(): Promise<{ gone: Promise<void> }> {
     this.adopting = false;
     await this.tick();
-    await this.parts.networks.removeStrays((agentId) => this.parts.jobs.claims(agentId));
+    // A network whose containers are being removed goes after them (removeOutsideQueue).
+    await this.parts.networks.removeStrays((agentId) => this.parts.jobs.claims(agentId) || [...this.leaving.values()].includes(agentId));
+    return { gone: Promise.all([...this.strayRemovals]).then(() => undefined) };
+  }
+
+  /** Containers no job claims go outside the queue, with their agents' networks: no job claims those agents either. */
+  private removeStrays(strays: LeavingReplica[]): void {
+    const removal = this.removeOutsideQueue(strays, { networksOf: strays.map((r) => r.agentId) });
+    this.strayRemovals.add(removal);
+    void removal.finally(() => this.strayRemovals.delete(removal));
   }
 
   /**
@@ -195,12 +212,14 @@ export class Supervisor {
     this.notify([agentId]);
   }
 
-  /** An agent's containers and network go now, not at the next tick. */
-  async removeAgent(agentId: string): Promise<void> {
+  /**
+   * A deleted agent's containers, then its network, go now, not at the next tick: outside the
+   * queue, as any removal (removeOutsideQueue). `gone` settles once they have; the call
+   * itself returns as soon as they left the queue's hands.
+   */
+  async removeAgent(agentId: string): Promise<{ gone: Promise<void> }> {
     const containers = await this.parts.containers.list(agentId);
-    await this.parts.containers.remove(containers.map((c) => c.Names[0]!));
-    await this.parts.networks.remove(agentId);
-    this.notify([agentId]);
+    return { gone: this.removeOutsideQueue(containers.map(leavingReplica), { networksOf: [agentId] }) };
   }
 
   /**
@@ -289,9 +308,7 @@ export class Supervisor {
     const { record } = parked;
     if (step.step === 'discard') {
       job.parked = null;
-      // A frozen container takes no signal: thawed first, so the stop timeout's SIGTERM reaches it.
-      if (parked.mode === 'warm' && !parked.draining) await containers.unpause(record.id).catch(() => undefined);
-      await containers.remove([record.id]);
+      void this.removeOutsideQueue([{ id: record.id, agentId, frozen: parked.mode === 'warm' && !parked.draining }]);
       return null;
     }
     if (step.step === 'cool') {
@@ -336,7 +353,7 @@ export class Supervisor {
     } catch (error) {
       this.parts.jobs.record(job.spec.agentId, { replicaId: record.id, type: 'park_failed', message: `${describe(error)}: removed; a wake starts a fresh replica` });
       if (job.parked?.record === record) job.parked = null;
-      await this.parts.containers.remove([record.id]);
+      void this.removeOutsideQueue([{ id: record.id, agentId: job.spec.agentId, frozen: false }]);
       return null;
     } finally {
       record.busy = false;
@@ -481,25 +498,73 @@ export class Supervisor {
     });
   }
 
+  /**
+   * Removes containers no job wants any more (a deleted agent's, strays, a parked replica
+   * discarded) outside the queue: each `podman rm` waits up to STOP_TIMEOUT_SECONDS for its
+   * process to end, and in the queue held every other agent's steps behind it, wakes
+   * included. Until they are gone no tick adopts them, takes them for strays or writes their
+   * token. A frozen one is thawed first, so that the stop timeout's SIGTERM reaches it. The
+   * networks of `networksOf` go after the containers, each unless a job claims its agent
+   * again or another removal of its agent's containers is still under way.
+   */
+  private removeOutsideQueue(replicas: LeavingReplica[], { networksOf = [] }: { networksOf?: string[] } = {}): Promise<void> {
+    for (const { id, agentId } of replicas) this.leaving.set(id, agentId);
+    const { containers, networks, jobs } = this.parts;
+    const agentIds = [...new Set([...replicas.map((r) => r.agentId), ...networksOf])].filter((agentId) => agentId !== '');
+    const ours = new Set(replicas.map((r) => r.id));
+    return this.outsideQueue(async () => {
+      await Promise.all(replicas.filter((r) => r.frozen).map((r) => containers.unpause(r.id).catch(() => undefined)));
+      await containers.remove([...ours]);
+      const othersLeaving = new Set([...this.leaving].filter(([id]) => !ours.has(id)).map(([, agentId]) => agentId));
+      const networksGoing = [...new Set(networksOf)].filter((a) => a !== '' && !jobs.claims(a) && !othersLeaving.has(a));
+      for (const agentId of networksGoing) await networks.remove(agentId);
+    }, async () => {
+      // In the queue: a tick is wholly before this (the containers still left alone) or after (gone from its listing).
+      for (const id of ours) this.leaving.delete(id);
+      this.notify(agentIds);
+    });
+  }
+
+  /** Replicas whose removal is under way: those removed outside the queue, and retired ones (`stopping`) in their drain. */
+  private leavingReplicas(): Set<string> {
+    const ids = new Set(this.leaving.keys());
+    for (const job of this.parts.jobs.all()) for (const record of job.replicas.values()) if (record.state === 'stopping') ids.add(record.id);
+    return ids;
+  }
+
   /** The drain period (DRAIN_SECONDS) of a replica just out of routing, for a request already on its way. */
   private async drain(): Promise<void> {
     if (this.parts.settings.drainMs > 0) await new Promise((resolve) => setTimeout(resolve, this.parts.settings.drainMs));
   }
 
-  /** `work` now, outside the queue; then `apply`, what it changes of the jobs, in the queue. A close waits for both. */
-  private outsideQueue(work: () => Promise<void>, apply: () => Promise<void>): void {
-    const done = work()
+  /** `work` now, outside the queue; then `apply`, what it changes of the jobs, in the queue. A close waits for both, and so does the caller who awaits what this returns. */
+  private outsideQueue(work: () => Promise<void>, apply: () => Promise<void>): Promise<void> {
+    const done: Promise<void> = work()
       .then(() => this.parts.queue.run(apply))
       // The queue reported apply's failure. Work does not fail: a drain is a timer, and containers.remove logs its own.
       .catch(() => undefined)
       .finally(() => this.outside.delete(done));
     this.outside.add(done);
+    return done;
   }
 
   private notify(agentIds: string[]): void {
     for (const agentId of agentIds) for (const listener of this.listeners) listener(agentId);
   }
 }
+
+/** A container whose removal runs outside the queue; `frozen`: paused, to be thawed first. */
+interface LeavingReplica {
+  id: string;
+  agentId: string;
+  frozen: boolean;
+}
+
+const leavingReplica = (container: ContainerInfo): LeavingReplica => ({
+  id: container.Names[0]!,
+  agentId: container.Labels?.[LABEL.agentId] ?? '',
+  frozen: container.State === 'paused',
+});
 
 /** What a job runs: its spec, and the stable one beside a canary. */
 const specsOf = (job: PodmanJob): JobSpec[] => [job.spec, ...(job.spec.stable ? [job.spec.stable] : [])];

@@ -1,0 +1,103 @@
+import assert from 'node:assert/strict';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { stateDirectoryOf } from '../control/orchestrator/podman/host.js';
+import { LABEL } from '../control/orchestrator/podman/run-args.js';
+import { startControl, type TestControl } from './support/control-harness.js';
+import { createRunningAgent, podman, waitFor } from './support/orch-helpers.js';
+import { networkExists } from './support/podman.js';
+import { TEST_IMAGE } from './support/test-image.js';
+
+/**
+ * The podman driver runs every step in one queue (control/orchestrator/podman/driver.ts),
+ * and a wake is a step. Removing a container no job wants any more (a deleted agent's, a
+ * stray, a parked replica discarded) is a `podman rm` that waits up to STOP_TIMEOUT_SECONDS
+ * for the process to end on SIGTERM. Those removals ran in the queue, so each held back
+ * every other agent's steps for as long. They run outside it now (supervisor.ts,
+ * removeOutsideQueue): here another agent's scale completes while such a container is
+ * still stopping, and the container goes after.
+ *
+ * The test image's process is PID 1 of its container with no SIGTERM handler, so the
+ * kernel ignores the signal and every removal takes the whole stop timeout: a long one,
+ * so "while it stops" is seconds of margin, not a race. The reconciler is kept out of the
+ * way of the test's own scales.
+ */
+const STOP_TIMEOUT_SECONDS = 20;
+
+describe('podman: removals outside the driver queue', function () {
+  this.timeout(240_000);
+  let control: TestControl;
+  let token: string;
+
+  before(async () => {
+    control = await startControl({ STOP_TIMEOUT_SECONDS: String(STOP_TIMEOUT_SECONDS), RECONCILE_INTERVAL_SECONDS: '3600' }, { orchestrate: true });
+    ({ token } = await control.signUp());
+  });
+
+  after(async () => {
+    await control?.close();
+  });
+
+  const containerState = async (name: string) => (await podman(control, ['container', 'inspect', '--format', '{{.State.Status}}', name])).stdout.trim();
+  const exists = async (name: string) => (await podman(control, ['container', 'exists', name])).code === 0;
+  const untilStopping = (name: string) => waitFor(`${name} stopping`, async () => ((await containerState(name)) === 'stopping' ? true : undefined), 30_000, 50);
+  const untilGone = (name: string) => waitFor(`${name} removed`, async () => (!(await exists(name)) ? true : undefined), (STOP_TIMEOUT_SECONDS + 30) * 1000);
+
+  /** Scales the agent up by one through the driver; returns once the new replica's container was created. */
+  async function scaleUp(agentId: string): Promise<void> {
+    const before = (await control.driver.status(agentId))!.replicas.length;
+    await control.driver.scale(agentId, before + 1);
+    assert.equal((await control.driver.status(agentId))!.replicas.length, before + 1);
+  }
+
+  it("an agent's deletion: another agent's scale completes while its container stops, then its container, network and token go", async () => {
+    const neighbour = await createRunningAgent(control, token);
+    const doomed = await createRunningAgent(control, token);
+    const tokenDirectory = join(stateDirectoryOf(control.config.podman), 'agent-tokens', doomed.replica.id);
+    assert.ok(existsSync(tokenDirectory), 'the replica has its token directory');
+
+    const deleted = await control.request('DELETE', `/agents/${doomed.id}`, { token });
+    assert.equal(deleted.status, 204, JSON.stringify(deleted.body));
+    await untilStopping(doomed.replica.id);
+
+    await scaleUp(neighbour.id);
+    assert.equal(await containerState(doomed.replica.id), 'stopping', "the neighbour's scale did not wait for the deleted agent's removal");
+
+    await untilGone(doomed.replica.id);
+    await waitFor("the deleted agent's network removed", async () => (networkExists(`agent-${doomed.id}`) ? undefined : true), 30_000);
+    // Ticks ran every PODMAN_POLL_INTERVAL_MS meanwhile, each listing the container while it stopped: none wrote its token again.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    assert.equal(existsSync(tokenDirectory), false, 'its token directory went with it, and stayed gone');
+  });
+
+  it("a stray: another agent's scale completes while a container no job claims stops, then it goes", async () => {
+    const neighbour = await createRunningAgent(control, token);
+    const stray = `stray-${control.database}`;
+    // What a control API that crashed after an agent's deletion leaves: a container of this instance no job claims.
+    const run = await podman(control, [
+      'run', '--detach', '--name', stray, '--network', 'none',
+      '--label', `${LABEL.instance}=${control.config.podman.instance}`, '--label', `${LABEL.agentId}=agt_deletedwhiledown`,
+      '--ulimit', 'nofile=1024:1024', '--ulimit', 'nproc=512:512', TEST_IMAGE,
+    ]);
+    assert.equal(run.code, 0, run.stderr);
+    await untilStopping(stray);
+
+    await scaleUp(neighbour.id);
+    assert.equal(await containerState(stray), 'stopping', "the neighbour's scale did not wait for the stray's removal");
+    await untilGone(stray);
+  });
+
+  it("a parked replica discarded: the owner's scale to 0 returns while it stops, then it goes", async () => {
+    const parked = await createRunningAgent(control, token);
+    await control.driver.scale(parked.id, 0, { warmUntil: new Date(Date.now() + 600_000) });
+    await waitFor('the parked replica frozen after its drain', async () => ((await containerState(parked.replica.id)) === 'paused' ? true : undefined), 30_000);
+
+    // A scale to 0 that does not park: the frozen replica is thawed, so that SIGTERM reaches it, and removed.
+    await control.driver.scale(parked.id, 0);
+    assert.ok(await exists(parked.replica.id), 'the scale returned before the removal ended');
+    await untilStopping(parked.replica.id);
+    await untilGone(parked.replica.id);
+    const status = (await control.driver.status(parked.id))!;
+    assert.deepEqual(status.replicas, [], 'not adopted again while it stopped');
+  });
+});
