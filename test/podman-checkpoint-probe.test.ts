@@ -9,6 +9,7 @@ import { probeCheckpointRestore } from '../control/orchestrator/podman/checkpoin
 import { podmanEnvironmentOf } from '../control/orchestrator/podman/child-environment.js';
 import { PodmanCli } from '../control/orchestrator/podman/cli.js';
 import { detectHost } from '../control/orchestrator/podman/host.js';
+import { PodmanInfo } from '../control/orchestrator/podman/host-info.js';
 import { chconForContainers, RootfsLabels } from '../control/orchestrator/podman/rootfs-labels.js';
 import { podmanGlobalArgs, readPodmanSettings } from '../control/orchestrator/podman/settings.js';
 import { podman } from './support/podman.js';
@@ -57,7 +58,7 @@ describe('podman checkpoint probe', function () {
     const cli = new PodmanCli(host.binary, podmanGlobalArgs(host), host.environment);
     const found = await probeCheckpointRestore(cli, {
       busybox: host.probeBusybox, instance, stateDirectory: host.stateDirectory, nofileLimit: host.nofileLimit, nprocLimit: host.nprocLimit,
-    }, new RootfsLabels(cli, chconForContainers(host.environment)));
+    }, new RootfsLabels(new PodmanInfo(cli), chconForContainers(host.environment)));
     const byHand = await checkpointsByHand(host.runtime);
     assert.equal(found.mode, byHand ? 'restore' : 'fresh', JSON.stringify(found));
     if (found.mode === 'fresh') assert.match(found.reason, /^podman container failed: .*(checkpoint|restore)/);

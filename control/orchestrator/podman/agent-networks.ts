@@ -1,6 +1,7 @@
 import type { Logger } from 'pino';
 import { interfaceOnSubnetOf, pinBridgeAddress } from './bridge-address.js';
 import type { PodmanCli } from './cli.js';
+import type { PodmanInfo } from './host-info.js';
 import type { RootfsLabels } from './rootfs-labels.js';
 import { NetworkIsolation } from './isolation.js';
 import { ipRunner, type IpRunner } from './pool-route.js';
@@ -27,12 +28,14 @@ export class AgentNetworks {
     /** What agents must not reach besides the metadata service: the platform's own services. */
     protectedEndpoints: ProtectedEndpoint[],
     private readonly logger: Logger,
+    /** `podman info`, asked once for the isolation check and the probes' labels. */
+    hostInfo: PodmanInfo,
     /** Labels the isolation probe's root for containers where SELinux is on. */
     rootfsLabels: RootfsLabels,
     /** The agent services' port, which replicas must reach (isolation.ts checks it); null when there are none. */
     agentServicesPort: number | null = null,
   ) {
-    this.isolation = new NetworkIsolation(cli, settings, [...protectedEndpoints, ...settings.protectedEndpoints], logger, rootfsLabels, agentServicesPort);
+    this.isolation = new NetworkIsolation(cli, settings, [...protectedEndpoints, ...settings.protectedEndpoints], logger, hostInfo, rootfsLabels, agentServicesPort);
     this.ip = ipRunner(settings.environment);
   }
 

@@ -11,6 +11,7 @@ import type { PodmanCli } from './cli.js';
 import { probeCheckpointRestore, type ColdWake } from './checkpoint-probe.js';
 import { ContainerDeaths } from './container-deaths.js';
 import { AgentContainers } from './containers.js';
+import { PodmanInfo } from './host-info.js';
 import type { InstanceHold } from './instance-hold.js';
 import { JobTable } from './job-table.js';
 import { parseLogOutput } from './log-lines.js';
@@ -48,7 +49,7 @@ export class PodmanDriver implements Orchestrator {
   private readonly deaths: ContainerDeaths;
   /** The env and auth files handed to podman calls, in the instance's directory (secret-scratch.ts). */
   private readonly secrets: SecretScratch;
-  /** One look at whether SELinux is on, for both probes' roots. */
+  /** Labels both probes' roots where SELinux is on, from one `podman info` shared with the isolation check. */
   private readonly rootfsLabels: RootfsLabels;
   /** The replicas' token directories' parent (AgentServicesAccess.directory), in the instance's directory; null without agent services. */
   private readonly tokenDirectory: string | null;
@@ -73,13 +74,14 @@ export class PodmanDriver implements Orchestrator {
   ) {
     this.jobs = new JobTable(clock, logger);
     this.secrets = SecretScratch.in(settings.stateDirectory);
-    this.rootfsLabels = new RootfsLabels(cli, chconForContainers(settings.environment));
+    const hostInfo = new PodmanInfo(cli);
+    this.rootfsLabels = new RootfsLabels(hostInfo, chconForContainers(settings.environment));
     this.tokenDirectory = agentServices?.directory ?? null;
     this.queue = new SerialQueue((error) => logger.error({ err: error }, 'podman driver step failed'));
     const tokens = agentServices && { url: agentServices.url, maxSessionBytes: agentServices.maxSessionBytes, tokens: new ReplicaTokenFiles(agentServices, clock, logger) };
     this.containers = new AgentContainers(cli, settings, logger, this.secrets, tokens);
     const fenced = agentServices ? { ...settings, agentHostPorts: [...new Set([...settings.agentHostPorts, agentServices.port])] } : settings;
-    this.networks = new AgentNetworks(cli, fenced, protectedEndpoints, logger, this.rootfsLabels, agentServices?.port ?? null);
+    this.networks = new AgentNetworks(cli, fenced, protectedEndpoints, logger, hostInfo, this.rootfsLabels, agentServices?.port ?? null);
     this.supervisor = new Supervisor({ jobs: this.jobs, containers: this.containers, networks: this.networks, queue: this.queue, cli, settings, clock, secrets: this.secrets });
     this.deaths = new ContainerDeaths(cli, settings.instance, (death) => this.supervisor.containerDied(death), logger);
   }

@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import { freeSubnet } from '../../../contract/agent-subnet-pool.js';
 import { randomBase62 } from '../../crypto/tokens.js';
 import type { PodmanCli } from './cli.js';
+import type { PodmanInfo } from './host-info.js';
 import type { RootfsLabels } from './rootfs-labels.js';
 import { AgentFirewall, nftRunner } from './firewall.js';
 import { probeArguments, probeProblems, probeScript, probeTargets } from './isolation-probe.js';
@@ -65,6 +66,8 @@ export class NetworkIsolation {
     private readonly settings: PodmanSettings,
     private readonly protectedEndpoints: ProtectedEndpoint[],
     private readonly logger: Logger,
+    /** `podman info`, shared with the probes' labels: the network backend. */
+    private readonly hostInfo: PodmanInfo,
     /** Labels the probe's root for containers where SELinux is on. */
     private readonly rootfsLabels: RootfsLabels,
     /** AGENT_SERVICES_PORT, which each probe must reach on its network's gateway; null when the platform runs none. */
@@ -84,7 +87,7 @@ export class NetworkIsolation {
    */
   async start(): Promise<void> {
     try {
-      this.backend = (await this.cli.run(['info', '--format', '{{.Host.NetworkBackend}}'])).stdout.trim() || 'unknown';
+      this.backend = (await this.hostInfo.host()).networkBackend;
       if (this.backend !== 'netavark') {
         this.logger.warn({ backend: this.backend }, 'podman uses a network backend other than netavark (scripts/ensure-deps.sh says how to switch); agents run only if their isolation is proven on it');
       }

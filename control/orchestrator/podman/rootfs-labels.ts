@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import type { PodmanCli } from './cli.js';
+import type { PodmanInfo } from './host-info.js';
 
 /** Gives a directory tree, recursively, the SELinux label a container may run files from. */
 export type LabelForContainers = (directory: string) => Promise<void>;
@@ -21,28 +21,14 @@ export type LabelForContainers = (directory: string) => Promise<void>;
  * The field is in podman 4.3.1, this project's, and in podman's main branch alike.
  */
 export class RootfsLabels {
-  private enabled: Promise<boolean> | undefined;
-
   constructor(
-    private readonly cli: PodmanCli,
+    private readonly info: PodmanInfo,
     private readonly labelForContainers: LabelForContainers,
   ) {}
 
-  /** Labels `root` for containers where SELinux is on; nothing elsewhere. Throws when labelling fails. */
+  /** Labels `root` for containers where SELinux is on; nothing elsewhere. Throws when labelling fails, or when podman cannot say. */
   async prepare(root: string): Promise<void> {
-    if (await this.selinuxEnabled()) await this.labelForContainers(root);
-  }
-
-  private selinuxEnabled(): Promise<boolean> {
-    this.enabled ??= this.cli.run(['info', '--format', '{{.Host.Security.SELinuxEnabled}}']).then(
-      ({ stdout }) => stdout.trim() === 'true',
-      (error: unknown) => {
-        // Asked again by the next probe rather than kept as an answer.
-        this.enabled = undefined;
-        throw error;
-      },
-    );
-    return this.enabled;
+    if ((await this.info.host()).selinuxEnabled) await this.labelForContainers(root);
   }
 }
 
