@@ -47,14 +47,14 @@ describe('podman parking decisions', () => {
   });
 
   it('a frozen replica is stopped once its warm period is over, and a stopped one stays stopped', () => {
-    const parked = { record: replica('a', 'running'), mode: 'warm' as const, draining: false };
+    const parked = { record: replica('a', 'running'), mode: 'warm' as const, draining: false, stopping: false };
     assert.deepEqual(parkingStep(jobOf(parkedSpec(), [], parked), WARM_UNTIL.getTime() - 1), { step: 'none' });
     assert.deepEqual(parkingStep(jobOf(parkedSpec(), [], parked), WARM_UNTIL.getTime()), { step: 'cool' });
     assert.deepEqual(parkingStep(jobOf(parkedSpec(), [], { ...parked, mode: 'cold' }), WARM_UNTIL.getTime() + 1), { step: 'none' });
   });
 
   it('a wake (a count above 0) resumes the parked replica of the same version; anything else discards it', () => {
-    const parked = { record: replica('a', 'running'), mode: 'warm' as const, draining: false };
+    const parked = { record: replica('a', 'running'), mode: 'warm' as const, draining: false, stopping: false };
     assert.deepEqual(parkingStep(jobOf(sampleSpec({ version: 3, count: 1 }), [], parked), T0), { step: 'resume' });
     assert.deepEqual(parkingStep(jobOf(sampleSpec({ version: 4, count: 1 }), [], parked), T0), { step: 'discard' }, 'a redeploy while parked');
     assert.deepEqual(parkingStep(jobOf(sampleSpec({ version: 3, count: 0 }), [], parked), T0), { step: 'discard' }, "its owner's scale to 0 stops it for good");
@@ -63,10 +63,17 @@ describe('podman parking decisions', () => {
   });
 
   it('a replica still in its drain period is woken as it is, discarded like a parked one, and never cooled', () => {
-    const draining = { record: replica('a', 'running'), mode: 'warm' as const, draining: true };
+    const draining = { record: replica('a', 'running'), mode: 'warm' as const, draining: true, stopping: false };
     assert.deepEqual(parkingStep(jobOf(sampleSpec({ version: 3, count: 1 }), [], draining), T0), { step: 'resume' });
     assert.deepEqual(parkingStep(jobOf(sampleSpec({ version: 4, count: 1 }), [], draining), T0), { step: 'discard' });
     assert.deepEqual(parkingStep(jobOf(parkedSpec(), [], draining), WARM_UNTIL.getTime()), { step: 'none' }, 'not frozen yet: nothing to stop before its drain ends');
+  });
+
+  it('a replica being stopped (cold parking, or cooling) is never cooled again; a wake or a discard is still the next step, done once it has stopped', () => {
+    const stopping = { record: replica('a', 'running'), mode: 'warm' as const, draining: false, stopping: true };
+    assert.deepEqual(parkingStep(jobOf(parkedSpec(), [], stopping), WARM_UNTIL.getTime()), { step: 'none' });
+    assert.deepEqual(parkingStep(jobOf(sampleSpec({ version: 3, count: 1 }), [], stopping), T0), { step: 'resume' });
+    assert.deepEqual(parkingStep(jobOf(sampleSpec({ version: 4, count: 1 }), [], stopping), T0), { step: 'discard' });
   });
 
   it('after a restart of the control API, a paused container is the parked replica (warm), an exited one only while the job is parked (cold)', () => {
@@ -75,7 +82,7 @@ describe('podman parking decisions', () => {
     assert.equal(adoptsAsParked(jobOf(parkedSpec(), []), { state: 'exited' }), 'cold');
     assert.equal(adoptsAsParked(jobOf(sampleSpec({ count: 1 }), []), { state: 'exited' }), null, 'an exit of a running job is a crash');
     assert.equal(adoptsAsParked(jobOf(parkedSpec(), []), { state: 'running' }), null);
-    assert.equal(adoptsAsParked(jobOf(parkedSpec(), [], { record: replica('a', 'running'), mode: 'warm', draining: false }), { state: 'paused' }), null, 'one parked replica per job');
+    assert.equal(adoptsAsParked(jobOf(parkedSpec(), [], { record: replica('a', 'running'), mode: 'warm', draining: false, stopping: false }), { state: 'paused' }), null, 'one parked replica per job');
   });
 
   it('warm until the instant its period ends', () => {

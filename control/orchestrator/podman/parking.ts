@@ -22,6 +22,12 @@ export interface ParkedReplica {
    * its way, before it is frozen or stopped. A wake meanwhile routes it again as it is.
    */
   draining: boolean;
+  /**
+   * Its stop (a cold park's, or the end of its warm period) runs: SIGTERM, then up to
+   * STOP_TIMEOUT_SECONDS. A wake meanwhile starts it once it has stopped; a discard removes
+   * it then. Neither meets a container half stopped.
+   */
+  stopping: boolean;
 }
 
 export interface ParkingJob extends ReplicaJob {
@@ -58,7 +64,7 @@ export function parkingStep(job: ParkingJob, nowMs: number): ParkingStep {
     const sameVersion = parked.record.spec.version === spec.version && !stableBeside(spec);
     if (spec.count > 0 && sameVersion) return { step: 'resume' };
     if (!parking || !sameVersion) return { step: 'discard' };
-    return parked.mode === 'warm' && !parked.draining && modeAt(parking.warmUntil, nowMs) === 'cold' ? { step: 'cool' } : NONE;
+    return parked.mode === 'warm' && !parked.draining && !parked.stopping && modeAt(parking.warmUntil, nowMs) === 'cold' ? { step: 'cool' } : NONE;
   }
   if (!parking) return NONE;
   const candidate = [...job.replicas.values()].find((r) => r.state === 'running' && !r.busy && r.spec.version === spec.version);
@@ -92,6 +98,12 @@ export const resumedEvent = (record: ReplicaRecord, mode: ParkingMode): ReplicaE
   replicaId: record.id,
   type: 'woken',
   message: mode === 'warm' ? 'thawed: routable with its memory intact' : 'started again from its stopped container',
+});
+
+export const wokenWhileStoppingEvent = (record: ReplicaRecord): ReplicaEvent => ({
+  replicaId: record.id,
+  type: 'woken',
+  message: 'woken while it was being stopped: started again once stopped',
 });
 
 export const takenBackEvent = (record: ReplicaRecord): ReplicaEvent => ({

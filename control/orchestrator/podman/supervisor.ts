@@ -249,7 +249,7 @@ export class Supervisor {
     if (parkedMode) {
       // Running as far as its state goes: a thaw routes it once a look has read its address.
       record.state = 'running';
-      job.parked = { record, mode: parkedMode, draining: false };
+      job.parked = { record, mode: parkedMode, draining: false, stopping: false };
       this.parts.jobs.record(job.spec.agentId, { ...event, message: `${event.message}: the agent's parked replica (${parkedMode})` });
       return true;
     }
@@ -267,8 +267,10 @@ export class Supervisor {
     const next = plan(job);
     const stable = stableBeside(job.spec);
     if (next.crashedStable.length > 0) this.retire(job, next.crashedStable, `crashed past its restart budget beside the canary: replaced by a new replica of version ${stable?.version}`);
-    await this.launchAll(job, job.spec, next.launch, true);
-    if (stable) await this.launchAll(job, stable, next.launchStable, false);
+    // While a parked replica stops, a wake is for it, and a redeploy waits for its removal: nothing starts until it has stopped (stopParked).
+    const parkedStopping = job.parked?.stopping === true;
+    await this.launchAll(job, job.spec, parkedStopping ? 0 : next.launch, true);
+    if (stable) await this.launchAll(job, stable, parkedStopping ? 0 : next.launchStable, false);
     if (next.surplus.length > 0) this.retire(job, next.surplus, 'scaled down');
     if (next.aborted.length > 0) this.retire(job, next.aborted, `canary aborted: version ${job.spec.version} serves alone`);
     if (next.replaced.length > 0) this.retire(job, next.replaced, `replaced by version ${job.spec.version}`);
@@ -291,7 +293,7 @@ export class Supervisor {
       const { record, mode } = step;
       // Out of routing first, and the drain period for a request already on its way, as any
       // retirement: outside the queue, so other agents' steps (their wakes) do not wait for it.
-      const parking: ParkedReplica = { record, mode, draining: true };
+      const parking: ParkedReplica = { record, mode, draining: true, stopping: false };
       job.replicas.delete(record.id);
       job.parked = parking;
       record.busy = true;
@@ -300,12 +302,16 @@ export class Supervisor {
         // A wake, a redeploy or the agent's removal during the drain took it: nothing to freeze or stop.
         if (jobs.get(agentId) !== job || job.parked !== parking) return;
         parking.draining = false;
-        await this.parkingCall(job, record, () => (mode === 'warm' ? containers.pause(record.id) : containers.stop(record.id)), () => parkedEvent(record, mode, job.spec.parked?.warmUntil ?? null));
+        // A freeze takes no signal and is quick: in the queue. A stop waits for the process to end: beside it.
+        if (mode === 'warm') await this.parkingCall(job, record, () => containers.pause(record.id), () => parkedEvent(record, mode, job.spec.parked?.warmUntil ?? null));
+        else this.stopParked(job, parking, { frozen: false }, () => parkedEvent(record, mode, null));
       });
       return null;
     }
     const parked = job.parked!;
     const { record } = parked;
+    // A wake or a discard during its stop is done once it has stopped (stopParked): never on a container half stopped.
+    if (parked.stopping) return null;
     if (step.step === 'discard') {
       job.parked = null;
       void this.removeOutsideQueue([{ id: record.id, agentId, frozen: parked.mode === 'warm' && !parked.draining }]);
@@ -313,10 +319,7 @@ export class Supervisor {
     }
     if (step.step === 'cool') {
       parked.mode = 'cold';
-      await this.parkingCall(job, record, async () => {
-        await containers.unpause(record.id);
-        await containers.stop(record.id);
-      }, () => cooledEvent(record));
+      this.stopParked(job, parked, { frozen: true }, () => cooledEvent(record));
       return null;
     }
     job.parked = null;
@@ -341,6 +344,45 @@ export class Supervisor {
     }, () => resumedEvent(record, parked.mode));
     if (resumed) job.replicas.set(record.id, record);
     return resumed;
+  }
+
+  /**
+   * Stops a parked replica beside the queue, thawed first if `frozen` (a frozen container
+   * takes no signal): a stop waits up to STOP_TIMEOUT_SECONDS for the process to end (all of
+   * it for a PID 1 with no SIGTERM handler, which ignores the signal), and in the queue it held
+   * every other agent's steps, wakes included, for as long. It stays the job's parked replica
+   * meanwhile, `stopping`: no tick adopts it, and what the job asked meanwhile (a wake, a
+   * redeploy's discard) is done by a tick once it has stopped. On failure its container goes
+   * and the job is parked no more, as for any parking call.
+   */
+  private stopParked(job: PodmanJob, parking: ParkedReplica, { frozen }: { frozen: boolean }, event: () => ReplicaEvent): void {
+    const { containers, jobs } = this.parts;
+    const { record } = parking;
+    const agentId = job.spec.agentId;
+    parking.stopping = true;
+    record.busy = true;
+    let failure: unknown = null;
+    this.outsideQueue(async () => {
+      try {
+        if (frozen) await containers.unpause(record.id);
+        await containers.stop(record.id);
+      } catch (error) {
+        failure = error;
+      }
+    }, async () => {
+      parking.stopping = false;
+      record.busy = false;
+      // The agent was removed meanwhile, and the container with it.
+      if (jobs.get(agentId) !== job || job.parked !== parking) return;
+      if (failure) {
+        jobs.record(agentId, { replicaId: record.id, type: 'park_failed', message: `${describe(failure)}: removed; a wake starts a fresh replica` });
+        job.parked = null;
+        void this.removeOutsideQueue([{ id: record.id, agentId, frozen: false }]);
+      } else {
+        jobs.record(agentId, event());
+      }
+      if (failure || parkingStep(job, this.parts.clock.now().getTime()).step !== 'none') await this.tick([agentId]);
+    });
   }
 
   /** One podman call of parking for the parked replica; on failure its container goes and the job is parked no more. */

@@ -12,10 +12,12 @@ import { TEST_IMAGE } from './support/test-image.js';
  * The podman driver runs every step in one queue (control/orchestrator/podman/driver.ts),
  * and a wake is a step. Removing a container no job wants any more (a deleted agent's, a
  * stray, a parked replica discarded) is a `podman rm` that waits up to STOP_TIMEOUT_SECONDS
- * for the process to end on SIGTERM. Those removals ran in the queue, so each held back
- * every other agent's steps for as long. They run outside it now (supervisor.ts,
- * removeOutsideQueue): here another agent's scale completes while such a container is
- * still stopping, and the container goes after.
+ * for the process to end on SIGTERM, and so is stopping a parked replica (a cold park, the
+ * end of a warm period). They ran in the queue, so each held back every other agent's steps
+ * for as long. They run outside it now (supervisor.ts, removeOutsideQueue and stopParked):
+ * here another agent's scale completes while such a container is still stopping, and the
+ * container goes (or stops) after. A wake during a parked replica's stop starts that same
+ * replica once it has stopped, and no other.
  *
  * The test image's process is PID 1 of its container with no SIGTERM handler, so the
  * kernel ignores the signal and every removal takes the whole stop timeout: a long one,
@@ -24,13 +26,17 @@ import { TEST_IMAGE } from './support/test-image.js';
  */
 const STOP_TIMEOUT_SECONDS = 20;
 
-describe('podman: removals outside the driver queue', function () {
+describe('podman: removals and stops outside the driver queue', function () {
   this.timeout(240_000);
   let control: TestControl;
   let token: string;
 
   before(async () => {
     control = await startControl({ STOP_TIMEOUT_SECONDS: String(STOP_TIMEOUT_SECONDS), RECONCILE_INTERVAL_SECONDS: '3600' }, { orchestrate: true });
+  });
+
+  // An account each: the free plan's replica limit counts every agent of one.
+  beforeEach(async () => {
     ({ token } = await control.signUp());
   });
 
@@ -85,6 +91,47 @@ describe('podman: removals outside the driver queue', function () {
     await scaleUp(neighbour.id);
     assert.equal(await containerState(stray), 'stopping', "the neighbour's scale did not wait for the stray's removal");
     await untilGone(stray);
+  });
+
+  it("a cold park: another agent's scale completes while the replica stops; a wake meanwhile starts that same replica once stopped", async () => {
+    const neighbour = await createRunningAgent(control, token);
+    const parked = await createRunningAgent(control, token);
+    await control.driver.scale(parked.id, 0, { warmUntil: null });
+    await untilStopping(parked.replica.id);
+
+    await scaleUp(neighbour.id);
+    assert.equal(await containerState(parked.replica.id), 'stopping', "the neighbour's scale did not wait for the park's stop");
+
+    // A wake during the stop: it waits for that replica, and nothing else starts meanwhile.
+    await control.driver.scale(parked.id, 1);
+    assert.deepEqual((await control.driver.status(parked.id))!.replicas, [], 'no fresh replica beside the one stopping');
+    assert.equal(await containerState(parked.replica.id), 'stopping');
+    const woken = await waitFor('the same replica running again', async () => {
+      const replicas = (await control.driver.status(parked.id))!.replicas;
+      return replicas.length === 1 && replicas[0]!.state === 'running' && replicas[0]!.address ? replicas[0] : undefined;
+    }, (STOP_TIMEOUT_SECONDS + 30) * 1000);
+    assert.equal(woken.id, parked.replica.id, 'started again from its stopped container, not replaced');
+    const events = (await control.driver.status(parked.id))!.events.filter((e) => e.replicaId === parked.replica.id).map((e) => e.type);
+    assert.deepEqual(events.slice(events.lastIndexOf('parked')), ['parked', 'woken', 'ready'], events.join(', '));
+    const containers = await podman(control, ['ps', '--all', '--filter', `label=${LABEL.agentId}=${parked.id}`, '--format', '{{.Names}}']);
+    assert.deepEqual(containers.stdout.trim().split('\n'), [parked.replica.id]);
+  });
+
+  it("a warm period's end: another agent's scale completes while the thawed replica stops, then it stays stopped", async () => {
+    const neighbour = await createRunningAgent(control, token);
+    const parked = await createRunningAgent(control, token);
+    // The driver lives in real time (test/support/control-harness.ts): a warm period of a few seconds.
+    await control.driver.scale(parked.id, 0, { warmUntil: new Date(Date.now() + 6_000) });
+    await waitFor('the parked replica frozen after its drain', async () => ((await containerState(parked.replica.id)) === 'paused' ? true : undefined), 5_000, 50);
+
+    await untilStopping(parked.replica.id);
+    await scaleUp(neighbour.id);
+    assert.equal(await containerState(parked.replica.id), 'stopping', "the neighbour's scale did not wait for the cooling stop");
+    await waitFor('the replica stopped (cold), and said so', async () => {
+      const last = (await control.driver.status(parked.id))!.events.filter((e) => e.replicaId === parked.replica.id).at(-1);
+      return last?.message === 'warm period over: stopped (cold)' ? true : undefined;
+    }, (STOP_TIMEOUT_SECONDS + 30) * 1000);
+    assert.equal(await containerState(parked.replica.id), 'exited');
   });
 
   it("a parked replica discarded: the owner's scale to 0 returns while it stops, then it goes", async () => {
