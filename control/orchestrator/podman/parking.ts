@@ -100,12 +100,6 @@ export const resumedEvent = (record: ReplicaRecord, mode: ParkingMode): ReplicaE
   message: mode === 'warm' ? 'thawed: routable with its memory intact' : 'started again from its stopped container',
 });
 
-export const wokenWhileStoppingEvent = (record: ReplicaRecord): ReplicaEvent => ({
-  replicaId: record.id,
-  type: 'woken',
-  message: 'woken while it was being stopped: started again once stopped',
-});
-
 export const takenBackEvent = (record: ReplicaRecord): ReplicaEvent => ({
   replicaId: record.id,
   type: 'woken',

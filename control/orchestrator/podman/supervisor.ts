@@ -579,11 +579,23 @@ export class Supervisor {
     if (this.parts.settings.drainMs > 0) await new Promise((resolve) => setTimeout(resolve, this.parts.settings.drainMs));
   }
 
-  /** `work` now, outside the queue; then `apply`, what it changes of the jobs, in the queue. A close waits for both, and so does the caller who awaits what this returns. */
+  /**
+   * `work` now, outside the queue; then `apply`, what it changes of the jobs, in the queue,
+   * even when work failed (a network's removal whose firewall change nft refused): what
+   * apply releases (`leaving`) would otherwise be held for good. The queue reports either
+   * failure, as it does a step's. A close waits for both, and so does the caller who awaits
+   * what this returns.
+   */
   private outsideQueue(work: () => Promise<void>, apply: () => Promise<void>): Promise<void> {
+    const { queue } = this.parts;
     const done: Promise<void> = work()
-      .then(() => this.parts.queue.run(apply))
-      // The queue reported apply's failure. Work does not fail: a drain is a timer, and containers.remove logs its own.
+      .then(
+        () => queue.run(apply),
+        (error: unknown) => queue.run(async () => {
+          await apply();
+          throw error;
+        }),
+      )
       .catch(() => undefined)
       .finally(() => this.outside.delete(done));
     this.outside.add(done);
