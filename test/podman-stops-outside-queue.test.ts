@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { stateDirectoryOf } from '../control/orchestrator/podman/host.js';
 import { LABEL } from '../control/orchestrator/podman/run-args.js';
@@ -26,6 +26,18 @@ import { TEST_IMAGE } from './support/test-image.js';
  */
 const STOP_TIMEOUT_SECONDS = 20;
 
+const containerStateOn = async (control: TestControl, name: string) =>
+  (await podman(control, ['container', 'inspect', '--format', '{{.State.Status}}', name])).stdout.trim();
+const untilStoppingOn = (control: TestControl, name: string) =>
+  waitFor(`${name} stopping`, async () => ((await containerStateOn(control, name)) === 'stopping' ? true : undefined), 30_000, 50);
+
+/** Scales the agent up by one through the driver; returns once the new replica's container was created. */
+async function scaleUpOn(control: TestControl, agentId: string): Promise<void> {
+  const before = (await control.driver.status(agentId))!.replicas.length;
+  await control.driver.scale(agentId, before + 1);
+  assert.equal((await control.driver.status(agentId))!.replicas.length, before + 1);
+}
+
 describe('podman: removals and stops outside the driver queue', function () {
   this.timeout(240_000);
   let control: TestControl;
@@ -44,17 +56,11 @@ describe('podman: removals and stops outside the driver queue', function () {
     await control?.close();
   });
 
-  const containerState = async (name: string) => (await podman(control, ['container', 'inspect', '--format', '{{.State.Status}}', name])).stdout.trim();
+  const containerState = (name: string) => containerStateOn(control, name);
   const exists = async (name: string) => (await podman(control, ['container', 'exists', name])).code === 0;
-  const untilStopping = (name: string) => waitFor(`${name} stopping`, async () => ((await containerState(name)) === 'stopping' ? true : undefined), 30_000, 50);
+  const untilStopping = (name: string) => untilStoppingOn(control, name);
   const untilGone = (name: string) => waitFor(`${name} removed`, async () => (!(await exists(name)) ? true : undefined), (STOP_TIMEOUT_SECONDS + 30) * 1000);
-
-  /** Scales the agent up by one through the driver; returns once the new replica's container was created. */
-  async function scaleUp(agentId: string): Promise<void> {
-    const before = (await control.driver.status(agentId))!.replicas.length;
-    await control.driver.scale(agentId, before + 1);
-    assert.equal((await control.driver.status(agentId))!.replicas.length, before + 1);
-  }
+  const scaleUp = (agentId: string) => scaleUpOn(control, agentId);
 
   it("an agent's deletion: another agent's scale completes while its container stops, then its container, network and token go", async () => {
     const neighbour = await createRunningAgent(control, token);
@@ -146,5 +152,51 @@ describe('podman: removals and stops outside the driver queue', function () {
     await untilGone(parked.replica.id);
     const status = (await control.driver.status(parked.id))!;
     assert.deepEqual(status.replicas, [], 'not adopted again while it stopped');
+  });
+});
+
+/**
+ * The one restart the driver makes of a running replica: an adopted replica that mounts a
+ * token directory other than the one this control API writes is restarted, so that podman
+ * mounts the current one (supervisor.ts, remountTokens; test/podman-token-mount.test.ts).
+ * Its stop waits the whole stop timeout too, and it runs beside the queue as well.
+ */
+describe('podman: a token-directory remount outside the driver queue', function () {
+  this.timeout(240_000);
+  const env = { STOP_TIMEOUT_SECONDS: String(STOP_TIMEOUT_SECONDS), RECONCILE_INTERVAL_SECONDS: '3600' };
+  let first: TestControl | undefined;
+  let second: TestControl | undefined;
+  let firstCrashed = false;
+  after(async () => {
+    // The second control API adopted everything the first left running: it removes it all.
+    if (second) await second.close();
+    else if (first && !firstCrashed) await first.close();
+  });
+
+  it("another agent's scale completes while the replica restarts; then it runs, the same container, reading the current token", async () => {
+    first = await startControl(env, { orchestrate: true });
+    const { token } = await first.signUp();
+    const neighbour = await createRunningAgent(first, token);
+    const remounted = await createRunningAgent(first, token);
+    const tokenDirectory = join(stateDirectoryOf(first.config.podman), 'agent-tokens', remounted.replica.id);
+    await first.crash();
+    firstCrashed = true;
+    // What the next start sees when its /tmp is not the last one's: the same path, another directory.
+    rmSync(tokenDirectory, { recursive: true, force: true });
+    mkdirSync(tokenDirectory, { recursive: true });
+
+    second = await startControl(env, { orchestrate: true, resume: { database: first.database } });
+    const control = second;
+    await untilStoppingOn(control, remounted.replica.id);
+    await scaleUpOn(control, neighbour.id);
+    assert.equal(await containerStateOn(control, remounted.replica.id), 'stopping', "the neighbour's scale did not wait for the remount's restart");
+
+    const back = await waitFor('the replica running and routed again', async () => {
+      const replicas = (await control.driver.status(remounted.id))!.replicas;
+      return replicas.length === 1 && replicas[0]!.state === 'running' && replicas[0]!.address ? replicas[0] : undefined;
+    }, (STOP_TIMEOUT_SECONDS + 30) * 1000);
+    assert.equal(back.id, remounted.replica.id, 'the same container, restarted, not replaced');
+    const seen = await podman(control, ['exec', remounted.replica.id, 'cat', '/run/agent-services/token']);
+    assert.equal(seen.stdout.trim(), readFileSync(join(tokenDirectory, 'token'), 'utf8').trim(), 'it reads the token this control API writes');
   });
 });

@@ -71,7 +71,7 @@ export class Supervisor {
   private timer: NodeJS.Timeout | undefined;
   /** The quick look scheduled while a replica starts, if any. */
   private soon: NodeJS.Timeout | undefined;
-  /** Drain periods and stops under way outside the queue (retire, keepParked, removeOutsideQueue); a close waits for them. */
+  /** Drain periods and stops under way outside the queue (retire, keepParked, remountTokens, removeOutsideQueue); a close waits for them. */
   private readonly outside = new Set<Promise<void>>();
   /** Containers being removed outside the queue, by replica id, with their agent's id: no tick adopts them or takes them for strays. */
   private readonly leaving = new Map<string, string>();
@@ -464,28 +464,44 @@ export class Supervisor {
    * restarted: podman mounts the path anew from where this process sees it. Left alone, it
    * would keep its last token and fail every session call once that expired. It leaves
    * routing first, and is routed again once it proves ready, as after any restart.
+   * The restart runs beside the queue, as any stop: it waits up to STOP_TIMEOUT_SECONDS for
+   * the process to end, and in the queue held every other agent's steps, wakes included, for
+   * as long. Meanwhile the replica is busy, so no look, start or parking takes it; a
+   * retirement (a scale down, a redeploy) or its agent's removal still may, and then its
+   * removal has the container, and the restart's end changes nothing.
    */
-  private async remountTokens(job: PodmanJob, record: ReplicaRecord): Promise<void> {
+  private remountTokens(job: PodmanJob, record: ReplicaRecord): void {
+    const { containers, jobs } = this.parts;
     const agentId = job.spec.agentId;
     record.busy = true;
-    try {
-      this.parts.jobs.record(agentId, {
-        replicaId: record.id,
-        type: 'restarting',
-        message: 'its container mounts a token directory other than the one this control API writes (PODMAN_STATE_DIR): restarting it to mount the current one',
-      });
-      if (record.address !== null) {
-        record.address = null;
-        this.notify([agentId]);
-      }
-      await this.parts.containers.restart(record.id);
-      restarted(record, this.parts.clock.now());
-      record.addressOf = null;
-    } catch (error) {
-      this.parts.jobs.record(agentId, failed(record, describe(error)));
-    } finally {
-      record.busy = false;
+    jobs.record(agentId, {
+      replicaId: record.id,
+      type: 'restarting',
+      message: 'its container mounts a token directory other than the one this control API writes (PODMAN_STATE_DIR): restarting it to mount the current one',
+    });
+    if (record.address !== null) {
+      record.address = null;
+      this.notify([agentId]);
     }
+    let failure: unknown = null;
+    this.outsideQueue(async () => {
+      try {
+        await containers.restart(record.id);
+      } catch (error) {
+        failure = error;
+      }
+    }, async () => {
+      record.busy = false;
+      if (jobs.get(agentId) !== job || job.replicas.get(record.id) !== record || record.state === 'stopping') return;
+      if (failure) {
+        jobs.record(agentId, failed(record, describe(failure)));
+      } else {
+        restarted(record, this.parts.clock.now());
+        record.addressOf = null;
+      }
+      this.notify([agentId]);
+      this.lookSoonWhileStarting();
+    });
   }
 
   private async restart(job: PodmanJob, record: ReplicaRecord, containerExists: boolean): Promise<void> {
