@@ -140,6 +140,23 @@ describe('podman: removals and stops outside the driver queue', function () {
     assert.equal(await containerState(parked.replica.id), 'exited');
   });
 
+  it("an agent deleted while its parked replica stops: the deletion's removal meets the stop, and nothing of the agent is left", async () => {
+    const parked = await createRunningAgent(control, token);
+    await control.driver.scale(parked.id, 0, { warmUntil: null });
+    await untilStopping(parked.replica.id);
+
+    // podman lets an rm at a container another call is stopping (libpod's stop leaves it Stopping and unlocked).
+    const deleted = await control.request('DELETE', `/agents/${parked.id}`, { token });
+    assert.equal(deleted.status, 204, JSON.stringify(deleted.body));
+    await untilGone(parked.replica.id);
+    await waitFor("the deleted agent's network removed", async () => (networkExists(`agent-${parked.id}`) ? undefined : true), 30_000);
+    // The stop's end, applied in the queue, finds the agent gone: it starts, records and adopts nothing.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const left = await podman(control, ['ps', '--all', '--filter', `label=${LABEL.agentId}=${parked.id}`, '--format', '{{.Names}}']);
+    assert.equal(left.stdout.trim(), '', 'no container of the deleted agent');
+    assert.equal(await control.driver.status(parked.id), null, 'no job of it either');
+  });
+
   it("a parked replica discarded: the owner's scale to 0 returns while it stops, then it goes", async () => {
     const parked = await createRunningAgent(control, token);
     await control.driver.scale(parked.id, 0, { warmUntil: new Date(Date.now() + 600_000) });

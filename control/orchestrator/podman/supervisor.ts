@@ -564,6 +564,12 @@ export class Supervisor {
    * token. A frozen one is thawed first, so that the stop timeout's SIGTERM reaches it. The
    * networks of `networksOf` go after the containers, each unless a job claims its agent
    * again or another removal of its agent's containers is still under way.
+   * What podman does meanwhile (containers/podman at c6580b4a52): `(*Container).stop` in
+   * libpod/container_internal.go sets ContainerStateStopping and unlocks the container before
+   * waiting on it (#8501), so a tick's `podman ps` is not held by a long stop, and a second
+   * stop or rm of a stopping container is allowed (its ensureState takes Stopping): a
+   * deletion's rm may meet a parked replica's stop. `removeContainer` in libpod/runtime_ctr.go
+   * kills a paused container with signal 9 and no stop timeout, hence the thaw first.
    */
   private removeOutsideQueue(replicas: LeavingReplica[], { networksOf = [] }: { networksOf?: string[] } = {}): Promise<void> {
     for (const { id, agentId } of replicas) this.leaving.set(id, agentId);
