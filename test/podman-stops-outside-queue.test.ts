@@ -181,29 +181,25 @@ describe('podman: removals and stops outside the driver queue', function () {
 describe('podman: a token-directory remount outside the driver queue', function () {
   this.timeout(240_000);
   const env = { STOP_TIMEOUT_SECONDS: String(STOP_TIMEOUT_SECONDS), RECONCILE_INTERVAL_SECONDS: '3600' };
-  let first: TestControl | undefined;
-  let second: TestControl | undefined;
-  let firstCrashed = false;
-  after(async () => {
-    // The second control API adopted everything the first left running: it removes it all.
-    if (second) await second.close();
-    else if (first && !firstCrashed) await first.close();
-  });
+  /** The control API running now: its close removes what it runs, which after the crash is all the first one started. */
+  let running: TestControl | undefined;
+  after(() => running?.close());
 
   it("another agent's scale completes while the replica restarts; then it runs, the same container, reading the current token", async () => {
-    first = await startControl(env, { orchestrate: true });
+    const first = await startControl(env, { orchestrate: true });
+    running = first;
     const { token } = await first.signUp();
     const neighbour = await createRunningAgent(first, token);
     const remounted = await createRunningAgent(first, token);
     const tokenDirectory = join(stateDirectoryOf(first.config.podman), 'agent-tokens', remounted.replica.id);
     await first.crash();
-    firstCrashed = true;
+    running = undefined;
     // What the next start sees when its /tmp is not the last one's: the same path, another directory.
     rmSync(tokenDirectory, { recursive: true, force: true });
     mkdirSync(tokenDirectory, { recursive: true });
 
-    second = await startControl(env, { orchestrate: true, resume: { database: first.database } });
-    const control = second;
+    const control = await startControl(env, { orchestrate: true, resume: { database: first.database } });
+    running = control;
     await untilStoppingOn(control, remounted.replica.id);
     await scaleUpOn(control, neighbour.id);
     assert.equal(await containerStateOn(control, remounted.replica.id), 'stopping', "the neighbour's scale did not wait for the remount's restart");
