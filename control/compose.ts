@@ -269,7 +269,7 @@ export function buildServices({ config, db, redis, clock, logger, driver, billin
     /** Who a bearer token at the agent services speaks for: a platform token, or on Nomad a task's workload identity. */
     replicaCredentials: new ReplicaCredentials(agentTokens, clock, nomadIdentities),
     agentSessions: new AgentSessionService({ db, box, clock, limiter: new LeasedWindowLimiter(limiter), limits: config.agentServices.sessions }),
-    sessionOwners: new SessionOwnerService(db, clock),
+    sessionOwners: new SessionOwnerService(db, clock, box),
     traceIngest: new TraceIngest({ db, redis, clock, limiter, settings: config.traces, onDropped: onSpansDropped, forwarder }),
     invocations: new InvocationService(db),
     /** OpenID Connect sign-in per account (issue 39); the provider's answers are verified by openid-client. */

@@ -1050,6 +1050,33 @@ describe('agent services: sessions', () => {
       assert.deepEqual([paged.body.total, paged.body.page_size, paged.body.has_next], [3, 2, false]);
     });
 
+    it("shows one session's messages to members, audited as session.read, without moving its expiry; a viewer 403, another account 404, an unknown or expired id 404", async () => {
+      const { owner, agent, token } = await agentWithToken({ deploy: { session_ttl_seconds: 60 } });
+      const member = await signUpMember(control, owner.user.account_id, 'member');
+      const viewer = await signUpMember(control, owner.user.account_id, 'viewer');
+      const stranger = await control.signUp();
+      expectStatus(await append(token, 'conv-1', 0, [turn(0), turn(1)]), 200);
+      // An append after the base: the read joins them, as a replica's read does.
+      const written = await append(token, 'conv-1', 1, [turn(2)]);
+      expectStatus(written, 200);
+      control.clock.advance(5000);
+
+      const shown = await control.request('GET', `/agents/${agent.id}/sessions/conv-1`, { token: member.token });
+      expectStatus(shown, 200);
+      assert.deepEqual(shown.body.messages, [turn(0), turn(1), turn(2)]);
+      assert.deepEqual([shown.body.session_id, shown.body.version, shown.body.message_count, shown.body.size_bytes], ['conv-1', 2, 3, written.body.size_bytes]);
+      assert.equal(shown.body.expires_at, written.body.expires_at, "the owner's read is no use of the session");
+      const event = await expectOneEvent(control, owner.token, shown, { action: 'session.read', actor: userActor(member.user), target: { type: 'agent_session', id: 'conv-1' } });
+      assert.ok(!JSON.stringify(event).includes('turn 0'), 'the event holds no message');
+      assert.equal((await auditEvents(control, owner.token, `agent_id=${agent.id}&action=session.read`)).length, 1, 'the event carries its agent');
+
+      expectError(await control.request('GET', `/agents/${agent.id}/sessions/conv-1`, { token: viewer.token }), 403, 'AUTHORISATION_DENIED');
+      expectError(await control.request('GET', `/agents/${agent.id}/sessions/conv-1`, { token: stranger.token }), 404, 'NOT_FOUND');
+      expectError(await control.request('GET', `/agents/${agent.id}/sessions/conv-2`, { token: owner.token }), 404, 'SESSION_NOT_FOUND');
+      control.clock.advance(Date.parse(written.body.expires_at) - control.clock.now().getTime());
+      expectError(await control.request('GET', `/agents/${agent.id}/sessions/conv-1`, { token: owner.token }), 404, 'SESSION_NOT_FOUND');
+    });
+
     it('deletes a session for a writer, audited as session.delete; a viewer may not, another account gets 404', async () => {
       const { owner, agent, token } = await agentWithToken();
       const viewer = await signUpMember(control, owner.user.account_id, 'viewer');

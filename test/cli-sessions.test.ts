@@ -47,6 +47,8 @@ describe('agentctl sessions', function () {
         [['sessions', 'rm', 'support-bot', '..'], /"\.\." is no session id/],
         [['sessions', 'rm', 'support-bot', '.'], /"\." is no session id/],
         [['sessions', 'rm', 'support-bot', ''], /"" is no session id/],
+        [['sessions', 'show', 'support-bot'], /Not enough non-option arguments/],
+        [['sessions', 'show', 'support-bot', '..'], /"\.\." is no session id/],
       ];
       for (const [args, message] of refused) {
         const result = await user.run(args);
@@ -56,15 +58,15 @@ describe('agentctl sessions', function () {
       assert.equal((await user.run(['sessions', 'list', 'agt_x'])).code, 3, 'a well-formed command goes on to the API');
     });
 
-    it('has help with examples for list and rm, and completes them', async () => {
-      for (const verb of ['list', 'rm']) {
+    it('has help with examples for list, show and rm, and completes them', async () => {
+      for (const verb of ['list', 'show', 'rm']) {
         const help = await user.run(['sessions', verb, '--help']);
         assert.equal(help.code, 0);
         assert.match(help.stdout, new RegExp(`^Examples:\\n {2}agentctl sessions ${verb} support-bot`, 'm'));
       }
       assert.match((await user.run(['--help'])).stdout, /^ {2}agentctl sessions <command> /m);
       const offered = (await user.run(['--get-yargs-completions', 'sessions', ''], { SHELL: '/bin/bash' })).stdout.trim().split('\n');
-      assert.deepEqual(offered.sort(), ['list', 'rm']);
+      assert.deepEqual(offered.sort(), ['list', 'rm', 'show']);
     });
   });
 
@@ -163,6 +165,32 @@ describe('agentctl sessions', function () {
       const unknown = await user.run(['sessions', 'list', 'nobody-here']);
       assert.equal(unknown.code, 1);
       assert.match(unknown.stderr, /^agentctl: NOT_FOUND: /);
+    });
+
+    it("show prints a session's messages, one JSON message a line, and its size and use on stderr; --json the API's answer; a viewer is refused", async () => {
+      const agent = await newAgent('recalls');
+      const turns = [[turn(0), turn(1)], [turn(2, 'line one\nline two')]];
+      await writeSession(control, agent.id, 'conv-1', turns);
+
+      const result = await user.run(['sessions', 'show', agent.slug, 'conv-1']);
+      assert.equal(result.code, 0, result.stderr);
+      assert.deepEqual(result.stdout.trim().split('\n').map((line) => JSON.parse(line)), turns.flat(), 'every message, oldest first, each on its own line');
+      const answer = (await control.request('GET', `/agents/${agent.id}/sessions/conv-1`, { token })).body;
+      assert.equal(result.stderr.trim(), `conv-1 of recalls: 3 messages, ${bytesOf(turns)} B, version 2, last used ${answer.last_used_at}, expires ${answer.expires_at}`);
+      assert.deepEqual(await user.json(['sessions', 'show', agent.name, 'conv-1']), answer);
+
+      const missing = await user.run(['sessions', 'show', agent.id, 'never-written']);
+      assert.equal(missing.code, 1);
+      assert.match(missing.stderr, /^agentctl: SESSION_NOT_FOUND: /);
+      const viewer = new CliUser({ AGENTCTL_API_URL: control.baseUrl, AGENTCTL_TOKEN: (await signUpMember(control, accountId, 'viewer')).token });
+      try {
+        const refused = await viewer.run(['sessions', 'show', agent.slug, 'conv-1']);
+        assert.equal(refused.code, 1);
+        assert.match(refused.stderr, /^agentctl: AUTHORISATION_DENIED: /);
+        assert.equal(refused.stdout, '', 'no message is shown');
+      } finally {
+        rmSync(viewer.configHome, { recursive: true, force: true });
+      }
     });
 
     it('rm deletes a session, which the list and the replica no longer see; a second rm exits 1 with SESSION_NOT_FOUND', async () => {

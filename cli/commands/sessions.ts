@@ -1,11 +1,13 @@
 import type { Static } from '@sinclair/typebox';
-import type { SessionList, SessionSummary } from '../../control/schemas/agent-sessions.js';
+import type { SessionList, SessionSummary, SessionWithMessages } from '../../control/schemas/agent-sessions.js';
 import { pathSegment } from '../api-client.js';
 import { command, group } from '../command.js';
 import { resolveAgent, slugOf } from '../resolve-agent.js';
 import { formatBytes, printJson, table } from '../terminal.js';
 
 const agentArg = { type: 'string', demandOption: true, describe: 'id, slug or unique name' } as const;
+
+const sessionArg = { type: 'string', demandOption: true, describe: 'the session id, as `sessions list` shows it' } as const;
 
 const sessionRow = (session: SessionSummary) => [session.session_id, session.message_count, formatBytes(session.size_bytes), session.last_used_at, session.expires_at];
 
@@ -28,11 +30,26 @@ const list = command({
   },
 });
 
+const show = command({
+  command: 'show <agent> <session>',
+  examples: [["$0 sessions show support-bot conv-3f9a2c71", "its messages, oldest first, one JSON message a line (audited; viewers may not)"]],
+  describe: "One session's messages, oldest first, as the agent's replicas stored them: one JSON message a line, the session's size and use on stderr",
+  builder: (yargs) => yargs.positional('agent', agentArg).positional('session', sessionArg),
+  run: async (args, { api, terminal, json }) => {
+    const session = pathSegment(args.session, 'session id');
+    const agent = await resolveAgent(api, args.agent);
+    const shown = await api.request<Static<typeof SessionWithMessages>>('GET', `/agents/${agent.id}/sessions/${session}`);
+    if (json) return printJson(terminal, shown);
+    for (const message of shown.messages) terminal.out(JSON.stringify(message));
+    terminal.err(`${shown.session_id} of ${agent.name}: ${shown.message_count} messages, ${formatBytes(shown.size_bytes)}, version ${shown.version}, last used ${shown.last_used_at}, expires ${shown.expires_at}`);
+  },
+});
+
 const rm = command({
   command: 'rm <agent> <session>',
   examples: [["$0 sessions rm support-bot conv-3f9a2c71", "delete one conversation; a caller who sends its id again starts a new one"]],
   describe: "Delete one of the agent's sessions with its messages",
-  builder: (yargs) => yargs.positional('agent', agentArg).positional('session', { type: 'string', demandOption: true, describe: 'the session id, as `sessions list` shows it' }),
+  builder: (yargs) => yargs.positional('agent', agentArg).positional('session', sessionArg),
   run: async (args, { api, terminal }) => {
     const session = pathSegment(args.session, 'session id');
     const agent = await resolveAgent(api, args.agent);
@@ -41,4 +58,4 @@ const rm = command({
   },
 });
 
-export const sessions = group('sessions', "An agent's conversation sessions, which its replicas keep for callers who send a session_id back", [list, rm]);
+export const sessions = group('sessions', "An agent's conversation sessions, which its replicas keep for callers who send a session_id back", [list, show, rm]);

@@ -99,6 +99,10 @@ export function concatenatedJsonArrays(arrays: readonly string[]): string {
   return `[${items.join(',')}]`;
 }
 
+/** The session's messages as one JSON array: its base, then each append after it, each opened with `open`. */
+export const openedMessages = (open: (sealed: string) => string, session: Pick<StoredSession, 'messages_sealed' | 'appended_sealed'>): string =>
+  concatenatedJsonArrays([open(session.messages_sealed), ...session.appended_sealed.map(open)]);
+
 export const jsonBytes = (json: string): number => Buffer.byteLength(json, 'utf8');
 
 export const sessionNotFound = () => new PlatformError('SESSION_NOT_FOUND', 'The agent has no such session, or it expired');

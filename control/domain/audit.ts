@@ -28,6 +28,7 @@ export const AUDIT_ACTIONS = [
   'webhook.delete',
   'domain.create',
   'domain.delete',
+  'session.read',
   'session.delete',
   'invite.create',
   'invite.accept',

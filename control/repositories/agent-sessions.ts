@@ -1,5 +1,5 @@
 import type { Knex } from 'knex';
-import { AGENT_GONE, NO_SESSION, type AgentSessionRow, type ReadAnswer, type ReadSession, type SessionSummary, type SessionTag } from '../domain/agent-session.js';
+import { AGENT_GONE, NO_SESSION, type AgentSessionRow, type ReadAnswer, type ReadSession, type SessionSummary, type SessionTag, type StoredSession } from '../domain/agent-session.js';
 import { PreparedStatement } from '../db/prepared-statement.js';
 import type { AgentRow } from '../domain/agent.js';
 import { pageOf, type Page } from './page.js';
@@ -231,6 +231,21 @@ export class AgentSessionRepository {
   /** The session's row, unlocked, expired or not: what a write that did not apply looks at to say why. */
   async find(agentId: string, sessionId: string): Promise<AgentSessionRow | undefined> {
     return this.db<AgentSessionRow>('agent_sessions').where({ agent_id: agentId, session_id: sessionId }).first();
+  }
+
+  /** The live session with the sealed appends after its base, in one statement (a fold between two would lose some), touching nothing. */
+  async findLive(agentId: string, sessionId: string, now: Date): Promise<StoredSession | undefined> {
+    return this.db('agent_sessions as s')
+      .select(
+        's.*',
+        this.db.raw(
+          `ARRAY(SELECT a.messages_sealed FROM agent_session_appends a
+             WHERE a.agent_id = s.agent_id AND a.session_id = s.session_id AND a.version > s.base_version ORDER BY a.version) AS appended_sealed`,
+        ),
+      )
+      .where({ 's.agent_id': agentId, 's.session_id': sessionId })
+      .andWhere('s.expires_at', '>', now)
+      .first() as Promise<StoredSession | undefined>;
   }
 
   /**

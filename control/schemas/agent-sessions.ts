@@ -6,7 +6,7 @@ import * as ex from './examples.js';
 /**
  * Sessions (issue 37): what replicas send and get on the agent services endpoint
  * (docs/contract.md, "Sessions API v1"), and what an agent's owner sees of them on the
- * control API: never the messages.
+ * control API: the messages only of one session asked for by name.
  */
 
 export const SessionId = Type.String({ pattern: SESSION_ID_PATTERN, description: "the agent's own name for the session: 1 to 128 of A-Z a-z 0-9 . _ : -, not . or .." });
@@ -55,6 +55,16 @@ export const SessionSummary = Type.Object(
   { $id: 'AgentSession', examples: [ex.agentSession] },
 );
 export type SessionSummary = Static<typeof SessionSummary>;
+
+/** One session with its messages, as its owner asks for it by name. */
+export const SessionWithMessages = Type.Object(
+  {
+    ...SessionSummary.properties,
+    messages: Type.Array(Type.Unknown(), { description: 'the messages as the agent stored them, oldest first: JSON the platform does not read' }),
+  },
+  { $id: 'AgentSessionWithMessages', examples: [ex.agentSessionWithMessages] },
+);
+export type SessionWithMessages = Static<typeof SessionWithMessages>;
 
 export const SessionList = Type.Object(
   { sessions: Type.Array(Type.Ref(SessionSummary)), ...PAGE_FIELDS },

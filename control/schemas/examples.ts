@@ -176,6 +176,20 @@ export const agentSession = {
   expires_at: '2025-12-03T14:31:07Z',
 };
 
+const sessionMessages = [
+  { role: 'user', content: 'Where is my order 1042?' },
+  { role: 'assistant', content: 'It left the warehouse this morning and arrives on Thursday.' },
+];
+
+/** One session with its messages, as the owner reads it by name: size_bytes is its messages' JSON. */
+export const agentSessionWithMessages = {
+  ...agentSession,
+  version: 1,
+  message_count: sessionMessages.length,
+  size_bytes: Buffer.byteLength(JSON.stringify(sessionMessages)),
+  messages: sessionMessages,
+};
+
 /** A page of one item, as every paged listing answers. */
 export const onePage = { total: 1, page: 1, page_size: 20, has_next: false };
 

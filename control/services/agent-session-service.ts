@@ -3,13 +3,13 @@ import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import {
   AGENT_GONE,
-  concatenatedJsonArrays,
   entityTagOf,
   expiryAfter,
   isLive,
   jsonBytes,
   type MessagesBudget,
   NO_SESSION,
+  openedMessages,
   sessionNotFound,
   sessionTooLarge,
   versionConflict,
@@ -292,7 +292,7 @@ export class AgentSessionService {
   /** The base's messages followed by each append's, as one JSON array. */
   private openMessages(session: StoredSession): string {
     const { box } = this.deps;
-    return concatenatedJsonArrays([box.open(session.messages_sealed), ...session.appended_sealed.map((sealed) => box.open(sealed))]);
+    return openedMessages((sealed) => box.open(sealed), session);
   }
 
   /** Fixed one-second windows in Redis, shared by every copy of the control API in leases, as the edge counts its limits. */
