@@ -5,13 +5,14 @@ import { buildConsole, launchChromium, openAgentTab } from './support/browser.js
 import { startControl, type TestControl } from './support/control-harness.js';
 import { createAgent, expectStatus, signUpMember } from './support/control-api.js';
 import { replicaReadStatus, writeSession } from './support/replica-sessions.js';
+import { auditEvents } from './support/audit.js';
 
 const turn = (n: number, content = `turn ${n}`) => ({ role: n % 2 ? 'assistant' : 'user', content });
 
 /**
  * The agent page's Sessions tab (issue 37) in real Chromium: the conversations the agent's
- * replicas keep, written through the agent services endpoint as a replica writes them, and
- * Delete after confirmation. test/agent-sessions.test.ts covers the API behind it.
+ * replicas keep, written through the agent services endpoint as a replica writes them, one
+ * session's messages opened, and Delete after confirmation. test/agent-sessions.test.ts covers the API behind it.
  */
 describe('the web console: sessions', function () {
   this.timeout(120_000);
@@ -92,6 +93,33 @@ describe('the web console: sessions', function () {
     assert.equal(await page.getByRole('alert').count(), 0);
   });
 
+  it("opens a session's messages below its row for a writer, oldest first: a chat message as its role and text, any other as its JSON; each open is audited", async () => {
+    const { token } = await control.signUp();
+    const agent = await createAgent(control, token, { name: 'recalls' });
+    const toolCall = { tool: 'lookup', args: { order: 1042 } };
+    await writeSession(control, agent.id, 'conv-1', [[turn(0), turn(1, 'line one\nline two')], [toolCall]]);
+    await writeSession(control, agent.id, 'conv-2', [[turn(0, 'another conversation')]]);
+    await openSessions(token, agent.id);
+
+    const opener = page.getByRole('button', { name: 'Messages of session conv-1' });
+    await opener.click();
+    const conversation = page.getByRole('list', { name: 'Conversation of session conv-1' });
+    await conversation.waitFor();
+    assert.deepEqual(await conversation.getByRole('listitem').allInnerTexts(), ['user: turn 0', 'assistant: line one\nline two', JSON.stringify(toolCall, null, 2)]);
+    assert.equal(await opener.getAttribute('aria-expanded'), 'true');
+    assert.doesNotMatch(await table().innerText(), /another conversation/, 'only the session opened');
+    for (const viewport of [DESKTOP, PHONE]) {
+      await page.setViewportSize(viewport);
+      assert.deepEqual(await accessibilityProblems(page), [], `the sessions tab with messages open at ${viewport.width} px`);
+    }
+    await page.setViewportSize(DESKTOP);
+    assert.equal((await auditEvents(control, token, `agent_id=${agent.id}&action=session.read`)).length, 1, 'the read is in the audit log');
+
+    await opener.click();
+    await conversation.waitFor({ state: 'detached' });
+    assert.equal(await opener.getAttribute('aria-expanded'), 'false');
+  });
+
   it("shows the API's message when a delete is refused, and drops the row of a session gone meanwhile", async () => {
     const { token } = await control.signUp();
     const agent = await createAgent(control, token, { name: 'raced' });
@@ -141,7 +169,7 @@ describe('the web console: sessions', function () {
     assert.equal((await listed(agent.id, token)).length, 20);
   });
 
-  it('lists the sessions to a viewer without a Delete button', async () => {
+  it('lists the sessions to a viewer without a Messages or Delete button', async () => {
     const owner = await control.signUp();
     const agent = await createAgent(control, owner.token, { name: 'watched' });
     await writeSession(control, agent.id, 'conv-1', [[turn(0)]]);
@@ -150,6 +178,7 @@ describe('the web console: sessions', function () {
     // The tab draws the table once it knows the role: no Delete can appear after the rows.
     await rowOf('conv-1').waitFor();
     assert.equal(await page.getByRole('button', { name: /^Delete session/ }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: /^Messages of session/ }).count(), 0);
     assert.equal(await table().getByRole('button').count(), 0);
   });
 });

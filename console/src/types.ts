@@ -1,7 +1,7 @@
 /** The API's shapes the console reads, named from control/schemas (type-only: nothing of the API runs here). */
 import type { Static } from '@sinclair/typebox';
 import type { Agent } from '../../control/schemas/agents.js';
-import type { SessionList as SessionListSchema } from '../../control/schemas/agent-sessions.js';
+import type { SessionList as SessionListSchema, SessionWithMessages as SessionWithMessagesSchema } from '../../control/schemas/agent-sessions.js';
 import type { InvocationList as InvocationListSchema, InvocationSummary } from '../../control/schemas/invocations.js';
 import type { KeyView } from '../../control/schemas/keys.js';
 import type { User } from '../../control/schemas/auth.js';
@@ -15,6 +15,7 @@ export type { CreatedInvite, Invite } from '../../control/schemas/invites.js';
 export type { SsoSettings, SsoSettingsBody } from '../../control/schemas/sso.js';
 export type { SessionSummary } from '../../control/schemas/agent-sessions.js';
 export type SessionList = Static<typeof SessionListSchema>;
+export type SessionWithMessages = Static<typeof SessionWithMessagesSchema>;
 export type { InvocationDetail, InvocationSpan, InvocationSummary } from '../../control/schemas/invocations.js';
 export type InvocationList = Static<typeof InvocationListSchema>;
 export type AccessKey = KeyView;
