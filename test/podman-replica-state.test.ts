@@ -221,6 +221,13 @@ describe('podman replica state machine (control/orchestrator/podman/replica-stat
       assert.deepEqual(plan(job({ count: 0 }, a, replica('x', 'failed'))).surplus.map((r) => r.id), ['a'], 'failed replicas are not live: left for the next deploy');
     });
 
+    it('scaling down stops a running replica whose container died (out of routing, its exit not yet counted) before a routed one', () => {
+      const [older, dead, newest] = [replica('older', 'running'), replica('dead', 'running'), replica('newest', 'running')];
+      assert.equal(died(dead, new Date(T0 + 5000)), true);
+      assert.deepEqual(plan(job({ count: 2 }, older, dead, newest)).surplus.map((r) => r.id), ['dead']);
+      assert.deepEqual(plan(job({ count: 1 }, older, dead, newest)).surplus.map((r) => r.id), ['dead', 'older'], 'then the oldest, as ever');
+    });
+
     it('rolls out health-gated: the old version stops only once the new one is fully running', () => {
       const old = [replica('o1', 'running', 2), replica('o2', 'running', 2)];
       const rolling = job({ count: 2 }, ...old, replica('n1', 'running'), replica('n2', 'starting'));

@@ -139,7 +139,7 @@ export class PodmanDriver implements Orchestrator {
     return this.queue.run(async () => {
       if (!this.jobs.scale(agentId, count, parked)) return this.supervisor.told(agentId);
       this.jobs.record(agentId, { replicaId: null, type: 'scaled', message: `${count} replica(s)` });
-      if (!(await this.supervisor.resumeParked(agentId))) await this.supervisor.tick([agentId]);
+      if (!(await this.supervisor.resumeParked(agentId))) await this.supervisor.converged(agentId);
     });
   }
 

@@ -220,6 +220,14 @@ export interface JobPlan {
 const STOP_ORDER: ReplicaState[] = ['failed', 'crashed', 'pending', 'restarting', 'starting', 'stopping', 'running'];
 
 /**
+ * Of two replicas in one state, one out of routing goes first: a running replica whose
+ * container died, as podman's event said (died), before a look counted the exit. A scale
+ * plans without a look (Supervisor.converged), so its records may not show the exit yet.
+ */
+const byStopOrder = (a: ReplicaRecord, b: ReplicaRecord) =>
+  STOP_ORDER.indexOf(a.state) - STOP_ORDER.indexOf(b.state) || Number(a.address !== null) - Number(b.address !== null);
+
+/**
  * What one version's replicas need to be `count`: how many to start, and which are past
  * the count. A version whose replicas cannot start (bad image) or keep crashing is not
  * relaunched until the next deploy: replacing them would only repeat the failure forever.
@@ -233,7 +241,7 @@ function versionNeeds(replicas: ReplicaRecord[], count: number, replaceCrashed: 
   const live = replicas.filter((r) => r.state !== 'failed' && r.state !== 'crashed');
   const dead = replicas.length - live.length - crashed.length;
   const launch = live.length < count && dead === 0 ? count - live.length : 0;
-  const surplus = live.length > count ? [...live].sort((a, b) => STOP_ORDER.indexOf(a.state) - STOP_ORDER.indexOf(b.state)).slice(0, live.length - count) : [];
+  const surplus = live.length > count ? [...live].sort(byStopOrder).slice(0, live.length - count) : [];
   return { launch, surplus, crashed };
 }
 

@@ -207,6 +207,22 @@ export class Supervisor {
     return true;
   }
 
+  /**
+   * A scale's step: the job converged on what its records know, without the tick's `podman
+   * ps` of every container. A listing observes, and a scale needs none: it only plans (start
+   * or retire replicas, park or discard), and the periodic tick observes what the step
+   * changed. Every other agent's step waits for this one, a wake's included: a listing here
+   * was most of its time. Until the first sweep, containers of known agents may not be
+   * adopted yet, and a plan blind to them would start their replicas twice: a tick then.
+   */
+  async converged(agentId: string): Promise<void> {
+    const job = this.parts.jobs.get(agentId);
+    if (this.adopting || this.closed || !job) return this.tick([agentId]);
+    await this.converge(job, null, new Set());
+    this.notify([agentId]);
+    this.lookSoonWhileStarting();
+  }
+
   /** Tells the listeners of an agent a call was for, when it changed nothing to tick for (a scale of a job not held). */
   told(agentId: string): void {
     this.notify([agentId]);
@@ -259,11 +275,12 @@ export class Supervisor {
     return true;
   }
 
-  private async converge(job: PodmanJob, containers: Map<string, ContainerInfo>, changed: Set<string>): Promise<void> {
+  /** The job's step of a tick; `containers`, the tick's listing, observes its replicas first (none: a scale's, which only plans). */
+  private async converge(job: PodmanJob, containers: Map<string, ContainerInfo> | null, changed: Set<string>): Promise<void> {
     const before = fingerprint(job);
     // A replica resumed now is not looked at in this tick's listing, taken before it ran again.
     const resumed = await this.keepParked(job);
-    await Promise.all([...job.replicas.values()].filter((r) => !r.busy && r !== resumed).map((record) => this.observe(job, record, containers.get(record.id))));
+    if (containers) await Promise.all([...job.replicas.values()].filter((r) => !r.busy && r !== resumed).map((record) => this.observe(job, record, containers.get(record.id))));
     const next = plan(job);
     const stable = stableBeside(job.spec);
     if (next.crashedStable.length > 0) this.retire(job, next.crashedStable, `crashed past its restart budget beside the canary: replaced by a new replica of version ${stable?.version}`);
