@@ -95,6 +95,12 @@ function callsAsRows(arrays: string[], columns: string[]): string {
  */
 export const TOUCH_GRANULARITY_SECONDS = 1;
 
+/** The sealed appends after session `s`'s base, in order: what a read joins to the base (StoredSession.appended_sealed). */
+const APPENDED_SEALED_SQL = `ARRAY(
+       SELECT a.messages_sealed FROM agent_session_appends a
+       WHERE a.agent_id = s.agent_id AND a.session_id = s.session_id AND a.version > s.base_version ORDER BY a.version
+     )`;
+
 /** Whether the session is the one the reader holds: versions start at 1, so version 0 is held by no one; created_at tells a session from one made anew under its id. */
 const UNCHANGED_SQL = `s.version = r.known_version AND date_trunc('milliseconds', s.created_at) = r.known_created_at`;
 
@@ -123,10 +129,7 @@ const TOUCH_AND_READ_EACH = new PreparedStatement<(ReadSession | NoSessionRow) &
      COALESCE(t.last_used_at, s.last_used_at) AS last_used_at, COALESCE(t.expires_at, s.expires_at) AS expires_at,
      s.base_version, ${UNCHANGED_SQL} AS unchanged,
      CASE WHEN ${UNCHANGED_SQL} THEN NULL ELSE s.messages_sealed END AS messages_sealed,
-     CASE WHEN ${UNCHANGED_SQL} THEN NULL ELSE ARRAY(
-       SELECT a.messages_sealed FROM agent_session_appends a
-       WHERE a.agent_id = s.agent_id AND a.session_id = s.session_id AND a.version > s.base_version ORDER BY a.version
-     ) END AS appended_sealed
+     CASE WHEN ${UNCHANGED_SQL} THEN NULL ELSE ${APPENDED_SEALED_SQL} END AS appended_sealed
    FROM r JOIN agents ON agents.id = r.agent
    LEFT JOIN agent_sessions s ON s.agent_id = r.agent AND s.session_id = r.session AND s.expires_at > :now
    LEFT JOIN touched t ON t.agent_id = s.agent_id AND t.session_id = s.session_id`,
@@ -238,10 +241,7 @@ export class AgentSessionRepository {
     return this.db('agent_sessions as s')
       .select(
         's.*',
-        this.db.raw(
-          `ARRAY(SELECT a.messages_sealed FROM agent_session_appends a
-             WHERE a.agent_id = s.agent_id AND a.session_id = s.session_id AND a.version > s.base_version ORDER BY a.version) AS appended_sealed`,
-        ),
+        this.db.raw(`${APPENDED_SEALED_SQL} AS appended_sealed`),
       )
       .where({ 's.agent_id': agentId, 's.session_id': sessionId })
       .andWhere('s.expires_at', '>', now)

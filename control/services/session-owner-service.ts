@@ -3,6 +3,7 @@ import type { Clock } from '../../contract/clock.js';
 import type { SecretBox } from '../crypto/secret-box.js';
 import { isLive, openedMessages, sessionNotFound, type SessionSummary as SessionRow } from '../domain/agent-session.js';
 import { PlatformError } from '../domain/errors.js';
+import { canWrite } from '../domain/roles.js';
 import type { AuditContext } from '../domain/audit.js';
 import { inTransaction, repositoriesOn } from '../repositories/index.js';
 import type { ListSessionsQuery, SessionSummary, SessionWithMessages } from '../schemas/agent-sessions.js';
@@ -35,7 +36,8 @@ export class SessionOwnerService {
    * It is no use of the session: its expiry stays where the agent's last use put it.
    */
   async read(principal: Principal, audit: AuditContext, agentId: string, sessionId: string): Promise<SessionWithMessages> {
-    if (principal.role === 'viewer') throw new PlatformError('AUTHORISATION_DENIED', "Viewers see an agent's sessions, their sizes and use, but not their messages");
+    // The roles that operate agents (canWrite): a viewer sees sessions' sizes and use only.
+    if (!canWrite(principal.role)) throw new PlatformError('AUTHORISATION_DENIED', "Viewers see an agent's sessions, their sizes and use, but not their messages");
     return inTransaction(this.db, async (repos) => {
       await assertAgentOf(repos, principal, agentId);
       const now = this.clock.now();
