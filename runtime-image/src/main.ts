@@ -7,6 +7,7 @@ import { systemClock } from './clock.js';
 import { loadConfig, type RuntimeConfig } from './config.js';
 import { ConfigError } from './config-error.js';
 import { LogContext } from './log-context.js';
+import { providerFetchFor } from './http-fetch.js';
 import { createJsonLogger, type Logger } from './logger.js';
 import { closeGracefully } from './shutdown.js';
 import type { Tracing } from './tracing/tracing.js';
@@ -36,7 +37,7 @@ async function main(): Promise<void> {
   const logContext = new LogContext();
   const logger = createJsonLogger(writeStdout, config.settings.logLevel, systemClock, logContext);
   routeModelWarningsTo(logger);
-  const { server, tracing } = createRuntime(config, { tools, clock: systemClock, logger, logContext, fetch: globalThis.fetch });
+  const { server, tracing } = createRuntime(config, { tools, clock: systemClock, logger, logContext, fetch: providerFetchFor(process.env, process.execArgv).fetch });
   server.listen(config.settings.port, LISTEN_HOST, () => {
     const address = server.address();
     const { agent } = config;

@@ -4,6 +4,7 @@ import { createRuntime, type Runtime } from '../../src/app.js';
 import { systemClock, type Clock } from '../../src/clock.js';
 import { loadConfig, type RuntimeConfig } from '../../src/config.js';
 import { LogContext } from '../../src/log-context.js';
+import { providerFetchFor } from '../../src/http-fetch.js';
 import { createJsonLogger } from '../../src/logger.js';
 import { loadTools } from '../../src/tools.js';
 import type { FakeProvider, FakeProviderName } from './fake-provider.js';
@@ -70,7 +71,9 @@ export async function startRuntime(env: Record<string, string>, options: { clock
   const lines: string[] = [];
   const logContext = new LogContext();
   const logger = createJsonLogger((line) => lines.push(line), 'debug', Date, logContext);
-  const { server, sessions, tracing } = createRuntime(config, { tools, clock: options.clock ?? systemClock, logger, logContext, fetch: globalThis.fetch });
+  // The provider's fetch main.ts gives the runtime.
+  const providerFetch = providerFetchFor(process.env, process.execArgv);
+  const { server, sessions, tracing } = createRuntime(config, { tools, clock: options.clock ?? systemClock, logger, logContext, fetch: providerFetch.fetch });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {
@@ -86,6 +89,7 @@ export async function startRuntime(env: Record<string, string>, options: { clock
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await tracing.shutdown(0);
+      providerFetch.close();
     },
   };
 }
