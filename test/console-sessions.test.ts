@@ -157,6 +157,16 @@ describe('the web console: sessions', function () {
     await rowOf('conv-20').waitFor();
     assert.equal(await table().getByRole('row').count(), 21, 'a header and 20 sessions');
     await page.getByText('Page 1 of 2').waitFor();
+    // A conversation left open is closed by a change of page: coming back does not show it again.
+    await page.getByRole('button', { name: 'Messages of session conv-20' }).click();
+    await page.getByRole('list', { name: 'Conversation of session conv-20' }).waitFor();
+    await page.getByRole('button', { name: 'Next page' }).click();
+    await rowOf('conv-00').waitFor();
+    await page.getByRole('button', { name: 'Previous page' }).click();
+    await rowOf('conv-20').waitFor();
+    assert.equal(await page.getByRole('list', { name: 'Conversation of session conv-20' }).count(), 0);
+    assert.equal(await page.getByRole('button', { name: 'Messages of session conv-20' }).getAttribute('aria-expanded'), 'false');
+
     await page.getByRole('button', { name: 'Next page' }).click();
     await rowOf('conv-00').waitFor();
     await page.getByText('Page 2 of 2').waitFor();

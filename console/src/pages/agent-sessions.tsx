@@ -41,7 +41,7 @@ export function SessionsTab({ agentId }: { agentId: string }) {
   const [error, setError] = useState('');
   const [done, setDone] = useState('');
   const [busy, setBusy] = useState(false);
-  /** The session whose messages are open below its row, read when opened: one at a time. */
+  /** The session whose messages are open below its row, read when opened: one at a time, closed by a change of page. */
   const [open, setOpen] = useState<SessionWithMessages | null>(null);
 
   const load = () =>
@@ -114,7 +114,7 @@ export function SessionsTab({ agentId }: { agentId: string }) {
           </table>
         </div>
       )}
-      {(list.page > 1 || list.has_next) && <Pager page={list.page} pageSize={PAGE_SIZE} total={list.total} hasNext={list.has_next} onPage={setPage} />}
+      {(list.page > 1 || list.has_next) && <Pager page={list.page} pageSize={PAGE_SIZE} total={list.total} hasNext={list.has_next} onPage={(next) => { setOpen(null); setPage(next); }} />}
     </div>
   );
 }
