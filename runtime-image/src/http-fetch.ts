@@ -138,7 +138,7 @@ function headersOf(init: HeadersInit | undefined, body: string | Uint8Array | un
 function toResponse(answer: IncomingMessage, method: string, signal: AbortSignal | undefined): Response {
   const status = answer.statusCode ?? 0;
   if (status < 200 || status > 599) {
-    // Response takes no other status; undici fails such an answer as a network error too.
+    // Response takes no other status: a server that answers one is broken, and the call fails as if unreachable.
     answer.destroy();
     throw new TypeError('fetch failed', { cause: new Error(`the server answered with status ${status}`) });
   }
